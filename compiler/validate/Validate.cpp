@@ -1,0 +1,389 @@
+//===- compiler/validate/Validate.cpp - Descriptor validation ------------===//
+//
+// One rule after another, each with its own message. The order matters: a
+// later rule may index arrays whose lengths an earlier rule proved.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gatherjit/Validate.h"
+
+#include <algorithm>
+#include <numeric>
+#include <sstream>
+
+namespace gatherjit {
+
+const char *opKindName(OpKind Op) {
+  switch (Op) {
+  case OpKind::GatherElements:
+    return "GatherElements";
+  case OpKind::Gather:
+    return "Gather";
+  }
+  return "?";
+}
+
+namespace {
+
+std::string join(const std::vector<uint64_t> &V) {
+  std::string S = "{";
+  for (size_t I = 0; I < V.size(); ++I)
+    S += (I ? "," : "") + std::to_string(V[I]);
+  return S + "}";
+}
+
+std::string typeList(const std::vector<DataType> &Types) {
+  std::string S;
+  for (size_t I = 0; I < Types.size(); ++I)
+    S += (I ? ", " : "") + std::string(dataTypeName(Types[I]));
+  return S;
+}
+
+/// One row of a seed document's tensor-support table.
+struct SupportRow {
+  bool Only4D;
+  std::vector<DataType> Data;
+  std::vector<DataType> Index;
+};
+
+using DT = DataType;
+const std::vector<DT> FloatsOnly = {DT::Float32, DT::Float16};
+const std::vector<DT> Level21Data = {DT::Float32, DT::Float16, DT::Int32,
+                                     DT::Int16,   DT::Int8,    DT::UInt32,
+                                     DT::UInt16,  DT::UInt8};
+const std::vector<DT> Level41Data = {
+    DT::Float64, DT::Float32, DT::Float16, DT::Int64, DT::Int32, DT::Int16,
+    DT::Int8,    DT::UInt64,  DT::UInt32,  DT::UInt16, DT::UInt8};
+const std::vector<DT> AllIndex = {DT::Int64, DT::Int32, DT::UInt64, DT::UInt32};
+
+std::optional<SupportRow> supportRow(OpKind Op, FeatureLevel Level) {
+  switch (Level) {
+  case FeatureLevel::L1_0:
+    if (Op == OpKind::GatherElements)
+      return std::nullopt; // Introduced in 2_1.
+    return SupportRow{true, FloatsOnly, {DT::UInt32}};
+  case FeatureLevel::L2_1:
+    return SupportRow{true, Level21Data, {DT::UInt32}};
+  case FeatureLevel::L3_0:
+    return SupportRow{false, Level21Data, AllIndex};
+  case FeatureLevel::L4_1:
+    return SupportRow{false, Level41Data, AllIndex};
+  }
+  return std::nullopt;
+}
+
+bool mulOverflows(uint64_t A, uint64_t B, uint64_t &Out) {
+  return __builtin_mul_overflow(A, B, &Out);
+}
+bool addOverflows(uint64_t A, uint64_t B, uint64_t &Out) {
+  return __builtin_add_overflow(A, B, &Out);
+}
+
+/// Validates what one tensor must satisfy on its own: rank, strides, the
+/// element count and byte extent in 64 bits, and its buffer size.
+class TensorChecker {
+public:
+  TensorChecker(const char *Op) : Op(Op) {}
+
+  Status check(TensorDesc &T, const char *Name) {
+    const std::string P = std::string(Op) + ": " + Name;
+    if (T.rank() < 1 || T.rank() > MaxRank)
+      return Status::invalidArgument(P + ".DimensionCount = " +
+                                     std::to_string(T.rank()) +
+                                     " is out of range; use 1.." +
+                                     std::to_string(MaxRank));
+    if (T.Type == DataType::Opaque && T.OpaqueBytes == 0)
+      return Status::invalidArgument(P + ".DataType = OPAQUE needs an element size > 0");
+    if (T.Strides && T.Strides->size() != T.rank())
+      return Status::invalidArgument(
+          P + ".Strides has " + std::to_string(T.Strides->size()) +
+          " entries but " + Name + ".Sizes has " + std::to_string(T.rank()));
+    if (!T.Strides)
+      T.Strides = packedStrides(T.Sizes);
+    uint64_t Count = 1;
+    for (uint64_t S : T.Sizes)
+      if (mulOverflows(Count, S, Count))
+        return Status::invalidArgument(P + ".Sizes = " + join(T.Sizes) +
+                                       " has more than 2^64 elements");
+    // Every byte offset must fit a signed 64-bit integer: the kernels use
+    // signed arithmetic on byte offsets.
+    uint64_t Extent = Count == 0 ? 0 : 1;
+    bool Overflow = false;
+    for (unsigned D = 0; D < T.rank() && Count != 0; ++D) {
+      uint64_t Span;
+      Overflow |= mulOverflows(T.Sizes[D] - 1, (*T.Strides)[D], Span);
+      Overflow |= addOverflows(Extent, Span, Extent);
+    }
+    uint64_t Bytes = 0;
+    Overflow |= mulOverflows(Extent, T.elementBytes(), Bytes);
+    if (Count != 0 && Count > static_cast<uint64_t>(INT64_MAX))
+      Overflow = true;
+    if (Overflow || Bytes > static_cast<uint64_t>(INT64_MAX))
+      return Status::invalidArgument(
+          P + " with Sizes = " + join(T.Sizes) + " and Strides = " +
+          join(*T.Strides) + " addresses more than 2^63 bytes");
+    if (T.TotalBytes && Bytes > *T.TotalBytes)
+      return Status::invalidArgument(
+          P + ": Sizes = " + join(T.Sizes) + " and Strides = " +
+          join(*T.Strides) + " address " + std::to_string(Bytes) +
+          " bytes, outside the buffer of TotalBytes = " +
+          std::to_string(*T.TotalBytes));
+    return Status::ok();
+  }
+
+  /// Two output elements must never share memory: with dimensions sorted by
+  /// stride, each stride must step over everything the smaller ones span.
+  Status checkNoOverlap(const TensorDesc &T, const char *Name) {
+    std::vector<unsigned> Dims;
+    for (unsigned D = 0; D < T.rank(); ++D) {
+      if (T.Sizes[D] == 0)
+        return Status::ok(); // Nothing is written.
+      if (T.Sizes[D] > 1)
+        Dims.push_back(D);
+    }
+    const auto &St = *T.Strides;
+    std::sort(Dims.begin(), Dims.end(),
+              [&](unsigned A, unsigned B) { return St[A] < St[B]; });
+    uint64_t Span = 1; // Elements covered by the dimensions seen so far.
+    for (unsigned D : Dims) {
+      if (St[D] < Span)
+        return Status::invalidArgument(
+            std::string(Op) + ": " + Name + ".Strides = " + join(St) +
+            " make elements overlap (Strides[" + std::to_string(D) + "] = " +
+            std::to_string(St[D]) + " with Sizes = " + join(T.Sizes) +
+            "); an output needs distinct elements");
+      Span = St[D] * (T.Sizes[D] - 1) + Span;
+    }
+    return Status::ok();
+  }
+
+private:
+  const char *Op;
+};
+
+Status checkFeatureLevel(OpKind Op, const ValidDesc &V, FeatureLevel Level) {
+  const std::string P = std::string(opKindName(Op)) + ": ";
+  const std::string At = " at FeatureLevel = " + std::string(featureLevelName(Level));
+  std::optional<SupportRow> Row = supportRow(Op, Level);
+  if (!Row)
+    return Status::unsupported(P + "the operator was introduced in feature "
+                               "level 2_1; FeatureLevel = " +
+                               featureLevelName(Level) + " does not have it");
+  for (auto [T, Name] : {std::pair{&V.Input, "InputTensor"},
+                         std::pair{&V.Indices, "IndicesTensor"},
+                         std::pair{&V.Output, "OutputTensor"}}) {
+    if (Row->Only4D && T->rank() != 4)
+      return Status::unsupported(P + Name + ".DimensionCount = " +
+                                 std::to_string(T->rank()) +
+                                 " is not supported" + At + "; only 4 is");
+    const auto &Allowed = T == &V.Indices ? Row->Index : Row->Data;
+    if (std::find(Allowed.begin(), Allowed.end(), T->Type) == Allowed.end())
+      return Status::unsupported(P + Name + ".DataType = " +
+                                 dataTypeName(T->Type) + " is not supported" +
+                                 At + "; use " + typeList(Allowed));
+  }
+  return Status::ok();
+}
+
+/// Rules shared by both operators: ranks, types and per-tensor checks.
+Status checkCommon(OpKind Op, ValidDesc &V, const ValidateOptions &Options) {
+  const std::string P = std::string(opKindName(Op)) + ": ";
+  TensorChecker Checker(opKindName(Op));
+  for (auto [T, Name] : {std::pair{&V.Input, "InputTensor"},
+                         std::pair{&V.Indices, "IndicesTensor"},
+                         std::pair{&V.Output, "OutputTensor"}})
+    if (Status S = Checker.check(*T, Name); !S)
+      return S;
+  if (V.Indices.rank() != V.Input.rank())
+    return Status::invalidArgument(
+        P + "IndicesTensor.DimensionCount = " + std::to_string(V.Indices.rank()) +
+        " must equal InputTensor.DimensionCount = " + std::to_string(V.Input.rank()));
+  if (V.Output.rank() != V.Input.rank())
+    return Status::invalidArgument(
+        P + "OutputTensor.DimensionCount = " + std::to_string(V.Output.rank()) +
+        " must equal InputTensor.DimensionCount = " + std::to_string(V.Input.rank()));
+  if (V.Axis >= V.Input.rank())
+    return Status::invalidArgument(
+        P + "Axis = " + std::to_string(V.Axis) + " is out of range for a " +
+        std::to_string(V.Input.rank()) + "-D InputTensor; use 0.." +
+        std::to_string(V.Input.rank() - 1));
+  if (!isIndexType(V.Indices.Type))
+    return Status::invalidArgument(
+        P + "IndicesTensor.DataType = " + dataTypeName(V.Indices.Type) +
+        " is not an index type; use INT32, INT64, UINT32 or UINT64");
+  if (V.Output.Type != V.Input.Type)
+    return Status::invalidArgument(
+        P + "OutputTensor.DataType = " + dataTypeName(V.Output.Type) +
+        " must equal InputTensor.DataType = " + dataTypeName(V.Input.Type));
+  if (V.Output.elementBytes() != V.Input.elementBytes())
+    return Status::invalidArgument(
+        P + "OutputTensor element size = " + std::to_string(V.Output.elementBytes()) +
+        " bytes must equal InputTensor element size = " +
+        std::to_string(V.Input.elementBytes()) + " bytes");
+  if (Options.Level) {
+    for (const TensorDesc *T : {&V.Input, &V.Indices})
+      if (!isDirectMLType(T->Type))
+        return Status::unsupported(
+            P + (T == &V.Input ? "InputTensor" : "IndicesTensor") +
+            ".DataType = " + dataTypeName(T->Type) +
+            " is an extension that no DirectML feature level supports; "
+            "omit feature_level to use it");
+  }
+  return Status::ok();
+}
+
+Status checkOutputLayout(OpKind Op, const ValidDesc &V) {
+  return TensorChecker(opKindName(Op)).checkNoOverlap(V.Output, "OutputTensor");
+}
+
+} // namespace
+
+uint64_t requiredElements(const TensorDesc &Desc) {
+  uint64_t Extent = 1;
+  for (unsigned D = 0; D < Desc.rank(); ++D) {
+    if (Desc.Sizes[D] == 0)
+      return 0;
+    Extent += (Desc.Sizes[D] - 1) * (*Desc.Strides)[D];
+  }
+  return Extent;
+}
+
+uint64_t ValidDesc::outputElements() const {
+  uint64_t Count = 1;
+  for (uint64_t S : Output.Sizes)
+    Count *= S;
+  return Count;
+}
+
+std::string ValidDesc::describe() const {
+  std::ostringstream OS;
+  auto Tensor = [&](const char *Name, const TensorDesc &T) {
+    OS << " " << Name << "=" << dataTypeName(T.Type);
+    if (T.Type == DataType::Opaque)
+      OS << T.OpaqueBytes;
+    OS << join(T.Sizes);
+    if (*T.Strides != packedStrides(T.Sizes))
+      OS << "/strides" << join(*T.Strides);
+  };
+  OS << opKindName(Op);
+  Tensor("input", Input);
+  Tensor("indices", Indices);
+  Tensor("output", Output);
+  OS << " axis=" << Axis;
+  if (Op == OpKind::Gather)
+    OS << " index_dimensions=" << IndexDimensions;
+  OS << " oob=" << (Policy == OobPolicy::Check ? "check" : "clamp");
+  return OS.str();
+}
+
+Expected<ValidDesc> validate(const GatherElementsDesc &Desc,
+                             const ValidateOptions &Options) {
+  const OpKind Op = OpKind::GatherElements;
+  const std::string P = "GatherElements: ";
+  ValidDesc V;
+  V.Op = Op;
+  V.Input = Desc.Input;
+  V.Indices = Desc.Indices;
+  V.Output = Desc.Output;
+  V.Axis = Desc.Axis;
+  V.Policy = Options.Policy;
+  if (Status S = checkCommon(Op, V, Options); !S)
+    return S;
+  for (unsigned D = 0; D < V.rank(); ++D) {
+    if (D == V.Axis)
+      continue;
+    const uint64_t In = V.Input.Sizes[D], Idx = V.Indices.Sizes[D];
+    if (Options.AllowSmallerIndices ? Idx > In : Idx != In)
+      return Status::invalidArgument(
+          P + "IndicesTensor.Sizes[" + std::to_string(D) + "] = " +
+          std::to_string(Idx) +
+          (Options.AllowSmallerIndices ? " must not exceed" : " must equal") +
+          " InputTensor.Sizes[" + std::to_string(D) + "] = " +
+          std::to_string(In) + " (all dimensions but Axis = " +
+          std::to_string(V.Axis) + ")");
+  }
+  for (unsigned D = 0; D < V.rank(); ++D)
+    if (V.Output.Sizes[D] != V.Indices.Sizes[D])
+      return Status::invalidArgument(
+          P + "OutputTensor.Sizes = " + join(V.Output.Sizes) +
+          " must equal IndicesTensor.Sizes = " + join(V.Indices.Sizes));
+  if (Status S = checkOutputLayout(Op, V); !S)
+    return S;
+  if (Options.Level)
+    if (Status S = checkFeatureLevel(Op, V, *Options.Level); !S)
+      return S;
+  return V;
+}
+
+Expected<ValidDesc> validate(const GatherDesc &Desc,
+                             const ValidateOptions &Options) {
+  const OpKind Op = OpKind::Gather;
+  const std::string P = "Gather: ";
+  ValidDesc V;
+  V.Op = Op;
+  V.Input = Desc.Input;
+  V.Indices = Desc.Indices;
+  V.Output = Desc.Output;
+  V.Axis = Desc.Axis;
+  V.IndexDimensions = Desc.IndexDimensions;
+  V.Policy = Options.Policy;
+  if (Status S = checkCommon(Op, V, Options); !S)
+    return S;
+  const unsigned N = V.rank(), K = V.IndexDimensions;
+  // The document says [0, DimensionCount), but its Example 1 uses K equal
+  // to the DimensionCount of 1-D indices; K == N is allowed.
+  if (K > N)
+    return Status::invalidArgument(
+        P + "IndexDimensions = " + std::to_string(K) +
+        " exceeds IndicesTensor.DimensionCount = " + std::to_string(N) +
+        "; use 0.." + std::to_string(N));
+  for (unsigned D = 0; D < N - K; ++D)
+    if (V.Indices.Sizes[D] != 1)
+      return Status::invalidArgument(
+          P + "IndicesTensor.Sizes[" + std::to_string(D) + "] = " +
+          std::to_string(V.Indices.Sizes[D]) +
+          " must be 1: with IndexDimensions = " + std::to_string(K) +
+          " only the last " + std::to_string(K) + " of IndicesTensor.Sizes = " +
+          join(V.Indices.Sizes) + " are indices");
+  // The original rank ignores the leading ones that pad the input.
+  unsigned LeadingOnes = 0;
+  while (LeadingOnes < N && V.Input.Sizes[LeadingOnes] == 1)
+    ++LeadingOnes;
+  const unsigned OriginalRank = std::max(1u, N - LeadingOnes);
+  if (OriginalRank + K - 1 > N)
+    return Status::invalidArgument(
+        P + "original rank of InputTensor (" + std::to_string(OriginalRank) +
+        ", Sizes = " + join(V.Input.Sizes) + ") + IndexDimensions (" +
+        std::to_string(K) + ") - 1 = " + std::to_string(OriginalRank + K - 1) +
+        " exceeds OutputTensor.DimensionCount = " + std::to_string(N));
+  // Output sizes: the input's leading and trailing segments around Axis with
+  // the index dimensions between, right-aligned into N dimensions.
+  std::vector<uint64_t> Full(V.Input.Sizes.begin(), V.Input.Sizes.begin() + V.Axis);
+  Full.insert(Full.end(), V.Indices.Sizes.end() - K, V.Indices.Sizes.end());
+  Full.insert(Full.end(), V.Input.Sizes.begin() + V.Axis + 1, V.Input.Sizes.end());
+  while (Full.size() > N) {
+    if (Full.front() != 1)
+      return Status::invalidArgument(
+          P + "the output sizes would drop a leading dimension of size " +
+          std::to_string(Full.front()) + " to fit OutputTensor.DimensionCount = " +
+          std::to_string(N) + "; only leading ones are cropped");
+    Full.erase(Full.begin());
+  }
+  while (Full.size() < N)
+    Full.insert(Full.begin(), 1);
+  if (V.Output.Sizes != Full)
+    return Status::invalidArgument(
+        P + "OutputTensor.Sizes = " + join(V.Output.Sizes) + " must equal " +
+        join(Full) + " (InputTensor.Sizes[0.." + std::to_string(V.Axis) +
+        "), the last IndexDimensions = " + std::to_string(K) +
+        " of IndicesTensor.Sizes, InputTensor.Sizes[" +
+        std::to_string(V.Axis + 1) + "..], right-aligned)");
+  if (Status S = checkOutputLayout(Op, V); !S)
+    return S;
+  if (Options.Level)
+    if (Status S = checkFeatureLevel(Op, V, *Options.Level); !S)
+      return S;
+  return V;
+}
+
+} // namespace gatherjit

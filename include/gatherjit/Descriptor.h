@@ -1,0 +1,145 @@
+//===- gatherjit/Descriptor.h - Gather operator descriptors --------------===//
+/// \file
+/// The operator descriptors users hand to gatherjit. GatherElementsDesc and
+/// GatherDesc mirror DirectML's DML_GATHER_ELEMENTS_OPERATOR_DESC and
+/// DML_GATHER_OPERATOR_DESC; the ONNX builders produce the same descriptors
+/// from an ONNX node's shapes and attributes.
+//===----------------------------------------------------------------------===//
+#ifndef GATHERJIT_DESCRIPTOR_H
+#define GATHERJIT_DESCRIPTOR_H
+
+#include "gatherjit/Status.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gatherjit {
+
+/// Element types: DirectML's, then ONNX's other element types. Opaque is a
+/// fixed-size element the gather moves without looking at it (numpy's
+/// fixed-width strings); its size is TensorDesc::OpaqueBytes.
+enum class DataType {
+  Float64,
+  Float32,
+  Float16,
+  Int64,
+  Int32,
+  Int16,
+  Int8,
+  UInt64,
+  UInt32,
+  UInt16,
+  UInt8,
+  // Extensions beyond DirectML's tables.
+  BFloat16,
+  Bool,
+  Complex64,
+  Complex128,
+  Opaque,
+};
+
+/// DirectML's spelling: "FLOAT32", "UINT8", ..., and "BFLOAT16", "BOOL",
+/// "COMPLEX64", "COMPLEX128", "OPAQUE".
+const char *dataTypeName(DataType Type);
+/// Parses a name as dataTypeName spells it; std::nullopt if unknown.
+std::optional<DataType> parseDataType(std::string_view Name);
+/// Bytes per element; 0 for Opaque (its size lives in the TensorDesc).
+unsigned dataTypeSize(DataType Type);
+/// True for the types DirectML's tables list (not the extensions).
+bool isDirectMLType(DataType Type);
+/// True for INT32, INT64, UINT32, UINT64: the index types gatherjit accepts.
+bool isIndexType(DataType Type);
+bool isSignedIndexType(DataType Type);
+
+constexpr unsigned MaxRank = 8;
+
+/// A tensor's shape and layout, like DML_TENSOR_DESC. Strides are in
+/// elements; a stride of 0 broadcasts; no strides means packed row-major.
+struct TensorDesc {
+  DataType Type = DataType::Float32;
+  std::vector<uint64_t> Sizes;
+  std::optional<std::vector<uint64_t>> Strides;
+  /// Size of the buffer in bytes, if known; validation then checks that the
+  /// sizes and strides stay inside it.
+  std::optional<uint64_t> TotalBytes;
+  /// Element size for DataType::Opaque, ignored otherwise.
+  unsigned OpaqueBytes = 0;
+
+  unsigned rank() const { return static_cast<unsigned>(Sizes.size()); }
+  unsigned elementBytes() const {
+    return Type == DataType::Opaque ? OpaqueBytes : dataTypeSize(Type);
+  }
+};
+
+/// What happens to an index outside [-size, size) after negative wrap-around.
+enum class OobPolicy {
+  Check, ///< ONNX: an error naming the first offending index.
+  Clamp, ///< DirectML: clamped into range; never fails.
+};
+
+/// DirectML feature levels with their own tensor-support tables.
+enum class FeatureLevel { L1_0, L2_1, L3_0, L4_1 };
+const char *featureLevelName(FeatureLevel Level); // "1_0", ...
+std::optional<FeatureLevel> parseFeatureLevel(std::string_view Name);
+
+/// DML_GATHER_ELEMENTS_OPERATOR_DESC.
+struct GatherElementsDesc {
+  TensorDesc Input;
+  TensorDesc Indices;
+  TensorDesc Output;
+  uint32_t Axis = 0;
+};
+
+/// DML_GATHER_OPERATOR_DESC.
+struct GatherDesc {
+  TensorDesc Input;
+  TensorDesc Indices;
+  TensorDesc Output;
+  uint32_t Axis = 0;
+  uint32_t IndexDimensions = 0;
+};
+
+/// How a descriptor is validated.
+struct ValidateOptions {
+  OobPolicy Policy = OobPolicy::Check;
+  /// When set, the descriptor is checked against this level's table and the
+  /// extension types are rejected. Without it, every type is accepted.
+  std::optional<FeatureLevel> Level;
+  /// ONNX GatherElements: IndicesTensor.Sizes may be smaller than
+  /// InputTensor.Sizes on dimensions other than Axis (as ONNX Runtime and
+  /// PyTorch allow). DirectML requires equality.
+  bool AllowSmallerIndices = false;
+};
+
+//===----------------------------------------------------------------------===//
+// ONNX builders
+//===----------------------------------------------------------------------===//
+
+/// ONNX GatherElements-11/13: Data and Indices of the same rank r >= 1,
+/// Axis in [-r, r-1]. The output has the indices' sizes and the data's type,
+/// packed. Returns InvalidArgument naming the attribute or shape that is
+/// wrong. Validate the result with AllowSmallerIndices set.
+Expected<GatherElementsDesc> onnxGatherElements(const TensorDesc &Data,
+                                                const TensorDesc &Indices,
+                                                int64_t Axis);
+
+/// ONNX Gather-13: Indices of any rank q >= 0 (Sizes empty for a scalar),
+/// output shape Data[:Axis] + Indices + Data[Axis+1:]. The tensors are
+/// padded with leading ones to one common rank, as DirectML's Gather needs.
+Expected<GatherDesc> onnxGather(const TensorDesc &Data,
+                                const TensorDesc &Indices, int64_t Axis);
+
+/// The ONNX output shape of Gather (rank r + q - 1), before padding.
+std::vector<uint64_t> onnxGatherOutputShape(const std::vector<uint64_t> &Data,
+                                            const std::vector<uint64_t> &Indices,
+                                            unsigned Axis);
+
+/// Packed row-major strides for \p Sizes.
+std::vector<uint64_t> packedStrides(const std::vector<uint64_t> &Sizes);
+
+} // namespace gatherjit
+
+#endif

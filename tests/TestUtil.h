@@ -1,0 +1,58 @@
+//===- tests/TestUtil.h - Helpers shared by the tests --------------------===//
+#ifndef GATHERJIT_TESTS_TESTUTIL_H
+#define GATHERJIT_TESTS_TESTUTIL_H
+
+#include "gatherjit/Validate.h"
+
+#include <cstring>
+#include <vector>
+
+namespace gatherjit::test {
+
+inline TensorDesc tensor(DataType Type, std::vector<uint64_t> Sizes,
+                         std::optional<std::vector<uint64_t>> Strides = std::nullopt) {
+  TensorDesc D;
+  D.Type = Type;
+  D.Sizes = std::move(Sizes);
+  D.Strides = std::move(Strides);
+  return D;
+}
+
+/// Encodes integer index values in an index type.
+inline std::vector<char> encodeIndices(DataType Type, const std::vector<int64_t> &Values) {
+  const unsigned Size = dataTypeSize(Type);
+  std::vector<char> Bytes(Values.size() * Size);
+  for (size_t I = 0; I < Values.size(); ++I) {
+    if (Size == 8) {
+      std::memcpy(&Bytes[I * 8], &Values[I], 8);
+    } else {
+      uint32_t V = static_cast<uint32_t>(Values[I]);
+      std::memcpy(&Bytes[I * 4], &V, 4);
+    }
+  }
+  return Bytes;
+}
+
+/// A buffer of \p Count elements of \p ElemBytes where element E holds the
+/// byte pattern E*31+7, E*31+8, ... so that any misplaced byte shows.
+inline std::vector<char> patternBuffer(uint64_t Count, unsigned ElemBytes) {
+  std::vector<char> B(Count * ElemBytes);
+  for (uint64_t E = 0; E < Count; ++E)
+    for (unsigned I = 0; I < ElemBytes; ++I)
+      B[E * ElemBytes + I] = static_cast<char>(E * 31 + 7 + I);
+  return B;
+}
+
+/// The elements of \p Buffer at the given element positions, concatenated.
+inline std::vector<char> pick(const std::vector<char> &Buffer, unsigned ElemBytes,
+                              const std::vector<uint64_t> &Positions) {
+  std::vector<char> Out;
+  for (uint64_t P : Positions)
+    Out.insert(Out.end(), Buffer.begin() + P * ElemBytes,
+               Buffer.begin() + (P + 1) * ElemBytes);
+  return Out;
+}
+
+} // namespace gatherjit::test
+
+#endif

@@ -1,0 +1,79 @@
+//===- tests/tools/CliTestUtil.h - Running the command line in tests -----===//
+#ifndef GATHERJIT_TESTS_CLITESTUTIL_H
+#define GATHERJIT_TESTS_CLITESTUTIL_H
+
+#include "Npy.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+
+namespace gatherjit::test {
+
+struct CliResult {
+  int Exit = -1;
+  std::string Out, Err;
+};
+
+/// A scratch directory removed when the test ends.
+class ScratchDir {
+public:
+  ScratchDir() {
+    std::string Template =
+        (std::filesystem::temp_directory_path() / "gatherjit-test-XXXXXX").string();
+    Path = mkdtemp(Template.data());
+  }
+  ~ScratchDir() { std::filesystem::remove_all(Path); }
+  std::string operator/(const std::string &Name) const { return (Path / Name).string(); }
+  std::filesystem::path Path;
+};
+
+inline std::string slurp(const std::string &Path) {
+  std::ifstream In(Path, std::ios::binary);
+  std::stringstream SS;
+  SS << In.rdbuf();
+  return SS.str();
+}
+
+inline void spit(const std::string &Path, const std::string &Contents) {
+  std::ofstream(Path, std::ios::binary) << Contents;
+}
+
+inline CliResult runCli(const ScratchDir &Dir, const std::string &Args) {
+  const std::string Out = Dir / "stdout.txt", Err = Dir / "stderr.txt";
+  std::string Cmd = std::string(GATHERJIT_CLI) + " " + Args + " >" + Out + " 2>" + Err;
+  int Raw = std::system(Cmd.c_str());
+  CliResult R;
+  R.Exit = WIFEXITED(Raw) ? WEXITSTATUS(Raw) : -1;
+  R.Out = slurp(Out);
+  R.Err = slurp(Err);
+  return R;
+}
+
+template <typename T>
+void writeArray(const std::string &Path, const std::string &Descr,
+                const std::vector<uint64_t> &Shape, const std::vector<T> &Values) {
+  spit(Path, encodeNpy(Descr, Shape, Values.data(), Values.size() * sizeof(T)));
+}
+
+template <typename T> std::vector<T> readArray(const std::string &Path,
+                                               std::vector<uint64_t> *Shape = nullptr) {
+  Expected<NpyArray> A = readNpy(Path);
+  EXPECT_TRUE(A.isOk()) << A.status().message();
+  if (!A)
+    return {};
+  if (Shape)
+    *Shape = A->Shape;
+  std::vector<T> V(A->Data.size() / sizeof(T));
+  std::memcpy(V.data(), A->Data.data(), V.size() * sizeof(T));
+  return V;
+}
+
+} // namespace gatherjit::test
+
+#endif

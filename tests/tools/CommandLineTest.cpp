@@ -1,0 +1,160 @@
+//===- tests/tools/CommandLineTest.cpp - The gatherjit command line ------===//
+
+#include "CliTestUtil.h"
+
+#include <gmock/gmock.h>
+
+using namespace gatherjit;
+using namespace gatherjit::test;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+namespace {
+
+/// Asserts the contract for bad input: exit 2, one "error:" line.
+void expectBadInput(const CliResult &R, const std::string &Substr) {
+  EXPECT_EQ(R.Exit, 2) << R.Err;
+  EXPECT_THAT(R.Err, StartsWith("error: "));
+  EXPECT_EQ(std::count(R.Err.begin(), R.Err.end(), '\n'), 1) << R.Err;
+  EXPECT_THAT(R.Err, HasSubstr(Substr));
+}
+
+class CommandLine : public ::testing::Test {
+protected:
+  void SetUp() override {
+    writeArray<float>(Dir / "data.npy", "<f4", {3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
+    writeArray<int64_t>(Dir / "idx.npy", "<i8", {2, 3}, {1, 2, 0, 2, 0, 0});
+  }
+  ScratchDir Dir;
+};
+
+TEST_F(CommandLine, GatherElementsOnnxExample2) {
+  CliResult R = runCli(Dir, "gather-elements --data " + Dir / "data.npy" + " --indices " +
+                                Dir / "idx.npy" + " --axis 0 -o " + Dir / "out.npy");
+  ASSERT_EQ(R.Exit, 0) << R.Err;
+  std::vector<uint64_t> Shape;
+  EXPECT_EQ(readArray<float>(Dir / "out.npy", &Shape), (std::vector<float>{4, 8, 3, 7, 2, 3}));
+  EXPECT_EQ(Shape, (std::vector<uint64_t>{2, 3}));
+}
+
+TEST_F(CommandLine, FlagsInAnyOrderAndNegativeAxis) {
+  writeArray<int32_t>(Dir / "i1.npy", "<i4", {3, 1}, {2, -1, 0});
+  CliResult R = runCli(Dir, "gather-elements -o " + Dir / "out.npy" + " --axis -1 --indices " +
+                                Dir / "i1.npy" + " --data " + Dir / "data.npy");
+  ASSERT_EQ(R.Exit, 0) << R.Err;
+  EXPECT_EQ(readArray<float>(Dir / "out.npy"), (std::vector<float>{3, 6, 7}));
+}
+
+TEST_F(CommandLine, OnnxGather) {
+  writeArray<int64_t>(Dir / "rows.npy", "<i8", {2}, {2, 0});
+  CliResult R = runCli(Dir, "gather --data " + Dir / "data.npy" + " --indices " +
+                                Dir / "rows.npy" + " -o " + Dir / "out.npy");
+  ASSERT_EQ(R.Exit, 0) << R.Err;
+  std::vector<uint64_t> Shape;
+  EXPECT_EQ(readArray<float>(Dir / "out.npy", &Shape), (std::vector<float>{7, 8, 9, 1, 2, 3}));
+  EXPECT_EQ(Shape, (std::vector<uint64_t>{2, 3}));
+}
+
+TEST_F(CommandLine, FortranOrderDataIsReadCorrectly) {
+  // data.T stored in Fortran order is data again, logically transposed.
+  std::string Header = "{'descr': '<f4', 'fortran_order': True, 'shape': (3, 3), }";
+  std::vector<float> ColumnMajor = {1, 2, 3, 4, 5, 6, 7, 8, 9}; // Logical [[1,4,7],[2,5,8],[3,6,9]].
+  std::string File = encodeNpy("<f4", {3, 3}, ColumnMajor.data(), 36);
+  File.replace(File.find("False"), 5, "True ");
+  spit(Dir / "fdata.npy", File);
+  CliResult R = runCli(Dir, "gather-elements --data " + Dir / "fdata.npy" + " --indices " +
+                                Dir / "idx.npy" + " -o " + Dir / "out.npy");
+  ASSERT_EQ(R.Exit, 0) << R.Err;
+  EXPECT_EQ(readArray<float>(Dir / "out.npy"), (std::vector<float>{2, 6, 7, 3, 4, 7}));
+}
+
+TEST_F(CommandLine, RunDirectMLDescriptorClampsByDefault) {
+  spit(Dir / "d.json", R"({"operator": "GATHER_ELEMENTS", "axis": 0,
+      "input": {"data_type": "FLOAT32", "sizes": [3, 3]},
+      "indices": {"data_type": "INT64", "sizes": [2, 3]},
+      "output": {"data_type": "FLOAT32", "sizes": [2, 3]}})");
+  writeArray<int64_t>(Dir / "bad.npy", "<i8", {6}, {1, 2, 0, 9, -1, -9});
+  CliResult R = runCli(Dir, "run " + Dir / "d.json" + " --input " + Dir / "data.npy" +
+                                " --indices " + Dir / "bad.npy" + " -o " + Dir / "out.npy");
+  ASSERT_EQ(R.Exit, 0) << R.Err;
+  EXPECT_EQ(readArray<float>(Dir / "out.npy"), (std::vector<float>{4, 8, 3, 7, 8, 3}));
+}
+
+TEST_F(CommandLine, RunStridedOutput) {
+  // Output written transposed; the file holds it in logical order.
+  spit(Dir / "d.json", R"({"operator": "GATHER", "axis": 0, "index_dimensions": 1,
+      "input": {"data_type": "FLOAT32", "sizes": [3, 3]},
+      "indices": {"data_type": "INT64", "sizes": [1, 2]},
+      "output": {"data_type": "FLOAT32", "sizes": [2, 3], "strides": [1, 2]}})");
+  writeArray<int64_t>(Dir / "rows.npy", "<i8", {2}, {2, 0});
+  CliResult R = runCli(Dir, "run " + Dir / "d.json" + " --input " + Dir / "data.npy" +
+                                " --indices " + Dir / "rows.npy" + " -o " + Dir / "out.npy");
+  ASSERT_EQ(R.Exit, 0) << R.Err;
+  EXPECT_EQ(readArray<float>(Dir / "out.npy"), (std::vector<float>{7, 8, 9, 1, 2, 3}));
+}
+
+TEST_F(CommandLine, OutOfRangeUnderCheckLeavesNoFile) {
+  writeArray<int64_t>(Dir / "bad.npy", "<i8", {2, 3}, {1, 2, 0, 2, 3, 0});
+  CliResult R = runCli(Dir, "gather-elements --data " + Dir / "data.npy" + " --indices " +
+                                Dir / "bad.npy" + " -o " + Dir / "out.npy");
+  expectBadInput(R, "IndicesTensor[1,1] = 3 (position 4) is out of range");
+  EXPECT_FALSE(std::filesystem::exists(Dir / "out.npy"));
+}
+
+TEST_F(CommandLine, FailureLeavesAnExistingFileUntouched) {
+  spit(Dir / "out.npy", "precious");
+  CliResult R = runCli(Dir, "gather-elements --data " + Dir / "data.npy" + " --indices " +
+                                Dir / "idx.npy" + " --axis 2 -o " + Dir / "out.npy");
+  expectBadInput(R, "axis = 2 is out of range for a 2-D data tensor; use -2..1");
+  EXPECT_EQ(slurp(Dir / "out.npy"), "precious");
+  for (auto &Entry : std::filesystem::directory_iterator(Dir.Path))
+    EXPECT_THAT(Entry.path().filename().string(), ::testing::Not(HasSubstr(".tmp")));
+}
+
+TEST_F(CommandLine, BadInputsExitTwo) {
+  expectBadInput(runCli(Dir, ""), "");
+  expectBadInput(runCli(Dir, "gather-elements --data " + Dir / "data.npy"), "--indices");
+  expectBadInput(runCli(Dir, "frobnicate"), "");
+  expectBadInput(runCli(Dir, "gather-elements --data " + Dir / "missing.npy" + " --indices " +
+                                 Dir / "idx.npy" + " -o " + Dir / "out.npy"),
+                 "cannot open");
+  spit(Dir / "junk.npy", "not an npy file at all");
+  expectBadInput(runCli(Dir, "gather-elements --data " + Dir / "junk.npy" + " --indices " +
+                                 Dir / "idx.npy" + " -o " + Dir / "out.npy"),
+                 "bad magic");
+  expectBadInput(runCli(Dir, "gather-elements --data " + Dir / "data.npy" + " --indices " +
+                                 Dir / "idx.npy" + " --oob wrap -o " + Dir / "out.npy"),
+                 "--oob");
+  writeArray<float>(Dir / "fidx.npy", "<f4", {2, 3}, {0, 0, 0, 0, 0, 0});
+  expectBadInput(runCli(Dir, "gather-elements --data " + Dir / "data.npy" + " --indices " +
+                                 Dir / "fidx.npy" + " -o " + Dir / "out.npy"),
+                 "IndicesTensor.DataType = FLOAT32 is not an index type");
+  EXPECT_FALSE(std::filesystem::exists(Dir / "out.npy"));
+}
+
+TEST_F(CommandLine, RunChecksBuffersAgainstTheDescriptor) {
+  spit(Dir / "d.json", R"({"operator": "GATHER_ELEMENTS", "axis": 0,
+      "input": {"data_type": "FLOAT32", "sizes": [3, 3], "strides": [4, 1]},
+      "indices": {"data_type": "INT64", "sizes": [2, 3]},
+      "output": {"data_type": "FLOAT32", "sizes": [2, 3]}})");
+  expectBadInput(runCli(Dir, "run " + Dir / "d.json" + " --input " + Dir / "data.npy" +
+                                 " --indices " + Dir / "idx.npy" + " -o " + Dir / "out.npy"),
+                 "outside the buffer of TotalBytes = 36");
+  expectBadInput(runCli(Dir, "run " + Dir / "d.json" + " --input " + Dir / "idx.npy" +
+                                 " --indices " + Dir / "idx.npy" + " -o " + Dir / "out.npy"),
+                 "does not match input.data_type FLOAT32");
+  spit(Dir / "e.json", R"({"operator": "GATHER_ELEMENTS", "axis": 0, "feature_level": "9_9"})");
+  expectBadInput(runCli(Dir, "run " + Dir / "e.json" + " --input " + Dir / "data.npy" +
+                                 " --indices " + Dir / "idx.npy" + " -o " + Dir / "out.npy"),
+                 "\"feature_level\" = \"9_9\" is unknown");
+  EXPECT_FALSE(std::filesystem::exists(Dir / "out.npy"));
+}
+
+TEST_F(CommandLine, DemoRunsTheSeedExamples) {
+  CliResult R = runCli(Dir, "demo");
+  EXPECT_EQ(R.Exit, 0) << R.Out << R.Err;
+  EXPECT_THAT(R.Out, HasSubstr("DML Gather 5, nested indices"));
+  EXPECT_THAT(R.Out, ::testing::Not(HasSubstr("FAIL")));
+}
+
+} // namespace

@@ -1,0 +1,79 @@
+//===- tests/tools/DescJsonTest.cpp - Descriptor JSON --------------------===//
+
+#include "DescJson.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+using namespace gatherjit;
+using ::testing::HasSubstr;
+
+namespace {
+
+const char *Good = R"({"operator": "GATHER", "axis": 0, "index_dimensions": 1,
+  "input": {"data_type": "FLOAT32", "sizes": [3, 2]},
+  "indices": {"data_type": "UINT32", "sizes": [1, 4]},
+  "output": {"data_type": "FLOAT32", "sizes": [4, 2], "strides": [2, 1]}})";
+
+std::string errorOf(const std::string &Text) {
+  Expected<JsonDescriptor> D = parseDescriptorJson(Text);
+  EXPECT_FALSE(D.isOk());
+  return D ? "" : D.status().message();
+}
+
+std::string replace(std::string S, const std::string &From, const std::string &To) {
+  size_t P = S.find(From);
+  EXPECT_NE(P, std::string::npos) << From;
+  return S.replace(P, From.size(), To);
+}
+
+TEST(DescJson, ParsesAGatherDescriptor) {
+  Expected<JsonDescriptor> D = parseDescriptorJson(Good);
+  ASSERT_TRUE(D.isOk()) << D.status().message();
+  EXPECT_EQ(D->Op, OpKind::Gather);
+  EXPECT_EQ(D->Gather.IndexDimensions, 1u);
+  EXPECT_EQ(D->Options.Policy, OobPolicy::Clamp); // DirectML's default.
+  EXPECT_FALSE(D->Options.Level.has_value());
+  EXPECT_EQ(*D->Gather.Output.Strides, (std::vector<uint64_t>{2, 1}));
+  EXPECT_TRUE(D->validate().isOk());
+}
+
+TEST(DescJson, OptionalFields) {
+  Expected<JsonDescriptor> D = parseDescriptorJson(
+      replace(Good, "\"axis\": 0", "\"axis\": 0, \"oob\": \"check\", \"feature_level\": \"3_0\""));
+  ASSERT_TRUE(D.isOk());
+  EXPECT_EQ(D->Options.Policy, OobPolicy::Check);
+  EXPECT_EQ(D->Options.Level, FeatureLevel::L3_0);
+}
+
+TEST(DescJson, Errors) {
+  EXPECT_THAT(errorOf("{"), HasSubstr("not valid JSON"));
+  EXPECT_THAT(errorOf("[]"), HasSubstr("top level must be an object"));
+  EXPECT_THAT(errorOf(replace(Good, "\"GATHER\"", "\"SCATTER\"")),
+              HasSubstr("\"operator\" = \"SCATTER\" must be"));
+  EXPECT_THAT(errorOf(replace(Good, "\"axis\": 0", "\"axis\": -1")),
+              HasSubstr("\"axis\" = -1 must be non-negative"));
+  EXPECT_THAT(errorOf(replace(Good, "\"axis\": 0", "\"axis\": 1.5")),
+              HasSubstr("\"axis\" must be an integer"));
+  EXPECT_THAT(errorOf(replace(Good, "\"axis\": 0, ", "")), HasSubstr("\"axis\" is missing"));
+  EXPECT_THAT(errorOf(replace(Good, "\"index_dimensions\": 1,", "")),
+              HasSubstr("\"index_dimensions\" is missing"));
+  EXPECT_THAT(errorOf(replace(replace(Good, "\"GATHER\"", "\"GATHER_ELEMENTS\""), "", "")),
+              HasSubstr("\"index_dimensions\" applies to GATHER only"));
+  EXPECT_THAT(errorOf(replace(Good, "\"axis\": 0", "\"axis\": 0, \"feature_level\": \"5_0\"")),
+              HasSubstr("\"feature_level\" = \"5_0\" is unknown"));
+  EXPECT_THAT(errorOf(replace(Good, "\"axis\": 0", "\"axis\": 0, \"oob\": \"wrap\"")),
+              HasSubstr("\"oob\" = \"wrap\" must be"));
+  EXPECT_THAT(errorOf(replace(Good, "\"UINT32\"", "\"UINT33\"")),
+              HasSubstr("\"indices.data_type\" = \"UINT33\" is not a known data type"));
+  EXPECT_THAT(errorOf(replace(Good, "\"sizes\": [3, 2]", "\"sizes\": [3, -2]")),
+              HasSubstr("\"input.sizes[1]\" = -2 must be non-negative"));
+  EXPECT_THAT(errorOf(replace(Good, "\"sizes\": [3, 2]", "\"sizse\": [3, 2]")),
+              HasSubstr("\"input.sizse\" is not a known field"));
+  EXPECT_THAT(errorOf(replace(Good, "\"axis\"", "\"axes\"")),
+              HasSubstr("\"axes\" is not a known field"));
+  EXPECT_THAT(errorOf(replace(Good, "\"output\": {", "\"outputs\": {")),
+              HasSubstr("\"outputs\" is not a known field"));
+}
+
+} // namespace

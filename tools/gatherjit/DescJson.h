@@ -1,0 +1,37 @@
+//===- tools/gatherjit/DescJson.h - Descriptor JSON ----------------------===//
+/// \file
+/// Parses the DirectML-style descriptor JSON of `gatherjit run`:
+/// {"operator": "GATHER_ELEMENTS" | "GATHER", "axis": N,
+///  "index_dimensions": N (GATHER only), "feature_level": "4_1",
+///  "oob": "check" | "clamp", "input": {...}, "indices": {...},
+///  "output": {...}}, each tensor {"data_type", "sizes", "strides"}.
+/// Unknown keys are errors, so a misspelt field is never ignored.
+//===----------------------------------------------------------------------===//
+#ifndef GATHERJIT_TOOLS_DESCJSON_H
+#define GATHERJIT_TOOLS_DESCJSON_H
+
+#include "gatherjit/Validate.h"
+
+#include <string_view>
+
+namespace gatherjit {
+
+struct JsonDescriptor {
+  OpKind Op = OpKind::GatherElements;
+  GatherElementsDesc GatherElements;
+  GatherDesc Gather;
+  /// Policy defaults to Clamp, DirectML's behaviour.
+  ValidateOptions Options;
+
+  TensorDesc &input() { return Op == OpKind::Gather ? Gather.Input : GatherElements.Input; }
+  TensorDesc &indices() { return Op == OpKind::Gather ? Gather.Indices : GatherElements.Indices; }
+  TensorDesc &output() { return Op == OpKind::Gather ? Gather.Output : GatherElements.Output; }
+  Expected<ValidDesc> validate() const;
+};
+
+/// Parses \p Text; InvalidArgument names the JSON field at fault.
+Expected<JsonDescriptor> parseDescriptorJson(std::string_view Text);
+
+} // namespace gatherjit
+
+#endif

@@ -1,0 +1,430 @@
+//===- tools/gatherjit/Npy.cpp - numpy .npy files ------------------------===//
+
+#include "Npy.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <fstream>
+#include <sstream>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace gatherjit {
+namespace {
+
+constexpr size_t MaxHeaderBytes = 1 << 20;
+
+Status bad(const std::string &Msg) {
+  return Status::invalidArgument("malformed .npy: " + Msg);
+}
+
+/// A strict parser for the Python dict literal of a .npy header.
+class HeaderParser {
+public:
+  explicit HeaderParser(std::string_view Text) : Text(Text) {}
+
+  Status parse(std::string &Descr, bool &Fortran, std::vector<uint64_t> &Shape) {
+    bool SeenDescr = false, SeenFortran = false, SeenShape = false;
+    skipSpace();
+    if (!eat('{'))
+      return bad("header does not start with '{'");
+    while (true) {
+      skipSpace();
+      if (eat('}'))
+        break;
+      std::string Key;
+      if (Status S = parseString(Key); !S)
+        return S;
+      skipSpace();
+      if (!eat(':'))
+        return bad("expected ':' after key '" + Key + "'");
+      skipSpace();
+      if (Key == "descr") {
+        if (SeenDescr)
+          return bad("duplicate key 'descr'");
+        SeenDescr = true;
+        if (peek() == '[')
+          return Status::invalidArgument(
+              "structured .npy arrays (a list descr) are not supported");
+        if (Status S = parseString(Descr); !S)
+          return S;
+      } else if (Key == "fortran_order") {
+        if (SeenFortran)
+          return bad("duplicate key 'fortran_order'");
+        SeenFortran = true;
+        if (Text.substr(Pos, 4) == "True") {
+          Fortran = true;
+          Pos += 4;
+        } else if (Text.substr(Pos, 5) == "False") {
+          Fortran = false;
+          Pos += 5;
+        } else {
+          return bad("fortran_order must be True or False");
+        }
+      } else if (Key == "shape") {
+        if (SeenShape)
+          return bad("duplicate key 'shape'");
+        SeenShape = true;
+        if (Status S = parseShape(Shape); !S)
+          return S;
+      } else {
+        return bad("unknown header key '" + Key + "'");
+      }
+      skipSpace();
+      if (eat(','))
+        continue;
+      skipSpace();
+      if (eat('}'))
+        break;
+      return bad("expected ',' or '}' in header");
+    }
+    skipSpace();
+    if (Pos != Text.size())
+      return bad("unexpected text after the header dict");
+    if (!SeenDescr || !SeenFortran || !SeenShape)
+      return bad("header needs 'descr', 'fortran_order' and 'shape'");
+    return Status::ok();
+  }
+
+private:
+  char peek() const { return Pos < Text.size() ? Text[Pos] : '\0'; }
+  bool eat(char C) {
+    if (peek() != C)
+      return false;
+    ++Pos;
+    return true;
+  }
+  void skipSpace() {
+    while (Pos < Text.size() && (Text[Pos] == ' ' || Text[Pos] == '\t' ||
+                                 Text[Pos] == '\n' || Text[Pos] == '\r'))
+      ++Pos;
+  }
+  Status parseString(std::string &Out) {
+    char Quote = peek();
+    if (Quote != '\'' && Quote != '"')
+      return bad("expected a quoted string in header");
+    ++Pos;
+    size_t End = Text.find(Quote, Pos);
+    if (End == std::string_view::npos || End - Pos > 64)
+      return bad("unterminated or overlong string in header");
+    Out = std::string(Text.substr(Pos, End - Pos));
+    Pos = End + 1;
+    return Status::ok();
+  }
+  Status parseShape(std::vector<uint64_t> &Shape) {
+    if (!eat('('))
+      return bad("shape must be a tuple");
+    while (true) {
+      skipSpace();
+      if (eat(')'))
+        return Status::ok();
+      if (!std::isdigit(static_cast<unsigned char>(peek())))
+        return bad("shape entries must be non-negative integers");
+      uint64_t V = 0;
+      while (std::isdigit(static_cast<unsigned char>(peek()))) {
+        if (__builtin_mul_overflow(V, 10, &V) ||
+            __builtin_add_overflow(V, static_cast<uint64_t>(Text[Pos] - '0'), &V))
+          return bad("shape entry overflows 64 bits");
+        ++Pos;
+      }
+      if (Shape.size() == 32)
+        return bad("shape has more than 32 dimensions");
+      Shape.push_back(V);
+      skipSpace();
+      if (eat(','))
+        continue;
+      skipSpace();
+      if (eat(')'))
+        return Status::ok();
+      return bad("expected ',' or ')' in shape");
+    }
+  }
+
+  std::string_view Text;
+  size_t Pos = 0;
+};
+
+/// Decodes a descr into type and element size; big-endian numbers are
+/// reported in \p Swap.
+Status decodeDescr(const std::string &Descr, NpyArray &A, bool &Swap) {
+  if (Descr.size() < 2)
+    return bad("dtype '" + Descr + "' is too short");
+  const char Order = Descr[0], Kind = Descr[1];
+  if (Order != '<' && Order != '>' && Order != '|' && Order != '=')
+    return bad("dtype '" + Descr + "' has an unknown byte order");
+  const std::string Digits = Descr.substr(2);
+  if (Kind == 'O')
+    return Status::invalidArgument(
+        "object .npy arrays (pickles) are not supported; dtype '" + Descr + "'");
+  if (Digits.empty() || Digits.size() > 6 ||
+      !std::all_of(Digits.begin(), Digits.end(),
+                   [](char C) { return std::isdigit(static_cast<unsigned char>(C)); }))
+    return Status::invalidArgument("unsupported .npy dtype '" + Descr + "'");
+  const unsigned Size = static_cast<unsigned>(std::stoul(Digits));
+  Swap = Order == '>';
+  auto Numeric = [&](DataType T) {
+    A.Type = T;
+    A.ElementBytes = dataTypeSize(T);
+    A.Descr = npyDescr(T);
+    return Status::ok();
+  };
+  switch (Kind) {
+  case 'f':
+    if (Size == 2) return Numeric(DataType::Float16);
+    if (Size == 4) return Numeric(DataType::Float32);
+    if (Size == 8) return Numeric(DataType::Float64);
+    break;
+  case 'i':
+    if (Size == 1) return Numeric(DataType::Int8);
+    if (Size == 2) return Numeric(DataType::Int16);
+    if (Size == 4) return Numeric(DataType::Int32);
+    if (Size == 8) return Numeric(DataType::Int64);
+    break;
+  case 'u':
+    if (Size == 1) return Numeric(DataType::UInt8);
+    if (Size == 2) return Numeric(DataType::UInt16);
+    if (Size == 4) return Numeric(DataType::UInt32);
+    if (Size == 8) return Numeric(DataType::UInt64);
+    break;
+  case 'b':
+    if (Size == 1) return Numeric(DataType::Bool);
+    break;
+  case 'c':
+    if (Size == 8) return Numeric(DataType::Complex64);
+    if (Size == 16) return Numeric(DataType::Complex128);
+    break;
+  case 'V':
+    if (Size == 2) return Numeric(DataType::BFloat16);
+    break;
+  case 'S':
+  case 'U':
+    if (Size == 0)
+      break;
+    // Strings are moved as opaque bytes, never interpreted, so they keep
+    // their byte order and descr.
+    Swap = false;
+    A.Type = DataType::Opaque;
+    A.ElementBytes = Kind == 'S' ? Size : 4 * Size;
+    A.Descr = Descr;
+    return Status::ok();
+  default:
+    break;
+  }
+  return Status::invalidArgument("unsupported .npy dtype '" + Descr + "'");
+}
+
+void byteSwap(std::vector<char> &Data, DataType Type) {
+  // Complex numbers swap each half.
+  unsigned Unit = Type == DataType::Complex64    ? 4
+                  : Type == DataType::Complex128 ? 8
+                                                 : dataTypeSize(Type);
+  if (Unit <= 1)
+    return;
+  for (size_t I = 0; I + Unit <= Data.size(); I += Unit)
+    std::reverse(Data.begin() + I, Data.begin() + I + Unit);
+}
+
+} // namespace
+
+std::string npyDescr(DataType Type) {
+  switch (Type) {
+  case DataType::Float64: return "<f8";
+  case DataType::Float32: return "<f4";
+  case DataType::Float16: return "<f2";
+  case DataType::Int64: return "<i8";
+  case DataType::Int32: return "<i4";
+  case DataType::Int16: return "<i2";
+  case DataType::Int8: return "|i1";
+  case DataType::UInt64: return "<u8";
+  case DataType::UInt32: return "<u4";
+  case DataType::UInt16: return "<u2";
+  case DataType::UInt8: return "|u1";
+  case DataType::BFloat16: return "<V2";
+  case DataType::Bool: return "|b1";
+  case DataType::Complex64: return "<c8";
+  case DataType::Complex128: return "<c16";
+  case DataType::Opaque: return "";
+  }
+  return "";
+}
+
+uint64_t NpyArray::elementCount() const {
+  uint64_t Count = 1;
+  for (uint64_t S : Shape)
+    Count *= S;
+  return Count;
+}
+
+TensorDesc NpyArray::tensor() const {
+  TensorDesc T;
+  T.Type = Type;
+  T.OpaqueBytes = Type == DataType::Opaque ? ElementBytes : 0;
+  T.Sizes = Shape;
+  T.TotalBytes = Data.size();
+  if (FortranOrder) {
+    std::vector<uint64_t> Strides(Shape.size());
+    uint64_t Stride = 1;
+    for (size_t D = 0; D < Shape.size(); ++D) {
+      Strides[D] = Stride;
+      Stride *= Shape[D];
+    }
+    T.Strides = Strides;
+  }
+  return T;
+}
+
+std::vector<char> NpyArray::cOrderData() const {
+  if (!FortranOrder || Shape.size() < 2)
+    return Data;
+  std::vector<char> Out(Data.size());
+  const uint64_t Count = elementCount();
+  std::vector<uint64_t> Coord(Shape.size(), 0);
+  for (uint64_t Linear = 0; Linear < Count; ++Linear) {
+    uint64_t Src = 0, Stride = 1;
+    for (size_t D = 0; D < Shape.size(); ++D) {
+      Src += Coord[D] * Stride;
+      Stride *= Shape[D];
+    }
+    std::memcpy(&Out[Linear * ElementBytes], &Data[Src * ElementBytes],
+                ElementBytes);
+    for (size_t D = Shape.size(); D-- > 0;) {
+      if (++Coord[D] < Shape[D])
+        break;
+      Coord[D] = 0;
+    }
+  }
+  return Out;
+}
+
+Expected<NpyArray> parseNpy(std::string_view Bytes) {
+  static constexpr char Magic[] = "\x93NUMPY";
+  if (Bytes.size() < 10 || Bytes.substr(0, 6) != std::string_view(Magic, 6))
+    return bad("bad magic (not a .npy file)");
+  const unsigned Major = static_cast<unsigned char>(Bytes[6]);
+  size_t HeaderLen, Start;
+  if (Major == 1) {
+    HeaderLen = static_cast<unsigned char>(Bytes[8]) |
+                static_cast<unsigned char>(Bytes[9]) << 8;
+    Start = 10;
+  } else if (Major == 2 || Major == 3) {
+    if (Bytes.size() < 12)
+      return bad("truncated header length");
+    HeaderLen = 0;
+    for (int I = 3; I >= 0; --I)
+      HeaderLen = HeaderLen << 8 | static_cast<unsigned char>(Bytes[8 + I]);
+    Start = 12;
+  } else {
+    return bad("unsupported format version " + std::to_string(Major));
+  }
+  if (HeaderLen > MaxHeaderBytes)
+    return bad("header length " + std::to_string(HeaderLen) + " is too large");
+  if (Bytes.size() - Start < HeaderLen)
+    return bad("truncated header: " + std::to_string(HeaderLen) +
+               " bytes announced, " + std::to_string(Bytes.size() - Start) +
+               " present");
+  std::string_view Header = Bytes.substr(Start, HeaderLen);
+  NpyArray A;
+  std::string Descr;
+  if (Status S = HeaderParser(Header).parse(Descr, A.FortranOrder, A.Shape); !S)
+    return S;
+  bool Swap = false;
+  if (Status S = decodeDescr(Descr, A, Swap); !S)
+    return S;
+  uint64_t Count = 1, DataBytes;
+  for (uint64_t S : A.Shape)
+    if (__builtin_mul_overflow(Count, S, &Count))
+      return bad("shape element count overflows 64 bits");
+  if (__builtin_mul_overflow(Count, A.ElementBytes, &DataBytes))
+    return bad("data size overflows 64 bits");
+  const size_t Present = Bytes.size() - Start - HeaderLen;
+  if (Present != DataBytes)
+    return bad(std::string(Present < DataBytes ? "truncated" : "oversized") +
+               " data: shape and dtype need " + std::to_string(DataBytes) +
+               " bytes, the file has " + std::to_string(Present));
+  const char *Begin = Bytes.data() + Start + HeaderLen;
+  A.Data.assign(Begin, Begin + DataBytes);
+  if (Swap)
+    byteSwap(A.Data, A.Type);
+  return A;
+}
+
+Expected<NpyArray> readNpy(const std::string &Path) {
+  std::ifstream In(Path, std::ios::binary);
+  if (!In)
+    return Status::invalidArgument("cannot open '" + Path +
+                                   "': " + std::strerror(errno));
+  std::ostringstream SS;
+  SS << In.rdbuf();
+  if (In.bad())
+    return Status::invalidArgument("cannot read '" + Path + "'");
+  Expected<NpyArray> A = parseNpy(SS.str());
+  if (!A)
+    return A.status().withContext(Path);
+  return A;
+}
+
+std::string encodeNpy(const std::string &Descr,
+                      const std::vector<uint64_t> &Shape, const void *Data,
+                      size_t Bytes) {
+  std::string Dict = "{'descr': '" + Descr + "', 'fortran_order': False, 'shape': (";
+  for (size_t I = 0; I < Shape.size(); ++I)
+    Dict += std::to_string(Shape[I]) + (Shape.size() == 1 || I + 1 < Shape.size() ? ", " : "");
+  if (Shape.size() == 1)
+    Dict.pop_back(); // "(5, )" -> "(5,)"
+  Dict += "), }";
+  // Pad with spaces and a newline so that the data starts 64-byte aligned.
+  const bool V1 = Dict.size() + 11 < 65536;
+  const size_t Prefix = V1 ? 10 : 12;
+  size_t Total = Prefix + Dict.size() + 1;
+  Total = (Total + 63) / 64 * 64;
+  Dict.append(Total - Prefix - Dict.size() - 1, ' ');
+  Dict += '\n';
+  std::string Out("\x93NUMPY", 6);
+  Out += static_cast<char>(V1 ? 1 : 2);
+  Out += '\0';
+  const size_t Len = Dict.size();
+  for (size_t I = 0; I < (V1 ? 2u : 4u); ++I)
+    Out += static_cast<char>((Len >> (8 * I)) & 0xff);
+  Out += Dict;
+  Out.append(static_cast<const char *>(Data), Bytes);
+  return Out;
+}
+
+Status writeFileAtomic(const std::string &Path, const std::string &Contents) {
+  std::string Temp = Path + ".tmpXXXXXX";
+  int Fd = mkstemp(Temp.data());
+  if (Fd < 0)
+    return Status::invalidArgument("cannot create a file beside '" + Path +
+                                   "': " + std::strerror(errno));
+  size_t Done = 0;
+  while (Done < Contents.size()) {
+    ssize_t N = ::write(Fd, Contents.data() + Done, Contents.size() - Done);
+    if (N < 0 && errno == EINTR)
+      continue;
+    if (N <= 0) {
+      int Err = errno;
+      ::close(Fd);
+      ::unlink(Temp.c_str());
+      return Status::invalidArgument("cannot write '" + Path +
+                                     "': " + std::strerror(Err));
+    }
+    Done += static_cast<size_t>(N);
+  }
+  // mkstemp creates 0600; give the file the usual permissions.
+  mode_t Mask = umask(0);
+  umask(Mask);
+  fchmod(Fd, 0666 & ~Mask);
+  if (::close(Fd) != 0 || std::rename(Temp.c_str(), Path.c_str()) != 0) {
+    int Err = errno;
+    ::unlink(Temp.c_str());
+    return Status::invalidArgument("cannot write '" + Path +
+                                   "': " + std::strerror(Err));
+  }
+  return Status::ok();
+}
+
+} // namespace gatherjit

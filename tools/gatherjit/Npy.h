@@ -1,0 +1,60 @@
+//===- tools/gatherjit/Npy.h - numpy .npy files --------------------------===//
+/// \file
+/// Reads and writes numpy's .npy format (versions 1.0, 2.0, 3.0). The
+/// reader is attack surface: every header field is validated, sizes are
+/// checked in 64 bits, and object (pickled) or structured arrays are
+/// rejected without loading anything.
+///
+/// bfloat16, which numpy lacks, is stored as the two-byte void type 'V2' (how
+/// the ml_dtypes package saves it). Fixed-width strings 'S<n>' and 'U<n>'
+/// are opaque elements of n and 4n bytes.
+//===----------------------------------------------------------------------===//
+#ifndef GATHERJIT_TOOLS_NPY_H
+#define GATHERJIT_TOOLS_NPY_H
+
+#include "gatherjit/Descriptor.h"
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gatherjit {
+
+struct NpyArray {
+  DataType Type = DataType::Float32;
+  unsigned ElementBytes = 0;
+  /// The dtype as written back: little-endian for numbers, as read for
+  /// strings.
+  std::string Descr;
+  std::vector<uint64_t> Shape;
+  bool FortranOrder = false;
+  /// Element bytes in file order, converted to little-endian.
+  std::vector<char> Data;
+
+  uint64_t elementCount() const;
+  /// The tensor this array is, with strides for Fortran order.
+  TensorDesc tensor() const;
+  /// The elements in C (row-major) order.
+  std::vector<char> cOrderData() const;
+};
+
+/// Parses a whole .npy file. Errors are InvalidArgument.
+Expected<NpyArray> parseNpy(std::string_view Bytes);
+Expected<NpyArray> readNpy(const std::string &Path);
+
+/// The .npy dtype string for \p Type ('<f4', '|b1', ...); empty for Opaque.
+std::string npyDescr(DataType Type);
+
+/// Encodes a C-order array as .npy bytes.
+std::string encodeNpy(const std::string &Descr,
+                      const std::vector<uint64_t> &Shape,
+                      const void *Data, size_t Bytes);
+
+/// Writes \p Contents to \p Path atomically: a temporary file in the same
+/// directory, then rename. On failure no file is created and an existing
+/// one is untouched.
+Status writeFileAtomic(const std::string &Path, const std::string &Contents);
+
+} // namespace gatherjit
+
+#endif
