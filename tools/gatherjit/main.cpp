@@ -4,25 +4,28 @@
 //                           [--oob check|clamp] -o OUT.npy
 // gatherjit gather          (the same operands; ONNX Gather)
 // gatherjit run DESC.json --input D.npy --indices I.npy -o OUT.npy
+// gatherjit ir {gather-elements|gather|run} ... [--asm]
 // gatherjit demo            (the seed documents' examples, checked)
+//
+// Common flags: --engine jit|interp, --opt O0..O3, --threads N,
+// --repeat N, --stats (one JSON line on stderr after a success).
 //
 // Exit codes: 0 success, 2 bad input (one "error:" line on stderr), 1 an
 // internal failure. The output file is written atomically or not at all.
 //
 //===----------------------------------------------------------------------===//
 
-#include "DescJson.h"
-#include "Npy.h"
-#include "SeedExamples.h"
+#include "Demo.h"
+#include "Problem.h"
 #include "gatherjit/Interpreter.h"
+#include "gatherjit/Runtime.h"
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
-#include <cstring>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 using namespace gatherjit;
 
@@ -30,162 +33,132 @@ namespace {
 
 int report(const Status &S) {
   std::string Msg = S.message();
-  for (char &C : Msg)
-    if (C == '\n' || C == '\r')
-      C = ' ';
+  std::replace(Msg.begin(), Msg.end(), '\n', ' ');
+  std::replace(Msg.begin(), Msg.end(), '\r', ' ');
   std::fprintf(stderr, "error: %s\n", Msg.c_str());
   return S.code() == ErrorCode::Internal ? 1 : 2;
 }
 
-struct OnnxFlags {
-  std::string Data, Indices, Out;
-  int64_t Axis = 0;
-  std::string Oob = "check";
+struct EngineFlags {
+  std::string Engine = "jit";
+  std::string Opt = "O2";
+  unsigned Threads = 0;
+  unsigned Repeat = 1;
+  bool Stats = false;
 };
 
-struct RunFlags {
-  std::string Desc, Input, Indices, Out;
-};
-
-OobPolicy policyOf(const std::string &Name) {
-  return Name == "clamp" ? OobPolicy::Clamp : OobPolicy::Check;
+OptLevel parseOpt(const std::string &S) {
+  return S == "O0" ? OptLevel::O0 : S == "O1" ? OptLevel::O1
+                                  : S == "O3" ? OptLevel::O3 : OptLevel::O2;
 }
 
-/// Runs a validated descriptor on buffers large enough for it.
-Status execute(const ValidDesc &V, const void *In, const void *Idx, void *Out) {
-  return interpret(V, In, Idx, Out);
+void addEngineFlags(CLI::App *Sub, EngineFlags &E) {
+  Sub->add_option("--engine", E.Engine, "jit (default) or interp")
+      ->check(CLI::IsMember({"jit", "interp"}));
+  Sub->add_option("--opt", E.Opt, "optimization level O0..O3 (default O2)")
+      ->check(CLI::IsMember({"O0", "O1", "O2", "O3"}));
+  Sub->add_option("--threads", E.Threads, "threads for one kernel (0: all cores)");
+  Sub->add_option("--repeat", E.Repeat, "run the kernel N times")
+      ->check(CLI::PositiveNumber);
+  Sub->add_flag("--stats", E.Stats, "print timing as one JSON line on stderr");
 }
 
-/// Copies a possibly strided output buffer into packed row-major order.
-std::vector<char> packOutput(const TensorDesc &T, const std::vector<char> &Buf) {
-  const unsigned Bytes = T.elementBytes();
-  uint64_t Count = 1;
-  for (uint64_t S : T.Sizes)
-    Count *= S;
-  if (*T.Strides == packedStrides(T.Sizes))
-    return std::vector<char>(Buf.begin(), Buf.begin() + Count * Bytes);
-  std::vector<char> Out(Count * Bytes);
-  std::vector<uint64_t> Coord(T.rank(), 0);
-  for (uint64_t Linear = 0; Linear < Count; ++Linear) {
-    uint64_t Offset = 0;
-    for (unsigned D = 0; D < T.rank(); ++D)
-      Offset += Coord[D] * (*T.Strides)[D];
-    std::memcpy(&Out[Linear * Bytes], &Buf[Offset * Bytes], Bytes);
-    for (unsigned D = T.rank(); D-- > 0;) {
-      if (++Coord[D] < T.Sizes[D])
-        break;
-      Coord[D] = 0;
-    }
+using Clock = std::chrono::steady_clock;
+
+/// Runs the problem on the chosen engine and writes the output file.
+Status execute(Problem &P, const EngineFlags &E, const std::string &OutPath) {
+  std::vector<char> Out = P.outputBuffer();
+  double InitMs = 0, CompileMs = 0;
+  bool Hit = false;
+  std::vector<double> RunMs;
+  std::unique_ptr<Runtime> RT;
+  Kernel K;
+  if (E.Engine == "jit") {
+    RuntimeOptions Options;
+    Options.Opt = parseOpt(E.Opt);
+    Options.Threads = E.Threads;
+    Options.PerfMap = std::getenv("GATHERJIT_PERF_MAP") != nullptr;
+    Options.Debugger = std::getenv("GATHERJIT_GDB") != nullptr;
+    Expected<std::unique_ptr<Runtime>> Created = Runtime::create(Options);
+    if (!Created)
+      return Created.status();
+    RT = Created.take();
+    InitMs = RT->initMs();
+    Expected<Kernel> Compiled = RT->compile(P.Desc);
+    if (!Compiled)
+      return Compiled.status();
+    K = Compiled.take();
+    CompileMs = K.compileTimes().total();
+    Hit = K.cacheHit();
   }
-  return Out;
-}
-
-Status runOnnx(const OnnxFlags &F, OpKind Op) {
-  Expected<NpyArray> Data = readNpy(F.Data);
-  if (!Data)
-    return Data.status().withContext("--data");
-  Expected<NpyArray> Indices = readNpy(F.Indices);
-  if (!Indices)
-    return Indices.status().withContext("--indices");
-  const TensorDesc DataT = Data->tensor(), IdxT = Indices->tensor();
-  ValidateOptions Options;
-  Options.Policy = policyOf(F.Oob);
-  Expected<ValidDesc> V = Status::internal("unset");
-  std::vector<uint64_t> OutShape;
-  if (Op == OpKind::GatherElements) {
-    Options.AllowSmallerIndices = true;
-    Expected<GatherElementsDesc> D = onnxGatherElements(DataT, IdxT, F.Axis);
-    if (!D)
-      return D.status();
-    V = validate(*D, Options);
-    OutShape = IdxT.Sizes;
-  } else {
-    Expected<GatherDesc> D = onnxGather(DataT, IdxT, F.Axis);
-    if (!D)
-      return D.status();
-    V = validate(*D, Options);
-    if (V)
-      OutShape = onnxGatherOutputShape(DataT.Sizes, IdxT.Sizes,
-                                       static_cast<unsigned>(
-                                           F.Axis < 0 ? F.Axis + DataT.rank() : F.Axis));
+  for (unsigned I = 0; I < E.Repeat; ++I) {
+    Clock::time_point T0 = Clock::now();
+    Status S = RT ? K.run(P.Input.data(), P.Indices.data(), Out.data())
+                  : interpret(P.Desc, P.Input.data(), P.Indices.data(), Out.data());
+    RunMs.push_back(std::chrono::duration<double, std::milli>(Clock::now() - T0).count());
+    if (!S)
+      return S;
   }
-  if (!V)
-    return V.status();
-  std::vector<char> Out(V->outputElements() * V->Output.elementBytes());
-  if (Status S = execute(*V, Data->Data.data(), Indices->Data.data(), Out.data()); !S)
+  if (Status S = P.writeOutput(OutPath, Out); !S)
     return S;
-  return writeFileAtomic(F.Out, encodeNpy(Data->Descr, OutShape, Out.data(), Out.size()));
-}
-
-Status checkBuffer(const NpyArray &A, TensorDesc &T, const char *Flag,
-                   const char *Field) {
-  const bool Match = A.Type == T.Type && A.Type != DataType::Opaque;
-  if (!Match)
-    return Status::invalidArgument(
-        std::string(Flag) + ": the file's dtype '" + A.Descr + "' (" +
-        dataTypeName(A.Type) + ") does not match " + Field + ".data_type " +
-        dataTypeName(T.Type));
-  T.TotalBytes = A.Data.size();
+  if (E.Stats) {
+    std::sort(RunMs.begin(), RunMs.end());
+    const size_t N = RunMs.size();
+    const double Median = N % 2 ? RunMs[N / 2] : (RunMs[N / 2 - 1] + RunMs[N / 2]) / 2;
+    std::fprintf(stderr,
+                 "{\"engine\": \"%s\", \"opt_level\": \"%s\", \"jit_init_ms\": %.4f, "
+                 "\"compile_ms\": %.4f, \"cache\": \"%s\", \"run_ms_median\": %.6f, "
+                 "\"repeat\": %u}\n",
+                 E.Engine.c_str(), E.Opt.c_str(), InitMs, CompileMs,
+                 Hit ? "hit" : "miss", Median, E.Repeat);
+  }
   return Status::ok();
 }
 
-Status runJson(const RunFlags &F) {
-  std::ifstream In(F.Desc);
-  if (!In)
-    return Status::invalidArgument("cannot open descriptor '" + F.Desc +
-                                   "': " + std::strerror(errno));
-  std::stringstream SS;
-  SS << In.rdbuf();
-  Expected<JsonDescriptor> D = parseDescriptorJson(SS.str());
-  if (!D)
-    return D.status().withContext(F.Desc);
-  Expected<NpyArray> Data = readNpy(F.Input);
-  if (!Data)
-    return Data.status().withContext("--input");
-  Expected<NpyArray> Indices = readNpy(F.Indices);
-  if (!Indices)
-    return Indices.status().withContext("--indices");
-  if (Status S = checkBuffer(*Data, D->input(), "--input", "input"); !S)
-    return S;
-  if (Status S = checkBuffer(*Indices, D->indices(), "--indices", "indices"); !S)
-    return S;
-  Expected<ValidDesc> V = D->validate();
-  if (!V)
-    return V.status();
-  // The files' elements in C order are the buffers the descriptor addresses.
-  const std::vector<char> InBuf = Data->cOrderData(), IdxBuf = Indices->cOrderData();
-  std::vector<char> OutBuf(requiredElements(V->Output) * V->Output.elementBytes());
-  if (Status S = execute(*V, InBuf.data(), IdxBuf.data(), OutBuf.data()); !S)
-    return S;
-  std::vector<char> Packed = packOutput(V->Output, OutBuf);
-  return writeFileAtomic(F.Out, encodeNpy(npyDescr(V->Output.Type), V->Output.Sizes,
-                                          Packed.data(), Packed.size()));
-}
-
-std::string shapeString(const std::vector<uint64_t> &S) {
-  std::string R = "{";
-  for (size_t I = 0; I < S.size(); ++I)
-    R += (I ? "," : "") + std::to_string(S[I]);
-  return R + "}";
-}
-
-int runDemo() {
-  std::printf("%-36s %-10s %-6s %s\n", "seed example", "output", "result", "note");
-  int Failures = 0;
-  for (const SeedExample &E : seedExamples()) {
-    bool Ok = false;
-    if (E.Desc) {
-      std::vector<float> Out(E.ExpectedOutput.size());
-      std::vector<char> Idx = E.indexBytes();
-      Status S = execute(*E.Desc, E.Input.data(), Idx.data(), Out.data());
-      Ok = S && Out == E.ExpectedOutput;
-    }
-    Failures += !Ok;
-    std::printf("%-36s %-10s %-6s %s\n", E.Name.c_str(),
-                shapeString(E.ExpectedShape).c_str(), Ok ? "ok" : "FAIL",
-                E.Desc ? E.Note.c_str() : E.Desc.status().message().c_str());
+Status printIR(const Problem &P, const EngineFlags &E, bool Asm,
+               const std::string &OutPath) {
+  RuntimeOptions Options;
+  Options.Opt = parseOpt(E.Opt);
+  Options.Threads = 1;
+  Expected<std::unique_ptr<Runtime>> RT = Runtime::create(Options);
+  if (!RT)
+    return RT.status();
+  Expected<std::string> Text = Asm ? (*RT)->assembly(P.Desc) : (*RT)->optimizedIR(P.Desc);
+  if (!Text)
+    return Text.status();
+  if (OutPath.empty()) {
+    std::fwrite(Text->data(), 1, Text->size(), stdout);
+    return Status::ok();
   }
-  return Failures ? 1 : 0;
+  return writeFileAtomic(OutPath, *Text);
+}
+
+/// The operand flags of gather-elements, gather and run on one subcommand.
+CLI::App *addOperands(CLI::App *Parent, ProblemSource Kind, OperandFlags &F,
+                      bool OutputRequired) {
+  const char *Name = Kind == ProblemSource::OnnxGatherElements ? "gather-elements"
+                     : Kind == ProblemSource::OnnxGather       ? "gather"
+                                                               : "run";
+  const char *Help = Kind == ProblemSource::OnnxGatherElements ? "ONNX GatherElements"
+                     : Kind == ProblemSource::OnnxGather
+                         ? "ONNX Gather"
+                         : "a DirectML-style descriptor (DESC.json)";
+  CLI::App *Sub = Parent->add_subcommand(Name, Help);
+  F.Kind = Kind;
+  if (Kind == ProblemSource::Json) {
+    Sub->add_option("desc", F.DescPath, "descriptor JSON")->required();
+    Sub->add_option("--input", F.Data, "input buffer (.npy)")->required();
+  } else {
+    Sub->add_option("--data", F.Data, "data tensor (.npy)")->required();
+    Sub->add_option("--axis", F.Axis, "axis, negative counts from the back");
+    Sub->add_option("--oob", F.Oob, "out-of-range indices: check (error, default) or clamp")
+        ->check(CLI::IsMember({"check", "clamp"}));
+  }
+  Sub->add_option("--indices", F.Indices, "indices (.npy)")->required();
+  CLI::Option *Out = Sub->add_option("-o,--output", F.Out, "output file");
+  if (OutputRequired)
+    Out->required();
+  return Sub;
 }
 
 } // namespace
@@ -193,26 +166,27 @@ int runDemo() {
 int main(int Argc, char **Argv) {
   CLI::App App{"gatherjit: gather operators compiled to native code"};
   App.require_subcommand(1);
-  OnnxFlags GE, G;
-  RunFlags R;
-  auto AddOnnx = [&](const char *Name, const char *Help, OnnxFlags &F) {
-    CLI::App *Sub = App.add_subcommand(Name, Help);
-    Sub->add_option("--data", F.Data, "data tensor (.npy)")->required();
-    Sub->add_option("--indices", F.Indices, "indices tensor (.npy)")->required();
-    Sub->add_option("--axis", F.Axis, "axis, negative counts from the back");
-    Sub->add_option("--oob", F.Oob, "out-of-range indices: check (error) or clamp")
-        ->check(CLI::IsMember({"check", "clamp"}));
-    Sub->add_option("-o,--output", F.Out, "output file (.npy)")->required();
-    return Sub;
+  struct Command {
+    OperandFlags Operands;
+    EngineFlags Engine;
+    CLI::App *Sub = nullptr;
   };
-  CLI::App *GESub = AddOnnx("gather-elements", "ONNX GatherElements", GE);
-  CLI::App *GSub = AddOnnx("gather", "ONNX Gather", G);
-  CLI::App *RunSub = App.add_subcommand("run", "run a DirectML-style descriptor");
-  RunSub->add_option("desc", R.Desc, "descriptor JSON")->required();
-  RunSub->add_option("--input", R.Input, "input buffer (.npy)")->required();
-  RunSub->add_option("--indices", R.Indices, "indices buffer (.npy)")->required();
-  RunSub->add_option("-o,--output", R.Out, "output file (.npy)")->required();
-  CLI::App *DemoSub = App.add_subcommand("demo", "run the seed documents' examples");
+  const ProblemSource Kinds[] = {ProblemSource::OnnxGatherElements,
+                                 ProblemSource::OnnxGather, ProblemSource::Json};
+  Command Run[3], IR[3];
+  bool Asm = false;
+  for (int I = 0; I < 3; ++I) {
+    Run[I].Sub = addOperands(&App, Kinds[I], Run[I].Operands, true);
+    addEngineFlags(Run[I].Sub, Run[I].Engine);
+  }
+  CLI::App *IRSub = App.add_subcommand("ir", "print the optimized LLVM IR (or --asm)");
+  IRSub->require_subcommand(1);
+  for (int I = 0; I < 3; ++I) {
+    IR[I].Sub = addOperands(IRSub, Kinds[I], IR[I].Operands, false);
+    addEngineFlags(IR[I].Sub, IR[I].Engine);
+    IR[I].Sub->add_flag("--asm", Asm, "print machine code instead of IR");
+  }
+  CLI::App *DemoSub = App.add_subcommand("demo", "the seed examples through the JIT, checked");
 
   try {
     App.parse(Argc, Argv);
@@ -223,14 +197,20 @@ int main(int Argc, char **Argv) {
     }
     return report(Status::invalidArgument(E.what()));
   }
-  Status S;
-  if (GESub->parsed())
-    S = runOnnx(GE, OpKind::GatherElements);
-  else if (GSub->parsed())
-    S = runOnnx(G, OpKind::Gather);
-  else if (RunSub->parsed())
-    S = runJson(R);
-  else if (DemoSub->parsed())
+  if (DemoSub->parsed())
     return runDemo();
-  return S ? 0 : report(S);
+  for (int I = 0; I < 3; ++I) {
+    for (bool IsIR : {false, true}) {
+      Command &C = IsIR ? IR[I] : Run[I];
+      if (!C.Sub->parsed())
+        continue;
+      Expected<Problem> P = loadProblem(C.Operands);
+      if (!P)
+        return report(P.status());
+      Status S = IsIR ? printIR(*P, C.Engine, Asm, C.Operands.Out)
+                      : execute(*P, C.Engine, C.Operands.Out);
+      return S ? 0 : report(S);
+    }
+  }
+  return report(Status::invalidArgument("no command given"));
 }

@@ -1,0 +1,104 @@
+//===- compiler/backend/Jit.cpp - Linking kernels into the process -------===//
+
+#include "compiler/backend/Jit.h"
+
+#include "compiler/backend/Target.h"
+
+#include <llvm/ExecutionEngine/Orc/Debugging/DebuggerSupport.h>
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/Object/ELFObjectFile.h>
+#include <llvm/Object/ObjectFile.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/SmallVectorMemoryBuffer.h>
+
+#include <cstdio>
+#include <unistd.h>
+
+namespace gatherjit {
+
+JitCode::~JitCode() {
+  if (Tracker)
+    llvm::consumeError(Tracker->remove());
+}
+
+JitEngine::~JitEngine() = default;
+
+Expected<std::shared_ptr<JitEngine>> JitEngine::create(const RuntimeOptions &Options) {
+  // Code generation happens before linking (see Runtime); the JIT only
+  // links objects, so it needs the host's target for relocations alone.
+  auto Built = llvm::orc::LLJITBuilder().create();
+  if (!Built)
+    return toStatus(Built.takeError(), "creating the JIT");
+  std::shared_ptr<JitEngine> E(new JitEngine());
+  E->J = std::move(*Built);
+  E->PerfMap = Options.PerfMap;
+  // Kernels call memcpy and memset from the C library.
+  auto Process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+      E->J->getDataLayout().getGlobalPrefix());
+  if (!Process)
+    return toStatus(Process.takeError(), "exposing process symbols to the JIT");
+  E->J->getMainJITDylib().addGenerator(std::move(*Process));
+  if (Options.Debugger)
+    if (llvm::Error Err = llvm::orc::enableDebuggerSupport(*E->J))
+      return toStatus(std::move(Err), "enabling the GDB JIT interface");
+  return E;
+}
+
+Expected<std::shared_ptr<JitCode>> JitEngine::link(const std::string &Name,
+                                                   llvm::SmallVector<char, 0> Object) {
+  auto Tracker = J->getMainJITDylib().createResourceTracker();
+  auto Buffer = std::make_unique<llvm::SmallVectorMemoryBuffer>(
+      std::move(Object), Name + ".o", /*RequiresNullTerminator=*/false);
+  const llvm::SmallVector<char, 0> *Copy = nullptr;
+  llvm::SmallVector<char, 0> Kept;
+  if (PerfMap) {
+    Kept.assign(Buffer->getBufferStart(), Buffer->getBufferEnd());
+    Copy = &Kept;
+  }
+  if (llvm::Error Err = J->addObjectFile(Tracker, std::move(Buffer)))
+    return toStatus(std::move(Err), "adding " + Name);
+  auto Addr = J->lookup(Name + "_range");
+  if (!Addr) {
+    llvm::consumeError(Tracker->remove());
+    return toStatus(Addr.takeError(), "linking " + Name);
+  }
+  auto Code = std::make_shared<JitCode>();
+  Code->Engine = shared_from_this();
+  Code->Tracker = Tracker;
+  Code->Entry = Addr->toPtr<KernelRangeFn>();
+  if (Copy)
+    writePerfMap(Name, Addr->getValue(), *Copy);
+  return Code;
+}
+
+void JitEngine::writePerfMap(const std::string &Name, uint64_t Address,
+                             const llvm::SmallVector<char, 0> &Object) {
+  // perf reads /tmp/perf-<pid>.map: "START SIZE NAME" per line, in hex.
+  uint64_t Size = 0;
+  auto Obj = llvm::object::ObjectFile::createObjectFile(
+      llvm::MemoryBufferRef(llvm::StringRef(Object.data(), Object.size()), Name));
+  if (!Obj) {
+    llvm::consumeError(Obj.takeError());
+    return;
+  }
+  for (const llvm::object::SymbolRef &Sym : (*Obj)->symbols()) {
+    auto SymName = Sym.getName();
+    if (!SymName) {
+      llvm::consumeError(SymName.takeError());
+      continue;
+    }
+    if (*SymName == Name + "_range" &&
+        llvm::isa<llvm::object::ELFObjectFileBase>(Obj->get()))
+      Size = llvm::object::ELFSymbolRef(Sym).getSize();
+  }
+  std::lock_guard<std::mutex> Lock(PerfMutex);
+  std::string Path = "/tmp/perf-" + std::to_string(getpid()) + ".map";
+  if (FILE *F = std::fopen(Path.c_str(), "a")) {
+    std::fprintf(F, "%llx %llx %s_range\n", static_cast<unsigned long long>(Address),
+                 static_cast<unsigned long long>(Size), Name.c_str());
+    std::fclose(F);
+  }
+}
+
+} // namespace gatherjit

@@ -1,0 +1,66 @@
+//===- compiler/backend/Jit.h - Linking kernels into the process ---------===//
+/// \file
+/// One LLJIT per runtime. Each kernel's object file is linked under its own
+/// resource tracker, so evicting a kernel really frees its code.
+//===----------------------------------------------------------------------===//
+#ifndef GATHERJIT_COMPILER_BACKEND_JIT_H
+#define GATHERJIT_COMPILER_BACKEND_JIT_H
+
+#include "gatherjit/Runtime.h"
+
+#include <llvm/ADT/IntrusiveRefCntPtr.h>
+#include <llvm/ADT/SmallVector.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace llvm::orc {
+class LLJIT;
+class ResourceTracker;
+} // namespace llvm::orc
+
+namespace gatherjit {
+
+/// The signature of every kernel's NAME_range entry.
+using KernelRangeFn = int64_t (*)(const void *, const void *, void *, int64_t,
+                                  int64_t);
+
+class JitEngine;
+
+/// Linked code; freed when the last holder lets go.
+class JitCode {
+public:
+  ~JitCode();
+  KernelRangeFn entry() const { return Entry; }
+
+private:
+  friend class JitEngine;
+  std::shared_ptr<JitEngine> Engine;
+  llvm::IntrusiveRefCntPtr<llvm::orc::ResourceTracker> Tracker;
+  KernelRangeFn Entry = nullptr;
+};
+
+class JitEngine : public std::enable_shared_from_this<JitEngine> {
+public:
+  static Expected<std::shared_ptr<JitEngine>> create(const RuntimeOptions &Options);
+  ~JitEngine();
+
+  /// Links \p Object and returns its NAME_range entry.
+  Expected<std::shared_ptr<JitCode>> link(const std::string &Name,
+                                          llvm::SmallVector<char, 0> Object);
+
+private:
+  friend class JitCode;
+  JitEngine() = default;
+  void writePerfMap(const std::string &Name, uint64_t Address,
+                    const llvm::SmallVector<char, 0> &Object);
+
+  std::unique_ptr<llvm::orc::LLJIT> J;
+  bool PerfMap = false;
+  std::mutex PerfMutex;
+};
+
+} // namespace gatherjit
+
+#endif

@@ -1,0 +1,130 @@
+//===- compiler/backend/Target.cpp - Target machines and code generation -===//
+
+#include "compiler/backend/Target.h"
+
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/ADT/StringExtras.h>
+#include <llvm/IR/Module.h>
+#include <llvm/MC/MCSubtargetInfo.h>
+#include <llvm/TargetParser/SubtargetFeature.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/TargetParser/Host.h>
+
+#include <mutex>
+
+namespace gatherjit {
+
+Status toStatus(llvm::Error Err, const std::string &Context) {
+  return Status::internal(Context + ": " + llvm::toString(std::move(Err)));
+}
+
+static void initializeTargets() {
+  static std::once_flag Once;
+  std::call_once(Once, [] {
+    llvm::InitializeAllTargetInfos();
+    llvm::InitializeAllTargets();
+    llvm::InitializeAllTargetMCs();
+    llvm::InitializeAllAsmPrinters();
+  });
+}
+
+static llvm::CodeGenOptLevel codeGenLevel(OptLevel Level) {
+  switch (Level) {
+  case OptLevel::O0:
+    return llvm::CodeGenOptLevel::None;
+  case OptLevel::O1:
+    return llvm::CodeGenOptLevel::Less;
+  case OptLevel::O2:
+    return llvm::CodeGenOptLevel::Default;
+  case OptLevel::O3:
+    return llvm::CodeGenOptLevel::Aggressive;
+  }
+  llvm_unreachable("covered switch");
+}
+
+Expected<std::unique_ptr<llvm::TargetMachine>>
+createTargetMachine(const TargetChoice &Choice, OptLevel Level) {
+  initializeTargets();
+  std::optional<llvm::orc::JITTargetMachineBuilder> Builder;
+  if (Choice.Triple.empty() && (Choice.Cpu.empty() || Choice.Cpu == "host")) {
+    auto Host = llvm::orc::JITTargetMachineBuilder::detectHost();
+    if (!Host)
+      return toStatus(Host.takeError(), "detecting the host target");
+    Builder = std::move(*Host);
+  } else {
+    llvm::Triple T(Choice.Triple.empty() ? llvm::sys::getProcessTriple()
+                                         : Choice.Triple);
+    std::string Err;
+    if (!llvm::TargetRegistry::lookupTarget(T.str(), Err))
+      return Status::invalidArgument("unknown target '" + T.str() + "': " + Err);
+    Builder.emplace(T);
+    std::string Cpu = Choice.Cpu == "host" ? llvm::sys::getHostCPUName().str() : Choice.Cpu;
+    if (!Cpu.empty()) {
+      const llvm::Target *Tgt = llvm::TargetRegistry::lookupTarget(T.str(), Err);
+      std::unique_ptr<llvm::MCSubtargetInfo> STI(
+          Tgt->createMCSubtargetInfo(T.str(), "", ""));
+      if (!STI || !STI->isCPUStringValid(Cpu))
+        return Status::invalidArgument("unknown CPU '" + Cpu + "' for target '" +
+                                       T.str() + "'");
+      Builder->setCPU(Cpu);
+    }
+  }
+  if (!Choice.Features.empty()) {
+    llvm::SubtargetFeatures F;
+    F.addFeaturesVector(Builder->getFeatures().getFeatures());
+    for (llvm::StringRef Part : llvm::split(Choice.Features, ','))
+      if (!Part.empty())
+        F.AddFeature(Part);
+    Builder->setFeatures(F.getString());
+  }
+  Builder->setCodeGenOptLevel(codeGenLevel(Level));
+  Builder->setRelocationModel(llvm::Reloc::PIC_);
+  Builder->setCodeModel(llvm::CodeModel::Small);
+  auto TM = Builder->createTargetMachine();
+  if (!TM)
+    return toStatus(TM.takeError(), "creating the target machine");
+  return std::move(*TM);
+}
+
+void configureModule(llvm::Module &M, llvm::TargetMachine &TM) {
+  M.setTargetTriple(TM.getTargetTriple().str());
+  M.setDataLayout(TM.createDataLayout());
+  for (llvm::Function &F : M) {
+    if (F.isDeclaration())
+      continue;
+    F.addFnAttr("target-cpu", TM.getTargetCPU());
+    F.addFnAttr("target-features", TM.getTargetFeatureString());
+  }
+}
+
+static Status emitFile(llvm::Module &M, llvm::TargetMachine &TM,
+                       llvm::CodeGenFileType Kind, llvm::raw_pwrite_stream &OS) {
+  llvm::legacy::PassManager PM;
+  if (TM.addPassesToEmitFile(PM, OS, nullptr, Kind))
+    return Status::internal("the target cannot emit this file type");
+  PM.run(M);
+  return Status::ok();
+}
+
+Expected<llvm::SmallVector<char, 0>> emitObject(llvm::Module &M,
+                                               llvm::TargetMachine &TM) {
+  llvm::SmallVector<char, 0> Buffer;
+  llvm::raw_svector_ostream OS(Buffer);
+  if (Status S = emitFile(M, TM, llvm::CodeGenFileType::ObjectFile, OS); !S)
+    return S;
+  return Buffer;
+}
+
+Expected<std::string> emitAssembly(llvm::Module &M, llvm::TargetMachine &TM) {
+  llvm::SmallVector<char, 0> Buffer;
+  llvm::raw_svector_ostream OS(Buffer);
+  if (Status S = emitFile(M, TM, llvm::CodeGenFileType::AssemblyFile, OS); !S)
+    return S;
+  return std::string(Buffer.begin(), Buffer.end());
+}
+
+} // namespace gatherjit

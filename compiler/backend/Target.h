@@ -1,0 +1,47 @@
+//===- compiler/backend/Target.h - Target machines and code generation ---===//
+/// \file
+/// Creates target machines (the host's, or a cross target's) and turns an
+/// optimized module into an object file or assembly. JIT and AOT share this.
+//===----------------------------------------------------------------------===//
+#ifndef GATHERJIT_COMPILER_BACKEND_TARGET_H
+#define GATHERJIT_COMPILER_BACKEND_TARGET_H
+
+#include "gatherjit/Runtime.h"
+
+#include <llvm/ADT/SmallVector.h>
+#include <llvm/Support/Error.h>
+
+#include <memory>
+#include <string>
+
+namespace llvm {
+class Module;
+class TargetMachine;
+} // namespace llvm
+
+namespace gatherjit {
+
+/// An empty Triple and Cpu mean the host, with all its CPU features.
+struct TargetChoice {
+  std::string Triple;
+  std::string Cpu;
+  std::string Features;
+};
+
+/// Converts an llvm::Error into an Internal status with context.
+Status toStatus(llvm::Error Err, const std::string &Context);
+
+Expected<std::unique_ptr<llvm::TargetMachine>>
+createTargetMachine(const TargetChoice &Choice, OptLevel Level);
+
+/// Sets the module's triple, data layout and, on every function, the
+/// target CPU and features, so the optimizer sees the real machine.
+void configureModule(llvm::Module &M, llvm::TargetMachine &TM);
+
+Expected<llvm::SmallVector<char, 0>> emitObject(llvm::Module &M,
+                                               llvm::TargetMachine &TM);
+Expected<std::string> emitAssembly(llvm::Module &M, llvm::TargetMachine &TM);
+
+} // namespace gatherjit
+
+#endif

@@ -1,0 +1,323 @@
+//===- compiler/emit/EmitKernel.cpp - KernelSpec to LLVM IR --------------===//
+//
+// The loop nest runs over the canonical output dimensions. The innermost
+// dimension is one of:
+//  - a block copy, when the index is the same across it and both the input
+//    and output are contiguous (an embedding row): one memcpy per index;
+//  - an element loop. Under Check it does not branch per element: it reads
+//    through an index clamped into range (so no read leaves the input) and
+//    ORs the out-of-range tests into a flag; after the row, a set flag sends
+//    control to a cold rescan that finds the first bad position. The loop
+//    body stays branch-free, so the vectorizer can use gathers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/emit/EmitKernel.h"
+
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/DerivedTypes.h>
+#include <llvm/IR/Function.h>
+#include <llvm/IR/GlobalVariable.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/MDBuilder.h>
+#include <llvm/IR/Module.h>
+
+#include <functional>
+
+namespace gatherjit {
+namespace {
+
+using namespace llvm;
+
+class KernelEmitter {
+public:
+  KernelEmitter(const KernelSpec &Spec, Module &M)
+      : S(Spec), M(M), Ctx(M.getContext()), B(Ctx), I64(Type::getInt64Ty(Ctx)),
+        PtrTy(PointerType::getUnqual(Ctx)) {}
+
+  void emit(const std::string &Name);
+
+private:
+  struct Offsets {
+    Value *In, *Idx, *Out, *Pos;
+  };
+
+  Value *c(uint64_t V) { return ConstantInt::get(I64, V); }
+  Value *mulAdd(Value *Base, Value *IV, uint64_t Stride) {
+    if (Stride == 0)
+      return Base;
+    Value *Term = Stride == 1 ? IV : B.CreateMul(IV, c(Stride), "", true, true);
+    return B.CreateAdd(Base, Term, "", true, true);
+  }
+  Offsets advance(const Offsets &O, Value *IV, unsigned D) {
+    return {mulAdd(O.In, IV, S.InStride[D]), mulAdd(O.Idx, IV, S.IdxStride[D]),
+            mulAdd(O.Out, IV, S.OutStride[D]), mulAdd(O.Pos, IV, S.PosStride[D])};
+  }
+
+  /// for (IV = Lo; IV < Hi; ++IV) Body(IV). Leaves the builder after it.
+  void emitLoop(Value *Lo, Value *Hi, const Twine &Name,
+                const std::function<void(Value *)> &Body);
+
+  /// The index at element offset \p Off, extended to i64 and wrapped.
+  Value *loadWrappedIndex(Value *Off);
+  Value *isOutOfRange(Value *Wrapped) { return B.CreateICmpUGE(Wrapped, c(S.AxisSize)); }
+  /// An index in [0, AxisSize) for any input (requires AxisSize > 0).
+  Value *safeIndex(Value *Wrapped);
+  /// Copies \p Count elements (a constant or run-time count) from the input
+  /// at element offset \p InOff to the output at \p OutOff.
+  void copyElements(Value *InOff, Value *OutOff, Value *Count);
+  void copyElement(Value *InOff, Value *OutOff);
+  /// The input element offset of the gathered element for index \p Safe.
+  Value *inputOffset(Value *Base, Value *Safe) {
+    return mulAdd(Base, Safe, S.AxisStride);
+  }
+  /// Returns 1 + Pos from the kernel.
+  void emitReturnBad(Value *Pos) { B.CreateRet(B.CreateAdd(Pos, c(1))); }
+
+  void emitLevel(unsigned D, const Offsets &O, Value *Lo, Value *Hi);
+  void emitBlockRow(const Offsets &O, Value *Lo, Value *Hi);
+  void emitElementRow(const Offsets &O, Value *Lo, Value *Hi);
+
+  const KernelSpec &S;
+  Module &M;
+  LLVMContext &Ctx;
+  IRBuilder<> B;
+  Type *I64;
+  PointerType *PtrTy;
+  Function *F = nullptr;
+  Value *In = nullptr, *Idx = nullptr, *Out = nullptr;
+};
+
+void KernelEmitter::emitLoop(Value *Lo, Value *Hi, const Twine &Name,
+                             const std::function<void(Value *)> &Body) {
+  BasicBlock *Pre = B.GetInsertBlock();
+  BasicBlock *Header = BasicBlock::Create(Ctx, Name + ".body", F);
+  BasicBlock *Exit = BasicBlock::Create(Ctx, Name + ".exit", F);
+  B.CreateCondBr(B.CreateICmpULT(Lo, Hi), Header, Exit);
+  B.SetInsertPoint(Header);
+  PHINode *IV = B.CreatePHI(I64, 2, Name + ".iv");
+  IV->addIncoming(Lo, Pre);
+  Body(IV);
+  Value *Next = B.CreateAdd(IV, c(1), Name + ".next", true, true);
+  IV->addIncoming(Next, B.GetInsertBlock());
+  B.CreateCondBr(B.CreateICmpULT(Next, Hi), Header, Exit);
+  B.SetInsertPoint(Exit);
+}
+
+Value *KernelEmitter::loadWrappedIndex(Value *Off) {
+  const bool Wide = S.IndexType == DataType::Int64 || S.IndexType == DataType::UInt64;
+  Type *IdxTy = Wide ? I64 : Type::getInt32Ty(Ctx);
+  LoadInst *Raw = B.CreateAlignedLoad(IdxTy, B.CreateInBoundsGEP(IdxTy, Idx, Off),
+                                      Align(1), "index");
+  if (!isSignedIndexType(S.IndexType))
+    return B.CreateZExt(Raw, I64);
+  Value *V = B.CreateSExt(Raw, I64);
+  // Negative indices count from the end of the axis.
+  return B.CreateSelect(B.CreateICmpSLT(V, c(0)), B.CreateAdd(V, c(S.AxisSize)), V,
+                        "wrapped");
+}
+
+Value *KernelEmitter::safeIndex(Value *W) {
+  Value *Last = c(S.AxisSize - 1);
+  // A signed index still negative after wrap-around clamps to 0 under Clamp;
+  // under Check it is an error anyway and any in-range read will do, so the
+  // unsigned minimum (one instruction) suffices.
+  if (S.Policy == OobPolicy::Clamp && isSignedIndexType(S.IndexType))
+    return B.CreateBinaryIntrinsic(Intrinsic::smax,
+                                   B.CreateBinaryIntrinsic(Intrinsic::smin, W, Last),
+                                   c(0));
+  return B.CreateBinaryIntrinsic(Intrinsic::umin, W, Last);
+}
+
+void KernelEmitter::copyElement(Value *InOff, Value *OutOff) {
+  const unsigned EB = S.ElemBytes;
+  if (EB == 1 || EB == 2 || EB == 4 || EB == 8 || EB == 16) {
+    Type *Ty = Type::getIntNTy(Ctx, EB * 8);
+    Value *V = InOff ? static_cast<Value *>(B.CreateAlignedLoad(
+                           Ty, B.CreateInBoundsGEP(Ty, In, InOff), Align(1)))
+                     : Constant::getNullValue(Ty);
+    B.CreateAlignedStore(V, B.CreateInBoundsGEP(Ty, Out, OutOff), Align(1));
+    return;
+  }
+  Value *Dst = B.CreateInBoundsGEP(B.getInt8Ty(), Out,
+                                   B.CreateMul(OutOff, c(EB), "", true, true));
+  if (!InOff) {
+    B.CreateMemSet(Dst, B.getInt8(0), EB, MaybeAlign(1));
+    return;
+  }
+  Value *Src = B.CreateInBoundsGEP(B.getInt8Ty(), In,
+                                   B.CreateMul(InOff, c(EB), "", true, true));
+  B.CreateMemCpy(Dst, MaybeAlign(1), Src, MaybeAlign(1), EB);
+}
+
+void KernelEmitter::copyElements(Value *InOff, Value *OutOff, Value *Count) {
+  Value *Dst = B.CreateInBoundsGEP(B.getInt8Ty(), Out,
+                                   B.CreateMul(OutOff, c(S.ElemBytes), "", true, true));
+  Value *Bytes = B.CreateMul(Count, c(S.ElemBytes), "", true, true);
+  if (!InOff) {
+    B.CreateMemSet(Dst, B.getInt8(0), Bytes, MaybeAlign(1));
+    return;
+  }
+  Value *Src = B.CreateInBoundsGEP(B.getInt8Ty(), In,
+                                   B.CreateMul(InOff, c(S.ElemBytes), "", true, true));
+  B.CreateMemCpy(Dst, MaybeAlign(1), Src, MaybeAlign(1), Bytes);
+}
+
+/// One index, then a contiguous block: the innermost dimension's [Lo, Hi).
+void KernelEmitter::emitBlockRow(const Offsets &O, Value *Lo, Value *Hi) {
+  BasicBlock *Skip = nullptr;
+  if (S.Rank == 1) {
+    // The block is the whole range: an empty range reads no index.
+    BasicBlock *Work = BasicBlock::Create(Ctx, "block", F);
+    Skip = BasicBlock::Create(Ctx, "block.skip", F);
+    B.CreateCondBr(B.CreateICmpULT(Lo, Hi), Work, Skip);
+    B.SetInsertPoint(Work);
+  }
+  Value *W = loadWrappedIndex(O.Idx);
+  if (S.Policy == OobPolicy::Check) {
+    BasicBlock *Bad = BasicBlock::Create(Ctx, "bad", F);
+    BasicBlock *Good = BasicBlock::Create(Ctx, "good", F);
+    B.CreateCondBr(isOutOfRange(W), Bad, Good,
+                   MDBuilder(Ctx).createBranchWeights(1, 1 << 20));
+    B.SetInsertPoint(Bad);
+    emitReturnBad(O.Pos);
+    B.SetInsertPoint(Good);
+  }
+  const unsigned L = S.Rank - 1;
+  Value *InOff = S.AxisSize == 0 ? nullptr
+                                 : mulAdd(inputOffset(O.In, safeIndex(W)), Lo, S.InStride[L]);
+  copyElements(InOff, mulAdd(O.Out, Lo, S.OutStride[L]),
+               B.CreateSub(Hi, Lo, "", true, true));
+  if (Skip) {
+    B.CreateBr(Skip);
+    B.SetInsertPoint(Skip);
+  }
+}
+
+/// The innermost element loop over [Lo, Hi) of dimension Rank-1 (or one
+/// element for rank 0).
+void KernelEmitter::emitElementRow(const Offsets &O, Value *Lo, Value *Hi) {
+  const unsigned L = S.Rank == 0 ? 0 : S.Rank - 1;
+  const bool Check = S.Policy == OobPolicy::Check;
+  AllocaInst *BadFlag = nullptr;
+  if (Check) {
+    IRBuilder<> Entry(&F->getEntryBlock(), F->getEntryBlock().begin());
+    BadFlag = Entry.CreateAlloca(B.getInt1Ty(), nullptr, "bad.flag");
+    B.CreateStore(B.getFalse(), BadFlag);
+  }
+  auto Element = [&](const Offsets &E) {
+    Value *W = loadWrappedIndex(E.Idx);
+    if (Check)
+      B.CreateStore(B.CreateOr(B.CreateLoad(B.getInt1Ty(), BadFlag), isOutOfRange(W)),
+                    BadFlag);
+    copyElement(S.AxisSize == 0 ? nullptr : inputOffset(E.In, safeIndex(W)), E.Out);
+  };
+  if (S.Rank == 0)
+    Element(O);
+  else
+    emitLoop(Lo, Hi, "inner", [&](Value *IV) { Element(advance(O, IV, L)); });
+  if (!Check)
+    return;
+  // Cold path: rescan the row for the first out-of-range index.
+  BasicBlock *Rescan = BasicBlock::Create(Ctx, "rescan", F);
+  BasicBlock *Done = BasicBlock::Create(Ctx, "row.done", F);
+  B.CreateCondBr(B.CreateLoad(B.getInt1Ty(), BadFlag), Rescan, Done,
+                 MDBuilder(Ctx).createBranchWeights(1, 1 << 20));
+  B.SetInsertPoint(Rescan);
+  auto Probe = [&](const Offsets &E) {
+    BasicBlock *Bad = BasicBlock::Create(Ctx, "bad", F);
+    BasicBlock *Next = BasicBlock::Create(Ctx, "rescan.next", F);
+    B.CreateCondBr(isOutOfRange(loadWrappedIndex(E.Idx)), Bad, Next);
+    B.SetInsertPoint(Bad);
+    emitReturnBad(E.Pos);
+    B.SetInsertPoint(Next);
+  };
+  if (S.Rank == 0)
+    Probe(O);
+  else
+    emitLoop(Lo, Hi, "rescan", [&](Value *IV) { Probe(advance(O, IV, L)); });
+  B.CreateBr(Done);
+  B.SetInsertPoint(Done);
+}
+
+void KernelEmitter::emitLevel(unsigned D, const Offsets &O, Value *Lo, Value *Hi) {
+  const bool Block = S.innerIsBlock();
+  if (S.Rank == 0 || D == S.Rank - 1) {
+    if (Block)
+      emitBlockRow(O, Lo, Hi);
+    else
+      emitElementRow(O, Lo, Hi);
+    return;
+  }
+  emitLoop(Lo, Hi, "d" + Twine(D), [&](Value *IV) {
+    emitLevel(D + 1, advance(O, IV, D), c(0), c(S.Sizes[D + 1]));
+  });
+}
+
+void KernelEmitter::emit(const std::string &Name) {
+  // NAME_range(in, indices, out, begin, end)
+  FunctionType *RangeTy =
+      FunctionType::get(I64, {PtrTy, PtrTy, PtrTy, I64, I64}, false);
+  F = Function::Create(RangeTy, GlobalValue::ExternalLinkage, Name + "_range", M);
+  F->addFnAttr(Attribute::NoUnwind);
+  F->addFnAttr(Attribute::NoSync);
+  F->addFnAttr(Attribute::WillReturn);
+  for (unsigned A = 0; A < 3; ++A) {
+    F->addParamAttr(A, Attribute::NoAlias);
+    F->addParamAttr(A, Attribute::NoCapture);
+  }
+  F->addParamAttr(0, Attribute::ReadOnly);
+  F->addParamAttr(1, Attribute::ReadOnly);
+  F->addParamAttr(2, Attribute::WriteOnly);
+  In = F->getArg(0);
+  Idx = F->getArg(1);
+  Out = F->getArg(2);
+  In->setName("input");
+  Idx->setName("indices");
+  Out->setName("output");
+  F->getArg(3)->setName("begin");
+  F->getArg(4)->setName("end");
+  B.SetInsertPoint(BasicBlock::Create(Ctx, "entry", F));
+  // Callers from C may pass any range: keep it inside [0, rows].
+  const uint64_t Rows = S.rows();
+  Value *Lo = B.CreateBinaryIntrinsic(
+      Intrinsic::smin, B.CreateBinaryIntrinsic(Intrinsic::smax, F->getArg(3), c(0)), c(Rows));
+  Value *Hi = B.CreateBinaryIntrinsic(
+      Intrinsic::smin, B.CreateBinaryIntrinsic(Intrinsic::smax, F->getArg(4), c(0)), c(Rows));
+  Offsets Zero{c(0), c(0), c(0), c(0)};
+  if (S.Rank == 0) {
+    emitLoop(Lo, Hi, "one", [&](Value *) { emitElementRow(Zero, nullptr, nullptr); });
+  } else {
+    emitLevel(0, Zero, Lo, Hi);
+  }
+  B.CreateRet(c(0));
+
+  // NAME(in, indices, out): every row.
+  FunctionType *AllTy = FunctionType::get(I64, {PtrTy, PtrTy, PtrTy}, false);
+  Function *All = Function::Create(AllTy, GlobalValue::ExternalLinkage, Name, M);
+  All->addFnAttr(Attribute::NoUnwind);
+  IRBuilder<> AB(BasicBlock::Create(Ctx, "entry", All));
+  CallInst *Call = AB.CreateCall(F, {All->getArg(0), All->getArg(1), All->getArg(2),
+                                     c(0), c(Rows)});
+  Call->setTailCall();
+  AB.CreateRet(Call);
+
+  new GlobalVariable(M, I64, /*isConstant=*/true, GlobalValue::ExternalLinkage,
+                     ConstantInt::get(I64, Rows), Name + "_rows");
+}
+
+} // namespace
+
+void emitKernelInto(const KernelSpec &Spec, const std::string &Name, Module &M) {
+  KernelEmitter(Spec, M).emit(Name);
+}
+
+std::unique_ptr<Module> emitKernel(const KernelSpec &Spec, const std::string &Name,
+                                   LLVMContext &Ctx) {
+  auto M = std::make_unique<Module>(Name, Ctx);
+  emitKernelInto(Spec, Name, *M);
+  return M;
+}
+
+} // namespace gatherjit

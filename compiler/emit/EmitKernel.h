@@ -1,0 +1,37 @@
+//===- compiler/emit/EmitKernel.h - KernelSpec to LLVM IR ----------------===//
+/// \file
+/// Lowers one KernelSpec to LLVM IR in which every trip count, stride and
+/// the axis size are constants. For a kernel named NAME it defines
+///   i64 NAME_range(ptr in, ptr indices, ptr out, i64 begin, i64 end)
+///   i64 NAME(ptr in, ptr indices, ptr out)      ; all rows
+///   i64 NAME_rows                               ; constant row count
+/// returning 0, or under Check 1 + the row-major position in the indices
+/// tensor of the first out-of-range index. Rows are the outermost loop.
+//===----------------------------------------------------------------------===//
+#ifndef GATHERJIT_COMPILER_EMIT_EMITKERNEL_H
+#define GATHERJIT_COMPILER_EMIT_EMITKERNEL_H
+
+#include "compiler/spec/KernelSpec.h"
+
+#include <memory>
+#include <string>
+
+namespace llvm {
+class LLVMContext;
+class Module;
+} // namespace llvm
+
+namespace gatherjit {
+
+/// Adds the kernel's three symbols to \p M (which may hold other kernels).
+void emitKernelInto(const KernelSpec &Spec, const std::string &Name,
+                    llvm::Module &M);
+
+/// A fresh module holding one kernel named \p Name.
+std::unique_ptr<llvm::Module> emitKernel(const KernelSpec &Spec,
+                                         const std::string &Name,
+                                         llvm::LLVMContext &Ctx);
+
+} // namespace gatherjit
+
+#endif

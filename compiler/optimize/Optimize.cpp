@@ -1,0 +1,66 @@
+//===- compiler/optimize/Optimize.cpp - The optimization stage -----------===//
+
+#include "compiler/optimize/Optimize.h"
+
+#include <llvm/Analysis/CGSCCPassManager.h>
+#include <llvm/Analysis/LoopAnalysisManager.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/PassManager.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+
+namespace gatherjit {
+
+static Status verify(llvm::Module &M, const char *Stage) {
+  std::string Msg;
+  llvm::raw_string_ostream OS(Msg);
+  if (llvm::verifyModule(M, &OS))
+    return Status::internal(std::string("module does not verify after ") + Stage +
+                            ": " + OS.str());
+  return Status::ok();
+}
+
+Status optimize(llvm::Module &M, llvm::TargetMachine &TM, OptLevel Level) {
+#ifndef NDEBUG
+  if (Status S = verify(M, "emit"); !S)
+    return S;
+#endif
+  llvm::LoopAnalysisManager LAM;
+  llvm::FunctionAnalysisManager FAM;
+  llvm::CGSCCAnalysisManager CGAM;
+  llvm::ModuleAnalysisManager MAM;
+  llvm::PipelineTuningOptions PTO;
+  PTO.LoopVectorization = Level >= OptLevel::O2;
+  PTO.SLPVectorization = Level >= OptLevel::O2;
+  llvm::PassBuilder PB(&TM, PTO);
+  PB.registerModuleAnalyses(MAM);
+  PB.registerCGSCCAnalyses(CGAM);
+  PB.registerFunctionAnalyses(FAM);
+  PB.registerLoopAnalyses(LAM);
+  PB.crossRegisterProxies(LAM, FAM, CGAM, MAM);
+  llvm::ModulePassManager MPM;
+  switch (Level) {
+  case OptLevel::O0:
+    MPM = PB.buildO0DefaultPipeline(llvm::OptimizationLevel::O0);
+    break;
+  case OptLevel::O1:
+    MPM = PB.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O1);
+    break;
+  case OptLevel::O2:
+    MPM = PB.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
+    break;
+  case OptLevel::O3:
+    MPM = PB.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+    break;
+  }
+  MPM.run(M, MAM);
+#ifndef NDEBUG
+  if (Status S = verify(M, "optimize"); !S)
+    return S;
+#endif
+  return Status::ok();
+}
+
+} // namespace gatherjit

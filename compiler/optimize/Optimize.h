@@ -1,0 +1,23 @@
+//===- compiler/optimize/Optimize.h - The optimization stage -------------===//
+/// \file
+/// Runs LLVM's new pass manager over a kernel module at a chosen level.
+//===----------------------------------------------------------------------===//
+#ifndef GATHERJIT_COMPILER_OPTIMIZE_OPTIMIZE_H
+#define GATHERJIT_COMPILER_OPTIMIZE_OPTIMIZE_H
+
+#include "gatherjit/Runtime.h"
+
+namespace llvm {
+class Module;
+class TargetMachine;
+} // namespace llvm
+
+namespace gatherjit {
+
+/// Optimizes \p M in place for \p TM's CPU. Fails only if the module does
+/// not verify (a bug in emission), as Internal.
+Status optimize(llvm::Module &M, llvm::TargetMachine &TM, OptLevel Level);
+
+} // namespace gatherjit
+
+#endif

@@ -1,0 +1,171 @@
+//===- compiler/spec/KernelSpec.cpp - Canonicalization -------------------===//
+
+#include "compiler/spec/KernelSpec.h"
+
+#include <cstdio>
+#include <sstream>
+
+namespace gatherjit {
+
+bool KernelSpec::operator==(const KernelSpec &O) const {
+  auto Same = [&](const std::array<uint64_t, MaxRank> &A,
+                  const std::array<uint64_t, MaxRank> &B) {
+    return std::equal(A.begin(), A.begin() + Rank, B.begin());
+  };
+  return ElemBytes == O.ElemBytes && IndexType == O.IndexType &&
+         Policy == O.Policy && Rank == O.Rank && Same(Sizes, O.Sizes) &&
+         Same(OutStride, O.OutStride) && Same(IdxStride, O.IdxStride) &&
+         Same(InStride, O.InStride) && Same(PosStride, O.PosStride) &&
+         AxisSize == O.AxisSize && AxisStride == O.AxisStride;
+}
+
+size_t KernelSpec::hashValue() const {
+  // FNV-1a over the same fields operator== compares.
+  uint64_t H = 0xcbf29ce484222325ull;
+  auto Mix = [&](uint64_t V) {
+    for (int I = 0; I < 8; ++I) {
+      H ^= (V >> (8 * I)) & 0xff;
+      H *= 0x100000001b3ull;
+    }
+  };
+  Mix(ElemBytes);
+  Mix(static_cast<uint64_t>(IndexType));
+  Mix(static_cast<uint64_t>(Policy));
+  Mix(Rank);
+  for (unsigned D = 0; D < Rank; ++D) {
+    Mix(Sizes[D]);
+    Mix(OutStride[D]);
+    Mix(IdxStride[D]);
+    Mix(InStride[D]);
+    Mix(PosStride[D]);
+  }
+  Mix(AxisSize);
+  Mix(AxisStride);
+  return static_cast<size_t>(H);
+}
+
+uint64_t KernelSpec::elements() const {
+  uint64_t N = 1;
+  for (unsigned D = 0; D < Rank; ++D)
+    N *= Sizes[D];
+  return N;
+}
+
+bool KernelSpec::innerIsBlock() const {
+  if (Rank == 0)
+    return false;
+  const unsigned L = Rank - 1;
+  return IdxStride[L] == 0 && PosStride[L] == 0 && InStride[L] == 1 &&
+         OutStride[L] == 1;
+}
+
+std::string KernelSpec::symbolName() const {
+  const char *Idx = IndexType == DataType::Int32    ? "i32"
+                    : IndexType == DataType::Int64  ? "i64"
+                    : IndexType == DataType::UInt32 ? "u32"
+                                                    : "u64";
+  char Buf[96];
+  std::snprintf(Buf, sizeof(Buf), "gj_b%u_%s_r%u_%s_%016llx", ElemBytes, Idx,
+                Rank, Policy == OobPolicy::Check ? "check" : "clamp",
+                static_cast<unsigned long long>(hashValue()));
+  return Buf;
+}
+
+std::string KernelSpec::describe() const {
+  std::ostringstream OS;
+  auto List = [&](const char *Name, const std::array<uint64_t, MaxRank> &A) {
+    OS << " " << Name << "={";
+    for (unsigned D = 0; D < Rank; ++D)
+      OS << (D ? "," : "") << A[D];
+    OS << "}";
+  };
+  OS << "elem_bytes=" << ElemBytes << " index=" << dataTypeName(IndexType)
+     << " oob=" << (Policy == OobPolicy::Check ? "check" : "clamp")
+     << " rank=" << Rank;
+  List("sizes", Sizes);
+  List("out", OutStride);
+  List("idx", IdxStride);
+  List("in", InStride);
+  List("pos", PosStride);
+  OS << " axis_size=" << AxisSize << " axis_stride=" << AxisStride;
+  return OS.str();
+}
+
+KernelSpec canonicalize(const ValidDesc &V) {
+  KernelSpec S;
+  S.ElemBytes = V.Input.elementBytes();
+  S.IndexType = V.Indices.Type;
+  S.Policy = V.Policy;
+  S.AxisSize = V.axisSize();
+  // With at most one valid index the axis stride never matters.
+  S.AxisStride = S.AxisSize > 1 ? (*V.Input.Strides)[V.Axis] : 0;
+
+  const unsigned N = V.rank();
+  const std::vector<uint64_t> IdxPacked = packedStrides(V.Indices.Sizes);
+  const auto &InSt = *V.Input.Strides, &IdxSt = *V.Indices.Strides,
+             &OutSt = *V.Output.Strides;
+  // Gather's output dimensions are Input[0..Axis) ++ Indices[N-K..N) ++
+  // Input[Axis+1..N), right-aligned: output dimension D is position
+  // D + Shift of that concatenation.
+  const int K = static_cast<int>(V.IndexDimensions);
+  const int Shift = V.Op == OpKind::Gather ? K - 1 : 0;
+  const int Axis = static_cast<int>(V.Axis);
+  for (unsigned D = 0; D < N; ++D) {
+    const uint64_t Size = V.Output.Sizes[D];
+    if (Size == 1)
+      continue; // Contributes nothing to any offset.
+    unsigned R = S.Rank++;
+    assert(R < MaxRank && "output rank is at most MaxRank");
+    S.Sizes[R] = Size;
+    S.OutStride[R] = OutSt[D];
+    if (V.Op == OpKind::GatherElements) {
+      S.IdxStride[R] = IdxSt[D];
+      S.PosStride[R] = IdxPacked[D];
+      S.InStride[R] = D == V.Axis ? 0 : InSt[D];
+      continue;
+    }
+    const int F = static_cast<int>(D) + Shift;
+    assert(F >= 0 && "only size-1 dimensions are cropped");
+    if (F < Axis) {
+      S.InStride[R] = InSt[F];
+    } else if (F < Axis + K) {
+      const unsigned IdxDim = static_cast<unsigned>(N - K + (F - Axis));
+      S.IdxStride[R] = IdxSt[IdxDim];
+      S.PosStride[R] = IdxPacked[IdxDim];
+    } else {
+      S.InStride[R] = InSt[F - K + 1];
+    }
+  }
+  // Merge dimension D into D-1 where every stride is contiguous across them.
+  unsigned Out = 0;
+  for (unsigned D = 0; D < S.Rank; ++D) {
+    if (Out > 0) {
+      const unsigned P = Out - 1;
+      auto Contiguous = [&](const std::array<uint64_t, MaxRank> &St) {
+        return St[P] == St[D] * S.Sizes[D];
+      };
+      if (Contiguous(S.OutStride) && Contiguous(S.IdxStride) &&
+          Contiguous(S.InStride) && Contiguous(S.PosStride)) {
+        S.Sizes[P] *= S.Sizes[D];
+        S.OutStride[P] = S.OutStride[D];
+        S.IdxStride[P] = S.IdxStride[D];
+        S.InStride[P] = S.InStride[D];
+        S.PosStride[P] = S.PosStride[D];
+        continue;
+      }
+    }
+    S.Sizes[Out] = S.Sizes[D];
+    S.OutStride[Out] = S.OutStride[D];
+    S.IdxStride[Out] = S.IdxStride[D];
+    S.InStride[Out] = S.InStride[D];
+    S.PosStride[Out] = S.PosStride[D];
+    ++Out;
+  }
+  S.Rank = Out;
+  for (unsigned D = S.Rank; D < MaxRank; ++D)
+    S.Sizes[D] = S.OutStride[D] = S.IdxStride[D] = S.InStride[D] =
+        S.PosStride[D] = 0;
+  return S;
+}
+
+} // namespace gatherjit

@@ -1,0 +1,64 @@
+//===- compiler/spec/KernelSpec.h - The canonical gather -----------------===//
+/// \file
+/// Defines KernelSpec, the canonical, hashable form of a validated gather.
+/// Descriptors that must run the same machine code map to equal specs.
+///
+/// Both operators become one affine problem over the output coordinates o:
+///   pos   = sum o[d] * PosStride[d]   (row-major position in the indices)
+///   index = Indices[sum o[d] * IdxStride[d]], wrapped and checked/clamped
+///   Output[sum o[d] * OutStride[d]] =
+///       Input[sum o[d] * InStride[d] + index * AxisStride]
+/// with all strides in elements. Size-1 dimensions are dropped and adjacent
+/// dimensions merged where every stride is contiguous across them, so a
+/// GatherElements on FLOAT32 and one on UINT32 of another shape may share.
+//===----------------------------------------------------------------------===//
+#ifndef GATHERJIT_COMPILER_SPEC_KERNELSPEC_H
+#define GATHERJIT_COMPILER_SPEC_KERNELSPEC_H
+
+#include "gatherjit/Validate.h"
+
+#include <array>
+#include <cstddef>
+#include <string>
+
+namespace gatherjit {
+
+struct KernelSpec {
+  unsigned ElemBytes = 0;
+  DataType IndexType = DataType::Int64;
+  OobPolicy Policy = OobPolicy::Check;
+  /// Dimensions left after canonicalization; 0 means a single element.
+  unsigned Rank = 0;
+  std::array<uint64_t, MaxRank> Sizes{};
+  std::array<uint64_t, MaxRank> OutStride{};
+  std::array<uint64_t, MaxRank> IdxStride{};
+  std::array<uint64_t, MaxRank> InStride{};
+  std::array<uint64_t, MaxRank> PosStride{};
+  uint64_t AxisSize = 0;
+  uint64_t AxisStride = 0;
+
+  bool operator==(const KernelSpec &Other) const;
+  size_t hashValue() const;
+
+  /// The trip count of the outermost loop: the unit of [begin, end).
+  uint64_t rows() const { return Rank == 0 ? 1 : Sizes[0]; }
+  uint64_t elements() const;
+  /// True when the innermost dimension is one contiguous block per index
+  /// (an embedding row): copied with one memcpy.
+  bool innerIsBlock() const;
+  /// Names the kernel after what it does, e.g. gj_ge_b4_i64_r2_check_1a2b3c4d.
+  std::string symbolName() const;
+  /// A multi-line human-readable dump, for logs and headers.
+  std::string describe() const;
+};
+
+struct KernelSpecHash {
+  size_t operator()(const KernelSpec &S) const { return S.hashValue(); }
+};
+
+/// Canonicalizes a validated descriptor. Cannot fail.
+KernelSpec canonicalize(const ValidDesc &Desc);
+
+} // namespace gatherjit
+
+#endif

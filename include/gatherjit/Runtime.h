@@ -1,0 +1,124 @@
+//===- gatherjit/Runtime.h - Compile and run specialized kernels ---------===//
+/// \file
+/// The C++ embedding API. A Runtime validates a descriptor, lowers it to a
+/// kernel in which every size and stride is a constant, JIT-compiles it and
+/// caches the native code by its canonical spec, so the second compile of an
+/// equivalent descriptor is a lookup. Kernel::run takes three pointers and
+/// does nothing per call but the loop.
+///
+/// No LLVM type appears here: a user compiles against this header alone.
+//===----------------------------------------------------------------------===//
+#ifndef GATHERJIT_RUNTIME_H
+#define GATHERJIT_RUNTIME_H
+
+#include "gatherjit/Validate.h"
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace gatherjit {
+
+enum class OptLevel { O0, O1, O2, O3 };
+const char *optLevelName(OptLevel Level); // "O0".."O3"
+
+struct RuntimeOptions {
+  OptLevel Opt = OptLevel::O2;
+  /// Kernels kept in the cache; the least recently used beyond it are
+  /// evicted (their code freed once no Kernel handle holds it).
+  size_t CacheCapacity = 256;
+  /// Threads a large kernel is split across; 0 means all cores, 1 runs
+  /// every kernel on the caller's thread.
+  unsigned Threads = 0;
+  /// Write /tmp/perf-<pid>.map entries so `perf report` names kernels.
+  bool PerfMap = false;
+  /// Register JIT code with the GDB JIT interface.
+  bool Debugger = false;
+};
+
+struct CacheStats {
+  uint64_t Hits = 0;
+  uint64_t Misses = 0;
+  uint64_t Evictions = 0;
+  uint64_t Entries = 0;
+  /// Milliseconds spent compiling, summed over every miss.
+  double CompileMs = 0;
+};
+
+/// Where one compile spent its time, in milliseconds.
+struct CompileTimes {
+  double Emit = 0, Optimize = 0, Codegen = 0, Link = 0;
+  double total() const { return Emit + Optimize + Codegen + Link; }
+};
+
+class Runtime;
+
+/// A compiled kernel for one validated descriptor. Cheap to copy; the code
+/// stays valid while any copy is alive, even after eviction from the cache.
+class Kernel {
+public:
+  Kernel() = default;
+
+  /// Runs the kernel on buffers that hold the descriptor's tensors. Large
+  /// kernels are split across the runtime's threads. Under Check, returns
+  /// IndexOutOfRange naming the first out-of-range index; the output is
+  /// then unspecified.
+  Status run(const void *Input, const void *Indices, void *Output) const;
+  /// Runs rows [Begin, End) of the outermost loop on the calling thread.
+  Status runRows(const void *Input, const void *Indices, void *Output,
+                 uint64_t Begin, uint64_t End) const;
+
+  const ValidDesc &desc() const;
+  /// The outermost loop's trip count (0 for an empty output).
+  uint64_t rows() const;
+  /// The native symbol, e.g. gj_b4_i64_r2_check_...; empty for an empty
+  /// output, which needs no code.
+  const std::string &symbolName() const;
+  /// True if this handle came from the cache without compiling.
+  bool cacheHit() const;
+  /// This kernel's compile time (zero on a cache hit).
+  const CompileTimes &compileTimes() const;
+
+private:
+  friend class Runtime;
+  struct State;
+  std::shared_ptr<const State> S;
+};
+
+class Runtime {
+public:
+  /// Sets up the JIT (target machine, ORC). Fails with Internal if the host
+  /// target cannot be initialized.
+  static Expected<std::unique_ptr<Runtime>> create(const RuntimeOptions &Options = {});
+  ~Runtime();
+
+  /// Validates and compiles. Validation failures are InvalidArgument or
+  /// Unsupported with the validator's message; a failing compile is
+  /// Internal. Safe to call from many threads at once: one spec is compiled
+  /// once however many threads ask for it.
+  Expected<Kernel> compile(const GatherElementsDesc &Desc,
+                           const ValidateOptions &Options = {});
+  Expected<Kernel> compile(const GatherDesc &Desc,
+                           const ValidateOptions &Options = {});
+  Expected<Kernel> compile(const ValidDesc &Desc);
+
+  /// The optimized LLVM IR, or the machine code as assembly, of the kernel
+  /// for \p Desc (not cached).
+  Expected<std::string> optimizedIR(const ValidDesc &Desc);
+  Expected<std::string> assembly(const ValidDesc &Desc);
+
+  CacheStats stats() const;
+  /// Milliseconds create() spent setting up the JIT.
+  double initMs() const;
+  const RuntimeOptions &options() const;
+
+  struct Impl;
+
+private:
+  explicit Runtime(std::unique_ptr<Impl> I);
+  std::unique_ptr<Impl> I;
+};
+
+} // namespace gatherjit
+
+#endif

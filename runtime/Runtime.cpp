@@ -1,0 +1,309 @@
+//===- runtime/Runtime.cpp - Compile, cache and run kernels --------------===//
+//
+// The pipeline per cache miss:
+//   ValidDesc -canonicalize-> KernelSpec -emit-> Module -optimize-> Module
+//     -codegen-> object -link-> native entry
+// One TargetMachine and one LLJIT per runtime. Code generation shares the
+// TargetMachine, so compiles are serialized; cache lookups are not.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gatherjit/Runtime.h"
+
+#include "compiler/backend/Jit.h"
+#include "compiler/backend/Target.h"
+#include "compiler/emit/EmitKernel.h"
+#include "compiler/optimize/Optimize.h"
+#include "compiler/spec/KernelSpec.h"
+#include "gatherjit/Interpreter.h"
+#include "runtime/ThreadPool.h"
+
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <future>
+#include <list>
+#include <unordered_map>
+
+namespace gatherjit {
+
+const char *optLevelName(OptLevel Level) {
+  switch (Level) {
+  case OptLevel::O0:
+    return "O0";
+  case OptLevel::O1:
+    return "O1";
+  case OptLevel::O2:
+    return "O2";
+  case OptLevel::O3:
+    return "O3";
+  }
+  return "?";
+}
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double msSince(Clock::time_point T0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - T0).count();
+}
+using CodeResult = Expected<std::shared_ptr<JitCode>>;
+} // namespace
+
+struct Kernel::State {
+  ValidDesc Desc;
+  KernelSpec Spec;
+  std::shared_ptr<JitCode> Code; ///< Null for an empty output.
+  std::string Symbol;
+  bool CacheHit = false;
+  CompileTimes Times;
+  uint64_t Rows = 0;
+  std::shared_ptr<ThreadPool> Pool;
+};
+
+struct Runtime::Impl {
+  RuntimeOptions Options;
+  std::unique_ptr<llvm::TargetMachine> TM;
+  std::shared_ptr<JitEngine> Jit;
+  std::shared_ptr<ThreadPool> Pool;
+  double InitMs = 0;
+  bool Log = false;
+
+  std::mutex CompileMutex; ///< Guards TM and code generation.
+  mutable std::mutex CacheMutex;
+  struct Entry {
+    std::shared_future<CodeResult> Code;
+    std::list<KernelSpec>::iterator LruPos;
+  };
+  std::unordered_map<KernelSpec, Entry, KernelSpecHash> Cache;
+  std::list<KernelSpec> Lru; ///< Most recently used first.
+  CacheStats Stats;
+
+  /// Emits and optimizes the module for \p Spec.
+  Expected<std::unique_ptr<llvm::Module>>
+  buildModule(const KernelSpec &Spec, llvm::LLVMContext &Ctx, CompileTimes &Times) {
+    const std::string Name = Spec.symbolName();
+    Clock::time_point T0 = Clock::now();
+    std::unique_ptr<llvm::Module> M = emitKernel(Spec, Name, Ctx);
+    configureModule(*M, *TM);
+    Times.Emit = msSince(T0);
+    T0 = Clock::now();
+    if (Status S = optimize(*M, *TM, Options.Opt); !S)
+      return S;
+    Times.Optimize = msSince(T0);
+    return M;
+  }
+
+  CodeResult compileSpec(const KernelSpec &Spec, CompileTimes &Times) {
+    const std::string Name = Spec.symbolName();
+    llvm::SmallVector<char, 0> Object;
+    {
+      std::lock_guard<std::mutex> Lock(CompileMutex);
+      llvm::LLVMContext Ctx;
+      Expected<std::unique_ptr<llvm::Module>> M = buildModule(Spec, Ctx, Times);
+      if (!M)
+        return M.status();
+      Clock::time_point T0 = Clock::now();
+      Expected<llvm::SmallVector<char, 0>> Obj = emitObject(**M, *TM);
+      if (!Obj)
+        return Obj.status();
+      Object = Obj.take();
+      Times.Codegen = msSince(T0);
+    }
+    Clock::time_point T0 = Clock::now();
+    CodeResult Code = Jit->link(Name, std::move(Object));
+    Times.Link = msSince(T0);
+    if (Log)
+      std::fprintf(stderr,
+                   "gatherjit: compiled %s: emit %.3f ms, optimize %.3f ms, "
+                   "codegen %.3f ms, link %.3f ms\n  spec: %s\n",
+                   Name.c_str(), Times.Emit, Times.Optimize, Times.Codegen,
+                   Times.Link, Spec.describe().c_str());
+    return Code;
+  }
+
+  /// The cached code for \p Spec, compiling it if absent. Concurrent
+  /// requests for one spec wait for the first one's compile.
+  CodeResult lookupOrCompile(const KernelSpec &Spec, bool &Hit, CompileTimes &Times) {
+    std::unique_lock<std::mutex> Lock(CacheMutex);
+    auto It = Cache.find(Spec);
+    if (It != Cache.end()) {
+      ++Stats.Hits;
+      Hit = true;
+      Lru.splice(Lru.begin(), Lru, It->second.LruPos);
+      std::shared_future<CodeResult> Code = It->second.Code;
+      Lock.unlock();
+      return Code.get();
+    }
+    ++Stats.Misses;
+    Hit = false;
+    std::promise<CodeResult> Promise;
+    Lru.push_front(Spec);
+    Cache.emplace(Spec, Entry{Promise.get_future().share(), Lru.begin()});
+    Lock.unlock();
+
+    CodeResult Result = compileSpec(Spec, Times);
+    Promise.set_value(Result);
+
+    Lock.lock();
+    Stats.CompileMs += Times.total();
+    if (!Result) {
+      // Do not cache a failure: a later request tries again.
+      if (auto Failed = Cache.find(Spec); Failed != Cache.end()) {
+        Lru.erase(Failed->second.LruPos);
+        Cache.erase(Failed);
+      }
+    }
+    while (Cache.size() > Options.CacheCapacity && !Lru.empty()) {
+      // Code still held by a Kernel handle is freed when that handle goes.
+      Cache.erase(Lru.back());
+      Lru.pop_back();
+      ++Stats.Evictions;
+    }
+    return Result;
+  }
+};
+
+Runtime::Runtime(std::unique_ptr<Impl> I) : I(std::move(I)) {}
+Runtime::~Runtime() = default;
+
+Expected<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions &Options) {
+  Clock::time_point T0 = Clock::now();
+  auto I = std::make_unique<Impl>();
+  I->Options = Options;
+  if (I->Options.CacheCapacity == 0)
+    I->Options.CacheCapacity = 1;
+  I->Log = std::getenv("GATHERJIT_LOG") != nullptr;
+  Expected<std::unique_ptr<llvm::TargetMachine>> TM = createTargetMachine({}, Options.Opt);
+  if (!TM)
+    return TM.status();
+  I->TM = TM.take();
+  Expected<std::shared_ptr<JitEngine>> Jit = JitEngine::create(Options);
+  if (!Jit)
+    return Jit.status();
+  I->Jit = Jit.take();
+  I->Pool = std::make_shared<ThreadPool>(Options.Threads);
+  I->InitMs = msSince(T0);
+  return std::unique_ptr<Runtime>(new Runtime(std::move(I)));
+}
+
+Expected<Kernel> Runtime::compile(const GatherElementsDesc &Desc,
+                                  const ValidateOptions &Options) {
+  Expected<ValidDesc> V = validate(Desc, Options);
+  if (!V)
+    return V.status();
+  return compile(*V);
+}
+
+Expected<Kernel> Runtime::compile(const GatherDesc &Desc,
+                                  const ValidateOptions &Options) {
+  Expected<ValidDesc> V = validate(Desc, Options);
+  if (!V)
+    return V.status();
+  return compile(*V);
+}
+
+Expected<Kernel> Runtime::compile(const ValidDesc &Desc) {
+  auto State = std::make_shared<Kernel::State>();
+  State->Desc = Desc;
+  State->Spec = canonicalize(Desc);
+  State->Pool = I->Pool;
+  if (Desc.outputElements() != 0) {
+    // A zero-size output is a kernel that does nothing: no code at all.
+    CodeResult Code = I->lookupOrCompile(State->Spec, State->CacheHit, State->Times);
+    if (!Code)
+      return Code.status();
+    State->Code = Code.take();
+    State->Symbol = State->Spec.symbolName();
+    State->Rows = State->Spec.rows();
+  }
+  Kernel K;
+  K.S = std::move(State);
+  return K;
+}
+
+Expected<std::string> Runtime::optimizedIR(const ValidDesc &Desc) {
+  std::lock_guard<std::mutex> Lock(I->CompileMutex);
+  llvm::LLVMContext Ctx;
+  CompileTimes Times;
+  Expected<std::unique_ptr<llvm::Module>> M = I->buildModule(canonicalize(Desc), Ctx, Times);
+  if (!M)
+    return M.status();
+  std::string Text;
+  llvm::raw_string_ostream OS(Text);
+  (*M)->print(OS, nullptr);
+  return OS.str();
+}
+
+Expected<std::string> Runtime::assembly(const ValidDesc &Desc) {
+  std::lock_guard<std::mutex> Lock(I->CompileMutex);
+  llvm::LLVMContext Ctx;
+  CompileTimes Times;
+  Expected<std::unique_ptr<llvm::Module>> M = I->buildModule(canonicalize(Desc), Ctx, Times);
+  if (!M)
+    return M.status();
+  return emitAssembly(**M, *I->TM);
+}
+
+CacheStats Runtime::stats() const {
+  std::lock_guard<std::mutex> Lock(I->CacheMutex);
+  CacheStats S = I->Stats;
+  S.Entries = I->Cache.size();
+  return S;
+}
+
+double Runtime::initMs() const { return I->InitMs; }
+const RuntimeOptions &Runtime::options() const { return I->Options; }
+
+//===----------------------------------------------------------------------===//
+// Kernel
+//===----------------------------------------------------------------------===//
+
+const ValidDesc &Kernel::desc() const { return S->Desc; }
+uint64_t Kernel::rows() const { return S->Rows; }
+const std::string &Kernel::symbolName() const { return S->Symbol; }
+bool Kernel::cacheHit() const { return S->CacheHit; }
+const CompileTimes &Kernel::compileTimes() const { return S->Times; }
+
+Status Kernel::runRows(const void *Input, const void *Indices, void *Output,
+                       uint64_t Begin, uint64_t End) const {
+  if (!S)
+    return Status::invalidArgument("Kernel::run on an empty kernel handle");
+  if (!S->Code)
+    return Status::ok();
+  const int64_t R = S->Code->entry()(Input, Indices, Output,
+                                     static_cast<int64_t>(Begin),
+                                     static_cast<int64_t>(End));
+  if (R == 0)
+    return Status::ok();
+  return indexOutOfRangeError(S->Desc, Indices, static_cast<uint64_t>(R - 1));
+}
+
+Status Kernel::run(const void *Input, const void *Indices, void *Output) const {
+  if (!S)
+    return Status::invalidArgument("Kernel::run on an empty kernel handle");
+  if (!S->Code)
+    return Status::ok();
+  const uint64_t Bytes = S->Spec.elements() * S->Spec.ElemBytes;
+  KernelRangeFn Entry = S->Code->entry();
+  int64_t R;
+  if (S->Rows < 2 || !S->Pool->worthSplitting(Bytes)) {
+    R = Entry(Input, Indices, Output, 0, static_cast<int64_t>(S->Rows));
+  } else {
+    // Each chunk reports its first bad position (+1); the smallest wins, as
+    // positions grow with the rows.
+    R = S->Pool->parallelMin(S->Rows, [&](uint64_t Begin, uint64_t End) {
+      return Entry(Input, Indices, Output, static_cast<int64_t>(Begin),
+                   static_cast<int64_t>(End));
+    });
+  }
+  if (R == 0)
+    return Status::ok();
+  return indexOutOfRangeError(S->Desc, Indices, static_cast<uint64_t>(R - 1));
+}
+
+} // namespace gatherjit

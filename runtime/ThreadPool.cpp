@@ -1,0 +1,53 @@
+//===- runtime/ThreadPool.cpp - Splitting a kernel's rows across cores ---===//
+
+#include "runtime/ThreadPool.h"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_reduce.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+#include <thread>
+
+namespace gatherjit {
+
+struct ThreadPool::Arena {
+  explicit Arena(int Threads) : A(Threads) {}
+  tbb::task_arena A;
+};
+
+ThreadPool::ThreadPool(unsigned Requested)
+    : Threads(Requested ? Requested
+                        : std::max(1u, std::thread::hardware_concurrency())) {
+  if (Threads > 1)
+    TaskArena = std::make_unique<Arena>(static_cast<int>(Threads));
+}
+
+ThreadPool::~ThreadPool() = default;
+
+int64_t ThreadPool::parallelMin(uint64_t Rows,
+                                const std::function<int64_t(uint64_t, uint64_t)> &Fn) {
+  if (!TaskArena)
+    return Fn(0, Rows);
+  // A few chunks per thread balance load without much scheduling.
+  const uint64_t Grain = std::max<uint64_t>(1, Rows / (4 * Threads));
+  auto Combine = [](int64_t A, int64_t B) {
+    if (A == 0)
+      return B;
+    if (B == 0)
+      return A;
+    return std::min(A, B);
+  };
+  int64_t Result = 0;
+  TaskArena->A.execute([&] {
+    Result = tbb::parallel_reduce(
+        tbb::blocked_range<uint64_t>(0, Rows, Grain), int64_t(0),
+        [&](const tbb::blocked_range<uint64_t> &R, int64_t Acc) {
+          return Combine(Acc, Fn(R.begin(), R.end()));
+        },
+        Combine);
+  });
+  return Result;
+}
+
+} // namespace gatherjit

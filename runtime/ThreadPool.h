@@ -1,0 +1,41 @@
+//===- runtime/ThreadPool.h - Splitting a kernel's rows across cores -----===//
+/// \file
+/// A thin layer over oneTBB: a task arena limited to the runtime's thread
+/// count, and a parallel loop over [0, rows) that reduces the chunks'
+/// results to the smallest non-zero one (a kernel's first bad position).
+//===----------------------------------------------------------------------===//
+#ifndef GATHERJIT_RUNTIME_THREADPOOL_H
+#define GATHERJIT_RUNTIME_THREADPOOL_H
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+namespace gatherjit {
+
+class ThreadPool {
+public:
+  /// \p Threads == 0 means all cores.
+  explicit ThreadPool(unsigned Threads);
+  ~ThreadPool();
+
+  unsigned threads() const { return Threads; }
+  /// Small problems run on the caller's thread: waking workers costs more
+  /// than they save below about a megabyte of output.
+  bool worthSplitting(uint64_t OutputBytes) const {
+    return Threads > 1 && OutputBytes >= (1u << 20);
+  }
+  /// Runs \p Fn over chunks of [0, Rows) and returns the smallest non-zero
+  /// result, or 0.
+  int64_t parallelMin(uint64_t Rows,
+                      const std::function<int64_t(uint64_t, uint64_t)> &Fn);
+
+private:
+  unsigned Threads;
+  struct Arena; ///< Hides oneTBB's headers from the runtime's users.
+  std::unique_ptr<Arena> TaskArena;
+};
+
+} // namespace gatherjit
+
+#endif

@@ -1,0 +1,49 @@
+//===- tools/gatherjit/Problem.h - Operands of a command -----------------===//
+/// \file
+/// Loads what one gatherjit command operates on: the validated descriptor
+/// and the input and index buffers, from .npy files (ONNX commands) or a
+/// descriptor JSON plus .npy buffers (`run`), and writes the output file.
+//===----------------------------------------------------------------------===//
+#ifndef GATHERJIT_TOOLS_PROBLEM_H
+#define GATHERJIT_TOOLS_PROBLEM_H
+
+#include "Npy.h"
+#include "gatherjit/Validate.h"
+
+#include <string>
+#include <vector>
+
+namespace gatherjit {
+
+enum class ProblemSource { OnnxGatherElements, OnnxGather, Json };
+
+struct OperandFlags {
+  ProblemSource Kind = ProblemSource::OnnxGatherElements;
+  std::string Data, Indices, DescPath, Out;
+  int64_t Axis = 0;
+  std::string Oob = "check";
+};
+
+struct Problem {
+  ValidDesc Desc;
+  std::vector<char> Input, Indices;
+  /// The output file's shape and dtype.
+  std::vector<uint64_t> OutShape;
+  std::string OutDescr;
+
+  /// A buffer the descriptor's output sizes and strides fit in.
+  std::vector<char> outputBuffer() const;
+  /// Packs \p Buffer into row-major order and writes it atomically.
+  Status writeOutput(const std::string &Path, const std::vector<char> &Buffer) const;
+};
+
+/// Reads and validates the operands. Every failure is InvalidArgument or
+/// Unsupported naming the flag, file or field at fault.
+Expected<Problem> loadProblem(const OperandFlags &Flags);
+
+/// Reads a whole text file.
+Expected<std::string> readTextFile(const std::string &Path);
+
+} // namespace gatherjit
+
+#endif
