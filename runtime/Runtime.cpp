@@ -253,6 +253,7 @@ CacheStats Runtime::stats() const {
   std::lock_guard<std::mutex> Lock(I->CacheMutex);
   CacheStats S = I->Stats;
   S.Entries = I->Cache.size();
+  S.LiveKernels = I->Jit->liveCount();
   return S;
 }
 

@@ -18,8 +18,10 @@
 namespace gatherjit {
 
 JitCode::~JitCode() {
-  if (Tracker)
+  if (Tracker) {
     llvm::consumeError(Tracker->remove());
+    --Engine->Live;
+  }
 }
 
 JitEngine::~JitEngine() = default;
@@ -67,6 +69,7 @@ Expected<std::shared_ptr<JitCode>> JitEngine::link(const std::string &Name,
   Code->Engine = shared_from_this();
   Code->Tracker = Tracker;
   Code->Entry = Addr->toPtr<KernelRangeFn>();
+  ++Live;
   if (Copy)
     writePerfMap(Name, Addr->getValue(), *Copy);
   return Code;

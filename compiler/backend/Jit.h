@@ -11,6 +11,7 @@
 #include <llvm/ADT/IntrusiveRefCntPtr.h>
 #include <llvm/ADT/SmallVector.h>
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -49,6 +50,8 @@ public:
   /// Links \p Object and returns its NAME_range entry.
   Expected<std::shared_ptr<JitCode>> link(const std::string &Name,
                                           llvm::SmallVector<char, 0> Object);
+  /// Linked code objects not yet freed.
+  uint64_t liveCount() const { return Live.load(); }
 
 private:
   friend class JitCode;
@@ -59,6 +62,7 @@ private:
   std::unique_ptr<llvm::orc::LLJIT> J;
   bool PerfMap = false;
   std::mutex PerfMutex;
+  std::atomic<uint64_t> Live{0};
 };
 
 } // namespace gatherjit

@@ -13,7 +13,7 @@
 
 namespace gatherjit {
 
-static Status verify(llvm::Module &M, const char *Stage) {
+[[maybe_unused]] static Status verify(llvm::Module &M, const char *Stage) {
   std::string Msg;
   llvm::raw_string_ostream OS(Msg);
   if (llvm::verifyModule(M, &OS))

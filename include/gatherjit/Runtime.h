@@ -41,6 +41,9 @@ struct CacheStats {
   uint64_t Misses = 0;
   uint64_t Evictions = 0;
   uint64_t Entries = 0;
+  /// Kernels whose code is linked now: cached ones and evicted ones still
+  /// held by a Kernel handle.
+  uint64_t LiveKernels = 0;
   /// Milliseconds spent compiling, summed over every miss.
   double CompileMs = 0;
 };

@@ -1,0 +1,181 @@
+//===- tests/RandomCase.h - Random gather configurations -----------------===//
+/// \file
+/// Generates random, valid gather problems (every data and index type,
+/// ranks 1..8, every axis, zero-size dimensions, strided, transposed and
+/// broadcast layouts, both policies, with bad indices) and their buffers.
+//===----------------------------------------------------------------------===//
+#ifndef GATHERJIT_TESTS_RANDOMCASE_H
+#define GATHERJIT_TESTS_RANDOMCASE_H
+
+#include "gatherjit/Validate.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace gatherjit::test {
+
+struct RandomCase {
+  ValidDesc Desc;
+  std::vector<char> Input, Indices;
+  std::string Summary;
+};
+
+class CaseGenerator {
+public:
+  explicit CaseGenerator(uint64_t Seed) : Rng(Seed) {}
+
+  RandomCase next() {
+    while (true) {
+      Expected<ValidDesc> V = pickDesc();
+      if (!V)
+        continue; // A rare invalid combination (e.g. rank limit): draw again.
+      RandomCase C;
+      C.Desc = V.take();
+      C.Input = randomBytes(requiredElements(C.Desc.Input) * C.Desc.Input.elementBytes());
+      fillIndices(C);
+      C.Summary = C.Desc.describe();
+      return C;
+    }
+  }
+
+private:
+  uint64_t pick(uint64_t N) { return N ? Rng() % N : 0; }
+  bool chance(double P) { return std::uniform_real_distribution<>(0, 1)(Rng) < P; }
+
+  std::vector<char> randomBytes(uint64_t N) {
+    std::vector<char> B(N);
+    for (char &C : B)
+      C = static_cast<char>(Rng());
+    return B;
+  }
+
+  std::vector<uint64_t> randomSizes(unsigned Rank) {
+    std::vector<uint64_t> S(Rank);
+    const uint64_t Max = Rank <= 2 ? 9 : Rank <= 4 ? 4 : 2;
+    for (uint64_t &D : S)
+      D = chance(0.02) ? 0 : 1 + pick(Max);
+    return S;
+  }
+
+  /// Packed, transposed (a permuted layout), padded or broadcast strides.
+  std::optional<std::vector<uint64_t>> randomStrides(const std::vector<uint64_t> &Sizes,
+                                                     bool AllowBroadcast) {
+    const unsigned Mode = static_cast<unsigned>(pick(AllowBroadcast ? 4 : 3));
+    if (Mode == 0)
+      return std::nullopt;
+    std::vector<unsigned> Order(Sizes.size());
+    std::iota(Order.begin(), Order.end(), 0);
+    if (Mode == 1)
+      std::shuffle(Order.begin(), Order.end(), Rng);
+    std::vector<uint64_t> St(Sizes.size());
+    uint64_t Stride = 1;
+    for (size_t I = Order.size(); I-- > 0;) {
+      const unsigned D = Order[I];
+      St[D] = Stride;
+      Stride *= std::max<uint64_t>(1, Sizes[D]) + (Mode == 2 ? pick(3) : 0);
+    }
+    if (Mode == 3)
+      for (uint64_t &S : St)
+        if (chance(0.4))
+          S = 0;
+    return St;
+  }
+
+  DataType randomDataType(unsigned &OpaqueBytes) {
+    const int T = static_cast<int>(pick(static_cast<int>(DataType::Opaque) + 1));
+    OpaqueBytes = 3 + static_cast<unsigned>(pick(6));
+    return static_cast<DataType>(T);
+  }
+
+  Expected<ValidDesc> pickDesc() {
+    static constexpr DataType IndexTypes[] = {DataType::Int32, DataType::Int64,
+                                              DataType::UInt32, DataType::UInt64};
+    unsigned OpaqueBytes;
+    TensorDesc Data;
+    Data.Type = randomDataType(OpaqueBytes);
+    Data.OpaqueBytes = Data.Type == DataType::Opaque ? OpaqueBytes : 0;
+    TensorDesc Idx;
+    Idx.Type = IndexTypes[pick(4)];
+    ValidateOptions Options;
+    Options.Policy = chance(0.5) ? OobPolicy::Check : OobPolicy::Clamp;
+    if (chance(0.6)) {
+      // GatherElements, DirectML-equal or ONNX-smaller indices.
+      const unsigned Rank = 1 + static_cast<unsigned>(pick(8));
+      Data.Sizes = randomSizes(Rank);
+      const unsigned Axis = static_cast<unsigned>(pick(Rank));
+      Idx.Sizes = Data.Sizes;
+      Idx.Sizes[Axis] = chance(0.05) ? 0 : 1 + pick(5);
+      Options.AllowSmallerIndices = chance(0.3);
+      if (Options.AllowSmallerIndices)
+        for (unsigned D = 0; D < Rank; ++D)
+          if (D != Axis && Idx.Sizes[D] > 0)
+            Idx.Sizes[D] = 1 + pick(Idx.Sizes[D]);
+      Data.Strides = randomStrides(Data.Sizes, true);
+      Idx.Strides = randomStrides(Idx.Sizes, true);
+      const int64_t OnnxAxis = chance(0.5) ? static_cast<int64_t>(Axis)
+                                           : static_cast<int64_t>(Axis) - Rank;
+      Expected<GatherElementsDesc> D = onnxGatherElements(Data, Idx, OnnxAxis);
+      if (!D)
+        return D.status();
+      D->Output.Strides = randomStrides(D->Output.Sizes, false);
+      return validate(*D, Options);
+    }
+    // ONNX Gather: data rank r, indices rank q (0 for a scalar).
+    const unsigned R = 1 + static_cast<unsigned>(pick(6));
+    const unsigned Q = static_cast<unsigned>(pick(std::min(4u, 10 - R)));
+    Data.Sizes = randomSizes(R);
+    Idx.Sizes = randomSizes(Q);
+    Data.Strides = randomStrides(Data.Sizes, true);
+    Idx.Strides = randomStrides(Idx.Sizes, true);
+    const int64_t Axis = static_cast<int64_t>(pick(R)) - (chance(0.3) ? R : 0);
+    Expected<GatherDesc> D = onnxGather(Data, Idx, Axis);
+    if (!D)
+      return D.status();
+    D->Output.Strides = randomStrides(D->Output.Sizes, false);
+    return validate(*D, Options);
+  }
+
+  void fillIndices(RandomCase &C) {
+    const TensorDesc &T = C.Desc.Indices;
+    const uint64_t Count = requiredElements(T);
+    const int64_t Size = static_cast<int64_t>(C.Desc.axisSize());
+    const bool Signed = isSignedIndexType(T.Type);
+    const bool Bad = chance(0.3);
+    std::vector<int64_t> Values(Count);
+    for (int64_t &V : Values) {
+      if (Size == 0) {
+        V = static_cast<int64_t>(pick(3));
+      } else if (Signed && chance(0.3)) {
+        V = -1 - static_cast<int64_t>(pick(static_cast<uint64_t>(Size)));
+      } else {
+        V = static_cast<int64_t>(pick(static_cast<uint64_t>(Size)));
+      }
+      if (Bad && chance(0.05)) {
+        static constexpr int64_t Wild[] = {INT64_MIN, INT64_MAX, -1, 0x7fffffff,
+                                           static_cast<int64_t>(0xffffffffu)};
+        V = chance(0.5) ? Size + static_cast<int64_t>(pick(3))
+                        : chance(0.5) ? -Size - 1 : Wild[pick(5)];
+      }
+    }
+    const unsigned Bytes = dataTypeSize(T.Type);
+    C.Indices.resize(Count * Bytes);
+    for (uint64_t I = 0; I < Count; ++I) {
+      if (Bytes == 8) {
+        std::memcpy(&C.Indices[I * 8], &Values[I], 8);
+      } else {
+        uint32_t V = static_cast<uint32_t>(Values[I]);
+        std::memcpy(&C.Indices[I * 4], &V, 4);
+      }
+    }
+  }
+
+  std::mt19937_64 Rng;
+};
+
+} // namespace gatherjit::test
+
+#endif

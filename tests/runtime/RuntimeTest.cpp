@@ -1,0 +1,184 @@
+//===- tests/runtime/RuntimeTest.cpp - Cache, threads, handles -----------===//
+
+#include "gatherjit/Interpreter.h"
+#include "gatherjit/Runtime.h"
+
+#include "TestUtil.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <random>
+#include <thread>
+
+using namespace gatherjit;
+using namespace gatherjit::test;
+
+namespace {
+
+std::unique_ptr<Runtime> makeRuntime(size_t Capacity = 16, unsigned Threads = 1) {
+  RuntimeOptions O;
+  O.CacheCapacity = Capacity;
+  O.Threads = Threads;
+  Expected<std::unique_ptr<Runtime>> RT = Runtime::create(O);
+  EXPECT_TRUE(RT.isOk()) << RT.status().message();
+  return RT ? RT.take() : nullptr;
+}
+
+GatherElementsDesc ge(uint64_t Rows, uint64_t Cols, DataType Type = DataType::Float32) {
+  return {tensor(Type, {Rows, Cols}), tensor(DataType::Int64, {Rows, Cols}),
+          tensor(Type, {Rows, Cols}), 1};
+}
+
+TEST(Runtime, EqualSpecsCompileOnce) {
+  auto RT = makeRuntime();
+  Expected<Kernel> A = RT->compile(ge(4, 5));
+  Expected<Kernel> B = RT->compile(ge(4, 5, DataType::Int32)); // Same bytes moved.
+  ASSERT_TRUE(A.isOk() && B.isOk());
+  EXPECT_FALSE(A->cacheHit());
+  EXPECT_TRUE(B->cacheHit());
+  EXPECT_EQ(A->symbolName(), B->symbolName());
+  CacheStats S = RT->stats();
+  EXPECT_EQ(S.Misses, 1u);
+  EXPECT_EQ(S.Hits, 1u);
+  EXPECT_GT(S.CompileMs, 0.0);
+}
+
+TEST(Runtime, ValidationErrorsPassThrough) {
+  auto RT = makeRuntime();
+  GatherElementsDesc D = ge(4, 5);
+  D.Axis = 2;
+  Expected<Kernel> K = RT->compile(D);
+  ASSERT_FALSE(K.isOk());
+  EXPECT_EQ(K.status().code(), ErrorCode::InvalidArgument);
+  EXPECT_THAT(K.status().message(), ::testing::HasSubstr("Axis = 2 is out of range"));
+  EXPECT_EQ(RT->stats().Misses, 0u);
+}
+
+TEST(Runtime, EmptyOutputNeedsNoCompile) {
+  auto RT = makeRuntime();
+  Expected<Kernel> K = RT->compile(ge(0, 5));
+  ASSERT_TRUE(K.isOk());
+  EXPECT_TRUE(K->symbolName().empty());
+  EXPECT_TRUE(K->run(nullptr, nullptr, nullptr).isOk());
+  EXPECT_EQ(RT->stats().Misses, 0u);
+}
+
+TEST(Runtime, EvictionFreesCodeOnceHandlesAreGone) {
+  auto RT = makeRuntime(/*Capacity=*/1);
+  std::vector<float> In = {1, 2, 3, 4, 5, 6}, Out(6);
+  std::vector<char> Idx = encodeIndices(DataType::Int64, {2, 1, 0, 0, 0, 2});
+  Expected<Kernel> Held = RT->compile(ge(2, 3));
+  ASSERT_TRUE(Held.isOk());
+  {
+    Expected<Kernel> Dropped = RT->compile(ge(3, 2)); // Evicts ge(2,3).
+    ASSERT_TRUE(Dropped.isOk());
+  }
+  CacheStats S = RT->stats();
+  EXPECT_EQ(S.Evictions, 1u);
+  EXPECT_EQ(S.Entries, 1u);
+  EXPECT_EQ(S.LiveKernels, 2u); // ge(2,3) evicted but held; ge(3,2) cached.
+  // The evicted kernel still runs while held.
+  ASSERT_TRUE(Held->run(In.data(), Idx.data(), Out.data()).isOk());
+  EXPECT_EQ(Out, (std::vector<float>{3, 2, 1, 4, 4, 6}));
+  *Held = Kernel();
+  EXPECT_EQ(RT->stats().LiveKernels, 1u);
+  // Asking again recompiles it.
+  Expected<Kernel> Again = RT->compile(ge(2, 3));
+  ASSERT_TRUE(Again.isOk());
+  EXPECT_FALSE(Again->cacheHit());
+  EXPECT_EQ(RT->stats().Misses, 3u);
+  EXPECT_EQ(RT->stats().LiveKernels, 1u); // ge(3,2) evicted and not held.
+}
+
+TEST(Runtime, ConcurrentRequestsForOneSpecCompileOnce) {
+  auto RT = makeRuntime();
+  std::vector<std::thread> Threads;
+  std::vector<std::string> Names(8);
+  for (int T = 0; T < 8; ++T)
+    Threads.emplace_back([&, T] {
+      Expected<Kernel> K = RT->compile(ge(16, 16));
+      if (K)
+        Names[T] = K->symbolName();
+    });
+  for (std::thread &T : Threads)
+    T.join();
+  CacheStats S = RT->stats();
+  EXPECT_EQ(S.Misses, 1u);
+  EXPECT_EQ(S.Hits, 7u);
+  for (const std::string &N : Names)
+    EXPECT_EQ(N, Names[0]);
+}
+
+TEST(Runtime, ConcurrentCompileAndRunOfManySpecs) {
+  auto RT = makeRuntime(/*Capacity=*/4);
+  std::vector<std::thread> Threads;
+  std::atomic<int> Failures{0};
+  for (int T = 0; T < 4; ++T)
+    Threads.emplace_back([&, T] {
+      for (int I = 0; I < 6; ++I) {
+        const uint64_t Cols = 2 + (T + I) % 5;
+        Expected<Kernel> K = RT->compile(ge(3, Cols));
+        if (!K) {
+          ++Failures;
+          continue;
+        }
+        std::vector<float> In(3 * Cols), Out(3 * Cols), Ref(3 * Cols);
+        for (size_t E = 0; E < In.size(); ++E)
+          In[E] = static_cast<float>(E);
+        std::vector<int64_t> IdxV(3 * Cols);
+        for (size_t E = 0; E < IdxV.size(); ++E)
+          IdxV[E] = static_cast<int64_t>((E * 7) % Cols);
+        std::vector<char> Idx = encodeIndices(DataType::Int64, IdxV);
+        if (!K->run(In.data(), Idx.data(), Out.data()) ||
+            !interpret(K->desc(), In.data(), Idx.data(), Ref.data()) || Out != Ref)
+          ++Failures;
+      }
+    });
+  for (std::thread &T : Threads)
+    T.join();
+  EXPECT_EQ(Failures.load(), 0);
+}
+
+TEST(Runtime, ThreadsGiveTheSameBytesAndTheSameFirstError) {
+  auto One = makeRuntime(16, 1), Two = makeRuntime(16, 2);
+  const uint64_t Rows = 1024, Cols = 512; // 2 MiB of output: split.
+  std::vector<float> In(Rows * Cols);
+  std::vector<int64_t> IdxV(Rows * Cols);
+  std::mt19937_64 Rng(3);
+  for (uint64_t I = 0; I < Rows * Cols; ++I) {
+    In[I] = static_cast<float>(I);
+    IdxV[I] = static_cast<int64_t>(Rng() % Cols);
+  }
+  Expected<Kernel> K1 = One->compile(ge(Rows, Cols)), K2 = Two->compile(ge(Rows, Cols));
+  ASSERT_TRUE(K1.isOk() && K2.isOk());
+  std::vector<char> Idx = encodeIndices(DataType::Int64, IdxV);
+  std::vector<float> A(Rows * Cols), B(Rows * Cols);
+  ASSERT_TRUE(K1->run(In.data(), Idx.data(), A.data()).isOk());
+  ASSERT_TRUE(K2->run(In.data(), Idx.data(), B.data()).isOk());
+  EXPECT_EQ(A, B);
+  // Two bad indices in different halves: the first one is reported.
+  IdxV[Rows * Cols - 5] = -1000;
+  IdxV[Rows * Cols / 2 + 3] = 1000;
+  Idx = encodeIndices(DataType::Int64, IdxV);
+  Status S = K2->run(In.data(), Idx.data(), B.data());
+  ASSERT_EQ(S.code(), ErrorCode::IndexOutOfRange);
+  EXPECT_EQ(S.position(), Rows * Cols / 2 + 3);
+  EXPECT_EQ(interpret(K2->desc(), In.data(), Idx.data(), A.data()).position(), S.position());
+}
+
+TEST(Runtime, IRAndAssemblyNameTheKernel) {
+  auto RT = makeRuntime();
+  Expected<ValidDesc> V = validate(ge(4, 5));
+  ASSERT_TRUE(V.isOk());
+  Expected<std::string> IR = RT->optimizedIR(*V);
+  ASSERT_TRUE(IR.isOk());
+  EXPECT_THAT(*IR, ::testing::HasSubstr("define i64 @gj_b4_i64_r2_check_"));
+  EXPECT_THAT(*IR, ::testing::HasSubstr("noalias"));
+  Expected<std::string> Asm = RT->assembly(*V);
+  ASSERT_TRUE(Asm.isOk());
+  EXPECT_THAT(*Asm, ::testing::HasSubstr("gj_b4_i64_r2_check_"));
+  EXPECT_THAT(*Asm, ::testing::HasSubstr("ret"));
+}
+
+} // namespace
