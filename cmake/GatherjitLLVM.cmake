@@ -14,7 +14,8 @@ add_library(gatherjit_lib STATIC
   compiler/backend/Target.cpp
   compiler/backend/Jit.cpp
   runtime/Runtime.cpp
-  runtime/ThreadPool.cpp)
+  runtime/ThreadPool.cpp
+  runtime/GenericKernel.cpp)
 add_library(gatherjit::gatherjit ALIAS gatherjit_lib)
 set_target_properties(gatherjit_lib PROPERTIES OUTPUT_NAME gatherjit POSITION_INDEPENDENT_CODE ON)
 target_include_directories(gatherjit_lib

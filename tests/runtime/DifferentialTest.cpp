@@ -9,6 +9,7 @@
 #include "RandomCase.h"
 #include "gatherjit/Interpreter.h"
 #include "gatherjit/Runtime.h"
+#include "runtime/GenericKernel.h"
 
 #include <gtest/gtest.h>
 
@@ -38,6 +39,18 @@ void compareEngines(Runtime &RT, const RandomCase &C, const std::string &Trace) 
   } else {
     ASSERT_EQ(RS.position(), JS.position());
     ASSERT_EQ(RS.message(), JS.message());
+  }
+  // The generic baseline the benchmarks compare against must agree too.
+  if (C.Desc.outputElements() == 0)
+    return;
+  const KernelSpec Spec = canonicalize(C.Desc);
+  std::vector<char> Gen(OutBytes, '\xab');
+  const int64_t GR = runGeneric(Spec, C.Input.data(), C.Indices.data(), Gen.data(), 0, Spec.rows());
+  if (RS) {
+    ASSERT_EQ(GR, 0);
+    ASSERT_EQ(Ref, Gen) << "generic kernel differs";
+  } else {
+    ASSERT_EQ(static_cast<uint64_t>(GR - 1), *RS.position());
   }
 }
 

@@ -1,0 +1,97 @@
+//===- bench/Cases.h - The benchmark case table --------------------------===//
+/// \file
+/// One table feeds the benchmarks and their test (tests/bench/CasesTest.cpp),
+/// so every benchmarked case is also a tested one.
+//===----------------------------------------------------------------------===//
+#ifndef GATHERJIT_BENCH_CASES_H
+#define GATHERJIT_BENCH_CASES_H
+
+#include "gatherjit/Validate.h"
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace gatherjit::bench {
+
+struct BenchCase {
+  const char *Name;
+  OpKind Op; ///< ONNX GatherElements or Gather.
+  DataType Data;
+  std::vector<uint64_t> DataShape;
+  DataType Index;
+  std::vector<uint64_t> IndexShape;
+  int64_t Axis;
+  OobPolicy Policy;
+};
+
+inline const std::vector<BenchCase> &benchCases() {
+  using DT = DataType;
+  static const std::vector<BenchCase> Cases = {
+      {"GE1", OpKind::GatherElements, DT::Float32, {4096, 4096}, DT::Int64, {4096, 4096}, 1, OobPolicy::Check},
+      {"GE1_clamp", OpKind::GatherElements, DT::Float32, {4096, 4096}, DT::Int64, {4096, 4096}, 1, OobPolicy::Clamp},
+      {"GE2", OpKind::GatherElements, DT::Float32, {4096, 4096}, DT::Int64, {4096, 4096}, 0, OobPolicy::Check},
+      {"GE3", OpKind::GatherElements, DT::Float32, {64, 512, 512}, DT::Int32, {64, 256, 512}, 1, OobPolicy::Check},
+      {"GE4", OpKind::GatherElements, DT::Float16, {4096, 4096}, DT::Int32, {4096, 4096}, 1, OobPolicy::Check},
+      {"GE5", OpKind::GatherElements, DT::Float32, {3, 3}, DT::Int64, {2, 3}, 0, OobPolicy::Check},
+      {"GE6", OpKind::GatherElements, DT::UInt8, {8, 1048576}, DT::Int64, {8, 1048576}, 1, OobPolicy::Check},
+      {"G1", OpKind::Gather, DT::Float32, {50000, 768}, DT::Int64, {8192}, 0, OobPolicy::Check},
+      {"G1_clamp", OpKind::Gather, DT::Float32, {50000, 768}, DT::Int64, {8192}, 0, OobPolicy::Clamp},
+      {"G2", OpKind::Gather, DT::Float32, {1024, 4096}, DT::Int32, {1024}, 1, OobPolicy::Check},
+      {"G3", OpKind::Gather, DT::Float32, {256, 1024}, DT::Int64, {64, 32}, 1, OobPolicy::Check},
+      {"G4", OpKind::Gather, DT::Float32, {4}, DT::Int64, {5}, 0, OobPolicy::Check},
+  };
+  return Cases;
+}
+
+inline TensorDesc benchTensor(DataType Type, const std::vector<uint64_t> &Shape) {
+  TensorDesc T;
+  T.Type = Type;
+  T.Sizes = Shape;
+  return T;
+}
+
+/// The validated descriptor of a case.
+inline Expected<ValidDesc> benchDesc(const BenchCase &C) {
+  ValidateOptions Options;
+  Options.Policy = C.Policy;
+  const TensorDesc Data = benchTensor(C.Data, C.DataShape);
+  const TensorDesc Idx = benchTensor(C.Index, C.IndexShape);
+  if (C.Op == OpKind::GatherElements) {
+    Options.AllowSmallerIndices = true;
+    Expected<GatherElementsDesc> D = onnxGatherElements(Data, Idx, C.Axis);
+    return D ? validate(*D, Options) : Expected<ValidDesc>(D.status());
+  }
+  Expected<GatherDesc> D = onnxGather(Data, Idx, C.Axis);
+  return D ? validate(*D, Options) : Expected<ValidDesc>(D.status());
+}
+
+/// Input bytes and uniformly random valid indices from a fixed seed.
+struct BenchData {
+  std::vector<char> Input, Indices;
+  uint64_t OutputBytes = 0;
+};
+
+inline BenchData benchData(const ValidDesc &V) {
+  BenchData B;
+  std::mt19937_64 Rng(12345);
+  B.Input.resize(requiredElements(V.Input) * V.Input.elementBytes());
+  for (size_t I = 0; I < B.Input.size(); I += 8) {
+    const uint64_t R = Rng();
+    std::memcpy(&B.Input[I], &R, std::min<size_t>(8, B.Input.size() - I));
+  }
+  const uint64_t Count = requiredElements(V.Indices), Size = V.axisSize();
+  const unsigned Bytes = V.Indices.elementBytes();
+  B.Indices.resize(Count * Bytes);
+  for (uint64_t I = 0; I < Count; ++I) {
+    const uint64_t Index = Rng() % Size;
+    std::memcpy(&B.Indices[I * Bytes], &Index, Bytes); // Little-endian.
+  }
+  B.OutputBytes = V.outputElements() * V.Output.elementBytes();
+  return B;
+}
+
+} // namespace gatherjit::bench
+
+#endif

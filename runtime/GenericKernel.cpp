@@ -1,0 +1,145 @@
+//===- runtime/GenericKernel.cpp - The generic precompiled baseline ------===//
+
+#include "runtime/GenericKernel.h"
+
+#include <cstring>
+
+namespace gatherjit {
+namespace {
+
+struct Bytes16 {
+  char B[16];
+};
+
+template <typename IndexT>
+inline bool resolve(IndexT Raw, uint64_t Size, OobPolicy Policy, uint64_t &Out) {
+  int64_t V = static_cast<int64_t>(Raw);
+  if constexpr (std::is_signed_v<IndexT>) {
+    if (V < 0)
+      V += static_cast<int64_t>(Size);
+    if (V >= 0 && static_cast<uint64_t>(V) < Size) {
+      Out = static_cast<uint64_t>(V);
+      return true;
+    }
+    if (Policy == OobPolicy::Check || Size == 0)
+      return false;
+    Out = V < 0 ? 0 : Size - 1;
+    return true;
+  } else {
+    const uint64_t U = static_cast<uint64_t>(Raw);
+    if (U < Size) {
+      Out = U;
+      return true;
+    }
+    if (Policy == OobPolicy::Check || Size == 0)
+      return false;
+    Out = Size - 1;
+    return true;
+  }
+}
+
+template <typename ElemT, typename IndexT>
+int64_t run(const KernelSpec &S, const char *In, const IndexT *Idx, char *Out,
+            uint64_t Begin, uint64_t End) {
+  const unsigned R = S.Rank;
+  const unsigned L = R == 0 ? 0 : R - 1;
+  const uint64_t Inner = R == 0 ? 1 : S.Sizes[L];
+  const uint64_t EB = S.ElemBytes;
+  const bool Block = S.innerIsBlock();
+  // Counters over every dimension but the innermost; dimension 0 runs over
+  // [Begin, End) (for rank 1 that range is the inner loop itself).
+  uint64_t Counter[MaxRank] = {};
+  const uint64_t OuterEnd = R <= 1 ? 1 : End;
+  Counter[0] = R <= 1 ? 0 : Begin;
+  const uint64_t InnerBegin = R == 1 ? Begin : 0, InnerEnd = R == 1 ? End : Inner;
+  if (Begin >= End)
+    return 0;
+  while (Counter[0] < OuterEnd) {
+    uint64_t InOff = 0, IdxOff = 0, OutOff = 0, Pos = 0;
+    for (unsigned D = 0; D + 1 < R; ++D) {
+      InOff += Counter[D] * S.InStride[D];
+      IdxOff += Counter[D] * S.IdxStride[D];
+      OutOff += Counter[D] * S.OutStride[D];
+      Pos += Counter[D] * S.PosStride[D];
+    }
+    if (Block) {
+      uint64_t I;
+      if (!resolve(Idx[IdxOff], S.AxisSize, S.Policy, I)) {
+        if (S.Policy == OobPolicy::Check)
+          return static_cast<int64_t>(Pos) + 1;
+        std::memset(Out + (OutOff + InnerBegin) * EB, 0, (InnerEnd - InnerBegin) * EB);
+      } else {
+        std::memcpy(Out + (OutOff + InnerBegin) * EB,
+                    In + (InOff + I * S.AxisStride + InnerBegin) * EB,
+                    (InnerEnd - InnerBegin) * EB);
+      }
+    } else {
+      const uint64_t SIn = S.InStride[L], SIdx = S.IdxStride[L], SOut = S.OutStride[L];
+      for (uint64_t J = InnerBegin; J < InnerEnd; ++J) {
+        uint64_t I;
+        char *Dst = Out + (OutOff + J * SOut) * EB;
+        if (!resolve(Idx[IdxOff + J * SIdx], S.AxisSize, S.Policy, I)) {
+          if (S.Policy == OobPolicy::Check)
+            return static_cast<int64_t>(Pos + J * S.PosStride[L]) + 1;
+          std::memset(Dst, 0, EB);
+          continue;
+        }
+        const char *Src = In + (InOff + J * SIn + I * S.AxisStride) * EB;
+        if constexpr (std::is_void_v<ElemT>)
+          std::memcpy(Dst, Src, EB);
+        else
+          std::memcpy(Dst, Src, sizeof(ElemT)); // One load and store.
+      }
+    }
+    // Advance the outer counters, innermost first.
+    if (R <= 1)
+      break;
+    unsigned D = R - 1;
+    while (D-- > 0) {
+      if (++Counter[D] < (D == 0 ? OuterEnd : S.Sizes[D]) || D == 0)
+        break;
+      Counter[D] = 0;
+    }
+  }
+  return 0;
+}
+
+template <typename IndexT>
+int64_t dispatchElem(const KernelSpec &S, const void *In, const void *Idx, void *Out,
+                     uint64_t Begin, uint64_t End) {
+  auto *I = static_cast<const char *>(In);
+  auto *X = static_cast<const IndexT *>(Idx);
+  auto *O = static_cast<char *>(Out);
+  switch (S.ElemBytes) {
+  case 1:
+    return run<uint8_t>(S, I, X, O, Begin, End);
+  case 2:
+    return run<uint16_t>(S, I, X, O, Begin, End);
+  case 4:
+    return run<uint32_t>(S, I, X, O, Begin, End);
+  case 8:
+    return run<uint64_t>(S, I, X, O, Begin, End);
+  case 16:
+    return run<Bytes16>(S, I, X, O, Begin, End);
+  default:
+    return run<void>(S, I, X, O, Begin, End);
+  }
+}
+
+} // namespace
+
+int64_t runGeneric(const KernelSpec &S, const void *In, const void *Idx, void *Out,
+                   uint64_t Begin, uint64_t End) {
+  switch (S.IndexType) {
+  case DataType::Int32:
+    return dispatchElem<int32_t>(S, In, Idx, Out, Begin, End);
+  case DataType::Int64:
+    return dispatchElem<int64_t>(S, In, Idx, Out, Begin, End);
+  case DataType::UInt32:
+    return dispatchElem<uint32_t>(S, In, Idx, Out, Begin, End);
+  default:
+    return dispatchElem<uint64_t>(S, In, Idx, Out, Begin, End);
+  }
+}
+
+} // namespace gatherjit
