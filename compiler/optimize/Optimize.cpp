@@ -28,9 +28,9 @@ static const char *const KernelPipelineO1 =
     "simplifycfg)";
 static const char *const KernelPipelineO2 =
     "function(sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg,"
-    "loop-mssa(loop-rotate,licm),loop(indvars),loop-vectorize,"
-    "instcombine<no-verify-fixpoint>,simplifycfg,loop-unroll<O2>,"
-    "instcombine<no-verify-fixpoint>,loop-mssa(licm),simplifycfg)";
+    "loop-mssa(loop-rotate,licm),loop(indvars),loop-vectorize<interleave-forced-only>,"
+    "instcombine<no-verify-fixpoint>,simplifycfg,"
+    "loop-mssa(licm))";
 
 Status optimize(llvm::Module &M, llvm::TargetMachine &TM, OptLevel Level) {
 #ifndef NDEBUG
