@@ -26,6 +26,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <future>
 #include <list>
 #include <unordered_map>
@@ -226,27 +227,30 @@ Expected<Kernel> Runtime::compile(const ValidDesc &Desc) {
   return K;
 }
 
-Expected<std::string> Runtime::optimizedIR(const ValidDesc &Desc) {
-  std::lock_guard<std::mutex> Lock(I->CompileMutex);
+/// Builds the optimized module for \p Desc (not cached) and renders it.
+static Expected<std::string>
+renderModule(Runtime::Impl &I, const ValidDesc &Desc,
+             const std::function<Expected<std::string>(llvm::Module &)> &Render) {
+  std::lock_guard<std::mutex> Lock(I.CompileMutex);
   llvm::LLVMContext Ctx;
   CompileTimes Times;
-  Expected<std::unique_ptr<llvm::Module>> M = I->buildModule(canonicalize(Desc), Ctx, Times);
+  Expected<std::unique_ptr<llvm::Module>> M = I.buildModule(canonicalize(Desc), Ctx, Times);
   if (!M)
     return M.status();
-  std::string Text;
-  llvm::raw_string_ostream OS(Text);
-  (*M)->print(OS, nullptr);
-  return OS.str();
+  return Render(**M);
+}
+
+Expected<std::string> Runtime::optimizedIR(const ValidDesc &Desc) {
+  return renderModule(*I, Desc, [](llvm::Module &M) -> Expected<std::string> {
+    std::string Text;
+    llvm::raw_string_ostream OS(Text);
+    M.print(OS, nullptr);
+    return OS.str();
+  });
 }
 
 Expected<std::string> Runtime::assembly(const ValidDesc &Desc) {
-  std::lock_guard<std::mutex> Lock(I->CompileMutex);
-  llvm::LLVMContext Ctx;
-  CompileTimes Times;
-  Expected<std::unique_ptr<llvm::Module>> M = I->buildModule(canonicalize(Desc), Ctx, Times);
-  if (!M)
-    return M.status();
-  return emitAssembly(**M, *I->TM);
+  return renderModule(*I, Desc, [this](llvm::Module &M) { return emitAssembly(M, *I->TM); });
 }
 
 CacheStats Runtime::stats() const {

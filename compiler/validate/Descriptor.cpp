@@ -99,6 +99,13 @@ std::optional<FeatureLevel> parseFeatureLevel(std::string_view Name) {
   return std::nullopt;
 }
 
+std::string shapeString(const std::vector<uint64_t> &Values) {
+  std::string S = "{";
+  for (size_t I = 0; I < Values.size(); ++I)
+    S += (I ? "," : "") + std::to_string(Values[I]);
+  return S + "}";
+}
+
 std::vector<uint64_t> packedStrides(const std::vector<uint64_t> &Sizes) {
   std::vector<uint64_t> Strides(Sizes.size());
   uint64_t Stride = 1;

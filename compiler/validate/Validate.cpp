@@ -25,13 +25,6 @@ const char *opKindName(OpKind Op) {
 
 namespace {
 
-std::string join(const std::vector<uint64_t> &V) {
-  std::string S = "{";
-  for (size_t I = 0; I < V.size(); ++I)
-    S += (I ? "," : "") + std::to_string(V[I]);
-  return S + "}";
-}
-
 std::string typeList(const std::vector<DataType> &Types) {
   std::string S;
   for (size_t I = 0; I < Types.size(); ++I)
@@ -103,7 +96,7 @@ public:
     uint64_t Count = 1;
     for (uint64_t S : T.Sizes)
       if (mulOverflows(Count, S, Count))
-        return Status::invalidArgument(P + ".Sizes = " + join(T.Sizes) +
+        return Status::invalidArgument(P + ".Sizes = " + shapeString(T.Sizes) +
                                        " has more than 2^64 elements");
     // Every byte offset must fit a signed 64-bit integer: the kernels use
     // signed arithmetic on byte offsets.
@@ -120,12 +113,12 @@ public:
       Overflow = true;
     if (Overflow || Bytes > static_cast<uint64_t>(INT64_MAX))
       return Status::invalidArgument(
-          P + " with Sizes = " + join(T.Sizes) + " and Strides = " +
-          join(*T.Strides) + " addresses more than 2^63 bytes");
+          P + " with Sizes = " + shapeString(T.Sizes) + " and Strides = " +
+          shapeString(*T.Strides) + " addresses more than 2^63 bytes");
     if (T.TotalBytes && Bytes > *T.TotalBytes)
       return Status::invalidArgument(
-          P + ": Sizes = " + join(T.Sizes) + " and Strides = " +
-          join(*T.Strides) + " address " + std::to_string(Bytes) +
+          P + ": Sizes = " + shapeString(T.Sizes) + " and Strides = " +
+          shapeString(*T.Strides) + " address " + std::to_string(Bytes) +
           " bytes, outside the buffer of TotalBytes = " +
           std::to_string(*T.TotalBytes));
     return Status::ok();
@@ -148,9 +141,9 @@ public:
     for (unsigned D : Dims) {
       if (St[D] < Span)
         return Status::invalidArgument(
-            std::string(Op) + ": " + Name + ".Strides = " + join(St) +
+            std::string(Op) + ": " + Name + ".Strides = " + shapeString(St) +
             " make elements overlap (Strides[" + std::to_string(D) + "] = " +
-            std::to_string(St[D]) + " with Sizes = " + join(T.Sizes) +
+            std::to_string(St[D]) + " with Sizes = " + shapeString(T.Sizes) +
             "); an output needs distinct elements");
       Span = St[D] * (T.Sizes[D] - 1) + Span;
     }
@@ -261,9 +254,9 @@ std::string ValidDesc::describe() const {
     OS << " " << Name << "=" << dataTypeName(T.Type);
     if (T.Type == DataType::Opaque)
       OS << T.OpaqueBytes;
-    OS << join(T.Sizes);
+    OS << shapeString(T.Sizes);
     if (*T.Strides != packedStrides(T.Sizes))
-      OS << "/strides" << join(*T.Strides);
+      OS << "/strides" << shapeString(*T.Strides);
   };
   OS << opKindName(Op);
   Tensor("input", Input);
@@ -305,8 +298,8 @@ Expected<ValidDesc> validate(const GatherElementsDesc &Desc,
   for (unsigned D = 0; D < V.rank(); ++D)
     if (V.Output.Sizes[D] != V.Indices.Sizes[D])
       return Status::invalidArgument(
-          P + "OutputTensor.Sizes = " + join(V.Output.Sizes) +
-          " must equal IndicesTensor.Sizes = " + join(V.Indices.Sizes));
+          P + "OutputTensor.Sizes = " + shapeString(V.Output.Sizes) +
+          " must equal IndicesTensor.Sizes = " + shapeString(V.Indices.Sizes));
   if (Status S = checkOutputLayout(Op, V); !S)
     return S;
   if (Options.Level)
@@ -344,7 +337,7 @@ Expected<ValidDesc> validate(const GatherDesc &Desc,
           std::to_string(V.Indices.Sizes[D]) +
           " must be 1: with IndexDimensions = " + std::to_string(K) +
           " only the last " + std::to_string(K) + " of IndicesTensor.Sizes = " +
-          join(V.Indices.Sizes) + " are indices");
+          shapeString(V.Indices.Sizes) + " are indices");
   // The original rank ignores the leading ones that pad the input.
   unsigned LeadingOnes = 0;
   while (LeadingOnes < N && V.Input.Sizes[LeadingOnes] == 1)
@@ -353,7 +346,7 @@ Expected<ValidDesc> validate(const GatherDesc &Desc,
   if (OriginalRank + K - 1 > N)
     return Status::invalidArgument(
         P + "original rank of InputTensor (" + std::to_string(OriginalRank) +
-        ", Sizes = " + join(V.Input.Sizes) + ") + IndexDimensions (" +
+        ", Sizes = " + shapeString(V.Input.Sizes) + ") + IndexDimensions (" +
         std::to_string(K) + ") - 1 = " + std::to_string(OriginalRank + K - 1) +
         " exceeds OutputTensor.DimensionCount = " + std::to_string(N));
   // Output sizes: the input's leading and trailing segments around Axis with
@@ -373,8 +366,8 @@ Expected<ValidDesc> validate(const GatherDesc &Desc,
     Full.insert(Full.begin(), 1);
   if (V.Output.Sizes != Full)
     return Status::invalidArgument(
-        P + "OutputTensor.Sizes = " + join(V.Output.Sizes) + " must equal " +
-        join(Full) + " (InputTensor.Sizes[0.." + std::to_string(V.Axis) +
+        P + "OutputTensor.Sizes = " + shapeString(V.Output.Sizes) + " must equal " +
+        shapeString(Full) + " (InputTensor.Sizes[0.." + std::to_string(V.Axis) +
         "), the last IndexDimensions = " + std::to_string(K) +
         " of IndicesTensor.Sizes, InputTensor.Sizes[" +
         std::to_string(V.Axis + 1) + "..], right-aligned)");

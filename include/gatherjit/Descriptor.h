@@ -137,6 +137,9 @@ std::vector<uint64_t> onnxGatherOutputShape(const std::vector<uint64_t> &Data,
                                             const std::vector<uint64_t> &Indices,
                                             unsigned Axis);
 
+/// Formats sizes or strides as DirectML's documents do: "{3,2}".
+std::string shapeString(const std::vector<uint64_t> &Values);
+
 /// Packed row-major strides for \p Sizes.
 std::vector<uint64_t> packedStrides(const std::vector<uint64_t> &Sizes);
 

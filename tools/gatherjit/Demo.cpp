@@ -14,13 +14,6 @@
 namespace gatherjit {
 namespace {
 
-std::string shapeString(const std::vector<uint64_t> &S) {
-  std::string R = "{";
-  for (size_t I = 0; I < S.size(); ++I)
-    R += (I ? "," : "") + std::to_string(S[I]);
-  return R + "}";
-}
-
 template <typename Fn> double medianMs(int Runs, Fn &&F) {
   std::vector<double> Ms;
   for (int I = 0; I < Runs; ++I) {

@@ -277,27 +277,32 @@ TensorDesc NpyArray::tensor() const {
   return T;
 }
 
-std::vector<char> NpyArray::cOrderData() const {
-  if (!FortranOrder || Shape.size() < 2)
-    return Data;
-  std::vector<char> Out(Data.size());
-  const uint64_t Count = elementCount();
-  std::vector<uint64_t> Coord(Shape.size(), 0);
+std::vector<char> packRowMajor(const std::vector<uint64_t> &Sizes,
+                               const std::vector<uint64_t> &Strides,
+                               unsigned ElementBytes, const char *Data) {
+  uint64_t Count = 1;
+  for (uint64_t S : Sizes)
+    Count *= S;
+  std::vector<char> Out(Count * ElementBytes);
+  std::vector<uint64_t> Coord(Sizes.size(), 0);
   for (uint64_t Linear = 0; Linear < Count; ++Linear) {
-    uint64_t Src = 0, Stride = 1;
-    for (size_t D = 0; D < Shape.size(); ++D) {
-      Src += Coord[D] * Stride;
-      Stride *= Shape[D];
-    }
-    std::memcpy(&Out[Linear * ElementBytes], &Data[Src * ElementBytes],
-                ElementBytes);
-    for (size_t D = Shape.size(); D-- > 0;) {
-      if (++Coord[D] < Shape[D])
+    uint64_t Src = 0;
+    for (size_t D = 0; D < Sizes.size(); ++D)
+      Src += Coord[D] * Strides[D];
+    std::memcpy(&Out[Linear * ElementBytes], Data + Src * ElementBytes, ElementBytes);
+    for (size_t D = Sizes.size(); D-- > 0;) {
+      if (++Coord[D] < Sizes[D])
         break;
       Coord[D] = 0;
     }
   }
   return Out;
+}
+
+std::vector<char> NpyArray::cOrderData() const {
+  if (!FortranOrder || Shape.size() < 2)
+    return Data;
+  return packRowMajor(Shape, *tensor().Strides, ElementBytes, Data.data());
 }
 
 Expected<NpyArray> parseNpy(std::string_view Bytes) {

@@ -38,6 +38,12 @@ struct NpyArray {
   std::vector<char> cOrderData() const;
 };
 
+/// Copies the elements that \p Sizes and \p Strides (in elements) address in
+/// \p Data into a packed row-major buffer.
+std::vector<char> packRowMajor(const std::vector<uint64_t> &Sizes,
+                               const std::vector<uint64_t> &Strides,
+                               unsigned ElementBytes, const char *Data);
+
 /// Parses a whole .npy file. Errors are InvalidArgument.
 Expected<NpyArray> parseNpy(std::string_view Bytes);
 Expected<NpyArray> readNpy(const std::string &Path);

@@ -108,21 +108,7 @@ std::vector<char> Problem::outputBuffer() const {
 
 Status Problem::writeOutput(const std::string &Path, const std::vector<char> &Buffer) const {
   const TensorDesc &T = Desc.Output;
-  const unsigned Bytes = T.elementBytes();
-  const uint64_t Count = Desc.outputElements();
-  std::vector<char> Packed(Count * Bytes);
-  std::vector<uint64_t> Coord(T.rank(), 0);
-  for (uint64_t Linear = 0; Linear < Count; ++Linear) {
-    uint64_t Offset = 0;
-    for (unsigned D = 0; D < T.rank(); ++D)
-      Offset += Coord[D] * (*T.Strides)[D];
-    std::memcpy(&Packed[Linear * Bytes], &Buffer[Offset * Bytes], Bytes);
-    for (unsigned D = T.rank(); D-- > 0;) {
-      if (++Coord[D] < T.Sizes[D])
-        break;
-      Coord[D] = 0;
-    }
-  }
+  std::vector<char> Packed = packRowMajor(T.Sizes, *T.Strides, T.elementBytes(), Buffer.data());
   return writeFileAtomic(Path, encodeNpy(OutDescr, OutShape, Packed.data(), Packed.size()));
 }
 
