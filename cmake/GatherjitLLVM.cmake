@@ -13,7 +13,9 @@ add_library(gatherjit_lib STATIC
   compiler/optimize/Optimize.cpp
   compiler/backend/Target.cpp
   compiler/backend/Jit.cpp
+  compiler/backend/Aot.cpp
   runtime/Runtime.cpp
+  runtime/DiskCache.cpp
   runtime/ThreadPool.cpp
   runtime/GenericKernel.cpp)
 add_library(gatherjit::gatherjit ALIAS gatherjit_lib)

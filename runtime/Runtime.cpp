@@ -16,11 +16,14 @@
 #include "compiler/optimize/Optimize.h"
 #include "compiler/spec/KernelSpec.h"
 #include "gatherjit/Interpreter.h"
+#include "runtime/DiskCache.h"
 #include "runtime/ThreadPool.h"
 
+#include <llvm/Config/llvm-config.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Support/raw_ostream.h>
+#include <llvm/Support/xxhash.h>
 #include <llvm/Target/TargetMachine.h>
 
 #include <chrono>
@@ -29,6 +32,7 @@
 #include <functional>
 #include <future>
 #include <list>
+#include <optional>
 #include <unordered_map>
 
 namespace gatherjit {
@@ -47,6 +51,14 @@ const char *optLevelName(OptLevel Level) {
   return "?";
 }
 
+std::optional<OptLevel> parseOptLevel(std::string_view Name) {
+  if (Name.size() == 2 && (Name[0] == 'O' || Name[0] == 'o'))
+    Name.remove_prefix(1);
+  if (Name.size() != 1 || Name[0] < '0' || Name[0] > '3')
+    return std::nullopt;
+  return static_cast<OptLevel>(Name[0] - '0');
+}
+
 namespace {
 using Clock = std::chrono::steady_clock;
 double msSince(Clock::time_point T0) {
@@ -61,6 +73,7 @@ struct Kernel::State {
   std::shared_ptr<JitCode> Code; ///< Null for an empty output.
   std::string Symbol;
   bool CacheHit = false;
+  bool FromDisk = false;
   CompileTimes Times;
   uint64_t Rows = 0;
   std::shared_ptr<ThreadPool> Pool;
@@ -83,53 +96,103 @@ struct Runtime::Impl {
   std::unordered_map<KernelSpec, Entry, KernelSpecHash> Cache;
   std::list<KernelSpec> Lru; ///< Most recently used first.
   CacheStats Stats;
+  std::optional<DiskCache> Disk;
+
+  /// Emits the module for \p Spec, configured for the target.
+  std::unique_ptr<llvm::Module> emitModule(const KernelSpec &Spec, llvm::LLVMContext &Ctx,
+                                           CompileTimes &Times) {
+    Clock::time_point T0 = Clock::now();
+    std::unique_ptr<llvm::Module> M = emitKernel(Spec, Spec.symbolName(), Ctx);
+    configureModule(*M, *TM);
+    Times.Emit = msSince(T0);
+    return M;
+  }
 
   /// Emits and optimizes the module for \p Spec.
   Expected<std::unique_ptr<llvm::Module>>
   buildModule(const KernelSpec &Spec, llvm::LLVMContext &Ctx, CompileTimes &Times) {
-    const std::string Name = Spec.symbolName();
+    std::unique_ptr<llvm::Module> M = emitModule(Spec, Ctx, Times);
     Clock::time_point T0 = Clock::now();
-    std::unique_ptr<llvm::Module> M = emitKernel(Spec, Name, Ctx);
-    configureModule(*M, *TM);
-    Times.Emit = msSince(T0);
-    T0 = Clock::now();
     if (Status S = optimize(*M, *TM, Options.Opt); !S)
       return S;
     Times.Optimize = msSince(T0);
     return M;
   }
 
-  CodeResult compileSpec(const KernelSpec &Spec, CompileTimes &Times) {
-    const std::string Name = Spec.symbolName();
-    llvm::SmallVector<char, 0> Object;
-    {
-      std::lock_guard<std::mutex> Lock(CompileMutex);
-      llvm::LLVMContext Ctx;
-      Expected<std::unique_ptr<llvm::Module>> M = buildModule(Spec, Ctx, Times);
-      if (!M)
-        return M.status();
+  /// The persistent cache's key for \p M, the unoptimized module of \p Spec.
+  std::string diskKey(const KernelSpec &Spec, const llvm::Module &M) const {
+    std::string IR;
+    llvm::raw_string_ostream OS(IR);
+    M.print(OS, nullptr);
+    char Hash[24];
+    std::snprintf(Hash, sizeof(Hash), "%016llx",
+                  static_cast<unsigned long long>(llvm::xxh3_64bits(OS.str())));
+    return Disk->key("spec " + Spec.describe() + "\nir " + Hash + "\n");
+  }
+
+  /// Produces the object for \p Spec: from the persistent cache if it holds
+  /// a valid entry, else by optimizing and generating code (and storing it).
+  Expected<std::vector<char>> objectFor(const KernelSpec &Spec, CompileTimes &Times,
+                                        bool &FromDisk, bool &Stored) {
+    std::lock_guard<std::mutex> Lock(CompileMutex);
+    llvm::LLVMContext Ctx;
+    std::unique_ptr<llvm::Module> M = emitModule(Spec, Ctx, Times);
+    std::string Key;
+    if (Disk) {
       Clock::time_point T0 = Clock::now();
-      Expected<llvm::SmallVector<char, 0>> Obj = emitObject(**M, *TM);
-      if (!Obj)
-        return Obj.status();
-      Object = Obj.take();
-      Times.Codegen = msSince(T0);
+      Key = diskKey(Spec, *M);
+      std::optional<std::vector<char>> Cached = Disk->load(Key);
+      Times.Load = msSince(T0);
+      if (Cached) {
+        FromDisk = true;
+        return std::move(*Cached);
+      }
     }
     Clock::time_point T0 = Clock::now();
-    CodeResult Code = Jit->link(Name, std::move(Object));
+    if (Status S = optimize(*M, *TM, Options.Opt); !S)
+      return S;
+    Times.Optimize = msSince(T0);
+    T0 = Clock::now();
+    Expected<llvm::SmallVector<char, 0>> Obj = emitObject(*M, *TM);
+    if (!Obj)
+      return Obj.status();
+    std::vector<char> Object(Obj->begin(), Obj->end());
+    Times.Codegen = msSince(T0);
+    if (Disk) {
+      // A cache that cannot be written costs speed, not correctness.
+      if (Status S = Disk->store(Key, Object); !S) {
+        if (Log)
+          std::fprintf(stderr, "gatherjit: %s\n", S.message().c_str());
+      } else {
+        Stored = true;
+      }
+    }
+    return Object;
+  }
+
+  CodeResult compileSpec(const KernelSpec &Spec, CompileTimes &Times, bool &FromDisk,
+                         bool &Stored) {
+    const std::string Name = Spec.symbolName();
+    Expected<std::vector<char>> Object = objectFor(Spec, Times, FromDisk, Stored);
+    if (!Object)
+      return Object.status();
+    Clock::time_point T0 = Clock::now();
+    CodeResult Code = Jit->link(Name, Object.take());
     Times.Link = msSince(T0);
     if (Log)
       std::fprintf(stderr,
-                   "gatherjit: compiled %s: emit %.3f ms, optimize %.3f ms, "
-                   "codegen %.3f ms, link %.3f ms\n  spec: %s\n",
-                   Name.c_str(), Times.Emit, Times.Optimize, Times.Codegen,
-                   Times.Link, Spec.describe().c_str());
+                   "gatherjit: %s %s: emit %.3f ms, optimize %.3f ms, "
+                   "codegen %.3f ms, load %.3f ms, link %.3f ms\n  spec: %s\n",
+                   FromDisk ? "loaded" : "compiled", Name.c_str(), Times.Emit,
+                   Times.Optimize, Times.Codegen, Times.Load, Times.Link,
+                   Spec.describe().c_str());
     return Code;
   }
 
   /// The cached code for \p Spec, compiling it if absent. Concurrent
   /// requests for one spec wait for the first one's compile.
-  CodeResult lookupOrCompile(const KernelSpec &Spec, bool &Hit, CompileTimes &Times) {
+  CodeResult lookupOrCompile(const KernelSpec &Spec, bool &Hit, bool &FromDisk,
+                             CompileTimes &Times) {
     std::unique_lock<std::mutex> Lock(CacheMutex);
     auto It = Cache.find(Spec);
     if (It != Cache.end()) {
@@ -147,11 +210,14 @@ struct Runtime::Impl {
     Cache.emplace(Spec, Entry{Promise.get_future().share(), Lru.begin()});
     Lock.unlock();
 
-    CodeResult Result = compileSpec(Spec, Times);
+    bool Stored = false;
+    CodeResult Result = compileSpec(Spec, Times, FromDisk, Stored);
     Promise.set_value(Result);
 
     Lock.lock();
     Stats.CompileMs += Times.total();
+    Stats.DiskLoads += FromDisk;
+    Stats.DiskStores += Stored;
     if (!Result) {
       // Do not cache a failure: a later request tries again.
       if (auto Failed = Cache.find(Spec); Failed != Cache.end()) {
@@ -183,6 +249,14 @@ Expected<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions &Options
   if (!TM)
     return TM.status();
   I->TM = TM.take();
+  if (!Options.CacheDir.empty())
+    I->Disk.emplace(Options.CacheDir,
+                    std::string("gatherjit kernel cache\nllvm " LLVM_VERSION_STRING "\ntriple ") +
+                        I->TM->getTargetTriple().str() + "\ncpu " +
+                        I->TM->getTargetCPU().str() + "\nfeatures " +
+                        I->TM->getTargetFeatureString().str() + "\nopt " +
+                        optLevelName(Options.Opt) + "\npipeline " +
+                        pipelineText(Options.Opt) + "\n");
   Expected<std::shared_ptr<JitEngine>> Jit = JitEngine::create(Options);
   if (!Jit)
     return Jit.status();
@@ -215,7 +289,8 @@ Expected<Kernel> Runtime::compile(const ValidDesc &Desc) {
   State->Pool = I->Pool;
   if (Desc.outputElements() != 0) {
     // A zero-size output is a kernel that does nothing: no code at all.
-    CodeResult Code = I->lookupOrCompile(State->Spec, State->CacheHit, State->Times);
+    CodeResult Code = I->lookupOrCompile(State->Spec, State->CacheHit, State->FromDisk,
+                                         State->Times);
     if (!Code)
       return Code.status();
     State->Code = Code.take();
@@ -272,6 +347,7 @@ const ValidDesc &Kernel::desc() const { return S->Desc; }
 uint64_t Kernel::rows() const { return S->Rows; }
 const std::string &Kernel::symbolName() const { return S->Symbol; }
 bool Kernel::cacheHit() const { return S->CacheHit; }
+bool Kernel::fromDiskCache() const { return S->FromDisk; }
 const CompileTimes &Kernel::compileTimes() const { return S->Times; }
 
 Status Kernel::runRows(const void *Input, const void *Indices, void *Output,

@@ -10,7 +10,6 @@
 #include <llvm/Object/ELFObjectFile.h>
 #include <llvm/Object/ObjectFile.h>
 #include <llvm/Support/MemoryBuffer.h>
-#include <llvm/Support/SmallVectorMemoryBuffer.h>
 
 #include <cstdio>
 #include <unistd.h>
@@ -48,16 +47,10 @@ Expected<std::shared_ptr<JitEngine>> JitEngine::create(const RuntimeOptions &Opt
 }
 
 Expected<std::shared_ptr<JitCode>> JitEngine::link(const std::string &Name,
-                                                   llvm::SmallVector<char, 0> Object) {
+                                                   const std::vector<char> &Object) {
   auto Tracker = J->getMainJITDylib().createResourceTracker();
-  auto Buffer = std::make_unique<llvm::SmallVectorMemoryBuffer>(
-      std::move(Object), Name + ".o", /*RequiresNullTerminator=*/false);
-  const llvm::SmallVector<char, 0> *Copy = nullptr;
-  llvm::SmallVector<char, 0> Kept;
-  if (PerfMap) {
-    Kept.assign(Buffer->getBufferStart(), Buffer->getBufferEnd());
-    Copy = &Kept;
-  }
+  auto Buffer = llvm::MemoryBuffer::getMemBufferCopy(
+      llvm::StringRef(Object.data(), Object.size()), Name + ".o");
   if (llvm::Error Err = J->addObjectFile(Tracker, std::move(Buffer)))
     return toStatus(std::move(Err), "adding " + Name);
   auto Addr = J->lookup(Name + "_range");
@@ -70,13 +63,13 @@ Expected<std::shared_ptr<JitCode>> JitEngine::link(const std::string &Name,
   Code->Tracker = Tracker;
   Code->Entry = Addr->toPtr<KernelRangeFn>();
   ++Live;
-  if (Copy)
-    writePerfMap(Name, Addr->getValue(), *Copy);
+  if (PerfMap)
+    writePerfMap(Name, Addr->getValue(), Object);
   return Code;
 }
 
 void JitEngine::writePerfMap(const std::string &Name, uint64_t Address,
-                             const llvm::SmallVector<char, 0> &Object) {
+                             const std::vector<char> &Object) {
   // perf reads /tmp/perf-<pid>.map: "START SIZE NAME" per line, in hex.
   uint64_t Size = 0;
   auto Obj = llvm::object::ObjectFile::createObjectFile(

@@ -9,12 +9,12 @@
 #include "gatherjit/Runtime.h"
 
 #include <llvm/ADT/IntrusiveRefCntPtr.h>
-#include <llvm/ADT/SmallVector.h>
 
 #include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace llvm::orc {
 class LLJIT;
@@ -49,7 +49,7 @@ public:
 
   /// Links \p Object and returns its NAME_range entry.
   Expected<std::shared_ptr<JitCode>> link(const std::string &Name,
-                                          llvm::SmallVector<char, 0> Object);
+                                          const std::vector<char> &Object);
   /// Linked code objects not yet freed.
   uint64_t liveCount() const { return Live.load(); }
 
@@ -57,7 +57,7 @@ private:
   friend class JitCode;
   JitEngine() = default;
   void writePerfMap(const std::string &Name, uint64_t Address,
-                    const llvm::SmallVector<char, 0> &Object);
+                    const std::vector<char> &Object);
 
   std::unique_ptr<llvm::orc::LLJIT> J;
   bool PerfMap = false;

@@ -32,6 +32,20 @@ static const char *const KernelPipelineO2 =
     "instcombine<no-verify-fixpoint>,simplifycfg,"
     "loop-mssa(licm))";
 
+std::string pipelineText(OptLevel Level) {
+  switch (Level) {
+  case OptLevel::O0:
+    return "default<O0>";
+  case OptLevel::O1:
+    return KernelPipelineO1;
+  case OptLevel::O2:
+    return KernelPipelineO2;
+  case OptLevel::O3:
+    return "default<O3>";
+  }
+  llvm_unreachable("covered switch");
+}
+
 Status optimize(llvm::Module &M, llvm::TargetMachine &TM, OptLevel Level) {
 #ifndef NDEBUG
   if (Status S = verify(M, "emit"); !S)

@@ -7,6 +7,8 @@
 
 #include "gatherjit/Runtime.h"
 
+#include <string>
+
 namespace llvm {
 class Module;
 class TargetMachine;
@@ -17,6 +19,10 @@ namespace gatherjit {
 /// Optimizes \p M in place for \p TM's CPU. Fails only if the module does
 /// not verify (a bug in emission), as Internal.
 Status optimize(llvm::Module &M, llvm::TargetMachine &TM, OptLevel Level);
+
+/// The pass pipeline \p Level runs, as text (part of the persistent cache's
+/// key: a changed pipeline never reuses old code).
+std::string pipelineText(OptLevel Level);
 
 } // namespace gatherjit
 

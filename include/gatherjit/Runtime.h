@@ -15,12 +15,16 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace gatherjit {
 
 enum class OptLevel { O0, O1, O2, O3 };
 const char *optLevelName(OptLevel Level); // "O0".."O3"
+/// Parses "O0".."O3" (or "0".."3"); std::nullopt otherwise.
+std::optional<OptLevel> parseOptLevel(std::string_view Name);
 
 struct RuntimeOptions {
   OptLevel Opt = OptLevel::O2;
@@ -34,6 +38,10 @@ struct RuntimeOptions {
   bool PerfMap = false;
   /// Register JIT code with the GDB JIT interface.
   bool Debugger = false;
+  /// If set, a directory where compiled kernels persist across processes
+  /// (created if missing). A later runtime with the same LLVM, CPU and
+  /// optimization level loads them without optimizing or generating code.
+  std::string CacheDir;
 };
 
 struct CacheStats {
@@ -44,14 +52,19 @@ struct CacheStats {
   /// Kernels whose code is linked now: cached ones and evicted ones still
   /// held by a Kernel handle.
   uint64_t LiveKernels = 0;
-  /// Milliseconds spent compiling, summed over every miss.
+  /// Misses served from the persistent cache directory, and kernels
+  /// written to it.
+  uint64_t DiskLoads = 0;
+  uint64_t DiskStores = 0;
+  /// Milliseconds spent compiling (or loading), summed over every miss.
   double CompileMs = 0;
 };
 
-/// Where one compile spent its time, in milliseconds.
+/// Where one compile spent its time, in milliseconds. A kernel loaded from
+/// the persistent cache has Load set and no Optimize or Codegen.
 struct CompileTimes {
-  double Emit = 0, Optimize = 0, Codegen = 0, Link = 0;
-  double total() const { return Emit + Optimize + Codegen + Link; }
+  double Emit = 0, Optimize = 0, Codegen = 0, Load = 0, Link = 0;
+  double total() const { return Emit + Optimize + Codegen + Load + Link; }
 };
 
 class Runtime;
@@ -77,8 +90,10 @@ public:
   /// The native symbol, e.g. gj_b4_i64_r2_check_...; empty for an empty
   /// output, which needs no code.
   const std::string &symbolName() const;
-  /// True if this handle came from the cache without compiling.
+  /// True if this handle came from the in-memory cache without compiling.
   bool cacheHit() const;
+  /// True if this kernel's code was loaded from the persistent cache.
+  bool fromDiskCache() const;
   /// This kernel's compile time (zero on a cache hit).
   const CompileTimes &compileTimes() const;
 

@@ -399,37 +399,4 @@ std::string encodeNpy(const std::string &Descr,
   return Out;
 }
 
-Status writeFileAtomic(const std::string &Path, const std::string &Contents) {
-  std::string Temp = Path + ".tmpXXXXXX";
-  int Fd = mkstemp(Temp.data());
-  if (Fd < 0)
-    return Status::invalidArgument("cannot create a file beside '" + Path +
-                                   "': " + std::strerror(errno));
-  size_t Done = 0;
-  while (Done < Contents.size()) {
-    ssize_t N = ::write(Fd, Contents.data() + Done, Contents.size() - Done);
-    if (N < 0 && errno == EINTR)
-      continue;
-    if (N <= 0) {
-      int Err = errno;
-      ::close(Fd);
-      ::unlink(Temp.c_str());
-      return Status::invalidArgument("cannot write '" + Path +
-                                     "': " + std::strerror(Err));
-    }
-    Done += static_cast<size_t>(N);
-  }
-  // mkstemp creates 0600; give the file the usual permissions.
-  mode_t Mask = umask(0);
-  umask(Mask);
-  fchmod(Fd, 0666 & ~Mask);
-  if (::close(Fd) != 0 || std::rename(Temp.c_str(), Path.c_str()) != 0) {
-    int Err = errno;
-    ::unlink(Temp.c_str());
-    return Status::invalidArgument("cannot write '" + Path +
-                                   "': " + std::strerror(Err));
-  }
-  return Status::ok();
-}
-
 } // namespace gatherjit

@@ -12,6 +12,7 @@
 #ifndef GATHERJIT_TOOLS_NPY_H
 #define GATHERJIT_TOOLS_NPY_H
 
+#include "runtime/AtomicFile.h"
 #include "gatherjit/Descriptor.h"
 
 #include <string>
@@ -55,11 +56,6 @@ std::string npyDescr(DataType Type);
 std::string encodeNpy(const std::string &Descr,
                       const std::vector<uint64_t> &Shape,
                       const void *Data, size_t Bytes);
-
-/// Writes \p Contents to \p Path atomically: a temporary file in the same
-/// directory, then rename. On failure no file is created and an existing
-/// one is untouched.
-Status writeFileAtomic(const std::string &Path, const std::string &Contents);
 
 } // namespace gatherjit
 

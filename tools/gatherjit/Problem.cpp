@@ -31,28 +31,12 @@ Expected<Problem> loadOnnx(const OperandFlags &F) {
   if (!Indices)
     return Indices.status().withContext("--indices");
   const TensorDesc DataT = Data->tensor(), IdxT = Indices->tensor();
-  ValidateOptions Options;
-  Options.Policy = F.Oob == "clamp" ? OobPolicy::Clamp : OobPolicy::Check;
-  Problem P;
-  Expected<ValidDesc> V = Status::internal("unset");
-  if (F.Kind == ProblemSource::OnnxGatherElements) {
-    Options.AllowSmallerIndices = true;
-    Expected<GatherElementsDesc> D = onnxGatherElements(DataT, IdxT, F.Axis);
-    if (!D)
-      return D.status();
-    V = validate(*D, Options);
-    P.OutShape = IdxT.Sizes;
-  } else {
-    Expected<GatherDesc> D = onnxGather(DataT, IdxT, F.Axis);
-    if (!D)
-      return D.status();
-    V = validate(*D, Options);
-    const int64_t Rank = DataT.rank();
-    P.OutShape = onnxGatherOutputShape(
-        DataT.Sizes, IdxT.Sizes, static_cast<unsigned>(F.Axis < 0 ? F.Axis + Rank : F.Axis));
-  }
+  Expected<ValidDesc> V = validateOnnx(
+      F.Kind, DataT, IdxT, F.Axis, F.Oob == "clamp" ? OobPolicy::Clamp : OobPolicy::Check);
   if (!V)
     return V.status();
+  Problem P;
+  P.OutShape = onnxOutputShape(F.Kind, DataT.Sizes, IdxT.Sizes, F.Axis);
   P.Desc = V.take();
   // Fortran-order files are used in place: their strides say so.
   P.Input = std::move(Data->Data);
@@ -62,12 +46,9 @@ Expected<Problem> loadOnnx(const OperandFlags &F) {
 }
 
 Expected<Problem> loadJson(const OperandFlags &F) {
-  Expected<std::string> Text = readTextFile(F.DescPath);
-  if (!Text)
-    return Text.status();
-  Expected<JsonDescriptor> D = parseDescriptorJson(*Text);
+  Expected<JsonDescriptor> D = readDescriptorFile(F.DescPath);
   if (!D)
-    return D.status().withContext(F.DescPath);
+    return D.status();
   Expected<NpyArray> Data = readNpy(F.Data);
   if (!Data)
     return Data.status().withContext("--input");
@@ -92,6 +73,42 @@ Expected<Problem> loadJson(const OperandFlags &F) {
 }
 
 } // namespace
+
+Expected<ValidDesc> validateOnnx(ProblemSource Kind, const TensorDesc &Data,
+                                 const TensorDesc &Indices, int64_t Axis,
+                                 OobPolicy Policy) {
+  ValidateOptions Options;
+  Options.Policy = Policy;
+  if (Kind == ProblemSource::OnnxGatherElements) {
+    Options.AllowSmallerIndices = true;
+    Expected<GatherElementsDesc> D = onnxGatherElements(Data, Indices, Axis);
+    if (!D)
+      return D.status();
+    return validate(*D, Options);
+  }
+  Expected<GatherDesc> D = onnxGather(Data, Indices, Axis);
+  if (!D)
+    return D.status();
+  return validate(*D, Options);
+}
+
+std::vector<uint64_t> onnxOutputShape(ProblemSource Kind, const std::vector<uint64_t> &Data,
+                                      const std::vector<uint64_t> &Indices, int64_t Axis) {
+  if (Kind == ProblemSource::OnnxGatherElements)
+    return Indices;
+  const int64_t Rank = static_cast<int64_t>(Data.size());
+  return onnxGatherOutputShape(Data, Indices, static_cast<unsigned>(Axis < 0 ? Axis + Rank : Axis));
+}
+
+Expected<JsonDescriptor> readDescriptorFile(const std::string &Path) {
+  Expected<std::string> Text = readTextFile(Path);
+  if (!Text)
+    return Text.status();
+  Expected<JsonDescriptor> D = parseDescriptorJson(*Text);
+  if (!D)
+    return D.status().withContext(Path);
+  return D;
+}
 
 Expected<std::string> readTextFile(const std::string &Path) {
   std::ifstream In(Path, std::ios::binary);

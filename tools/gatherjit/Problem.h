@@ -7,6 +7,7 @@
 #ifndef GATHERJIT_TOOLS_PROBLEM_H
 #define GATHERJIT_TOOLS_PROBLEM_H
 
+#include "DescJson.h"
 #include "Npy.h"
 #include "gatherjit/Validate.h"
 
@@ -40,6 +41,17 @@ struct Problem {
 /// Reads and validates the operands. Every failure is InvalidArgument or
 /// Unsupported naming the flag, file or field at fault.
 Expected<Problem> loadProblem(const OperandFlags &Flags);
+
+/// Builds and validates an ONNX GatherElements or Gather node.
+Expected<ValidDesc> validateOnnx(ProblemSource Kind, const TensorDesc &Data,
+                                 const TensorDesc &Indices, int64_t Axis,
+                                 OobPolicy Policy);
+/// The ONNX output shape of that node (Axis already validated).
+std::vector<uint64_t> onnxOutputShape(ProblemSource Kind, const std::vector<uint64_t> &Data,
+                                      const std::vector<uint64_t> &Indices, int64_t Axis);
+
+/// Reads and parses a descriptor JSON file; errors name the file.
+Expected<JsonDescriptor> readDescriptorFile(const std::string &Path);
 
 /// Reads a whole text file.
 Expected<std::string> readTextFile(const std::string &Path);

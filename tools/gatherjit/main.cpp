@@ -6,15 +6,20 @@
 // gatherjit run DESC.json --input D.npy --indices I.npy -o OUT.npy
 // gatherjit ir {gather-elements|gather|run} ... [--asm]
 // gatherjit demo            (the seed documents' examples, checked)
+// gatherjit aot [gather-elements|gather] --data-shape S --data-type T
+//               --indices-shape S --indices-type T --axis A [--desc J.json]...
+//               --name NAME... [--target TRIPLE --cpu CPU] -o K.o --header K.h
 //
 // Common flags: --engine jit|interp, --opt O0..O3, --threads N,
-// --repeat N, --stats (one JSON line on stderr after a success).
+// --repeat N, --stats (one JSON line on stderr after a success),
+// --cache-dir DIR (compiled kernels kept across runs).
 //
 // Exit codes: 0 success, 2 bad input (one "error:" line on stderr), 1 an
 // internal failure. The output file is written atomically or not at all.
 //
 //===----------------------------------------------------------------------===//
 
+#include "AotCommand.h"
 #include "Demo.h"
 #include "Problem.h"
 #include "gatherjit/Interpreter.h"
@@ -45,12 +50,8 @@ struct EngineFlags {
   unsigned Threads = 0;
   unsigned Repeat = 1;
   bool Stats = false;
+  std::string CacheDir;
 };
-
-OptLevel parseOpt(const std::string &S) {
-  return S == "O0" ? OptLevel::O0 : S == "O1" ? OptLevel::O1
-                                  : S == "O3" ? OptLevel::O3 : OptLevel::O2;
-}
 
 void addEngineFlags(CLI::App *Sub, EngineFlags &E) {
   Sub->add_option("--engine", E.Engine, "jit (default) or interp")
@@ -61,6 +62,8 @@ void addEngineFlags(CLI::App *Sub, EngineFlags &E) {
   Sub->add_option("--repeat", E.Repeat, "run the kernel N times")
       ->check(CLI::PositiveNumber);
   Sub->add_flag("--stats", E.Stats, "print timing as one JSON line on stderr");
+  Sub->add_option("--cache-dir", E.CacheDir,
+                  "keep compiled kernels in this directory across runs");
 }
 
 using Clock = std::chrono::steady_clock;
@@ -75,8 +78,9 @@ Status execute(Problem &P, const EngineFlags &E, const std::string &OutPath) {
   Kernel K;
   if (E.Engine == "jit") {
     RuntimeOptions Options;
-    Options.Opt = parseOpt(E.Opt);
+    Options.Opt = *parseOptLevel(E.Opt);
     Options.Threads = E.Threads;
+    Options.CacheDir = E.CacheDir;
     Options.PerfMap = std::getenv("GATHERJIT_PERF_MAP") != nullptr;
     Options.Debugger = std::getenv("GATHERJIT_GDB") != nullptr;
     Expected<std::unique_ptr<Runtime>> Created = Runtime::create(Options);
@@ -118,7 +122,7 @@ Status execute(Problem &P, const EngineFlags &E, const std::string &OutPath) {
 Status printIR(const Problem &P, const EngineFlags &E, bool Asm,
                const std::string &OutPath) {
   RuntimeOptions Options;
-  Options.Opt = parseOpt(E.Opt);
+  Options.Opt = *parseOptLevel(E.Opt);
   Options.Threads = 1;
   Expected<std::unique_ptr<Runtime>> RT = Runtime::create(Options);
   if (!RT)
@@ -187,6 +191,8 @@ int main(int Argc, char **Argv) {
     IR[I].Sub->add_flag("--asm", Asm, "print machine code instead of IR");
   }
   CLI::App *DemoSub = App.add_subcommand("demo", "the seed examples through the JIT, checked");
+  AotFlags Aot;
+  CLI::App *AotSub = addAotCommand(App, Aot);
 
   try {
     App.parse(Argc, Argv);
@@ -199,6 +205,10 @@ int main(int Argc, char **Argv) {
   }
   if (DemoSub->parsed())
     return runDemo();
+  if (AotSub->parsed()) {
+    Status S = runAot(Aot);
+    return S ? 0 : report(S);
+  }
   for (int I = 0; I < 3; ++I) {
     for (bool IsIR : {false, true}) {
       Command &C = IsIR ? IR[I] : Run[I];

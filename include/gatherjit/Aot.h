@@ -1,0 +1,62 @@
+//===- gatherjit/Aot.h - Kernels compiled ahead of time ------------------===//
+/// \file
+/// Compiles validated descriptors into one relocatable object file and a C
+/// header, with the same IR and optimization pipeline as the JIT. For each
+/// kernel named NAME the object defines (the C ABI; scripts depend on it):
+///
+///   int64_t NAME(const void *input, const void *indices, void *output);
+///   int64_t NAME_range(const void *input, const void *indices, void *output,
+///                      int64_t begin, int64_t end);
+///   extern const int64_t NAME_rows;
+///
+/// returning 0, or under Check 1 + the row-major position in the indices
+/// tensor of the first out-of-range index. The object needs nothing at run
+/// time but the C library (memcpy).
+//===----------------------------------------------------------------------===//
+#ifndef GATHERJIT_AOT_H
+#define GATHERJIT_AOT_H
+
+#include "gatherjit/Runtime.h"
+
+#include <string>
+#include <vector>
+
+namespace gatherjit {
+
+struct AotKernel {
+  /// A C identifier, unique within one object.
+  std::string Name;
+  ValidDesc Desc;
+};
+
+/// Where the object will run. An empty Triple is the host's; an empty Cpu
+/// with an empty Triple is the host CPU with all its features, otherwise the
+/// target's generic CPU. Cpu "host" names the host CPU explicitly.
+struct AotTarget {
+  std::string Triple;
+  std::string Cpu;
+  /// Extra features, LLVM's spelling: "+avx2,-avx512f".
+  std::string Features;
+};
+
+struct AotResult {
+  std::vector<char> Object;
+  std::string Header;
+  /// The triple and CPU the object was built for.
+  std::string Triple, Cpu;
+};
+
+/// Compiles \p Kernels into one object and a header whose include guard is
+/// derived from \p HeaderName (e.g. "kernels.h"). InvalidArgument for a bad
+/// or repeated name, an unknown triple or CPU.
+Expected<AotResult> compileAot(const std::vector<AotKernel> &Kernels,
+                               const AotTarget &Target, OptLevel Level,
+                               const std::string &HeaderName);
+
+/// True if \p Name is a valid C identifier (and not reserved by the ABI's
+/// suffixes colliding with another kernel; see compileAot).
+bool isCIdentifier(const std::string &Name);
+
+} // namespace gatherjit
+
+#endif
