@@ -16,10 +16,10 @@ add_library(gatherjit_lib STATIC
   compiler/backend/Aot.cpp
   runtime/Runtime.cpp
   runtime/DiskCache.cpp
+  runtime/CApi.cpp
   runtime/ThreadPool.cpp
   runtime/GenericKernel.cpp)
-add_library(gatherjit::gatherjit ALIAS gatherjit_lib)
-set_target_properties(gatherjit_lib PROPERTIES OUTPUT_NAME gatherjit POSITION_INDEPENDENT_CODE ON)
+set_target_properties(gatherjit_lib PROPERTIES POSITION_INDEPENDENT_CODE ON)
 target_include_directories(gatherjit_lib
   PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include> $<INSTALL_INTERFACE:include>
   PRIVATE $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>)

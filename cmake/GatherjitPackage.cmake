@@ -1,0 +1,40 @@
+# What `cmake --install` delivers: libgatherjit.so (the C and C++ APIs; LLVM
+# and oneTBB are its run-time dependencies), the public headers, the
+# gatherjit command line (for AOT builds), and a CMake package exporting
+#   gatherjit::gatherjit  the library
+#   gatherjit::cli        the command line, e.g. to run `gatherjit aot`
+# so another project can find_package(gatherjit) and link gatherjit::gatherjit.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+# The shared library is the static libraries linked whole.
+set(GATHERJIT_SHARED_SOURCE ${PROJECT_BINARY_DIR}/gatherjit_shared.cpp)
+file(WRITE ${GATHERJIT_SHARED_SOURCE}
+  "// libgatherjit.so: gatherjit_lib and gatherjit_frontend, linked whole.\n")
+add_library(gatherjit_shared SHARED ${GATHERJIT_SHARED_SOURCE})
+target_link_libraries(gatherjit_shared PRIVATE "$<LINK_LIBRARY:WHOLE_ARCHIVE,gatherjit_lib>")
+set_property(TARGET gatherjit_shared PROPERTY LINK_LIBRARY_OVERRIDE_gatherjit_frontend WHOLE_ARCHIVE)
+target_include_directories(gatherjit_shared INTERFACE
+  $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
+  $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+set_target_properties(gatherjit_shared PROPERTIES
+  OUTPUT_NAME gatherjit EXPORT_NAME gatherjit
+  VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR}
+  LIBRARY_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR})
+add_library(gatherjit::gatherjit ALIAS gatherjit_shared)
+
+set_target_properties(gatherjit_cli PROPERTIES EXPORT_NAME cli)
+add_executable(gatherjit::cli ALIAS gatherjit_cli)
+
+install(TARGETS gatherjit_shared gatherjit_cli EXPORT gatherjitTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(DIRECTORY include/gatherjit DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+set(GATHERJIT_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/gatherjit)
+install(EXPORT gatherjitTargets NAMESPACE gatherjit:: DESTINATION ${GATHERJIT_CMAKE_DIR})
+configure_package_config_file(cmake/gatherjitConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/gatherjitConfig.cmake INSTALL_DESTINATION ${GATHERJIT_CMAKE_DIR})
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/gatherjitConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/gatherjitConfig.cmake
+  ${PROJECT_BINARY_DIR}/gatherjitConfigVersion.cmake DESTINATION ${GATHERJIT_CMAKE_DIR})

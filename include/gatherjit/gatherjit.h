@@ -1,0 +1,147 @@
+/*===- gatherjit/gatherjit.h - The C embedding API ------------------------===*/
+/** \file
+ * A stable C interface to gatherjit's runtime: describe a gather, compile
+ * it to a specialized native kernel (cached by its canonical form), run it.
+ * It wraps the C++ API (gatherjit/Runtime.h); no C++ type crosses it.
+ *
+ *   gj_runtime *rt;
+ *   gj_runtime_create(NULL, &rt);
+ *   gj_descriptor desc;
+ *   gj_onnx_gather_elements(&data, &indices, 1, &desc);
+ *   gj_kernel *k;
+ *   if (gj_compile(rt, &desc, &k) != GJ_OK) puts(gj_last_error());
+ *   gj_kernel_run(k, input, idx, output);
+ *   gj_kernel_release(k);
+ *   gj_runtime_destroy(rt);
+ *
+ * Every function returning gj_status sets a message for the calling thread,
+ * read with gj_last_error(). Handles are safe to use from many threads; a
+ * kernel stays valid after its runtime is destroyed.
+ *===----------------------------------------------------------------------===*/
+#ifndef GATHERJIT_GATHERJIT_H
+#define GATHERJIT_GATHERJIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GJ_MAX_RANK 8
+
+typedef enum gj_status {
+  GJ_OK = 0,
+  GJ_INVALID_ARGUMENT = 1,    /* the descriptor or an argument is malformed */
+  GJ_UNSUPPORTED = 2,         /* well formed but not supported */
+  GJ_INDEX_OUT_OF_RANGE = 3,  /* an index failed the Check policy */
+  GJ_INTERNAL = 4             /* a bug or an environment failure */
+} gj_status;
+
+/* DirectML's element types, then ONNX's others. */
+typedef enum gj_data_type {
+  GJ_FLOAT64, GJ_FLOAT32, GJ_FLOAT16,
+  GJ_INT64, GJ_INT32, GJ_INT16, GJ_INT8,
+  GJ_UINT64, GJ_UINT32, GJ_UINT16, GJ_UINT8,
+  GJ_BFLOAT16, GJ_BOOL, GJ_COMPLEX64, GJ_COMPLEX128,
+  GJ_OPAQUE /* opaque_bytes per element */
+} gj_data_type;
+
+typedef enum gj_operator { GJ_GATHER_ELEMENTS = 0, GJ_GATHER = 1 } gj_operator;
+
+/* Out-of-range indices (after negative wrap-around): an error naming the
+ * first one (ONNX), or clamped into range (DirectML). */
+typedef enum gj_oob_policy { GJ_OOB_CHECK = 0, GJ_OOB_CLAMP = 1 } gj_oob_policy;
+
+typedef enum gj_opt_level { GJ_O0 = 0, GJ_O1 = 1, GJ_O2 = 2, GJ_O3 = 3 } gj_opt_level;
+
+/* Like DML_TENSOR_DESC. Strides are in elements; has_strides = 0 means
+ * packed row-major. total_bytes = 0 means the buffer size is not known. */
+typedef struct gj_tensor_desc {
+  gj_data_type data_type;
+  uint32_t rank;
+  uint64_t sizes[GJ_MAX_RANK];
+  uint64_t strides[GJ_MAX_RANK];
+  int has_strides;
+  uint64_t total_bytes;
+  uint32_t opaque_bytes;
+} gj_tensor_desc;
+
+/* DML_GATHER_ELEMENTS_OPERATOR_DESC or DML_GATHER_OPERATOR_DESC, plus how
+ * to validate it. */
+typedef struct gj_descriptor {
+  gj_operator op;
+  gj_tensor_desc input, indices, output;
+  uint32_t axis;
+  uint32_t index_dimensions;  /* GJ_GATHER only */
+  gj_oob_policy policy;
+  /* ONNX GatherElements: indices may be smaller than the input on the
+   * dimensions other than axis (DirectML requires equality). */
+  int allow_smaller_indices;
+} gj_descriptor;
+
+typedef struct gj_runtime_options {
+  gj_opt_level opt_level;   /* default GJ_O2 */
+  uint64_t cache_capacity;  /* kernels kept in memory; default 256 */
+  uint32_t threads;         /* 0 (default): all cores; 1: caller's thread */
+  const char *cache_dir;    /* persistent kernel cache, or NULL */
+} gj_runtime_options;
+
+typedef struct gj_cache_stats {
+  uint64_t hits, misses, evictions, entries, live_kernels;
+  uint64_t disk_loads, disk_stores;
+  double compile_ms;
+} gj_cache_stats;
+
+typedef struct gj_runtime gj_runtime;
+typedef struct gj_kernel gj_kernel;
+
+/* The message of the last call on this thread that did not return GJ_OK
+ * ("" if none); valid until the next gatherjit call on this thread. */
+const char *gj_last_error(void);
+/* After GJ_INDEX_OUT_OF_RANGE: the row-major position in the indices
+ * tensor of the first out-of-range index. */
+uint64_t gj_last_error_position(void);
+const char *gj_status_name(gj_status status);
+/* "FLOAT32", ...; NULL for a value outside the enumeration. */
+const char *gj_data_type_name(gj_data_type type);
+
+/* A packed tensor of \p rank dimensions (rank <= GJ_MAX_RANK). */
+gj_tensor_desc gj_tensor(gj_data_type type, uint32_t rank, const uint64_t *sizes);
+/* Bytes a buffer for \p tensor must hold (its sizes and strides). */
+uint64_t gj_tensor_bytes(const gj_tensor_desc *tensor);
+
+/* Descriptors from an ONNX node's shapes: GatherElements-11/13 and
+ * Gather-13 (data and indices packed; axis may be negative). The output
+ * is filled in; policy is GJ_OOB_CHECK. */
+gj_status gj_onnx_gather_elements(const gj_tensor_desc *data, const gj_tensor_desc *indices,
+                                  int64_t axis, gj_descriptor *out);
+gj_status gj_onnx_gather(const gj_tensor_desc *data, const gj_tensor_desc *indices,
+                         int64_t axis, gj_descriptor *out);
+
+void gj_runtime_options_init(gj_runtime_options *options);
+/* \p options may be NULL for the defaults. */
+gj_status gj_runtime_create(const gj_runtime_options *options, gj_runtime **out);
+void gj_runtime_destroy(gj_runtime *runtime);
+void gj_runtime_stats(const gj_runtime *runtime, gj_cache_stats *out);
+
+/* Validates and compiles (or finds in the cache). */
+gj_status gj_compile(gj_runtime *runtime, const gj_descriptor *desc, gj_kernel **out);
+/* Runs on buffers holding the descriptor's tensors; large kernels are split
+ * across the runtime's threads. */
+gj_status gj_kernel_run(const gj_kernel *kernel, const void *input, const void *indices,
+                        void *output);
+/* Rows [begin, end) of the outermost loop, on the calling thread. */
+gj_status gj_kernel_run_rows(const gj_kernel *kernel, const void *input,
+                             const void *indices, void *output, uint64_t begin,
+                             uint64_t end);
+uint64_t gj_kernel_rows(const gj_kernel *kernel);
+/* The native symbol's name, as profilers and debuggers show it. */
+const char *gj_kernel_symbol(const gj_kernel *kernel);
+void gj_kernel_release(gj_kernel *kernel);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

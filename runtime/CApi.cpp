@@ -1,0 +1,317 @@
+//===- runtime/CApi.cpp - The C embedding API -----------------------------===//
+//
+// Thin wrappers over the C++ API: convert, call, record the status for
+// gj_last_error(). No exception crosses into C.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gatherjit/gatherjit.h"
+
+#include "gatherjit/Runtime.h"
+
+#include <new>
+#include <string>
+
+using namespace gatherjit;
+
+struct gj_runtime {
+  std::unique_ptr<Runtime> R;
+};
+
+struct gj_kernel {
+  Kernel K;
+};
+
+namespace {
+
+thread_local std::string LastError;
+thread_local uint64_t LastPosition = 0;
+
+gj_status record(const Status &S) {
+  LastError = S.message();
+  LastPosition = S.position().value_or(0);
+  switch (S.code()) {
+  case ErrorCode::Ok:
+    return GJ_OK;
+  case ErrorCode::InvalidArgument:
+    return GJ_INVALID_ARGUMENT;
+  case ErrorCode::Unsupported:
+    return GJ_UNSUPPORTED;
+  case ErrorCode::IndexOutOfRange:
+    return GJ_INDEX_OUT_OF_RANGE;
+  case ErrorCode::Internal:
+    return GJ_INTERNAL;
+  }
+  return GJ_INTERNAL;
+}
+
+gj_status nullArgument(const char *Function, const char *Argument) {
+  return record(Status::invalidArgument(std::string(Function) + ": " + Argument +
+                                        " is NULL"));
+}
+
+/// Runs \p Body, turning an escaping exception (out of memory) into a status.
+template <typename F> gj_status guarded(F &&Body) {
+  try {
+    return Body();
+  } catch (const std::bad_alloc &) {
+    return record(Status::internal("out of memory"));
+  } catch (...) {
+    return record(Status::internal("unexpected exception"));
+  }
+}
+
+bool validType(int T) { return T >= GJ_FLOAT64 && T <= GJ_OPAQUE; }
+
+Expected<TensorDesc> toTensor(const gj_tensor_desc &C, const char *Name) {
+  if (!validType(C.data_type))
+    return Status::invalidArgument(std::string(Name) + ".data_type = " +
+                                   std::to_string(C.data_type) + " is not a gj_data_type");
+  if (C.rank > GJ_MAX_RANK)
+    return Status::invalidArgument(std::string(Name) + ".rank = " + std::to_string(C.rank) +
+                                   " exceeds GJ_MAX_RANK (8)");
+  TensorDesc T;
+  T.Type = static_cast<DataType>(C.data_type);
+  T.Sizes.assign(C.sizes, C.sizes + C.rank);
+  if (C.has_strides)
+    T.Strides = std::vector<uint64_t>(C.strides, C.strides + C.rank);
+  if (C.total_bytes)
+    T.TotalBytes = C.total_bytes;
+  T.OpaqueBytes = C.opaque_bytes;
+  return T;
+}
+
+gj_tensor_desc fromTensor(const TensorDesc &T) {
+  gj_tensor_desc C{};
+  C.data_type = static_cast<gj_data_type>(T.Type);
+  C.rank = T.rank();
+  for (unsigned D = 0; D < T.rank(); ++D)
+    C.sizes[D] = T.Sizes[D];
+  if (T.Strides) {
+    C.has_strides = 1;
+    for (unsigned D = 0; D < T.rank(); ++D)
+      C.strides[D] = (*T.Strides)[D];
+  }
+  C.total_bytes = T.TotalBytes.value_or(0);
+  C.opaque_bytes = T.OpaqueBytes;
+  return C;
+}
+
+template <typename OnnxDesc>
+void fillDescriptor(const OnnxDesc &D, gj_operator Op, gj_descriptor &Out) {
+  Out = gj_descriptor{};
+  Out.op = Op;
+  Out.input = fromTensor(D.Input);
+  Out.indices = fromTensor(D.Indices);
+  Out.output = fromTensor(D.Output);
+  Out.axis = D.Axis;
+  Out.policy = GJ_OOB_CHECK;
+}
+
+/// The name of a NULL buffer the kernel would read or write, if any.
+const char *missingBuffer(const Kernel &K, const void *Input, const void *Indices,
+                          const void *Output) {
+  const ValidDesc &D = K.desc();
+  if (!Output && requiredElements(D.Output))
+    return "output";
+  if (!Indices && requiredElements(D.Indices) && D.outputElements())
+    return "indices";
+  if (!Input && requiredElements(D.Input) && D.outputElements())
+    return "input";
+  return nullptr;
+}
+
+} // namespace
+
+extern "C" {
+
+const char *gj_last_error(void) { return LastError.c_str(); }
+uint64_t gj_last_error_position(void) { return LastPosition; }
+
+const char *gj_status_name(gj_status S) {
+  switch (S) {
+  case GJ_OK:
+    return "ok";
+  case GJ_INVALID_ARGUMENT:
+    return "invalid argument";
+  case GJ_UNSUPPORTED:
+    return "unsupported";
+  case GJ_INDEX_OUT_OF_RANGE:
+    return "index out of range";
+  case GJ_INTERNAL:
+    return "internal error";
+  }
+  return "unknown status";
+}
+
+const char *gj_data_type_name(gj_data_type T) {
+  return validType(T) ? dataTypeName(static_cast<DataType>(T)) : nullptr;
+}
+
+gj_tensor_desc gj_tensor(gj_data_type Type, uint32_t Rank, const uint64_t *Sizes) {
+  gj_tensor_desc C{};
+  C.data_type = Type;
+  C.rank = Rank;
+  for (uint32_t D = 0; D < Rank && D < GJ_MAX_RANK && Sizes; ++D)
+    C.sizes[D] = Sizes[D];
+  return C;
+}
+
+uint64_t gj_tensor_bytes(const gj_tensor_desc *C) {
+  if (!C)
+    return 0;
+  Expected<TensorDesc> T = toTensor(*C, "tensor");
+  if (!T)
+    return 0;
+  if (!T->Strides)
+    T->Strides = packedStrides(T->Sizes);
+  return requiredElements(*T) * T->elementBytes();
+}
+
+gj_status gj_onnx_gather_elements(const gj_tensor_desc *Data, const gj_tensor_desc *Indices,
+                                  int64_t Axis, gj_descriptor *Out) {
+  if (!Data || !Indices || !Out)
+    return nullArgument("gj_onnx_gather_elements", !Data ? "data" : !Indices ? "indices" : "out");
+  return guarded([&] {
+    Expected<TensorDesc> D = toTensor(*Data, "data"), I = toTensor(*Indices, "indices");
+    if (!D || !I)
+      return record(!D ? D.status() : I.status());
+    Expected<GatherElementsDesc> G = onnxGatherElements(*D, *I, Axis);
+    if (!G)
+      return record(G.status());
+    fillDescriptor(*G, GJ_GATHER_ELEMENTS, *Out);
+    Out->allow_smaller_indices = 1;
+    return record(Status::ok());
+  });
+}
+
+gj_status gj_onnx_gather(const gj_tensor_desc *Data, const gj_tensor_desc *Indices,
+                         int64_t Axis, gj_descriptor *Out) {
+  if (!Data || !Indices || !Out)
+    return nullArgument("gj_onnx_gather", !Data ? "data" : !Indices ? "indices" : "out");
+  return guarded([&] {
+    Expected<TensorDesc> D = toTensor(*Data, "data"), I = toTensor(*Indices, "indices");
+    if (!D || !I)
+      return record(!D ? D.status() : I.status());
+    Expected<GatherDesc> G = onnxGather(*D, *I, Axis);
+    if (!G)
+      return record(G.status());
+    if (G->Output.rank() > GJ_MAX_RANK)
+      return record(Status::unsupported("gj_onnx_gather: the output rank " +
+                                        std::to_string(G->Output.rank()) +
+                                        " exceeds GJ_MAX_RANK (8)"));
+    fillDescriptor(*G, GJ_GATHER, *Out);
+    Out->index_dimensions = G->IndexDimensions;
+    return record(Status::ok());
+  });
+}
+
+void gj_runtime_options_init(gj_runtime_options *Options) {
+  if (!Options)
+    return;
+  const RuntimeOptions Defaults;
+  Options->opt_level = static_cast<gj_opt_level>(Defaults.Opt);
+  Options->cache_capacity = Defaults.CacheCapacity;
+  Options->threads = Defaults.Threads;
+  Options->cache_dir = nullptr;
+}
+
+gj_status gj_runtime_create(const gj_runtime_options *Options, gj_runtime **Out) {
+  if (!Out)
+    return nullArgument("gj_runtime_create", "out");
+  *Out = nullptr;
+  return guarded([&] {
+    RuntimeOptions O;
+    if (Options) {
+      if (Options->opt_level < GJ_O0 || Options->opt_level > GJ_O3)
+        return record(Status::invalidArgument(
+            "gj_runtime_options.opt_level = " + std::to_string(Options->opt_level) +
+            " is not GJ_O0..GJ_O3"));
+      O.Opt = static_cast<OptLevel>(Options->opt_level);
+      O.CacheCapacity = Options->cache_capacity;
+      O.Threads = Options->threads;
+      if (Options->cache_dir)
+        O.CacheDir = Options->cache_dir;
+    }
+    Expected<std::unique_ptr<Runtime>> R = Runtime::create(O);
+    if (!R)
+      return record(R.status());
+    *Out = new gj_runtime{R.take()};
+    return record(Status::ok());
+  });
+}
+
+void gj_runtime_destroy(gj_runtime *Runtime) { delete Runtime; }
+
+void gj_runtime_stats(const gj_runtime *Runtime, gj_cache_stats *Out) {
+  if (!Runtime || !Out)
+    return;
+  const CacheStats S = Runtime->R->stats();
+  *Out = gj_cache_stats{S.Hits,     S.Misses,     S.Evictions, S.Entries, S.LiveKernels,
+                        S.DiskLoads, S.DiskStores, S.CompileMs};
+}
+
+gj_status gj_compile(gj_runtime *Runtime, const gj_descriptor *Desc, gj_kernel **Out) {
+  if (!Runtime || !Desc || !Out)
+    return nullArgument("gj_compile", !Runtime ? "runtime" : !Desc ? "desc" : "out");
+  *Out = nullptr;
+  return guarded([&] {
+    Expected<TensorDesc> In = toTensor(Desc->input, "input");
+    Expected<TensorDesc> Idx = toTensor(Desc->indices, "indices");
+    Expected<TensorDesc> Outp = toTensor(Desc->output, "output");
+    for (const Expected<TensorDesc> *T : {&In, &Idx, &Outp})
+      if (!*T)
+        return record(T->status());
+    if (Desc->policy != GJ_OOB_CHECK && Desc->policy != GJ_OOB_CLAMP)
+      return record(Status::invalidArgument("policy = " + std::to_string(Desc->policy) +
+                                            " is not GJ_OOB_CHECK or GJ_OOB_CLAMP"));
+    ValidateOptions Options;
+    Options.Policy = Desc->policy == GJ_OOB_CLAMP ? OobPolicy::Clamp : OobPolicy::Check;
+    Options.AllowSmallerIndices = Desc->allow_smaller_indices != 0;
+    Expected<Kernel> K = Status::internal("unset");
+    if (Desc->op == GJ_GATHER_ELEMENTS) {
+      K = Runtime->R->compile(GatherElementsDesc{*In, *Idx, *Outp, Desc->axis}, Options);
+    } else if (Desc->op == GJ_GATHER) {
+      K = Runtime->R->compile(
+          GatherDesc{*In, *Idx, *Outp, Desc->axis, Desc->index_dimensions}, Options);
+    } else {
+      return record(Status::invalidArgument("op = " + std::to_string(Desc->op) +
+                                            " is not GJ_GATHER_ELEMENTS or GJ_GATHER"));
+    }
+    if (!K)
+      return record(K.status());
+    *Out = new gj_kernel{K.take()};
+    return record(Status::ok());
+  });
+}
+
+gj_status gj_kernel_run(const gj_kernel *Kernel, const void *Input, const void *Indices,
+                        void *Output) {
+  if (!Kernel)
+    return nullArgument("gj_kernel_run", "kernel");
+  if (const char *Missing = missingBuffer(Kernel->K, Input, Indices, Output))
+    return nullArgument("gj_kernel_run", Missing);
+  return guarded([&] { return record(Kernel->K.run(Input, Indices, Output)); });
+}
+
+gj_status gj_kernel_run_rows(const gj_kernel *Kernel, const void *Input,
+                             const void *Indices, void *Output, uint64_t Begin,
+                             uint64_t End) {
+  if (!Kernel)
+    return nullArgument("gj_kernel_run_rows", "kernel");
+  if (const char *Missing = Begin < End ? missingBuffer(Kernel->K, Input, Indices, Output)
+                                        : nullptr)
+    return nullArgument("gj_kernel_run_rows", Missing);
+  return guarded(
+      [&] { return record(Kernel->K.runRows(Input, Indices, Output, Begin, End)); });
+}
+
+uint64_t gj_kernel_rows(const gj_kernel *Kernel) { return Kernel ? Kernel->K.rows() : 0; }
+
+const char *gj_kernel_symbol(const gj_kernel *Kernel) {
+  return Kernel ? Kernel->K.symbolName().c_str() : "";
+}
+
+void gj_kernel_release(gj_kernel *Kernel) { delete Kernel; }
+
+} // extern "C"

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs gatherjit from the build tree into a scratch prefix, configures
+# examples/ as a separate CMake project against it (find_package), builds it
+# and runs every example. The AOT program's output must equal the in-tree
+# build's, which ExamplesTest checks against the interpreter.
+#   installed.sh BUILD_DIR SOURCE_DIR IN_TREE_AOT_EXAMPLE
+set -euo pipefail
+build=$1 source=$2 in_tree_aot=$3
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+cmake --install "$build" --prefix "$work/prefix" >/dev/null
+test -f "$work/prefix/include/gatherjit/gatherjit.h"
+test -f "$work/prefix/lib/cmake/gatherjit/gatherjitConfig.cmake"
+
+generator=()
+command -v ninja >/dev/null && generator=(-G Ninja)
+cmake -S "$source/examples" -B "$work/build" "${generator[@]}" \
+  -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$work/build" >/dev/null
+
+"$work/build/embed/embed_cpp"
+"$work/build/embed/embed_c"
+"$work/build/aot/aot_example" > "$work/aot.txt"
+"$in_tree_aot" > "$work/aot-in-tree.txt"
+cmp "$work/aot.txt" "$work/aot-in-tree.txt"
+# The AOT program needs nothing of gatherjit or LLVM at run time.
+if ldd "$work/build/aot/aot_example" | grep -Eq 'gatherjit|LLVM'; then
+  echo "aot_example links gatherjit or LLVM" >&2
+  exit 1
+fi
+echo "installed package: examples built and ran"

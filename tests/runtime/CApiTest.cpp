@@ -1,0 +1,207 @@
+//===- tests/runtime/CApiTest.cpp - The C embedding API ------------------===//
+
+#include "gatherjit/gatherjit.h"
+
+#include "RandomCase.h"
+#include "tools/CliTestUtil.h"
+
+#include "gatherjit/Interpreter.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+using namespace gatherjit;
+using namespace gatherjit::test;
+using ::testing::HasSubstr;
+
+namespace {
+
+gj_tensor_desc toC(const TensorDesc &T) {
+  gj_tensor_desc C = gj_tensor(static_cast<gj_data_type>(T.Type), T.rank(), T.Sizes.data());
+  C.has_strides = 1;
+  for (unsigned D = 0; D < T.rank(); ++D)
+    C.strides[D] = (*T.Strides)[D];
+  C.opaque_bytes = T.OpaqueBytes;
+  return C;
+}
+
+gj_descriptor toC(const ValidDesc &V) {
+  gj_descriptor D{};
+  D.op = V.Op == OpKind::Gather ? GJ_GATHER : GJ_GATHER_ELEMENTS;
+  D.input = toC(V.Input);
+  D.indices = toC(V.Indices);
+  D.output = toC(V.Output);
+  D.axis = V.Axis;
+  D.index_dimensions = V.IndexDimensions;
+  D.policy = V.Policy == OobPolicy::Clamp ? GJ_OOB_CLAMP : GJ_OOB_CHECK;
+  D.allow_smaller_indices = 1;
+  return D;
+}
+
+struct CRuntime {
+  explicit CRuntime(const gj_runtime_options *O = nullptr) {
+    EXPECT_EQ(gj_runtime_create(O, &R), GJ_OK) << gj_last_error();
+  }
+  ~CRuntime() { gj_runtime_destroy(R); }
+  gj_runtime *R = nullptr;
+};
+
+} // namespace
+
+TEST(CApi, RandomConfigurationsMatchTheInterpreter) {
+  CRuntime RT;
+  CaseGenerator Gen(99);
+  for (int I = 0; I < 200; ++I) {
+    RandomCase C = Gen.next();
+    SCOPED_TRACE(C.Summary);
+    gj_descriptor D = toC(C.Desc);
+    gj_kernel *K = nullptr;
+    ASSERT_EQ(gj_compile(RT.R, &D, &K), GJ_OK) << gj_last_error();
+    const size_t OutBytes = requiredElements(C.Desc.Output) * C.Desc.Output.elementBytes();
+    EXPECT_EQ(gj_tensor_bytes(&D.output), OutBytes);
+    std::vector<char> Ref(OutBytes), Out(OutBytes);
+    Status RS = interpret(C.Desc, C.Input.data(), C.Indices.data(), Ref.data());
+    gj_status S = gj_kernel_run(K, C.Input.data(), C.Indices.data(), Out.data());
+    if (RS) {
+      EXPECT_EQ(S, GJ_OK) << gj_last_error();
+      EXPECT_EQ(Ref, Out);
+    } else {
+      EXPECT_EQ(S, GJ_INDEX_OUT_OF_RANGE);
+      EXPECT_EQ(gj_last_error_position(), *RS.position());
+      EXPECT_EQ(std::string(gj_last_error()), RS.message());
+    }
+    gj_kernel_release(K);
+  }
+  gj_cache_stats Stats;
+  gj_runtime_stats(RT.R, &Stats);
+  EXPECT_GT(Stats.misses, 0u);
+  EXPECT_LE(Stats.hits + Stats.misses, 200u); // Empty outputs need no kernel.
+}
+
+TEST(CApi, OnnxBuildersAndTheSeedExample) {
+  // ONNX GatherElements page, first example: axis = 1.
+  const uint64_t Shape[2] = {2, 2};
+  gj_tensor_desc Data = gj_tensor(GJ_FLOAT32, 2, Shape), Idx = gj_tensor(GJ_INT64, 2, Shape);
+  gj_descriptor D;
+  ASSERT_EQ(gj_onnx_gather_elements(&Data, &Idx, -1, &D), GJ_OK);
+  EXPECT_EQ(D.axis, 1u);
+  CRuntime RT;
+  gj_kernel *K;
+  ASSERT_EQ(gj_compile(RT.R, &D, &K), GJ_OK) << gj_last_error();
+  const float In[4] = {1, 2, 3, 4};
+  const int64_t Indices[4] = {0, 0, 1, 0};
+  float Out[4] = {};
+  ASSERT_EQ(gj_kernel_run(K, In, Indices, Out), GJ_OK);
+  EXPECT_THAT(Out, ::testing::ElementsAre(1, 1, 4, 3));
+  // Rows split by the caller give the same bytes.
+  float Halves[4] = {};
+  const uint64_t Rows = gj_kernel_rows(K);
+  ASSERT_EQ(Rows, 2u);
+  EXPECT_EQ(gj_kernel_run_rows(K, In, Indices, Halves, 0, 1), GJ_OK);
+  EXPECT_EQ(gj_kernel_run_rows(K, In, Indices, Halves, 1, Rows), GJ_OK);
+  EXPECT_THAT(Halves, ::testing::ElementsAre(1, 1, 4, 3));
+  EXPECT_THAT(gj_kernel_symbol(K), ::testing::StartsWith("gj_b4_i64_"));
+  gj_kernel_release(K);
+
+  // ONNX Gather with a scalar index: output rank r - 1.
+  const uint64_t Table[2] = {5, 3};
+  gj_tensor_desc T = gj_tensor(GJ_FLOAT32, 2, Table), Scalar = gj_tensor(GJ_INT32, 0, nullptr);
+  ASSERT_EQ(gj_onnx_gather(&T, &Scalar, 0, &D), GJ_OK) << gj_last_error();
+  ASSERT_EQ(gj_compile(RT.R, &D, &K), GJ_OK) << gj_last_error();
+  float Rows5[15];
+  for (int I = 0; I < 15; ++I)
+    Rows5[I] = static_cast<float>(I);
+  const int32_t Minus2 = -2;
+  float Row[3];
+  ASSERT_EQ(gj_kernel_run(K, Rows5, &Minus2, Row), GJ_OK);
+  EXPECT_THAT(Row, ::testing::ElementsAre(9, 10, 11));
+  gj_kernel_release(K);
+}
+
+TEST(CApi, ErrorsAreCodesWithMessages) {
+  CRuntime RT;
+  const uint64_t Shape[2] = {2, 2};
+  gj_tensor_desc Data = gj_tensor(GJ_FLOAT32, 2, Shape), Idx = gj_tensor(GJ_INT64, 2, Shape);
+  gj_descriptor D;
+  EXPECT_EQ(gj_onnx_gather_elements(&Data, &Idx, 2, &D), GJ_INVALID_ARGUMENT);
+  EXPECT_THAT(gj_last_error(), HasSubstr("-2..1"));
+  ASSERT_EQ(gj_onnx_gather_elements(&Data, &Idx, 0, &D), GJ_OK);
+  EXPECT_STREQ(gj_last_error(), "");
+
+  gj_kernel *K = reinterpret_cast<gj_kernel *>(0x1);
+  gj_descriptor Bad = D;
+  Bad.input.rank = 9;
+  EXPECT_EQ(gj_compile(RT.R, &Bad, &K), GJ_INVALID_ARGUMENT);
+  EXPECT_THAT(gj_last_error(), HasSubstr("input.rank = 9"));
+  EXPECT_EQ(K, nullptr);
+  Bad = D;
+  Bad.indices.data_type = static_cast<gj_data_type>(77);
+  EXPECT_EQ(gj_compile(RT.R, &Bad, &K), GJ_INVALID_ARGUMENT);
+  EXPECT_THAT(gj_last_error(), HasSubstr("indices.data_type = 77"));
+  Bad = D;
+  Bad.indices.data_type = GJ_FLOAT32;
+  EXPECT_EQ(gj_compile(RT.R, &Bad, &K), GJ_INVALID_ARGUMENT);
+  EXPECT_THAT(gj_last_error(), HasSubstr("IndicesTensor"));
+  Bad = D;
+  Bad.op = static_cast<gj_operator>(5);
+  EXPECT_EQ(gj_compile(RT.R, &Bad, &K), GJ_INVALID_ARGUMENT);
+  EXPECT_EQ(gj_compile(nullptr, &D, &K), GJ_INVALID_ARGUMENT);
+  EXPECT_THAT(gj_last_error(), HasSubstr("runtime is NULL"));
+  EXPECT_EQ(gj_compile(RT.R, &D, nullptr), GJ_INVALID_ARGUMENT);
+
+  ASSERT_EQ(gj_compile(RT.R, &D, &K), GJ_OK);
+  const float In[4] = {1, 2, 3, 4};
+  const int64_t Indices[4] = {0, 0, 1, 9};
+  float Out[4];
+  EXPECT_EQ(gj_kernel_run(K, In, Indices, Out), GJ_INDEX_OUT_OF_RANGE);
+  EXPECT_EQ(gj_last_error_position(), 3u);
+  EXPECT_EQ(gj_kernel_run(K, nullptr, Indices, Out), GJ_INVALID_ARGUMENT);
+  EXPECT_THAT(gj_last_error(), HasSubstr("input is NULL"));
+  EXPECT_EQ(gj_kernel_run(nullptr, In, Indices, Out), GJ_INVALID_ARGUMENT);
+  gj_kernel_release(K);
+
+  gj_runtime_options O;
+  gj_runtime_options_init(&O);
+  EXPECT_EQ(O.opt_level, GJ_O2);
+  O.opt_level = static_cast<gj_opt_level>(9);
+  gj_runtime *R = reinterpret_cast<gj_runtime *>(0x1);
+  EXPECT_EQ(gj_runtime_create(&O, &R), GJ_INVALID_ARGUMENT);
+  EXPECT_EQ(R, nullptr);
+  EXPECT_STREQ(gj_status_name(GJ_INDEX_OUT_OF_RANGE), "index out of range");
+  EXPECT_STREQ(gj_data_type_name(GJ_UINT16), "UINT16");
+  EXPECT_EQ(gj_data_type_name(static_cast<gj_data_type>(-1)), nullptr);
+}
+
+TEST(CApi, KernelsOutliveTheRuntimeAndTheCacheDirectoryPersists) {
+  ScratchDir Dir;
+  const std::string Cache = Dir / "kernels";
+  gj_runtime_options O;
+  gj_runtime_options_init(&O);
+  O.cache_dir = Cache.c_str();
+  O.threads = 2;
+  const uint64_t Shape[2] = {3, 4};
+  gj_tensor_desc Data = gj_tensor(GJ_UINT8, 2, Shape), Idx = gj_tensor(GJ_INT32, 2, Shape);
+  gj_descriptor D;
+  ASSERT_EQ(gj_onnx_gather_elements(&Data, &Idx, 1, &D), GJ_OK);
+  gj_kernel *K;
+  {
+    CRuntime RT(&O);
+    ASSERT_EQ(gj_compile(RT.R, &D, &K), GJ_OK);
+    gj_cache_stats S;
+    gj_runtime_stats(RT.R, &S);
+    EXPECT_EQ(S.disk_stores, 1u);
+  }
+  const uint8_t In[12] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+  const int32_t Indices[12] = {3, 2, 1, 0, 0, 0, 0, 0, -1, -1, -2, -4};
+  uint8_t Out[12];
+  ASSERT_EQ(gj_kernel_run(K, In, Indices, Out), GJ_OK);
+  EXPECT_THAT(Out, ::testing::ElementsAre(3, 2, 1, 0, 4, 4, 4, 4, 11, 11, 10, 8));
+  gj_kernel_release(K);
+
+  CRuntime Again(&O);
+  ASSERT_EQ(gj_compile(Again.R, &D, &K), GJ_OK);
+  gj_cache_stats S;
+  gj_runtime_stats(Again.R, &S);
+  EXPECT_EQ(S.disk_loads, 1u);
+  gj_kernel_release(K);
+}

@@ -1,0 +1,164 @@
+//===- tests/runtime/DiskCacheTest.cpp - The persistent kernel cache -----===//
+
+#include "runtime/DiskCache.h"
+
+#include "RandomCase.h"
+#include "TestUtil.h"
+#include "tools/CliTestUtil.h"
+
+#include "gatherjit/Interpreter.h"
+#include "gatherjit/Runtime.h"
+
+#include <gtest/gtest.h>
+
+using namespace gatherjit;
+using namespace gatherjit::test;
+
+namespace {
+
+std::unique_ptr<Runtime> runtimeWith(const std::string &Dir, OptLevel Opt = OptLevel::O2) {
+  RuntimeOptions O;
+  O.CacheDir = Dir;
+  O.Opt = Opt;
+  O.Threads = 1;
+  Expected<std::unique_ptr<Runtime>> RT = Runtime::create(O);
+  EXPECT_TRUE(RT.isOk()) << RT.status().message();
+  return RT ? RT.take() : nullptr;
+}
+
+ValidDesc geDesc(uint64_t Rows, uint64_t Cols) {
+  Expected<ValidDesc> V =
+      validate(GatherElementsDesc{tensor(DataType::Float32, {Rows, Cols}),
+                                  tensor(DataType::Int64, {Rows, Cols}),
+                                  tensor(DataType::Float32, {Rows, Cols}), 1});
+  EXPECT_TRUE(V.isOk());
+  return *V;
+}
+
+/// Compiles \p D with \p RT, runs it on patterned data and expects the
+/// interpreter's bytes. Returns whether the code came from disk.
+bool compileAndCheck(Runtime &RT, const ValidDesc &D) {
+  Expected<Kernel> K = RT.compile(D);
+  EXPECT_TRUE(K.isOk()) << K.status().message();
+  if (!K)
+    return false;
+  const uint64_t N = D.outputElements(), Cols = D.Input.Sizes[1];
+  std::vector<char> In = patternBuffer(N, 4);
+  std::vector<int64_t> Idx(N);
+  for (uint64_t I = 0; I < N; ++I)
+    Idx[I] = static_cast<int64_t>((I * 7 + 3) % Cols) - (I % 2 ? static_cast<int64_t>(Cols) : 0);
+  std::vector<char> Ref(N * 4), Out(N * 4);
+  EXPECT_TRUE(interpret(D, In.data(), Idx.data(), Ref.data()).isOk());
+  EXPECT_TRUE(K->run(In.data(), Idx.data(), Out.data()).isOk());
+  EXPECT_EQ(Ref, Out);
+  if (K->fromDiskCache()) {
+    EXPECT_EQ(K->compileTimes().Optimize, 0.0);
+    EXPECT_EQ(K->compileTimes().Codegen, 0.0);
+  }
+  return K->fromDiskCache();
+}
+
+std::vector<std::filesystem::path> entries(const std::filesystem::path &Dir) {
+  std::vector<std::filesystem::path> Files;
+  for (auto &E : std::filesystem::directory_iterator(Dir))
+    Files.push_back(E.path());
+  return Files;
+}
+
+} // namespace
+
+TEST(DiskCache, EntryRoundTripsAndAnyDamageIsDetected) {
+  const std::string Key = "gatherjit kernel cache\nspec one\n";
+  std::vector<char> Object(300);
+  for (size_t I = 0; I < Object.size(); ++I)
+    Object[I] = static_cast<char>(I * 13);
+  const std::string File = DiskCache::encode(Key, Object);
+  ASSERT_EQ(DiskCache::decode(File, Key), Object);
+  EXPECT_FALSE(DiskCache::decode(File, Key + "x"));
+  EXPECT_FALSE(DiskCache::decode(File, "gatherjit kernel cache\nspec two\n"));
+  for (size_t Len = 0; Len < File.size(); Len += 7)
+    EXPECT_FALSE(DiskCache::decode(File.substr(0, Len), Key)) << Len;
+  EXPECT_FALSE(DiskCache::decode(File + "tail", Key));
+  for (size_t At = 0; At < File.size(); At += 5) {
+    std::string Damaged = File;
+    Damaged[At] ^= 0x20;
+    EXPECT_FALSE(DiskCache::decode(Damaged, Key)) << "flipped byte " << At;
+  }
+}
+
+TEST(DiskCache, ANewRuntimeLoadsWithoutCompiling) {
+  ScratchDir Dir;
+  const ValidDesc D = geDesc(6, 9);
+  {
+    auto RT = runtimeWith(Dir / "cache");
+    EXPECT_FALSE(compileAndCheck(*RT, D));
+    EXPECT_EQ(RT->stats().DiskStores, 1u);
+  }
+  ASSERT_EQ(entries(Dir / "cache").size(), 1u);
+  auto RT = runtimeWith(Dir / "cache");
+  EXPECT_TRUE(compileAndCheck(*RT, D));
+  EXPECT_EQ(RT->stats().DiskLoads, 1u);
+  EXPECT_EQ(RT->stats().DiskStores, 0u);
+  // Another optimization level is another key.
+  auto O1 = runtimeWith(Dir / "cache", OptLevel::O1);
+  EXPECT_FALSE(compileAndCheck(*O1, D));
+}
+
+TEST(DiskCache, DamagedOrForeignEntriesAreRecompiledNeverRun) {
+  ScratchDir Dir;
+  const std::string Cache = Dir / "cache";
+  const ValidDesc A = geDesc(6, 9), B = geDesc(5, 7);
+  EXPECT_FALSE(compileAndCheck(*runtimeWith(Cache), A));
+  auto Files = [&] { return entries(Cache); };
+  ASSERT_EQ(Files().size(), 1u);
+  const std::filesystem::path EntryA = Files()[0];
+  const std::string Good = slurp(EntryA.string());
+
+  // Truncated, then a flipped byte in the object: recompiled and rewritten.
+  spit(EntryA.string(), Good.substr(0, Good.size() / 2));
+  EXPECT_FALSE(compileAndCheck(*runtimeWith(Cache), A));
+  EXPECT_EQ(slurp(EntryA.string()), Good);
+  std::string Flipped = Good;
+  Flipped[Flipped.size() - 40] ^= 1;
+  spit(EntryA.string(), Flipped);
+  EXPECT_FALSE(compileAndCheck(*runtimeWith(Cache), A));
+  EXPECT_TRUE(compileAndCheck(*runtimeWith(Cache), A));
+
+  // A's entry under B's name: B's key does not match, so B is compiled.
+  EXPECT_FALSE(compileAndCheck(*runtimeWith(Cache), B));
+  ASSERT_EQ(Files().size(), 2u);
+  for (const auto &F : Files())
+    if (F != EntryA)
+      spit(F.string(), Good);
+  EXPECT_FALSE(compileAndCheck(*runtimeWith(Cache), B));
+  EXPECT_TRUE(compileAndCheck(*runtimeWith(Cache), B));
+}
+
+TEST(DiskCache, ConcurrentProcessesLeaveOneValidEntry) {
+  ScratchDir Dir;
+  std::vector<float> Data(64 * 64);
+  std::vector<int64_t> Idx(64 * 64);
+  for (size_t I = 0; I < Idx.size(); ++I)
+    Idx[I] = static_cast<int64_t>(I * 31 % 64);
+  writeArray(Dir / "d.npy", "<f4", {64, 64}, Data);
+  writeArray(Dir / "i.npy", "<i8", {64, 64}, Idx);
+  std::string Cmd;
+  for (int P = 0; P < 6; ++P)
+    Cmd += std::string(GATHERJIT_CLI) + " gather-elements --data " + (Dir / "d.npy") +
+           " --indices " + (Dir / "i.npy") + " --axis 1 --cache-dir " + (Dir / "cache") +
+           " -o " + (Dir / ("o" + std::to_string(P) + ".npy")) + " & ";
+  Cmd += "wait";
+  ASSERT_EQ(std::system(Cmd.c_str()), 0);
+  size_t Count = 0;
+  for (auto &E : std::filesystem::directory_iterator(Dir / "cache")) {
+    EXPECT_EQ(E.path().extension(), ".gjk") << "a temporary file was left: " << E.path();
+    ++Count;
+  }
+  EXPECT_EQ(Count, 1u);
+  CliResult R = runCli(Dir, "gather-elements --data " + (Dir / "d.npy") + " --indices " +
+                                (Dir / "i.npy") + " --axis 1 --stats --cache-dir " +
+                                (Dir / "cache") + " -o " + (Dir / "last.npy"));
+  ASSERT_EQ(R.Exit, 0) << R.Err;
+  EXPECT_EQ(slurp(Dir / "last.npy"), slurp(Dir / "o0.npy"));
+  EXPECT_EQ(slurp(Dir / "o5.npy"), slurp(Dir / "o0.npy"));
+}

@@ -1,0 +1,100 @@
+//===- tests/tools/AotCommandTest.cpp - gatherjit aot --------------------===//
+
+#include "CliTestUtil.h"
+
+#include <gmock/gmock.h>
+
+using namespace gatherjit::test;
+using ::testing::HasSubstr;
+
+namespace {
+
+const char *GeFlags = "--data-shape 4096,4096 --data-type FLOAT32 --indices-shape 4096,4096 "
+                      "--indices-type INT64 --axis 1";
+
+std::string symbols(const ScratchDir &Dir, const std::string &Object) {
+  const std::string Out = Dir / "nm.txt";
+  const std::string Cmd = "nm -g --defined-only " + Object + " > " + Out;
+  EXPECT_EQ(std::system(Cmd.c_str()), 0);
+  return slurp(Out);
+}
+
+} // namespace
+
+TEST(AotCommand, FlagsAndDescriptorsMakeOneObjectAndOneHeader) {
+  ScratchDir Dir;
+  spit(Dir / "emb.json", R"({"operator": "GATHER", "axis": 0, "index_dimensions": 1,
+    "input": {"data_type": "FLOAT16", "sizes": [50000, 768]},
+    "indices": {"data_type": "INT32", "sizes": [1, 8192]},
+    "output": {"data_type": "FLOAT16", "sizes": [8192, 768]}})");
+  CliResult R = runCli(Dir, std::string("aot ") + GeFlags + " --name ge1 --desc " +
+                                (Dir / "emb.json") + " --name emb -o " + (Dir / "k.o") +
+                                " --header " + (Dir / "k.h"));
+  ASSERT_EQ(R.Exit, 0) << R.Err;
+  const std::string Syms = symbols(Dir, Dir / "k.o");
+  for (const char *S : {" ge1\n", " ge1_range\n", " ge1_rows\n", " emb\n", " emb_range\n",
+                        " emb_rows\n"})
+    EXPECT_THAT(Syms, HasSubstr(S));
+  const std::string H = slurp(Dir / "k.h");
+  EXPECT_THAT(H, HasSubstr("int64_t ge1(const void *input, const void *indices, void *output);"));
+  EXPECT_THAT(H, HasSubstr("int64_t emb_range(const void *input, const void *indices, void *output,\n"
+                           "    int64_t begin, int64_t end);"));
+  EXPECT_THAT(H, HasSubstr("extern const int64_t emb_rows;"));
+  // Each declaration carries the descriptor it was built for.
+  EXPECT_THAT(H, HasSubstr("ge1: GatherElements input=FLOAT32{4096,4096} indices=INT64{4096,4096}"));
+  EXPECT_THAT(H, HasSubstr("emb: Gather input=FLOAT16{50000,768}"));
+  // The header is valid C.
+  spit(Dir / "use.c", "#include \"k.h\"\nint main(void) { return (int)sizeof(&ge1); }\n");
+  const std::string Cc = "cc -std=c99 -Wall -Werror -fsyntax-only -I" + Dir.Path.string() + " " +
+                         (Dir / "use.c");
+  EXPECT_EQ(std::system(Cc.c_str()), 0);
+}
+
+TEST(AotCommand, CrossCompilesForAarch64) {
+  ScratchDir Dir;
+  CliResult R = runCli(Dir, std::string("aot gather --data-shape 1000,64 --indices-shape 16 "
+                                        "--indices-type INT32 --name emb --target "
+                                        "aarch64-linux-gnu --cpu cortex-a72 -o ") +
+                                (Dir / "a.o") + " --header " + (Dir / "a.h"));
+  ASSERT_EQ(R.Exit, 0) << R.Err;
+  const std::string Head = slurp(Dir / "a.o").substr(0, 20);
+  ASSERT_EQ(Head.substr(0, 4), "\x7f" "ELF");
+  EXPECT_EQ(Head[4], 2);                                      // 64-bit
+  EXPECT_EQ(static_cast<unsigned char>(Head[18]), 183);       // EM_AARCH64
+  EXPECT_EQ(Head[16], 1);                                     // ET_REL
+  EXPECT_THAT(slurp(Dir / "a.h"), HasSubstr("aarch64"));
+}
+
+TEST(AotCommand, BadInputExitsTwoAndWritesNothing) {
+  ScratchDir Dir;
+  spit(Dir / "keep.o", "old object");
+  const std::string Outs = " -o " + (Dir / "keep.o") + " --header " + (Dir / "new.h");
+  struct Case {
+    std::string Args, Message;
+  } Cases[] = {
+      {std::string(GeFlags) + " --name 2fast", "'2fast' is not a C identifier"},
+      {std::string(GeFlags) + " --name a --name b", "1 kernels (1 from shape flags, 0 from --desc) but 2 --name"},
+      {"--data-shape 4,x --indices-shape 4", "--data-shape = '4,x'"},
+      {"--data-shape 4,4 --indices-shape 4,4 --data-type FLOAT33", "--data-type = 'FLOAT33'"},
+      {"--data-shape 4,4 --indices-shape 4,4 --indices-type FLOAT32", "index"},
+      {"--data-shape 4,4 --indices-shape 4,4 --axis 2", "axis = 2"},
+      {"--data-shape 4,4 --indices-shape 4,4 --cpu pentium9", "unknown CPU 'pentium9'"},
+      {"--data-shape 4,4 --indices-shape 4,4 --target nosucharch-linux-gnu", "nosucharch-linux-gnu"},
+      {"--desc " + (Dir / "missing.json"), "missing.json"},
+      {"--name lonely", "no kernel given"},
+  };
+  for (const Case &C : Cases) {
+    SCOPED_TRACE(C.Args);
+    CliResult R = runCli(Dir, "aot " + C.Args + Outs);
+    EXPECT_EQ(R.Exit, 2);
+    EXPECT_THAT(R.Err, HasSubstr("error: "));
+    EXPECT_THAT(R.Err, HasSubstr(C.Message));
+    EXPECT_EQ(slurp(Dir / "keep.o"), "old object");
+    EXPECT_FALSE(std::filesystem::exists(Dir / "new.h"));
+  }
+  // Nothing but the files named (and the stdout/stderr captures) is left.
+  size_t Files = 0;
+  for (auto &E : std::filesystem::directory_iterator(Dir.Path))
+    Files += E.path().filename() != "stdout.txt" && E.path().filename() != "stderr.txt";
+  EXPECT_EQ(Files, 1u);
+}
