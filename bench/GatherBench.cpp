@@ -10,10 +10,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Cases.h"
+#include "Suite.h"
 #include "gatherjit/Interpreter.h"
 #include "gatherjit/Runtime.h"
-#include "runtime/GenericKernel.h"
 
 #include <benchmark/benchmark.h>
 
@@ -44,77 +43,48 @@ Runtime &runtime(unsigned Threads) {
   return *RT;
 }
 
-/// A case's descriptor, buffers and reference output, built once.
-struct Prepared {
-  ValidDesc Desc;
-  KernelSpec Spec;
-  BenchData Data;
-  std::vector<char> Reference;
-};
-
-Prepared &prepared(const BenchCase &C) {
-  static std::map<std::string, std::unique_ptr<Prepared>> All;
+/// Each case's descriptor, buffers and reference output, built once.
+PreparedCase &prepared(const BenchCase &C) {
+  static std::map<std::string, std::unique_ptr<PreparedCase>> All;
   auto &P = All[C.Name];
   if (!P) {
-    P = std::make_unique<Prepared>();
-    Expected<ValidDesc> V = benchDesc(C);
-    if (!V) {
-      std::fprintf(stderr, "error: %s: %s\n", C.Name, V.status().message().c_str());
+    Expected<PreparedCase> Made = prepareCase(C);
+    if (!Made) {
+      std::fprintf(stderr, "error: %s\n", Made.status().message().c_str());
       std::exit(1);
     }
-    P->Desc = V.take();
-    P->Spec = canonicalize(P->Desc);
-    P->Data = benchData(P->Desc);
-    P->Reference.resize(P->Data.OutputBytes);
-    if (!interpret(P->Desc, P->Data.Input.data(), P->Data.Indices.data(),
-                   P->Reference.data())) {
-      std::fprintf(stderr, "error: %s: the interpreter failed\n", C.Name);
-      std::exit(1);
-    }
+    P = std::make_unique<PreparedCase>(Made.take());
   }
   return *P;
 }
 
-void setCounters(benchmark::State &State, const Prepared &P) {
-  const double Bytes = 2.0 * P.Data.OutputBytes + P.Data.Indices.size();
-  State.SetBytesProcessed(static_cast<int64_t>(Bytes * State.iterations()));
-}
-
-void runEngine(benchmark::State &State, const BenchCase &C, const std::string &Engine) {
-  Prepared &P = prepared(C);
+void runEngine(benchmark::State &State, const BenchCase &C, Engine E, unsigned Threads) {
+  PreparedCase &P = prepared(C);
   std::vector<char> Out(P.Data.OutputBytes);
-  const void *In = P.Data.Input.data(), *Idx = P.Data.Indices.data();
   Kernel K;
-  if (Engine == "jit" || Engine == "jit_mt") {
-    Expected<Kernel> Compiled = runtime(Engine == "jit" ? 1 : 0).compile(P.Desc);
+  if (E == Engine::Jit) {
+    Expected<Kernel> Compiled = runtime(Threads).compile(P.Desc);
     if (!Compiled) {
       State.SkipWithError(Compiled.status().message().c_str());
       return;
     }
     K = Compiled.take();
   }
-  auto Call = [&]() -> bool {
-    if (Engine == "interp")
-      return interpret(P.Desc, In, Idx, Out.data()).isOk();
-    if (Engine == "generic")
-      return runGeneric(P.Spec, In, Idx, Out.data(), 0, P.Spec.rows()) == 0;
-    return K.run(In, Idx, Out.data()).isOk();
-  };
-  if (!Call() || Out != P.Reference) {
+  if (!runOnce(P, E, K, Out.data()) || Out != P.Reference) {
     State.SkipWithError("output differs from the interpreter's");
     return;
   }
   for (auto _ : State) {
-    bool Ok = Call();
+    bool Ok = runOnce(P, E, K, Out.data());
     benchmark::DoNotOptimize(Ok);
     benchmark::ClobberMemory();
   }
-  setCounters(State, P);
+  State.SetBytesProcessed(static_cast<int64_t>(P.movedBytes() * State.iterations()));
 }
 
 /// memcpy of the same number of output bytes: the bandwidth line.
 void runMemcpy(benchmark::State &State, const BenchCase &C) {
-  Prepared &P = prepared(C);
+  PreparedCase &P = prepared(C);
   std::vector<char> Src(P.Data.OutputBytes, 1), Dst(P.Data.OutputBytes);
   for (auto _ : State) {
     std::memcpy(Dst.data(), Src.data(), Src.size());
@@ -125,21 +95,8 @@ void runMemcpy(benchmark::State &State, const BenchCase &C) {
 
 /// Random 4-byte reads from a table as large as GE2's input: its floor.
 void randomReadFloor(benchmark::State &State) {
-  const uint64_t N = 4096ull * 4096;
-  std::vector<float> Table(N, 1.0f);
-  std::vector<uint32_t> Order(N);
-  uint64_t X = 88172645463325252ull;
-  for (uint32_t &O : Order) {
-    X ^= X << 13, X ^= X >> 7, X ^= X << 17;
-    O = static_cast<uint32_t>(X % N);
-  }
-  for (auto _ : State) {
-    float Sum = 0;
-    for (uint64_t I = 0; I < N; ++I)
-      Sum += Table[Order[I]];
-    benchmark::DoNotOptimize(Sum);
-  }
-  State.SetItemsProcessed(static_cast<int64_t>(N * State.iterations()));
+  for (auto _ : State)
+    State.SetIterationTime(randomReadNs() * 4096.0 * 4096.0 * 1e-9);
 }
 
 GatherElementsDesc compileProbe(uint64_t AxisSize) {
@@ -195,13 +152,19 @@ int registerAll() {
   for (const BenchCase &C : benchCases()) {
     const std::string Name = C.Name;
     const bool Tiny = Name == "GE5" || Name == "G4";
-    for (const char *Engine : {"interp", "generic", "jit", "jit_mt"}) {
-      auto *B = benchmark::RegisterBenchmark((Name + "/" + Engine).c_str(),
-                                             [&C, E = std::string(Engine)](benchmark::State &S) {
-                                               runEngine(S, C, E);
+    struct Variant {
+      const char *Name;
+      Engine E;
+      unsigned Threads;
+    };
+    for (const Variant &V : {Variant{"interp", Engine::Interp, 1}, Variant{"generic", Engine::Generic, 1},
+                             Variant{"jit", Engine::Jit, 1}, Variant{"jit_mt", Engine::Jit, 0}}) {
+      auto *B = benchmark::RegisterBenchmark((Name + "/" + V.Name).c_str(),
+                                             [&C, V](benchmark::State &S) {
+                                               runEngine(S, C, V.E, V.Threads);
                                              });
       B->Unit(Tiny ? benchmark::kNanosecond : benchmark::kMillisecond)->UseRealTime();
-      if (std::string(Engine) == "interp" && !Tiny)
+      if (V.E == Engine::Interp && !Tiny)
         B->Iterations(2);
     }
     benchmark::RegisterBenchmark((Name + "/memcpy").c_str(),
@@ -210,7 +173,7 @@ int registerAll() {
         ->UseRealTime();
   }
   benchmark::RegisterBenchmark("GE2/random_read_floor", randomReadFloor)
-      ->Unit(benchmark::kMillisecond)->UseRealTime();
+      ->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(1);
   benchmark::RegisterBenchmark("compile/cold/gather_elements",
                                [](benchmark::State &S) { compileCold(S, OpKind::GatherElements); })
       ->Unit(benchmark::kMillisecond);

@@ -9,6 +9,7 @@
 // gatherjit aot [gather-elements|gather] --data-shape S --data-type T
 //               --indices-shape S --indices-type T --axis A [--desc J.json]...
 //               --name NAME... [--target TRIPLE --cpu CPU] -o K.o --header K.h
+// gatherjit bench [--cases GE1,G1,...] [--threads N] [--json FILE]
 //
 // Common flags: --engine jit|interp, --opt O0..O3, --threads N,
 // --repeat N, --stats (one JSON line on stderr after a success),
@@ -20,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "AotCommand.h"
+#include "BenchCommand.h"
 #include "Demo.h"
 #include "Problem.h"
 #include "gatherjit/Interpreter.h"
@@ -193,6 +195,8 @@ int main(int Argc, char **Argv) {
   CLI::App *DemoSub = App.add_subcommand("demo", "the seed examples through the JIT, checked");
   AotFlags Aot;
   CLI::App *AotSub = addAotCommand(App, Aot);
+  BenchFlags Bench;
+  CLI::App *BenchSub = addBenchCommand(App, Bench);
 
   try {
     App.parse(Argc, Argv);
@@ -205,6 +209,10 @@ int main(int Argc, char **Argv) {
   }
   if (DemoSub->parsed())
     return runDemo();
+  if (BenchSub->parsed()) {
+    Status S = runBench(Bench);
+    return S ? 0 : report(S);
+  }
   if (AotSub->parsed()) {
     Status S = runAot(Aot);
     return S ? 0 : report(S);

@@ -1,0 +1,243 @@
+//===- bench/Suite.cpp - The benchmark suite as a library ----------------===//
+
+#include "Suite.h"
+
+#include "gatherjit/Interpreter.h"
+#include "runtime/GenericKernel.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+namespace gatherjit::bench {
+
+Expected<PreparedCase> prepareCase(const BenchCase &C) {
+  Expected<ValidDesc> V = benchDesc(C);
+  if (!V)
+    return V.status().withContext(C.Name);
+  PreparedCase P;
+  P.Case = &C;
+  P.Desc = V.take();
+  P.Spec = canonicalize(P.Desc);
+  P.Data = benchData(P.Desc);
+  P.Reference.resize(P.Data.OutputBytes);
+  if (Status S = interpret(P.Desc, P.Data.Input.data(), P.Data.Indices.data(),
+                           P.Reference.data());
+      !S)
+    return S.withContext(C.Name);
+  return P;
+}
+
+const char *engineName(Engine E) {
+  switch (E) {
+  case Engine::Interp:
+    return "interp";
+  case Engine::Generic:
+    return "generic";
+  case Engine::Jit:
+    return "jit";
+  }
+  return "?";
+}
+
+bool runOnce(const PreparedCase &P, Engine E, const Kernel &K, void *Out) {
+  const void *In = P.Data.Input.data(), *Idx = P.Data.Indices.data();
+  switch (E) {
+  case Engine::Interp:
+    return interpret(P.Desc, In, Idx, Out).isOk();
+  case Engine::Generic:
+    return runGeneric(P.Spec, In, Idx, Out, 0, P.Spec.rows()) == 0;
+  case Engine::Jit:
+    return K.run(In, Idx, Out).isOk();
+  }
+  return false;
+}
+
+double memcpyGbps() {
+  const size_t Bytes = size_t(256) << 20;
+  std::vector<char> Src(Bytes, 1), Dst(Bytes, 2);
+  const double Ns = medianNs([&] {
+    std::memcpy(Dst.data(), Src.data(), Bytes);
+    asm volatile("" : : "r"(Dst.data()) : "memory");
+  });
+  return 2.0 * Bytes / Ns;
+}
+
+double randomReadNs() {
+  const uint64_t N = 4096ull * 4096;
+  std::vector<float> Table(N, 1.0f);
+  std::vector<uint32_t> Order(N);
+  uint64_t X = 88172645463325252ull;
+  for (uint32_t &O : Order) {
+    X ^= X << 13, X ^= X >> 7, X ^= X << 17;
+    O = static_cast<uint32_t>(X % N);
+  }
+  volatile float Sink = 0;
+  const double Ns = medianNs([&] {
+    float Sum = 0;
+    for (uint64_t I = 0; I < N; ++I)
+      Sum += Table[Order[I]];
+    Sink = Sum;
+  });
+  return Ns / static_cast<double>(N);
+}
+
+namespace {
+
+Expected<std::unique_ptr<Runtime>> makeRuntime(unsigned Threads, const std::string &CacheDir = "") {
+  RuntimeOptions O;
+  O.Threads = Threads;
+  O.CacheCapacity = 1 << 20;
+  O.CacheDir = CacheDir;
+  return Runtime::create(O);
+}
+
+GatherElementsDesc probeGE(uint64_t AxisSize) {
+  GatherElementsDesc D;
+  D.Input.Type = D.Output.Type = DataType::Float32;
+  D.Indices.Type = DataType::Int64;
+  D.Input.Sizes = {64, AxisSize};
+  D.Indices.Sizes = D.Output.Sizes = {64, 16};
+  D.Axis = 1;
+  return D;
+}
+
+GatherDesc probeG(uint64_t Rows) {
+  GatherDesc D;
+  D.Input.Type = D.Output.Type = DataType::Float32;
+  D.Indices.Type = DataType::Int64;
+  D.Input.Sizes = {Rows, 64};
+  D.Indices.Sizes = {1, 32};
+  D.Output.Sizes = {32, 64};
+  D.IndexDimensions = 1;
+  return D;
+}
+
+double median(std::vector<double> V) {
+  std::sort(V.begin(), V.end());
+  const size_t N = V.size();
+  return N == 0 ? 0 : N % 2 ? V[N / 2] : (V[N / 2 - 1] + V[N / 2]) / 2;
+}
+
+/// Compile latencies: new specs each time (cold), an equal spec (hit), and
+/// a fresh runtime loading from a populated persistent cache.
+Status measureCompile(SuiteReport &R) {
+  Expected<std::unique_ptr<Runtime>> RT = makeRuntime(1);
+  if (!RT)
+    return RT.status();
+  std::vector<double> GE, G;
+  for (uint64_t I = 0; I < 21; ++I) {
+    Expected<Kernel> A = (*RT)->compile(probeGE(1000 + I));
+    Expected<Kernel> B = (*RT)->compile(probeG(1000 + I));
+    if (!A || !B)
+      return !A ? A.status() : B.status();
+    GE.push_back(A->compileTimes().total());
+    G.push_back(B->compileTimes().total());
+  }
+  R.ColdGatherElementsMs = median(GE);
+  R.ColdGatherMs = median(G);
+  Expected<ValidDesc> Hit = validate(probeGE(77));
+  if (!Hit)
+    return Hit.status();
+  (void)(*RT)->compile(*Hit);
+  R.CacheHitNs = medianNs([&] { (void)(*RT)->compile(*Hit); }, 0.1);
+
+  std::string Dir = (std::filesystem::temp_directory_path() / "gatherjit-bench-XXXXXX").string();
+  if (!mkdtemp(Dir.data()))
+    return Status::internal("cannot create a temporary directory");
+  std::vector<double> Loads;
+  for (int I = 0; I < 11; ++I) {
+    Expected<std::unique_ptr<Runtime>> Fresh = makeRuntime(1, Dir);
+    if (!Fresh)
+      return Fresh.status();
+    Expected<Kernel> K = (*Fresh)->compile(probeGE(99));
+    if (!K)
+      return K.status();
+    if (K->fromDiskCache())
+      Loads.push_back(K->compileTimes().total());
+  }
+  std::filesystem::remove_all(Dir);
+  R.DiskLoadMs = median(Loads);
+  return Status::ok();
+}
+
+} // namespace
+
+Expected<SuiteReport> runSuite(const SuiteOptions &Options,
+                               const std::function<void(const std::string &)> &Progress) {
+  std::vector<const BenchCase *> Selected;
+  for (const std::string &Name : Options.Cases) {
+    auto It = std::find_if(benchCases().begin(), benchCases().end(),
+                           [&](const BenchCase &C) { return Name == C.Name; });
+    if (It == benchCases().end()) {
+      std::string Known;
+      for (const BenchCase &C : benchCases())
+        Known += std::string(Known.empty() ? "" : ",") + C.Name;
+      return Status::invalidArgument("--cases: unknown case '" + Name + "'; the cases are " +
+                                     Known);
+    }
+    Selected.push_back(&*It);
+  }
+  if (Options.Cases.empty())
+    for (const BenchCase &C : benchCases())
+      Selected.push_back(&C);
+
+  SuiteReport R;
+  R.Threads = Options.Threads ? Options.Threads : std::max(1u, std::thread::hardware_concurrency());
+  Progress("memcpy bandwidth");
+  R.MemcpyGbps = memcpyGbps();
+  Expected<std::unique_ptr<Runtime>> Single = makeRuntime(1), Multi = makeRuntime(R.Threads);
+  if (!Single || !Multi)
+    return !Single ? Single.status() : Multi.status();
+
+  for (const BenchCase *C : Selected) {
+    Progress(C->Name);
+    Expected<PreparedCase> P = prepareCase(*C);
+    if (!P)
+      return P.status();
+    struct Run {
+      Engine E;
+      unsigned Threads;
+      Runtime *RT;
+    };
+    std::vector<Run> Runs = {{Engine::Interp, 1, nullptr},
+                             {Engine::Generic, 1, nullptr},
+                             {Engine::Jit, 1, Single->get()}};
+    if (R.Threads > 1)
+      Runs.push_back({Engine::Jit, R.Threads, Multi->get()});
+    std::vector<char> Out(P->Data.OutputBytes);
+    for (const Run &Run : Runs) {
+      Kernel K;
+      if (Run.RT) {
+        Expected<Kernel> Compiled = Run.RT->compile(P->Desc);
+        if (!Compiled)
+          return Compiled.status().withContext(C->Name);
+        K = Compiled.take();
+      }
+      std::fill(Out.begin(), Out.end(), 0);
+      if (!runOnce(*P, Run.E, K, Out.data()) || Out != P->Reference)
+        return Status::internal(std::string(C->Name) + ": " + engineName(Run.E) +
+                                " output differs from the interpreter's");
+      SuiteRow Row;
+      Row.Case = C->Name;
+      Row.Engine = engineName(Run.E);
+      Row.Threads = Run.Threads;
+      Row.MedianNs = medianNs([&] { runOnce(*P, Run.E, K, Out.data()); });
+      Row.EffectiveGbps = P->movedBytes() / Row.MedianNs;
+      Row.MemcpyGbps = R.MemcpyGbps;
+      R.Rows.push_back(Row);
+    }
+    if (std::string(C->Name) == "GE2") {
+      Progress("GE2 random-read floor");
+      R.RandomReadNs = randomReadNs();
+    }
+  }
+  Progress("compile latency");
+  if (Status S = measureCompile(R); !S)
+    return S;
+  return R;
+}
+
+} // namespace gatherjit::bench

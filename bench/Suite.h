@@ -1,0 +1,111 @@
+//===- bench/Suite.h - The benchmark suite as a library ------------------===//
+/// \file
+/// Measures every case of bench/Cases.h on each engine (the interpreter, the
+/// generic precompiled kernel, the specialized kernel on one thread and on
+/// N), next to a memcpy bandwidth and a random-read floor measured in the
+/// same run, plus compile latencies. `gatherjit bench` prints and plots
+/// what this returns; bench/GatherBench.cpp times the same calls under
+/// Google Benchmark.
+//===----------------------------------------------------------------------===//
+#ifndef GATHERJIT_BENCH_SUITE_H
+#define GATHERJIT_BENCH_SUITE_H
+
+#include "Cases.h"
+
+#include "compiler/spec/KernelSpec.h"
+#include "gatherjit/Runtime.h"
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace gatherjit::bench {
+
+/// A case's descriptor, buffers and the interpreter's output.
+struct PreparedCase {
+  const BenchCase *Case = nullptr;
+  ValidDesc Desc;
+  /// What the generic kernel takes at run time, as a library would.
+  KernelSpec Spec;
+  BenchData Data;
+  std::vector<char> Reference;
+  /// Bytes one call moves: 2 x output bytes + index bytes.
+  double movedBytes() const { return 2.0 * Data.OutputBytes + Data.Indices.size(); }
+};
+Expected<PreparedCase> prepareCase(const BenchCase &C);
+
+/// The engines, as the JSON rows name them.
+enum class Engine { Interp, Generic, Jit };
+const char *engineName(Engine E);
+
+/// One call of \p E on \p P; false if it failed. \p K is the compiled
+/// kernel for Engine::Jit.
+bool runOnce(const PreparedCase &P, Engine E, const Kernel &K, void *Out);
+
+/// The median time of one call of \p Call in nanoseconds. Tiny calls are
+/// timed in batches so the clock's cost does not count.
+template <typename F> double medianNs(F &&Call, double MinSeconds = 0.25) {
+  using Clock = std::chrono::steady_clock;
+  auto Seconds = [](Clock::duration D) { return std::chrono::duration<double>(D).count(); };
+  Call(); // Warm up: page faults, caches, lazy binding.
+  Clock::time_point T0 = Clock::now();
+  Call();
+  const double One = Seconds(Clock::now() - T0);
+  const uint64_t Batch = One >= 20e-6 ? 1 : static_cast<uint64_t>(20e-6 / std::max(One, 1e-9)) + 1;
+  const int MinSamples = One > 0.1 ? 3 : 7, MaxSamples = 200;
+  std::vector<double> Samples;
+  Clock::time_point Start = Clock::now();
+  while (static_cast<int>(Samples.size()) < MinSamples ||
+         (Seconds(Clock::now() - Start) < MinSeconds &&
+          static_cast<int>(Samples.size()) < MaxSamples)) {
+    T0 = Clock::now();
+    for (uint64_t I = 0; I < Batch; ++I)
+      Call();
+    Samples.push_back(Seconds(Clock::now() - T0) * 1e9 / static_cast<double>(Batch));
+  }
+  std::sort(Samples.begin(), Samples.end());
+  const size_t N = Samples.size();
+  return N % 2 ? Samples[N / 2] : (Samples[N / 2 - 1] + Samples[N / 2]) / 2;
+}
+
+/// Read + write bandwidth of a large memcpy, in GB/s (1e9 bytes).
+double memcpyGbps();
+/// Nanoseconds per random 4-byte read from a 64 MiB table (GE2's floor
+/// per element).
+double randomReadNs();
+
+struct SuiteOptions {
+  /// Case names; empty means all.
+  std::vector<std::string> Cases;
+  /// Threads for the multi-threaded JIT rows; 0 means all cores.
+  unsigned Threads = 0;
+};
+
+struct SuiteRow {
+  std::string Case, Engine;
+  unsigned Threads = 1;
+  double MedianNs = 0, EffectiveGbps = 0, MemcpyGbps = 0;
+};
+
+struct SuiteReport {
+  std::vector<SuiteRow> Rows;
+  double MemcpyGbps = 0;
+  double RandomReadNs = 0;
+  unsigned Threads = 1;
+  /// Compile latency, medians: a new GatherElements and Gather spec, a
+  /// cache hit, and a kernel loaded from the persistent cache by a new
+  /// runtime.
+  double ColdGatherElementsMs = 0, ColdGatherMs = 0, CacheHitNs = 0, DiskLoadMs = 0;
+};
+
+/// Runs the suite, reporting progress lines through \p Progress. Fails with
+/// InvalidArgument for an unknown case name, or if an engine's output
+/// differs from the interpreter's.
+Expected<SuiteReport> runSuite(const SuiteOptions &Options,
+                               const std::function<void(const std::string &)> &Progress);
+
+} // namespace gatherjit::bench
+
+#endif

@@ -1,0 +1,206 @@
+//===- tools/gatherjit/BenchCommand.cpp - gatherjit bench ----------------===//
+
+#include "BenchCommand.h"
+
+#include "Suite.h"
+#include "runtime/AtomicFile.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <unistd.h>
+
+namespace gatherjit {
+
+CLI::App *addBenchCommand(CLI::App &App, BenchFlags &F) {
+  CLI::App *Sub = App.add_subcommand(
+      "bench", "run the benchmark suite: interpreter vs generic vs specialized kernels");
+  Sub->add_option("--cases", F.Cases, "comma-separated cases, e.g. GE1,G1 (default: all)");
+  Sub->add_option("--threads", F.Threads, "threads for the multi-threaded rows (0: all cores)");
+  Sub->add_option("--json", F.Json, "also write the rows as a JSON array to this file");
+  Sub->add_option("--results", F.ResultsDir,
+                  "directory for <date>.json, .md and .png (default bench/results)");
+  Sub->add_flag("--quiet", F.Quiet, "no progress lines on stderr");
+  return Sub;
+}
+
+namespace {
+
+using bench::SuiteReport;
+using bench::SuiteRow;
+
+std::string today() {
+  std::time_t Now = std::time(nullptr);
+  char Buf[16];
+  std::strftime(Buf, sizeof(Buf), "%Y-%m-%d", std::localtime(&Now));
+  return Buf;
+}
+
+std::string cpuName() {
+  std::ifstream In("/proc/cpuinfo");
+  std::string Line;
+  while (std::getline(In, Line))
+    if (Line.rfind("model name", 0) == 0)
+      return Line.substr(Line.find(':') + 2);
+  return "unknown CPU";
+}
+
+std::string fmt(const char *Format, double V) {
+  char Buf[64];
+  std::snprintf(Buf, sizeof(Buf), Format, V);
+  return Buf;
+}
+
+std::string duration(double Ns) {
+  return Ns >= 1e6 ? fmt("%.2f ms", Ns / 1e6) : Ns >= 1e3 ? fmt("%.2f us", Ns / 1e3)
+                                                          : fmt("%.1f ns", Ns);
+}
+
+nlohmann::json rowsJson(const SuiteReport &R) {
+  nlohmann::json Rows = nlohmann::json::array();
+  for (const SuiteRow &Row : R.Rows)
+    Rows.push_back({{"case", Row.Case},
+                    {"engine", Row.Engine},
+                    {"threads", Row.Threads},
+                    {"median_ns", Row.MedianNs},
+                    {"effective_gbps", Row.EffectiveGbps},
+                    {"memcpy_gbps", Row.MemcpyGbps}});
+  return Rows;
+}
+
+/// The rows of one case, by engine and thread count.
+struct CaseRows {
+  const SuiteRow *Interp = nullptr, *Generic = nullptr, *Jit = nullptr, *JitMt = nullptr;
+};
+
+std::vector<std::pair<std::string, CaseRows>> byCase(const SuiteReport &R) {
+  std::vector<std::pair<std::string, CaseRows>> Out;
+  for (const SuiteRow &Row : R.Rows) {
+    if (Out.empty() || Out.back().first != Row.Case)
+      Out.push_back({Row.Case, {}});
+    CaseRows &C = Out.back().second;
+    (Row.Engine == "interp"    ? C.Interp
+     : Row.Engine == "generic" ? C.Generic
+     : Row.Threads == 1        ? C.Jit
+                               : C.JitMt) = &Row;
+  }
+  return Out;
+}
+
+std::string markdown(const SuiteReport &R, const std::string &Date, const std::string &Png) {
+  std::ostringstream M;
+  M << "# gatherjit benchmark, " << Date << "\n\n"
+    << cpuName() << ", " << sysconf(_SC_NPROCESSORS_ONLN) << " cores. Medians from one run of `gatherjit bench`; "
+    << "GB/s = (2 x output bytes + index bytes) / time. memcpy in the same run: "
+    << fmt("%.1f", R.MemcpyGbps) << " GB/s (read + write).\n\n";
+  if (!Png.empty())
+    M << "![GB/s per case](" << Png << ")\n\n";
+  M << "| case | interp | generic | jit | jit x" << R.Threads
+    << " | jit GB/s | % of memcpy | jit / generic | jit / interp | x" << R.Threads
+    << " / 1 thread |\n|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto &[Name, C] : byCase(R)) {
+    if (!C.Interp || !C.Generic || !C.Jit)
+      continue;
+    M << "| " << Name << " | " << duration(C.Interp->MedianNs) << " | "
+      << duration(C.Generic->MedianNs) << " | " << duration(C.Jit->MedianNs) << " | "
+      << (C.JitMt ? duration(C.JitMt->MedianNs) : "-") << " | "
+      << fmt("%.2f", C.Jit->EffectiveGbps) << " | "
+      << fmt("%.0f%%", 100 * C.Jit->EffectiveGbps / R.MemcpyGbps) << " | "
+      << fmt("%.2fx", C.Generic->MedianNs / C.Jit->MedianNs) << " | "
+      << fmt("%.1fx", C.Interp->MedianNs / C.Jit->MedianNs) << " | "
+      << (C.JitMt ? fmt("%.2fx", C.Jit->MedianNs / C.JitMt->MedianNs) : "-") << " |\n";
+    if (Name == "GE2" && R.RandomReadNs > 0) {
+      const double Floor = R.RandomReadNs * 4096.0 * 4096.0;
+      M << "\nGE2 random-read floor (random 4-byte reads from a 64 MiB table, same run): "
+        << duration(Floor) << "; jit is " << fmt("%.2fx", C.Jit->MedianNs / Floor)
+        << " of it.\n\n";
+    }
+  }
+  M << "\nCompile latency (medians): GatherElements cold "
+    << fmt("%.2f ms", R.ColdGatherElementsMs) << ", Gather cold "
+    << fmt("%.2f ms", R.ColdGatherMs) << ", cache hit " << duration(R.CacheHitNs)
+    << ", load from the persistent cache by a new runtime " << fmt("%.2f ms", R.DiskLoadMs)
+    << ".\n";
+  return M.str();
+}
+
+/// Draws GB/s per case and engine with the memcpy line; false if gnuplot
+/// is missing or fails (the report is still written).
+bool plot(const SuiteReport &R, const std::string &Png) {
+  const std::string Dir = std::filesystem::path(Png).parent_path().string();
+  const std::string Data = Png + ".dat", Script = Png + ".gp", Temp = Png + ".tmp.png";
+  {
+    std::ofstream D(Data);
+    D << "case interp generic jit jit_mt\n";
+    for (const auto &[Name, C] : byCase(R))
+      if (C.Interp && C.Generic && C.Jit)
+        D << Name << " " << C.Interp->EffectiveGbps << " " << C.Generic->EffectiveGbps << " "
+          << C.Jit->EffectiveGbps << " " << (C.JitMt ? C.JitMt->EffectiveGbps : 0) << "\n";
+    std::ofstream S(Script);
+    S << "set terminal pngcairo size 1200,620 font 'sans,10'\n"
+      << "set output '" << Temp << "'\n"
+      << "set title 'gatherjit: effective bandwidth per case (higher is better)'\n"
+      << "set ylabel 'GB/s = (2 x output + index bytes) / time'\n"
+      << "set style data histograms\nset style histogram clustered gap 1\n"
+      << "set style fill solid 0.85 border -1\nset boxwidth 0.9\nset grid ytics\n"
+      << "set key top right\nset yrange [0:*]\nset key autotitle columnhead\n"
+      << "memcpy = " << R.MemcpyGbps << "\n"
+      << "plot '" << Data << "' using 2:xtic(1) title 'interpreter', '' using 3 title "
+      << "'generic C++', '' using 4 title 'jit, 1 thread', '' using 5 title 'jit, "
+      << R.Threads << " threads', memcpy with lines lw 2 dt 2 lc rgb 'black' title "
+      << "sprintf('memcpy %.1f GB/s', memcpy)\n";
+  }
+  const std::string Cmd = "gnuplot '" + Script + "' 2>/dev/null";
+  const bool Ok = std::system(Cmd.c_str()) == 0 && std::filesystem::exists(Temp);
+  if (Ok)
+    std::filesystem::rename(Temp, Png);
+  std::filesystem::remove(Data);
+  std::filesystem::remove(Script);
+  std::filesystem::remove(Temp);
+  (void)Dir;
+  return Ok;
+}
+
+} // namespace
+
+Status runBench(const BenchFlags &F) {
+  bench::SuiteOptions Options;
+  Options.Threads = F.Threads;
+  std::stringstream Cases(F.Cases);
+  for (std::string Name; std::getline(Cases, Name, ',');)
+    if (!Name.empty())
+      Options.Cases.push_back(Name);
+  std::error_code EC;
+  std::filesystem::create_directories(F.ResultsDir, EC);
+  if (EC)
+    return Status::invalidArgument("--results: cannot create '" + F.ResultsDir +
+                                   "': " + EC.message());
+  Expected<SuiteReport> R = bench::runSuite(Options, [&](const std::string &Step) {
+    if (!F.Quiet)
+      std::fprintf(stderr, "bench: %s\n", Step.c_str());
+  });
+  if (!R)
+    return R.status();
+  const std::string Json = rowsJson(*R).dump(2) + "\n";
+  const std::string Date = today(), Base = F.ResultsDir + "/" + Date;
+  const bool Plotted = plot(*R, Base + ".png");
+  const std::string Md = markdown(*R, Date, Plotted ? Date + ".png" : "");
+  for (const auto &[Path, Text] : {std::pair<std::string, const std::string &>{Base + ".json", Json},
+                                   {Base + ".md", Md}})
+    if (Status S = writeFileAtomic(Path, Text); !S)
+      return S;
+  if (!F.Json.empty())
+    if (Status S = writeFileAtomic(F.Json, Json); !S)
+      return S;
+  std::fwrite(Md.data(), 1, Md.size(), stdout);
+  if (!Plotted)
+    std::fprintf(stderr, "bench: gnuplot is not available; no chart drawn\n");
+  return Status::ok();
+}
+
+} // namespace gatherjit
