@@ -67,14 +67,15 @@ double msSince(Clock::time_point T0) {
 using CodeResult = Expected<std::shared_ptr<JitCode>>;
 } // namespace
 
+/// Everything a Kernel handle needs, shared by the handles of one
+/// descriptor: a cache hit for an equal descriptor copies one pointer.
 struct Kernel::State {
   ValidDesc Desc;
   KernelSpec Spec;
   std::shared_ptr<JitCode> Code; ///< Null for an empty output.
   std::string Symbol;
-  bool CacheHit = false;
   bool FromDisk = false;
-  CompileTimes Times;
+  CompileTimes Times; ///< Of the compile that made Code, if this one did.
   uint64_t Rows = 0;
   std::shared_ptr<ThreadPool> Pool;
 };
@@ -92,6 +93,9 @@ struct Runtime::Impl {
   struct Entry {
     std::shared_future<CodeResult> Code;
     std::list<KernelSpec>::iterator LruPos;
+    /// The state last handed out for this spec, so that an equal
+    /// descriptor's hit needs no allocation.
+    std::shared_ptr<const Kernel::State> Last;
   };
   std::unordered_map<KernelSpec, Entry, KernelSpecHash> Cache;
   std::list<KernelSpec> Lru; ///< Most recently used first.
@@ -189,6 +193,24 @@ struct Runtime::Impl {
     return Code;
   }
 
+  /// A hit for a descriptor equal to the last one compiled for its spec:
+  /// the shared state, or null.
+  std::shared_ptr<const Kernel::State> lookupEqual(const KernelSpec &Spec, const ValidDesc &Desc) {
+    std::lock_guard<std::mutex> Lock(CacheMutex);
+    auto It = Cache.find(Spec);
+    if (It == Cache.end() || !It->second.Last || !(It->second.Last->Desc == Desc))
+      return nullptr;
+    ++Stats.Hits;
+    Lru.splice(Lru.begin(), Lru, It->second.LruPos);
+    return It->second.Last;
+  }
+
+  void remember(const std::shared_ptr<const Kernel::State> &State) {
+    std::lock_guard<std::mutex> Lock(CacheMutex);
+    if (auto It = Cache.find(State->Spec); It != Cache.end())
+      It->second.Last = State;
+  }
+
   /// The cached code for \p Spec, compiling it if absent. Concurrent
   /// requests for one spec wait for the first one's compile.
   CodeResult lookupOrCompile(const KernelSpec &Spec, bool &Hit, bool &FromDisk,
@@ -207,7 +229,7 @@ struct Runtime::Impl {
     Hit = false;
     std::promise<CodeResult> Promise;
     Lru.push_front(Spec);
-    Cache.emplace(Spec, Entry{Promise.get_future().share(), Lru.begin()});
+    Cache.emplace(Spec, Entry{Promise.get_future().share(), Lru.begin(), nullptr});
     Lock.unlock();
 
     bool Stored = false;
@@ -283,21 +305,31 @@ Expected<Kernel> Runtime::compile(const GatherDesc &Desc,
 }
 
 Expected<Kernel> Runtime::compile(const ValidDesc &Desc) {
+  Kernel K;
+  const KernelSpec Spec = canonicalize(Desc);
+  if (Desc.outputElements() != 0) {
+    if (auto Shared = I->lookupEqual(Spec, Desc)) {
+      K.S = std::move(Shared);
+      K.Hit = true;
+      return K;
+    }
+  }
   auto State = std::make_shared<Kernel::State>();
   State->Desc = Desc;
-  State->Spec = canonicalize(Desc);
+  State->Spec = Spec;
   State->Pool = I->Pool;
   if (Desc.outputElements() != 0) {
     // A zero-size output is a kernel that does nothing: no code at all.
-    CodeResult Code = I->lookupOrCompile(State->Spec, State->CacheHit, State->FromDisk,
-                                         State->Times);
+    CodeResult Code = I->lookupOrCompile(Spec, K.Hit, State->FromDisk, State->Times);
     if (!Code)
       return Code.status();
     State->Code = Code.take();
-    State->Symbol = State->Spec.symbolName();
-    State->Rows = State->Spec.rows();
+    State->Symbol = Spec.symbolName();
+    State->Rows = Spec.rows();
+    if (K.Hit)
+      State->Times = CompileTimes{};
+    I->remember(State);
   }
-  Kernel K;
   K.S = std::move(State);
   return K;
 }
@@ -346,9 +378,12 @@ const RuntimeOptions &Runtime::options() const { return I->Options; }
 const ValidDesc &Kernel::desc() const { return S->Desc; }
 uint64_t Kernel::rows() const { return S->Rows; }
 const std::string &Kernel::symbolName() const { return S->Symbol; }
-bool Kernel::cacheHit() const { return S->CacheHit; }
-bool Kernel::fromDiskCache() const { return S->FromDisk; }
-const CompileTimes &Kernel::compileTimes() const { return S->Times; }
+bool Kernel::cacheHit() const { return Hit; }
+bool Kernel::fromDiskCache() const { return !Hit && S->FromDisk; }
+const CompileTimes &Kernel::compileTimes() const {
+  static const CompileTimes None;
+  return Hit ? None : S->Times;
+}
 
 Status Kernel::runRows(const void *Input, const void *Indices, void *Output,
                        uint64_t Begin, uint64_t End) const {

@@ -20,13 +20,12 @@ bool KernelSpec::operator==(const KernelSpec &O) const {
 }
 
 size_t KernelSpec::hashValue() const {
-  // FNV-1a over the same fields operator== compares.
+  // One multiply-xorshift round per field operator== compares: a cache
+  // hit hashes its spec, so this is on the hit path.
   uint64_t H = 0xcbf29ce484222325ull;
   auto Mix = [&](uint64_t V) {
-    for (int I = 0; I < 8; ++I) {
-      H ^= (V >> (8 * I)) & 0xff;
-      H *= 0x100000001b3ull;
-    }
+    H = (H ^ V) * 0x9e3779b97f4a7c15ull;
+    H ^= H >> 29;
   };
   Mix(ElemBytes);
   Mix(static_cast<uint64_t>(IndexType));
@@ -101,7 +100,15 @@ KernelSpec canonicalize(const ValidDesc &V) {
   S.AxisStride = S.AxisSize > 1 ? (*V.Input.Strides)[V.Axis] : 0;
 
   const unsigned N = V.rank();
-  const std::vector<uint64_t> IdxPacked = packedStrides(V.Indices.Sizes);
+  // Packed strides of the indices (their row-major positions), without an
+  // allocation: canonicalize runs on every cache hit.
+  // (Validation bounds the element count, so the product cannot overflow.)
+  std::array<uint64_t, MaxRank> IdxPacked{};
+  uint64_t Stride = 1;
+  for (unsigned D = N; D-- > 0;) {
+    IdxPacked[D] = Stride;
+    Stride *= V.Indices.Sizes[D];
+  }
   const auto &InSt = *V.Input.Strides, &IdxSt = *V.Indices.Strides,
              &OutSt = *V.Output.Strides;
   // Gather's output dimensions are Input[0..Axis) ++ Indices[N-K..N) ++

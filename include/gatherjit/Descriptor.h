@@ -68,6 +68,7 @@ struct TensorDesc {
   /// Element size for DataType::Opaque, ignored otherwise.
   unsigned OpaqueBytes = 0;
 
+  bool operator==(const TensorDesc &) const = default;
   unsigned rank() const { return static_cast<unsigned>(Sizes.size()); }
   unsigned elementBytes() const {
     return Type == DataType::Opaque ? OpaqueBytes : dataTypeSize(Type);

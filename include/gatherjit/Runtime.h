@@ -101,6 +101,7 @@ private:
   friend class Runtime;
   struct State;
   std::shared_ptr<const State> S;
+  bool Hit = false; ///< This handle came from the cache.
 };
 
 class Runtime {

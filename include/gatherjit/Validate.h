@@ -25,6 +25,7 @@ struct ValidDesc {
   unsigned IndexDimensions = 0; ///< Gather only.
   OobPolicy Policy = OobPolicy::Check;
 
+  bool operator==(const ValidDesc &) const = default;
   unsigned rank() const { return Input.rank(); }
   uint64_t axisSize() const { return Input.Sizes[Axis]; }
   uint64_t outputElements() const;

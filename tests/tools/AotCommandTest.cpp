@@ -127,8 +127,9 @@ TEST(BenchCommand, WritesRowsReportAndChart) {
       Md = slurp(E.path().string());
     if (E.path().extension() == ".png")
       Png = slurp(E.path().string());
-    if (E.path().extension() == ".json")
+    if (E.path().extension() == ".json") {
       EXPECT_EQ(slurp(E.path().string()), Rows);
+    }
   }
   EXPECT_THAT(Md, HasSubstr("| GE5 |"));
   EXPECT_THAT(Md, HasSubstr("| G4 |"));

@@ -132,7 +132,6 @@ std::string markdown(const SuiteReport &R, const std::string &Date, const std::s
 /// Draws GB/s per case and engine with the memcpy line; false if gnuplot
 /// is missing or fails (the report is still written).
 bool plot(const SuiteReport &R, const std::string &Png) {
-  const std::string Dir = std::filesystem::path(Png).parent_path().string();
   const std::string Data = Png + ".dat", Script = Png + ".gp", Temp = Png + ".tmp.png";
   {
     std::ofstream D(Data);
@@ -162,7 +161,6 @@ bool plot(const SuiteReport &R, const std::string &Png) {
   std::filesystem::remove(Data);
   std::filesystem::remove(Script);
   std::filesystem::remove(Temp);
-  (void)Dir;
   return Ok;
 }
 
@@ -175,17 +173,17 @@ Status runBench(const BenchFlags &F) {
   for (std::string Name; std::getline(Cases, Name, ',');)
     if (!Name.empty())
       Options.Cases.push_back(Name);
-  std::error_code EC;
-  std::filesystem::create_directories(F.ResultsDir, EC);
-  if (EC)
-    return Status::invalidArgument("--results: cannot create '" + F.ResultsDir +
-                                   "': " + EC.message());
   Expected<SuiteReport> R = bench::runSuite(Options, [&](const std::string &Step) {
     if (!F.Quiet)
       std::fprintf(stderr, "bench: %s\n", Step.c_str());
   });
   if (!R)
     return R.status();
+  std::error_code EC;
+  std::filesystem::create_directories(F.ResultsDir, EC);
+  if (EC)
+    return Status::invalidArgument("--results: cannot create '" + F.ResultsDir +
+                                   "': " + EC.message());
   const std::string Json = rowsJson(*R).dump(2) + "\n";
   const std::string Date = today(), Base = F.ResultsDir + "/" + Date;
   const bool Plotted = plot(*R, Base + ".png");
