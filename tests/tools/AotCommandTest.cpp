@@ -145,3 +145,18 @@ TEST(BenchCommand, UnknownCaseIsAnError) {
   EXPECT_THAT(R.Err, HasSubstr("unknown case 'GE9'"));
   EXPECT_THAT(R.Err, HasSubstr("GE1,GE1_clamp,GE2"));
 }
+
+TEST(AotCommand, DescriptorsAsPositionalOperandsLikeRun) {
+  ScratchDir Dir;
+  spit(Dir / "ge.json", R"({"operator": "GATHER_ELEMENTS", "axis": 0,
+    "input": {"data_type": "INT8", "sizes": [3, 2]},
+    "indices": {"data_type": "INT32", "sizes": [3, 2]},
+    "output": {"data_type": "INT8", "sizes": [3, 2]}})");
+  for (const std::string &Form : {"run " + (Dir / "ge.json"), Dir / "ge.json"}) {
+    SCOPED_TRACE(Form);
+    std::filesystem::remove(Dir / "k.o");
+    CliResult R = runCli(Dir, "aot " + Form + " --name dml_ge -o " + (Dir / "k.o"));
+    ASSERT_EQ(R.Exit, 0) << R.Err;
+    EXPECT_THAT(symbols(Dir, Dir / "k.o"), HasSubstr(" dml_ge_range\n"));
+  }
+}

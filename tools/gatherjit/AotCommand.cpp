@@ -13,9 +13,9 @@ namespace gatherjit {
 CLI::App *addAotCommand(CLI::App &App, AotFlags &F) {
   CLI::App *Sub = App.add_subcommand(
       "aot", "compile kernels ahead of time into an object file and a C header");
-  Sub->add_option("operator", F.Operator,
-                  "gather-elements (default) or gather, for the shape flags")
-      ->check(CLI::IsMember({"gather-elements", "gather"}));
+  Sub->add_option("operands", F.Positional,
+                  "gather-elements (default) or gather, for the shape flags; "
+                  "run DESC.json or DESC.json, the same as --desc");
   Sub->add_option("--op", F.Operator, "the same as the positional operator")
       ->check(CLI::IsMember({"gather-elements", "gather"}));
   Sub->add_option("--data-shape", F.DataShape, "data sizes, e.g. 4096,4096");
@@ -116,7 +116,17 @@ Expected<TensorDesc> tensorFromFlags(const std::string &Shape, const std::string
   return T;
 }
 
-Expected<std::vector<AotKernel>> collectKernels(const AotFlags &F) {
+Expected<std::vector<AotKernel>> collectKernels(AotFlags F) {
+  // Positional operands: an operator for the shape flags, or descriptor
+  // files (optionally after "run", as `gatherjit run` takes them).
+  std::vector<std::string> PositionalDescs;
+  for (const std::string &Op : F.Positional) {
+    if (Op == "gather-elements" || Op == "gather")
+      F.Operator = Op;
+    else if (Op != "run")
+      PositionalDescs.push_back(Op);
+  }
+  F.Descs.insert(F.Descs.begin(), PositionalDescs.begin(), PositionalDescs.end());
   std::vector<AotKernel> Kernels;
   const bool FromFlags = !F.DataShape.empty() || !F.IndicesShape.empty();
   if (FromFlags) {

@@ -18,6 +18,7 @@ namespace gatherjit {
 
 struct AotFlags {
   std::string Operator = "gather-elements";
+  std::vector<std::string> Positional;
   std::string DataShape, DataType = "FLOAT32", IndicesShape, IndicesType = "INT64";
   std::string DataStrides, IndicesStrides;
   int64_t Axis = 0;
