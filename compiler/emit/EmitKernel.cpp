@@ -23,6 +23,7 @@
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
 
+#include <algorithm>
 #include <functional>
 
 namespace gatherjit {
@@ -61,6 +62,11 @@ private:
 
   /// The index at element offset \p Off, extended to i64 and wrapped.
   Value *loadWrappedIndex(Value *Off);
+  /// \p Base plus \p ElemOff elements, as a byte pointer.
+  Value *bytePointer(Value *Base, Value *ElemOff) {
+    return B.CreateInBoundsGEP(B.getInt8Ty(), Base,
+                               B.CreateMul(ElemOff, c(S.ElemBytes), "", true, true));
+  }
   Value *isOutOfRange(Value *Wrapped) { return B.CreateICmpUGE(Wrapped, c(S.AxisSize)); }
   /// An index in [0, AxisSize) for any input (requires AxisSize > 0).
   Value *safeIndex(Value *Wrapped);
@@ -76,6 +82,9 @@ private:
   void emitReturnBad(Value *Pos) { B.CreateRet(B.CreateAdd(Pos, c(1))); }
 
   void emitLevel(unsigned D, const Offsets &O, Value *Lo, Value *Hi);
+  /// Prefetches the first lines of the input block row \p Distance rows
+  /// ahead of row \p IV of dimension \p D (if that row is in range).
+  void emitPrefetchRow(const Offsets &O, Value *IV, Value *Hi, unsigned D, uint64_t Distance);
   void emitBlockRow(const Offsets &O, Value *Lo, Value *Hi);
   void emitElementRow(const Offsets &O, Value *Lo, Value *Hi);
 
@@ -241,6 +250,25 @@ void KernelEmitter::emitElementRow(const Offsets &O, Value *Lo, Value *Hi) {
   B.SetInsertPoint(Done);
 }
 
+void KernelEmitter::emitPrefetchRow(const Offsets &O, Value *IV, Value *Hi, unsigned D,
+                                    uint64_t Distance) {
+  BasicBlock *Fetch = BasicBlock::Create(Ctx, "prefetch", F);
+  BasicBlock *Next = BasicBlock::Create(Ctx, "prefetch.done", F);
+  Value *Ahead = B.CreateAdd(IV, c(Distance), "", true, true);
+  B.CreateCondBr(B.CreateICmpULT(Ahead, Hi), Fetch, Next);
+  B.SetInsertPoint(Fetch);
+  const Offsets A = advance(O, Ahead, D);
+  Value *Row = bytePointer(In, inputOffset(A.In, safeIndex(loadWrappedIndex(A.Idx))));
+  // The first four lines; the hardware prefetcher follows the rest.
+  const uint64_t Lines = std::min<uint64_t>(4, (S.Sizes[D + 1] * S.ElemBytes + 63) / 64);
+  for (uint64_t L = 0; L < Lines; ++L)
+    B.CreateIntrinsic(Intrinsic::prefetch, {PtrTy},
+                      {B.CreateInBoundsGEP(B.getInt8Ty(), Row, c(64 * L)), B.getInt32(0),
+                       B.getInt32(3), B.getInt32(1)});
+  B.CreateBr(Next);
+  B.SetInsertPoint(Next);
+}
+
 void KernelEmitter::emitLevel(unsigned D, const Offsets &O, Value *Lo, Value *Hi) {
   const bool Block = S.innerIsBlock();
   if (S.Rank == 0 || D == S.Rank - 1) {
@@ -251,6 +279,10 @@ void KernelEmitter::emitLevel(unsigned D, const Offsets &O, Value *Lo, Value *Hi
     return;
   }
   emitLoop(Lo, Hi, "d" + Twine(D), [&](Value *IV) {
+    // Rows gathered from a table too large for the cache start with a miss
+    // the hardware prefetcher cannot predict: fetch a few rows ahead.
+    if (Block && D + 2 == S.Rank && S.AxisSize * S.AxisStride * S.ElemBytes >= (1u << 20))
+      emitPrefetchRow(O, IV, Hi, D, 4);
     emitLevel(D + 1, advance(O, IV, D), c(0), c(S.Sizes[D + 1]));
   });
 }
