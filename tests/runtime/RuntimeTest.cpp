@@ -182,3 +182,39 @@ TEST(Runtime, IRAndAssemblyNameTheKernel) {
 }
 
 } // namespace
+
+TEST(Runtime, PrefetchingRowsFromALargeTableKeepsResultsAndErrors) {
+  // A 1 MiB table: block rows prefetch four rows ahead. The lookahead must
+  // read no index past the range it was given and change no result.
+  auto RT = makeRuntime();
+  const uint64_t Rows = 2048, Cols = 128, Ids = 37;
+  Expected<GatherDesc> D = onnxGather(tensor(DataType::Float32, {Rows, Cols}),
+                                      tensor(DataType::Int32, {Ids}), 0);
+  ASSERT_TRUE(D.isOk());
+  Expected<ValidDesc> V = validate(*D);
+  ASSERT_TRUE(V.isOk());
+  Expected<Kernel> K = RT->compile(*V);
+  ASSERT_TRUE(K.isOk());
+  ASSERT_EQ(K->rows(), Ids);
+  std::vector<char> Table = patternBuffer(Rows * Cols, 4);
+  std::vector<int32_t> Idx(Ids);
+  for (uint64_t I = 0; I < Ids; ++I)
+    Idx[I] = static_cast<int32_t>((I * 977) % Rows) - (I % 4 == 1 ? static_cast<int32_t>(Rows) : 0);
+  std::vector<char> Ref(Ids * Cols * 4), Out(Ref.size()), Split(Ref.size());
+  ASSERT_TRUE(interpret(*V, Table.data(), Idx.data(), Ref.data()).isOk());
+  ASSERT_TRUE(K->run(Table.data(), Idx.data(), Out.data()).isOk());
+  EXPECT_EQ(Ref, Out);
+  // Rows run in ranges, each reading only its own indices: the index
+  // buffer is cut right after the range's last row.
+  for (uint64_t Begin = 0; Begin < Ids; Begin += 5) {
+    const uint64_t End = std::min(Ids, Begin + 5);
+    std::vector<int32_t> Cut(Idx.begin(), Idx.begin() + End);
+    ASSERT_TRUE(K->runRows(Table.data(), Cut.data(), Split.data(), Begin, End).isOk());
+  }
+  EXPECT_EQ(Ref, Split);
+  // A bad index after a good one, inside the prefetch distance.
+  Idx[30] = static_cast<int32_t>(Rows);
+  Status S = K->run(Table.data(), Idx.data(), Out.data());
+  ASSERT_FALSE(S);
+  EXPECT_EQ(S.position(), 30u);
+}
