@@ -8,7 +8,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <random>
+#include <sstream>
+#include <unistd.h>
 #include <thread>
 
 using namespace gatherjit;
@@ -217,4 +220,34 @@ TEST(Runtime, PrefetchingRowsFromALargeTableKeepsResultsAndErrors) {
   Status S = K->run(Table.data(), Idx.data(), Out.data());
   ASSERT_FALSE(S);
   EXPECT_EQ(S.position(), 30u);
+}
+
+TEST(Runtime, PerfMapNamesEachKernelAtItsAddress) {
+  RuntimeOptions O;
+  O.Threads = 1;
+  O.PerfMap = true;
+  O.Debugger = true; // Registering with GDB's JIT interface must not fail either.
+  Expected<std::unique_ptr<Runtime>> RT = Runtime::create(O);
+  ASSERT_TRUE(RT.isOk()) << RT.status().message();
+  Expected<Kernel> K = (*RT)->compile(ge(3, 11));
+  ASSERT_TRUE(K.isOk()) << K.status().message();
+  const std::string Map = "/tmp/perf-" + std::to_string(getpid()) + ".map";
+  std::ifstream In(Map);
+  ASSERT_TRUE(In) << Map;
+  std::string Line, Found;
+  while (std::getline(In, Line))
+    if (Line.find(K->symbolName() + "_range") != std::string::npos)
+      Found = Line;
+  // "START SIZE NAME", hex: a nonzero size.
+  std::istringstream Fields(Found);
+  std::string Start, Size, Name;
+  Fields >> Start >> Size >> Name;
+  EXPECT_EQ(Name, K->symbolName() + "_range");
+  EXPECT_NE(std::stoull(Start, nullptr, 16), 0u);
+  EXPECT_GT(std::stoull(Size, nullptr, 16), 0u);
+  // The kernel still runs.
+  std::vector<float> In3(33, 1.0f), Out(33);
+  std::vector<int64_t> Idx(33, -1);
+  EXPECT_TRUE(K->run(In3.data(), Idx.data(), Out.data()).isOk());
+  std::remove(Map.c_str());
 }
