@@ -55,12 +55,23 @@ bool runOnce(const PreparedCase &P, Engine E, const Kernel &K, void *Out) {
   return false;
 }
 
-double memcpyGbps() {
+double memcpyGbps(unsigned Threads) {
   const size_t Bytes = size_t(256) << 20;
   std::vector<char> Src(Bytes, 1), Dst(Bytes, 2);
-  const double Ns = medianNs([&] {
-    std::memcpy(Dst.data(), Src.data(), Bytes);
+  auto Copy = [&](unsigned Part) {
+    const size_t Begin = Bytes * Part / Threads, End = Bytes * (Part + 1) / Threads;
+    std::memcpy(Dst.data() + Begin, Src.data() + Begin, End - Begin);
     asm volatile("" : : "r"(Dst.data()) : "memory");
+  };
+  const double Ns = medianNs([&] {
+    if (Threads == 1)
+      return Copy(0);
+    std::vector<std::thread> Workers;
+    for (unsigned P = 1; P < Threads; ++P)
+      Workers.emplace_back(Copy, P);
+    Copy(0);
+    for (std::thread &W : Workers)
+      W.join();
   });
   return 2.0 * Bytes / Ns;
 }
@@ -188,6 +199,8 @@ Expected<SuiteReport> runSuite(const SuiteOptions &Options,
   R.Threads = Options.Threads ? Options.Threads : std::max(1u, std::thread::hardware_concurrency());
   Progress("memcpy bandwidth");
   R.MemcpyGbps = memcpyGbps();
+  if (R.Threads > 1)
+    R.MemcpyGbpsAllThreads = memcpyGbps(R.Threads);
   Expected<std::unique_ptr<Runtime>> Single = makeRuntime(1), Multi = makeRuntime(R.Threads);
   if (!Single || !Multi)
     return !Single ? Single.status() : Multi.status();

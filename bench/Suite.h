@@ -70,8 +70,9 @@ template <typename F> double medianNs(F &&Call, double MinSeconds = 0.25) {
   return N % 2 ? Samples[N / 2] : (Samples[N / 2 - 1] + Samples[N / 2]) / 2;
 }
 
-/// Read + write bandwidth of a large memcpy, in GB/s (1e9 bytes).
-double memcpyGbps();
+/// Read + write bandwidth of a large memcpy split across \p Threads
+/// threads, in GB/s (1e9 bytes).
+double memcpyGbps(unsigned Threads = 1);
 /// Nanoseconds per random 4-byte read from a 64 MiB table (GE2's floor
 /// per element).
 double randomReadNs();
@@ -92,6 +93,9 @@ struct SuiteRow {
 struct SuiteReport {
   std::vector<SuiteRow> Rows;
   double MemcpyGbps = 0;
+  /// The same memcpy split across Threads threads: how far memory
+  /// bandwidth itself scales with cores on this machine.
+  double MemcpyGbpsAllThreads = 0;
   double RandomReadNs = 0;
   unsigned Threads = 1;
   /// Compile latency, medians: a new GatherElements and Gather spec, a

@@ -97,7 +97,12 @@ std::string markdown(const SuiteReport &R, const std::string &Date, const std::s
   M << "# gatherjit benchmark, " << Date << "\n\n"
     << cpuName() << ", " << sysconf(_SC_NPROCESSORS_ONLN) << " cores. Medians from one run of `gatherjit bench`; "
     << "GB/s = (2 x output bytes + index bytes) / time. memcpy in the same run: "
-    << fmt("%.1f", R.MemcpyGbps) << " GB/s (read + write).\n\n";
+    << fmt("%.1f", R.MemcpyGbps) << " GB/s (read + write)";
+  if (R.MemcpyGbpsAllThreads > 0)
+    M << ", " << fmt("%.1f", R.MemcpyGbpsAllThreads) << " GB/s split across " << R.Threads
+      << " threads (" << fmt("%.2fx", R.MemcpyGbpsAllThreads / R.MemcpyGbps)
+      << ": the most a memory-bound case can gain from more threads here)";
+  M << ".\n\n";
   if (!Png.empty())
     M << "![GB/s per case](" << Png << ")\n\n";
   M << "| case | interp | generic | jit | jit x" << R.Threads
