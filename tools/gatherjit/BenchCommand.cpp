@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <unistd.h>
 
@@ -33,6 +34,78 @@ namespace {
 
 using bench::SuiteReport;
 using bench::SuiteRow;
+
+/// Library name ("numpy", "torch") -> case -> median ns.
+using LibraryTimes = std::map<std::string, std::map<std::string, double>>;
+
+const char *const PythonBaselines =
+#include "PythonBaselines.inc"
+    ;
+
+/// Times numpy and PyTorch on the same cases if python3 has them; empty
+/// otherwise (they are optional).
+LibraryTimes pythonBaselines(const SuiteReport &R) {
+  // The python3 on PATH, else the system's (a user's PATH may lead to a
+  // virtual environment without Debian's python3-numpy).
+  std::string Python;
+  for (const char *Candidate : {"python3", "/usr/bin/python3"}) {
+    for (const char *Module : {"numpy", "torch"}) {
+      const std::string Probe =
+          std::string(Candidate) + " -c 'import " + Module + "' >/dev/null 2>&1";
+      if (Python.empty() && std::system(Probe.c_str()) == 0)
+        Python = Candidate;
+    }
+  }
+  if (Python.empty())
+    return {};
+  nlohmann::json Cases = nlohmann::json::array();
+  std::set<std::string> Seen;
+  for (const SuiteRow &Row : R.Rows) {
+    if (!Seen.insert(Row.Case).second)
+      continue;
+    for (const bench::BenchCase &C : bench::benchCases())
+      if (Row.Case == C.Name && C.Policy == OobPolicy::Check)
+        Cases.push_back({{"case", C.Name},
+                         {"op", opKindName(C.Op)},
+                         {"data_type", dataTypeName(C.Data)},
+                         {"data_shape", C.DataShape},
+                         {"index_type", dataTypeName(C.Index)},
+                         {"index_shape", C.IndexShape},
+                         {"axis", C.Axis}});
+  }
+  char Script[] = "/tmp/gatherjit-baselines-XXXXXX.py";
+  int Fd = mkstemps(Script, 3);
+  if (Fd < 0)
+    return {};
+  const std::string Text = PythonBaselines;
+  const bool Written = write(Fd, Text.data(), Text.size()) == static_cast<ssize_t>(Text.size());
+  close(Fd);
+  std::string Output;
+  if (Written) {
+    std::string Arg = Cases.dump();
+    std::string Quoted = "'";
+    for (char Ch : Arg)
+      Quoted += Ch == '\'' ? std::string("'\\''") : std::string(1, Ch);
+    Quoted += "'";
+    if (FILE *P = popen((Python + " " + Script + " " + Quoted).c_str(), "r")) {
+      char Buf[4096];
+      for (size_t N; (N = std::fread(Buf, 1, sizeof(Buf), P)) > 0;)
+        Output.append(Buf, N);
+      if (pclose(P) != 0)
+        Output.clear();
+    }
+  }
+  std::remove(Script);
+  LibraryTimes Times;
+  nlohmann::json J = nlohmann::json::parse(Output, nullptr, /*allow_exceptions=*/false);
+  if (!J.is_object())
+    return {};
+  for (auto &[Library, ByCase] : J.items())
+    for (auto &[Case, Ns] : ByCase.items())
+      if (Ns.is_number())
+        Times[Library][Case] = Ns.get<double>();
+  return Times;
+}
 
 std::string today() {
   std::time_t Now = std::time(nullptr);
@@ -92,7 +165,8 @@ std::vector<std::pair<std::string, CaseRows>> byCase(const SuiteReport &R) {
   return Out;
 }
 
-std::string markdown(const SuiteReport &R, const std::string &Date, const std::string &Png) {
+std::string markdown(const SuiteReport &R, const LibraryTimes &Libraries, const std::string &Date,
+                     const std::string &Png) {
   std::ostringstream M;
   M << "# gatherjit benchmark, " << Date << "\n\n"
     << cpuName() << ", " << sysconf(_SC_NPROCESSORS_ONLN) << " cores. Medians from one run of `gatherjit bench`; "
@@ -107,7 +181,13 @@ std::string markdown(const SuiteReport &R, const std::string &Date, const std::s
     M << "![GB/s per case](" << Png << ")\n\n";
   M << "| case | interp | generic | jit | jit x" << R.Threads
     << " | jit GB/s | % of memcpy | jit / generic | jit / interp | x" << R.Threads
-    << " / 1 thread |\n|---|---|---|---|---|---|---|---|---|---|\n";
+    << " / 1 thread |";
+  for (const auto &[Library, Times] : Libraries)
+    M << " " << Library << " | jit / " << Library << " |";
+  M << "\n|---|---|---|---|---|---|---|---|---|---|";
+  for (size_t L = 0; L < Libraries.size(); ++L)
+    M << "---|---|";
+  M << "\n";
   double Ge2Jit = 0;
   for (const auto &[Name, C] : byCase(R)) {
     if (!C.Interp || !C.Generic || !C.Jit)
@@ -119,7 +199,16 @@ std::string markdown(const SuiteReport &R, const std::string &Date, const std::s
       << fmt("%.0f%%", 100 * C.Jit->EffectiveGbps / R.MemcpyGbps) << " | "
       << fmt("%.2fx", C.Generic->MedianNs / C.Jit->MedianNs) << " | "
       << fmt("%.1fx", C.Interp->MedianNs / C.Jit->MedianNs) << " | "
-      << (C.JitMt ? fmt("%.2fx", C.Jit->MedianNs / C.JitMt->MedianNs) : "-") << " |\n";
+      << (C.JitMt ? fmt("%.2fx", C.Jit->MedianNs / C.JitMt->MedianNs) : "-") << " |";
+    for (const auto &[Library, Times] : Libraries) {
+      auto It = Times.find(Name);
+      if (It == Times.end())
+        M << " - | - |";
+      else
+        M << " " << duration(It->second) << " | " << fmt("%.2fx", It->second / C.Jit->MedianNs)
+          << " |";
+    }
+    M << "\n";
     if (Name == "GE2")
       Ge2Jit = C.Jit->MedianNs;
   }
@@ -194,7 +283,15 @@ Status runBench(const BenchFlags &F) {
   const std::string Json = rowsJson(*R).dump(2) + "\n";
   const std::string Date = today(), Base = F.ResultsDir + "/" + Date;
   const bool Plotted = plot(*R, Base + ".png");
-  const std::string Md = markdown(*R, Date, Plotted ? Date + ".png" : "");
+  if (!F.Quiet)
+    std::fprintf(stderr, "bench: numpy and PyTorch, if installed\n");
+  const LibraryTimes Libraries = pythonBaselines(*R);
+  std::string Md = markdown(*R, Libraries, Date, Plotted ? Date + ".png" : "");
+  if (Libraries.empty())
+    Md += "\nNeither numpy nor PyTorch is installed: no columns for them.\n";
+  else
+    Md += "\nnumpy: take_along_axis (GatherElements) and take (Gather); PyTorch: gather and "
+          "index_select, one thread; same cases, same run.\n";
   for (const auto &[Path, Text] : {std::pair<std::string, const std::string &>{Base + ".json", Json},
                                    {Base + ".md", Md}})
     if (Status S = writeFileAtomic(Path, Text); !S)

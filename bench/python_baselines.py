@@ -1,0 +1,85 @@
+# What users would pick instead of gatherjit, timed on the benchmark cases:
+# numpy.take_along_axis / numpy.take and torch.gather / torch.index_select,
+# single-threaded, output preallocated where the API allows it.
+#
+# Input (argv[1]): a JSON list of {"case", "op", "data_type", "data_shape",
+# "index_type", "index_shape", "axis"}. Output (stdout): a JSON object
+# {"numpy": {case: median_ns}, "torch": {case: median_ns}} holding the
+# libraries that are installed. `gatherjit bench` runs this when python3 is
+# available.
+import json
+import sys
+import time
+
+DTYPES = {"FLOAT32": "float32", "FLOAT16": "float16", "UINT8": "uint8",
+          "INT64": "int64", "INT32": "int32"}
+
+
+def median_ns(call):
+    call()
+    start = time.perf_counter()
+    call()
+    one = time.perf_counter() - start
+    batch = 1 if one >= 20e-6 else int(20e-6 / max(one, 1e-9)) + 1
+    samples, begin = [], time.perf_counter()
+    while len(samples) < (3 if one > 0.1 else 7) or (
+            time.perf_counter() - begin < 0.25 and len(samples) < 200):
+        t0 = time.perf_counter()
+        for _ in range(batch):
+            call()
+        samples.append((time.perf_counter() - t0) * 1e9 / batch)
+    samples.sort()
+    n = len(samples)
+    return samples[n // 2] if n % 2 else (samples[n // 2 - 1] + samples[n // 2]) / 2
+
+
+def main():
+    cases = json.loads(sys.argv[1])
+    results = {}
+    try:
+        import numpy as np
+        rng = np.random.default_rng(12345)
+        out = {}
+        for c in cases:
+            data = rng.integers(0, 100, size=c["data_shape"]).astype(DTYPES[c["data_type"]])
+            axis_size = c["data_shape"][c["axis"]]
+            idx = rng.integers(0, axis_size, size=c["index_shape"]).astype(DTYPES[c["index_type"]])
+            if c["op"] == "GatherElements":
+                out[c["case"]] = median_ns(lambda: np.take_along_axis(data, idx, c["axis"]))
+            else:
+                shape = (c["data_shape"][:c["axis"]] + c["index_shape"] +
+                         c["data_shape"][c["axis"] + 1:])
+                dst = np.empty(shape, dtype=data.dtype)
+                out[c["case"]] = median_ns(
+                    lambda: np.take(data, idx, axis=c["axis"], out=dst, mode="raise"))
+        results["numpy"] = out
+    except ImportError:
+        pass
+    try:
+        import torch
+        torch.set_num_threads(1)
+        out = {}
+        for c in cases:
+            dtype = getattr(torch, DTYPES[c["data_type"]])
+            data = torch.randint(0, 100, c["data_shape"]).to(dtype)
+            axis_size = c["data_shape"][c["axis"]]
+            idx = torch.randint(0, axis_size, c["index_shape"], dtype=torch.int64)
+            if c["op"] == "GatherElements":
+                dst = torch.empty(c["index_shape"], dtype=dtype)
+                out[c["case"]] = median_ns(lambda: torch.gather(data, c["axis"], idx, out=dst))
+            elif len(c["index_shape"]) == 1:
+                shape = (c["data_shape"][:c["axis"]] + c["index_shape"] +
+                         c["data_shape"][c["axis"] + 1:])
+                dst = torch.empty(shape, dtype=dtype)
+                out[c["case"]] = median_ns(
+                    lambda: torch.index_select(data, c["axis"], idx, out=dst))
+            else:
+                flat = idx.reshape(-1)
+                out[c["case"]] = median_ns(lambda: torch.index_select(data, c["axis"], flat))
+        results["torch"] = out
+    except ImportError:
+        pass
+    json.dump(results, sys.stdout)
+
+
+main()
