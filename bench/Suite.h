@@ -93,8 +93,7 @@ struct SuiteRow {
 struct SuiteReport {
   std::vector<SuiteRow> Rows;
   double MemcpyGbps = 0;
-  /// The same memcpy split across Threads threads: how far memory
-  /// bandwidth itself scales with cores on this machine.
+  /// The same memcpy split across Threads threads.
   double MemcpyGbpsAllThreads = 0;
   double RandomReadNs = 0;
   unsigned Threads = 1;

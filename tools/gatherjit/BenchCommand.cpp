@@ -175,7 +175,7 @@ std::string markdown(const SuiteReport &R, const LibraryTimes &Libraries, const 
   if (R.MemcpyGbpsAllThreads > 0)
     M << ", " << fmt("%.1f", R.MemcpyGbpsAllThreads) << " GB/s split across " << R.Threads
       << " threads (" << fmt("%.2fx", R.MemcpyGbpsAllThreads / R.MemcpyGbps)
-      << ": the most a memory-bound case can gain from more threads here)";
+      << " one thread's)";
   M << ".\n\n";
   if (!Png.empty())
     M << "![GB/s per case](" << Png << ")\n\n";
