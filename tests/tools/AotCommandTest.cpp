@@ -133,6 +133,8 @@ TEST(BenchCommand, WritesRowsReportAndChart) {
   }
   EXPECT_THAT(Md, HasSubstr("| GE5 |"));
   EXPECT_THAT(Md, HasSubstr("| G4 |"));
+  EXPECT_THAT(Md, HasSubstr("cache hit"));
+  EXPECT_THAT(Md, HasSubstr("In a fresh process"));
   EXPECT_EQ(Md, R.Out);
   ASSERT_GE(Png.size(), 8u) << "no chart (is gnuplot installed?)";
   EXPECT_EQ(Png.substr(1, 3), "PNG");

@@ -2,11 +2,13 @@
 
 #include "BenchCommand.h"
 
+#include "Npy.h"
 #include "Suite.h"
 #include "runtime/AtomicFile.h"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -107,6 +109,66 @@ LibraryTimes pythonBaselines(const SuiteReport &R) {
   return Times;
 }
 
+/// A kernel compiled in a fresh process (this program, run again with
+/// --stats) against one loaded from a persistent cache by another fresh
+/// process: median compile_ms of each. Zero if the runs fail.
+struct FreshProcess {
+  double ColdMs = 0, LoadMs = 0;
+};
+
+FreshProcess freshProcessCompile() {
+  FreshProcess R;
+  std::string Dir = (std::filesystem::temp_directory_path() / "gatherjit-fresh-XXXXXX").string();
+  if (!mkdtemp(Dir.data()))
+    return R;
+  const std::vector<float> Data(64 * 1000, 1.0f);
+  const std::vector<int64_t> Indices(64 * 16, 3);
+  if (!writeFileAtomic(Dir + "/d.npy", encodeNpy("<f4", {64, 1000}, Data.data(), Data.size() * 4)) ||
+      !writeFileAtomic(Dir + "/i.npy",
+                       encodeNpy("<i8", {64, 16}, Indices.data(), Indices.size() * 8))) {
+    std::filesystem::remove_all(Dir);
+    return R;
+  }
+  char Self[4096];
+  const ssize_t N = readlink("/proc/self/exe", Self, sizeof(Self) - 1);
+  if (N <= 0) {
+    std::filesystem::remove_all(Dir);
+    return R;
+  }
+  Self[N] = 0;
+  // compile_ms of one run, from its --stats line.
+  auto Run = [&](const std::string &Cache) -> double {
+    const std::string Cmd = std::string(Self) + " gather-elements --threads 1 --stats --data " +
+                            Dir + "/d.npy --indices " + Dir + "/i.npy --axis 1 -o " + Dir +
+                            "/o.npy --cache-dir " + Cache + " 2>&1 >/dev/null";
+    FILE *P = popen(Cmd.c_str(), "r");
+    if (!P)
+      return -1;
+    std::string Out;
+    char Buf[512];
+    for (size_t K; (K = std::fread(Buf, 1, sizeof(Buf), P)) > 0;)
+      Out.append(Buf, K);
+    if (pclose(P) != 0)
+      return -1;
+    nlohmann::json J = nlohmann::json::parse(Out, nullptr, false);
+    return J.is_object() && J.contains("compile_ms") ? J["compile_ms"].get<double>() : -1;
+  };
+  std::vector<double> Cold, Load;
+  for (int I = 0; I < 7; ++I) {
+    const std::string Cache = Dir + "/cache" + std::to_string(I);
+    Cold.push_back(Run(Cache)); // An empty directory: compiled, then stored.
+    Load.push_back(Run(Cache)); // The entry just stored: loaded.
+  }
+  std::filesystem::remove_all(Dir);
+  std::sort(Cold.begin(), Cold.end());
+  std::sort(Load.begin(), Load.end());
+  if (Cold.front() >= 0 && Load.front() >= 0) {
+    R.ColdMs = Cold[Cold.size() / 2];
+    R.LoadMs = Load[Load.size() / 2];
+  }
+  return R;
+}
+
 std::string today() {
   std::time_t Now = std::time(nullptr);
   char Buf[16];
@@ -165,8 +227,8 @@ std::vector<std::pair<std::string, CaseRows>> byCase(const SuiteReport &R) {
   return Out;
 }
 
-std::string markdown(const SuiteReport &R, const LibraryTimes &Libraries, const std::string &Date,
-                     const std::string &Png) {
+std::string markdown(const SuiteReport &R, const LibraryTimes &Libraries,
+                     const FreshProcess &Fresh, const std::string &Date, const std::string &Png) {
   std::ostringstream M;
   M << "# gatherjit benchmark, " << Date << "\n\n"
     << cpuName() << ", " << sysconf(_SC_NPROCESSORS_ONLN) << " cores. Medians from one run of `gatherjit bench`; "
@@ -222,6 +284,12 @@ std::string markdown(const SuiteReport &R, const LibraryTimes &Libraries, const 
     << fmt("%.2f ms", R.ColdGatherMs) << ", cache hit " << duration(R.CacheHitNs)
     << ", load from the persistent cache by a new runtime " << fmt("%.2f ms", R.DiskLoadMs)
     << ".\n";
+  if (Fresh.ColdMs > 0)
+    M << "In a fresh process (`gatherjit gather-elements --stats --cache-dir`, a 64x16 kernel): "
+         "compile "
+      << fmt("%.2f ms", Fresh.ColdMs) << " with an empty cache directory, "
+      << fmt("%.2f ms", Fresh.LoadMs) << " loading the entry another process stored ("
+      << fmt("%.0fx", Fresh.ColdMs / Fresh.LoadMs) << " faster).\n";
   return M.str();
 }
 
@@ -286,7 +354,10 @@ Status runBench(const BenchFlags &F) {
   if (!F.Quiet)
     std::fprintf(stderr, "bench: numpy and PyTorch, if installed\n");
   const LibraryTimes Libraries = pythonBaselines(*R);
-  std::string Md = markdown(*R, Libraries, Date, Plotted ? Date + ".png" : "");
+  if (!F.Quiet)
+    std::fprintf(stderr, "bench: compile and cache load in fresh processes\n");
+  const FreshProcess Fresh = freshProcessCompile();
+  std::string Md = markdown(*R, Libraries, Fresh, Date, Plotted ? Date + ".png" : "");
   if (Libraries.empty())
     Md += "\nNeither numpy nor PyTorch is installed: no columns for them.\n";
   else
