@@ -9,6 +9,7 @@
 
 #include "gatherjit/Runtime.h"
 
+#include <cstring>
 #include <new>
 #include <string>
 
@@ -61,17 +62,28 @@ template <typename F> gj_status guarded(F &&Body) {
   }
 }
 
-bool validType(int T) { return T >= GJ_FLOAT64 && T <= GJ_OPAQUE; }
+/// The integer a C caller stored in an enumeration-typed field or
+/// argument. C allows any int there; in C++ reading an out-of-range
+/// enumeration value is undefined, so its bytes are copied instead.
+template <typename Enum> int32_t raw(const Enum &Value) {
+  static_assert(sizeof(Enum) == sizeof(int32_t), "C enumerations are int-sized here");
+  int32_t I;
+  std::memcpy(&I, &Value, sizeof(I));
+  return I;
+}
+
+bool validType(int32_t T) { return T >= GJ_FLOAT64 && T <= GJ_OPAQUE; }
 
 Expected<TensorDesc> toTensor(const gj_tensor_desc &C, const char *Name) {
-  if (!validType(C.data_type))
+  const int32_t Type = raw(C.data_type);
+  if (!validType(Type))
     return Status::invalidArgument(std::string(Name) + ".data_type = " +
-                                   std::to_string(C.data_type) + " is not a gj_data_type");
+                                   std::to_string(Type) + " is not a gj_data_type");
   if (C.rank > GJ_MAX_RANK)
     return Status::invalidArgument(std::string(Name) + ".rank = " + std::to_string(C.rank) +
                                    " exceeds GJ_MAX_RANK (8)");
   TensorDesc T;
-  T.Type = static_cast<DataType>(C.data_type);
+  T.Type = static_cast<DataType>(Type);
   T.Sizes.assign(C.sizes, C.sizes + C.rank);
   if (C.has_strides)
     T.Strides = std::vector<uint64_t>(C.strides, C.strides + C.rank);
@@ -129,7 +141,7 @@ const char *gj_last_error(void) { return LastError.c_str(); }
 uint64_t gj_last_error_position(void) { return LastPosition; }
 
 const char *gj_status_name(gj_status S) {
-  switch (S) {
+  switch (raw(S)) {
   case GJ_OK:
     return "ok";
   case GJ_INVALID_ARGUMENT:
@@ -145,12 +157,12 @@ const char *gj_status_name(gj_status S) {
 }
 
 const char *gj_data_type_name(gj_data_type T) {
-  return validType(T) ? dataTypeName(static_cast<DataType>(T)) : nullptr;
+  return validType(raw(T)) ? dataTypeName(static_cast<DataType>(raw(T))) : nullptr;
 }
 
 gj_tensor_desc gj_tensor(gj_data_type Type, uint32_t Rank, const uint64_t *Sizes) {
   gj_tensor_desc C{};
-  C.data_type = Type;
+  std::memcpy(&C.data_type, &Type, sizeof(Type)); // Checked when used.
   C.rank = Rank;
   for (uint32_t D = 0; D < Rank && D < GJ_MAX_RANK && Sizes; ++D)
     C.sizes[D] = Sizes[D];
@@ -223,11 +235,11 @@ gj_status gj_runtime_create(const gj_runtime_options *Options, gj_runtime **Out)
   return guarded([&] {
     RuntimeOptions O;
     if (Options) {
-      if (Options->opt_level < GJ_O0 || Options->opt_level > GJ_O3)
-        return record(Status::invalidArgument(
-            "gj_runtime_options.opt_level = " + std::to_string(Options->opt_level) +
-            " is not GJ_O0..GJ_O3"));
-      O.Opt = static_cast<OptLevel>(Options->opt_level);
+      const int32_t Level = raw(Options->opt_level);
+      if (Level < GJ_O0 || Level > GJ_O3)
+        return record(Status::invalidArgument("gj_runtime_options.opt_level = " +
+                                              std::to_string(Level) + " is not GJ_O0..GJ_O3"));
+      O.Opt = static_cast<OptLevel>(Level);
       O.CacheCapacity = Options->cache_capacity;
       O.Threads = Options->threads;
       if (Options->cache_dir)
@@ -262,20 +274,21 @@ gj_status gj_compile(gj_runtime *Runtime, const gj_descriptor *Desc, gj_kernel *
     for (const Expected<TensorDesc> *T : {&In, &Idx, &Outp})
       if (!*T)
         return record(T->status());
-    if (Desc->policy != GJ_OOB_CHECK && Desc->policy != GJ_OOB_CLAMP)
-      return record(Status::invalidArgument("policy = " + std::to_string(Desc->policy) +
+    const int32_t Policy = raw(Desc->policy), Op = raw(Desc->op);
+    if (Policy != GJ_OOB_CHECK && Policy != GJ_OOB_CLAMP)
+      return record(Status::invalidArgument("policy = " + std::to_string(Policy) +
                                             " is not GJ_OOB_CHECK or GJ_OOB_CLAMP"));
     ValidateOptions Options;
-    Options.Policy = Desc->policy == GJ_OOB_CLAMP ? OobPolicy::Clamp : OobPolicy::Check;
+    Options.Policy = Policy == GJ_OOB_CLAMP ? OobPolicy::Clamp : OobPolicy::Check;
     Options.AllowSmallerIndices = Desc->allow_smaller_indices != 0;
     Expected<Kernel> K = Status::internal("unset");
-    if (Desc->op == GJ_GATHER_ELEMENTS) {
+    if (Op == GJ_GATHER_ELEMENTS) {
       K = Runtime->R->compile(GatherElementsDesc{*In, *Idx, *Outp, Desc->axis}, Options);
-    } else if (Desc->op == GJ_GATHER) {
+    } else if (Op == GJ_GATHER) {
       K = Runtime->R->compile(
           GatherDesc{*In, *Idx, *Outp, Desc->axis, Desc->index_dimensions}, Options);
     } else {
-      return record(Status::invalidArgument("op = " + std::to_string(Desc->op) +
+      return record(Status::invalidArgument("op = " + std::to_string(Op) +
                                             " is not GJ_GATHER_ELEMENTS or GJ_GATHER"));
     }
     if (!K)
