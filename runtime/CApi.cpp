@@ -133,6 +133,21 @@ const char *missingBuffer(const Kernel &K, const void *Input, const void *Indice
   return nullptr;
 }
 
+/// The checks and conversions both ONNX builders share; \p Build fills
+/// the descriptor from the converted tensors.
+template <typename F>
+gj_status buildOnnx(const char *Function, const gj_tensor_desc *Data,
+                    const gj_tensor_desc *Indices, gj_descriptor *Out, F &&Build) {
+  if (!Data || !Indices || !Out)
+    return nullArgument(Function, !Data ? "data" : !Indices ? "indices" : "out");
+  return guarded([&] {
+    Expected<TensorDesc> D = toTensor(*Data, "data"), I = toTensor(*Indices, "indices");
+    if (!D || !I)
+      return record(!D ? D.status() : I.status());
+    return record(Build(*D, *I));
+  });
+}
+
 } // namespace
 
 extern "C" {
@@ -182,39 +197,30 @@ uint64_t gj_tensor_bytes(const gj_tensor_desc *C) {
 
 gj_status gj_onnx_gather_elements(const gj_tensor_desc *Data, const gj_tensor_desc *Indices,
                                   int64_t Axis, gj_descriptor *Out) {
-  if (!Data || !Indices || !Out)
-    return nullArgument("gj_onnx_gather_elements", !Data ? "data" : !Indices ? "indices" : "out");
-  return guarded([&] {
-    Expected<TensorDesc> D = toTensor(*Data, "data"), I = toTensor(*Indices, "indices");
-    if (!D || !I)
-      return record(!D ? D.status() : I.status());
-    Expected<GatherElementsDesc> G = onnxGatherElements(*D, *I, Axis);
+  return buildOnnx("gj_onnx_gather_elements", Data, Indices, Out, [&](const TensorDesc &D,
+                                                                      const TensorDesc &I) {
+    Expected<GatherElementsDesc> G = onnxGatherElements(D, I, Axis);
     if (!G)
-      return record(G.status());
+      return G.status();
     fillDescriptor(*G, GJ_GATHER_ELEMENTS, *Out);
     Out->allow_smaller_indices = 1;
-    return record(Status::ok());
+    return Status::ok();
   });
 }
 
 gj_status gj_onnx_gather(const gj_tensor_desc *Data, const gj_tensor_desc *Indices,
                          int64_t Axis, gj_descriptor *Out) {
-  if (!Data || !Indices || !Out)
-    return nullArgument("gj_onnx_gather", !Data ? "data" : !Indices ? "indices" : "out");
-  return guarded([&] {
-    Expected<TensorDesc> D = toTensor(*Data, "data"), I = toTensor(*Indices, "indices");
-    if (!D || !I)
-      return record(!D ? D.status() : I.status());
-    Expected<GatherDesc> G = onnxGather(*D, *I, Axis);
+  return buildOnnx("gj_onnx_gather", Data, Indices, Out, [&](const TensorDesc &D,
+                                                             const TensorDesc &I) {
+    Expected<GatherDesc> G = onnxGather(D, I, Axis);
     if (!G)
-      return record(G.status());
+      return G.status();
     if (G->Output.rank() > GJ_MAX_RANK)
-      return record(Status::unsupported("gj_onnx_gather: the output rank " +
-                                        std::to_string(G->Output.rank()) +
-                                        " exceeds GJ_MAX_RANK (8)"));
+      return Status::unsupported("gj_onnx_gather: the output rank " +
+                                 std::to_string(G->Output.rank()) + " exceeds GJ_MAX_RANK (8)");
     fillDescriptor(*G, GJ_GATHER, *Out);
     Out->index_dimensions = G->IndexDimensions;
-    return record(Status::ok());
+    return Status::ok();
   });
 }
 
