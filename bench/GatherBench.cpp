@@ -99,16 +99,6 @@ void randomReadFloor(benchmark::State &State) {
     State.SetIterationTime(randomReadNs() * 4096.0 * 4096.0 * 1e-9);
 }
 
-GatherElementsDesc compileProbe(uint64_t AxisSize) {
-  GatherElementsDesc D;
-  D.Input.Type = D.Indices.Type = D.Output.Type = DataType::Float32;
-  D.Indices.Type = DataType::Int64;
-  D.Input.Sizes = {64, AxisSize};
-  D.Indices.Sizes = D.Output.Sizes = {64, 16};
-  D.Axis = 1;
-  return D;
-}
-
 /// A cold compile: every iteration asks for a spec never seen before.
 void compileCold(benchmark::State &State, OpKind Op) {
   RuntimeOptions O;
@@ -118,19 +108,10 @@ void compileCold(benchmark::State &State, OpKind Op) {
   uint64_t Fresh = 1000;
   for (auto _ : State) {
     Expected<Kernel> K = Status::internal("unset");
-    if (Op == OpKind::GatherElements) {
-      K = RT->compile(compileProbe(Fresh++));
-    } else {
-      GatherDesc D;
-      D.Input.Type = D.Output.Type = DataType::Float32;
-      D.Indices.Type = DataType::Int64;
-      D.Input.Sizes = {Fresh++, 64};
-      D.Indices.Sizes = {1, 32};
-      D.Output.Sizes = {32, 64};
-      D.Axis = 0;
-      D.IndexDimensions = 1;
-      K = RT->compile(D);
-    }
+    if (Op == OpKind::GatherElements)
+      K = RT->compile(probeGatherElements(Fresh++));
+    else
+      K = RT->compile(probeGather(Fresh++));
     if (!K) {
       State.SkipWithError(K.status().message().c_str());
       return;
@@ -140,7 +121,7 @@ void compileCold(benchmark::State &State, OpKind Op) {
 
 void compileHit(benchmark::State &State) {
   Runtime &RT = runtime(1);
-  Expected<ValidDesc> V = validate(compileProbe(77));
+  Expected<ValidDesc> V = validate(probeGatherElements(77));
   (void)RT.compile(*V);
   for (auto _ : State) {
     Expected<Kernel> K = RT.compile(*V);

@@ -95,17 +95,7 @@ double randomReadNs() {
   return Ns / static_cast<double>(N);
 }
 
-namespace {
-
-Expected<std::unique_ptr<Runtime>> makeRuntime(unsigned Threads, const std::string &CacheDir = "") {
-  RuntimeOptions O;
-  O.Threads = Threads;
-  O.CacheCapacity = 1 << 20;
-  O.CacheDir = CacheDir;
-  return Runtime::create(O);
-}
-
-GatherElementsDesc probeGE(uint64_t AxisSize) {
+GatherElementsDesc probeGatherElements(uint64_t AxisSize) {
   GatherElementsDesc D;
   D.Input.Type = D.Output.Type = DataType::Float32;
   D.Indices.Type = DataType::Int64;
@@ -115,7 +105,7 @@ GatherElementsDesc probeGE(uint64_t AxisSize) {
   return D;
 }
 
-GatherDesc probeG(uint64_t Rows) {
+GatherDesc probeGather(uint64_t Rows) {
   GatherDesc D;
   D.Input.Type = D.Output.Type = DataType::Float32;
   D.Indices.Type = DataType::Int64;
@@ -124,6 +114,16 @@ GatherDesc probeG(uint64_t Rows) {
   D.Output.Sizes = {32, 64};
   D.IndexDimensions = 1;
   return D;
+}
+
+namespace {
+
+Expected<std::unique_ptr<Runtime>> makeRuntime(unsigned Threads, const std::string &CacheDir = "") {
+  RuntimeOptions O;
+  O.Threads = Threads;
+  O.CacheCapacity = 1 << 20;
+  O.CacheDir = CacheDir;
+  return Runtime::create(O);
 }
 
 double median(std::vector<double> V) {
@@ -140,8 +140,8 @@ Status measureCompile(SuiteReport &R) {
     return RT.status();
   std::vector<double> GE, G;
   for (uint64_t I = 0; I < 21; ++I) {
-    Expected<Kernel> A = (*RT)->compile(probeGE(1000 + I));
-    Expected<Kernel> B = (*RT)->compile(probeG(1000 + I));
+    Expected<Kernel> A = (*RT)->compile(probeGatherElements(1000 + I));
+    Expected<Kernel> B = (*RT)->compile(probeGather(1000 + I));
     if (!A || !B)
       return !A ? A.status() : B.status();
     GE.push_back(A->compileTimes().total());
@@ -149,7 +149,7 @@ Status measureCompile(SuiteReport &R) {
   }
   R.ColdGatherElementsMs = median(GE);
   R.ColdGatherMs = median(G);
-  Expected<ValidDesc> Hit = validate(probeGE(77));
+  Expected<ValidDesc> Hit = validate(probeGatherElements(77));
   if (!Hit)
     return Hit.status();
   (void)(*RT)->compile(*Hit);
@@ -163,7 +163,7 @@ Status measureCompile(SuiteReport &R) {
     Expected<std::unique_ptr<Runtime>> Fresh = makeRuntime(1, Dir);
     if (!Fresh)
       return Fresh.status();
-    Expected<Kernel> K = (*Fresh)->compile(probeGE(99));
+    Expected<Kernel> K = (*Fresh)->compile(probeGatherElements(99));
     if (!K)
       return K.status();
     if (K->fromDiskCache())

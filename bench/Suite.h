@@ -70,6 +70,12 @@ template <typename F> double medianNs(F &&Call, double MinSeconds = 0.25) {
   return N % 2 ? Samples[N / 2] : (Samples[N / 2 - 1] + Samples[N / 2]) / 2;
 }
 
+/// The small kernels compile latency is measured on: FLOAT32 [64, AxisSize]
+/// gathered along axis 1 by INT64 [64, 16], and 32 rows of 64 FLOAT32 from
+/// a [Rows, 64] table. A new size is a new spec: a cold compile.
+GatherElementsDesc probeGatherElements(uint64_t AxisSize);
+GatherDesc probeGather(uint64_t Rows);
+
 /// Read + write bandwidth of a large memcpy split across \p Threads
 /// threads, in GB/s (1e9 bytes).
 double memcpyGbps(unsigned Threads = 1);

@@ -76,8 +76,7 @@ Status optimize(llvm::Module &M, llvm::TargetMachine &TM, OptLevel Level) {
     // pipeline runs just those (a fraction of the default pipeline's time);
     // O1 leaves out vectorization. O2 lets the vectorizer interleave: several
     // gathers in flight make narrow-element cases (GE6) up to 1.8x faster.
-    if (llvm::Error Err = PB.parsePassPipeline(
-            MPM, Level == OptLevel::O1 ? KernelPipelineO1 : KernelPipelineO2)) {
+    if (llvm::Error Err = PB.parsePassPipeline(MPM, pipelineText(Level))) {
       return Status::internal("kernel pass pipeline: " + llvm::toString(std::move(Err)));
     }
     break;

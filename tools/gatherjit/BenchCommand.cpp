@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <unistd.h>
@@ -37,6 +38,21 @@ namespace {
 using bench::SuiteReport;
 using bench::SuiteRow;
 
+/// The standard output of shell command \p Cmd, or std::nullopt if it could
+/// not run or exited nonzero.
+std::optional<std::string> commandOutput(const std::string &Cmd) {
+  FILE *P = popen(Cmd.c_str(), "r");
+  if (!P)
+    return std::nullopt;
+  std::string Out;
+  char Buf[4096];
+  for (size_t N; (N = std::fread(Buf, 1, sizeof(Buf), P)) > 0;)
+    Out.append(Buf, N);
+  if (pclose(P) != 0)
+    return std::nullopt;
+  return Out;
+}
+
 /// Library name ("numpy", "torch") -> case -> median ns.
 using LibraryTimes = std::map<std::string, std::map<std::string, double>>;
 
@@ -49,13 +65,17 @@ const char *const PythonBaselines =
 LibraryTimes pythonBaselines(const SuiteReport &R) {
   // The python3 on PATH, else the system's (a user's PATH may lead to a
   // virtual environment without Debian's python3-numpy).
+  auto HasLibrary = [](const std::string &Candidate) {
+    for (const char *Module : {"numpy", "torch"})
+      if (std::system((Candidate + " -c 'import " + Module + "' >/dev/null 2>&1").c_str()) == 0)
+        return true;
+    return false;
+  };
   std::string Python;
   for (const char *Candidate : {"python3", "/usr/bin/python3"}) {
-    for (const char *Module : {"numpy", "torch"}) {
-      const std::string Probe =
-          std::string(Candidate) + " -c 'import " + Module + "' >/dev/null 2>&1";
-      if (Python.empty() && std::system(Probe.c_str()) == 0)
-        Python = Candidate;
+    if (HasLibrary(Candidate)) {
+      Python = Candidate;
+      break;
     }
   }
   if (Python.empty())
@@ -82,24 +102,19 @@ LibraryTimes pythonBaselines(const SuiteReport &R) {
   const std::string Text = PythonBaselines;
   const bool Written = write(Fd, Text.data(), Text.size()) == static_cast<ssize_t>(Text.size());
   close(Fd);
-  std::string Output;
+  std::optional<std::string> Output;
   if (Written) {
-    std::string Arg = Cases.dump();
     std::string Quoted = "'";
-    for (char Ch : Arg)
+    for (char Ch : Cases.dump())
       Quoted += Ch == '\'' ? std::string("'\\''") : std::string(1, Ch);
     Quoted += "'";
-    if (FILE *P = popen((Python + " " + Script + " " + Quoted).c_str(), "r")) {
-      char Buf[4096];
-      for (size_t N; (N = std::fread(Buf, 1, sizeof(Buf), P)) > 0;)
-        Output.append(Buf, N);
-      if (pclose(P) != 0)
-        Output.clear();
-    }
+    Output = commandOutput(Python + " " + Script + " " + Quoted);
   }
   std::remove(Script);
+  if (!Output)
+    return {};
   LibraryTimes Times;
-  nlohmann::json J = nlohmann::json::parse(Output, nullptr, /*allow_exceptions=*/false);
+  nlohmann::json J = nlohmann::json::parse(*Output, nullptr, /*allow_exceptions=*/false);
   if (!J.is_object())
     return {};
   for (auto &[Library, ByCase] : J.items())
@@ -141,16 +156,10 @@ FreshProcess freshProcessCompile() {
     const std::string Cmd = std::string(Self) + " gather-elements --threads 1 --stats --data " +
                             Dir + "/d.npy --indices " + Dir + "/i.npy --axis 1 -o " + Dir +
                             "/o.npy --cache-dir " + Cache + " 2>&1 >/dev/null";
-    FILE *P = popen(Cmd.c_str(), "r");
-    if (!P)
+    std::optional<std::string> Out = commandOutput(Cmd);
+    if (!Out)
       return -1;
-    std::string Out;
-    char Buf[512];
-    for (size_t K; (K = std::fread(Buf, 1, sizeof(Buf), P)) > 0;)
-      Out.append(Buf, K);
-    if (pclose(P) != 0)
-      return -1;
-    nlohmann::json J = nlohmann::json::parse(Out, nullptr, false);
+    nlohmann::json J = nlohmann::json::parse(*Out, nullptr, false);
     return J.is_object() && J.contains("compile_ms") ? J["compile_ms"].get<double>() : -1;
   };
   std::vector<double> Cold, Load;
