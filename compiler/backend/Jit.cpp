@@ -5,7 +5,6 @@
 #include "compiler/backend/Target.h"
 
 #include <llvm/ExecutionEngine/Orc/Debugging/DebuggerSupport.h>
-#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/Object/ELFObjectFile.h>
 #include <llvm/Object/ObjectFile.h>
@@ -17,8 +16,8 @@
 namespace gatherjit {
 
 JitCode::~JitCode() {
-  if (Tracker) {
-    llvm::consumeError(Tracker->remove());
+  if (Dylib) {
+    llvm::consumeError(Engine->J->getExecutionSession().removeJITDylib(*Dylib));
     --Engine->Live;
   }
 }
@@ -34,12 +33,6 @@ Expected<std::shared_ptr<JitEngine>> JitEngine::create(const RuntimeOptions &Opt
   std::shared_ptr<JitEngine> E(new JitEngine());
   E->J = std::move(*Built);
   E->PerfMap = Options.PerfMap;
-  // Kernels call memcpy and memset from the C library.
-  auto Process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
-      E->J->getDataLayout().getGlobalPrefix());
-  if (!Process)
-    return toStatus(Process.takeError(), "exposing process symbols to the JIT");
-  E->J->getMainJITDylib().addGenerator(std::move(*Process));
   if (Options.Debugger)
     if (llvm::Error Err = llvm::orc::enableDebuggerSupport(*E->J))
       return toStatus(std::move(Err), "enabling the GDB JIT interface");
@@ -48,19 +41,28 @@ Expected<std::shared_ptr<JitEngine>> JitEngine::create(const RuntimeOptions &Opt
 
 Expected<std::shared_ptr<JitCode>> JitEngine::link(const std::string &Name,
                                                    const std::vector<char> &Object) {
-  auto Tracker = J->getMainJITDylib().createResourceTracker();
+  // A new JITDylib links against the process's symbols (kernels call
+  // memcpy and memset from the C library).
+  auto Dylib = J->createJITDylib(Name + "." + std::to_string(++Linked));
+  if (!Dylib)
+    return toStatus(Dylib.takeError(), "creating a JITDylib for " + Name);
+  auto Drop = [&] {
+    llvm::consumeError(J->getExecutionSession().removeJITDylib(*Dylib));
+  };
   auto Buffer = llvm::MemoryBuffer::getMemBufferCopy(
       llvm::StringRef(Object.data(), Object.size()), Name + ".o");
-  if (llvm::Error Err = J->addObjectFile(Tracker, std::move(Buffer)))
+  if (llvm::Error Err = J->addObjectFile(*Dylib, std::move(Buffer))) {
+    Drop();
     return toStatus(std::move(Err), "adding " + Name);
-  auto Addr = J->lookup(Name + "_range");
+  }
+  auto Addr = J->lookup(*Dylib, Name + "_range");
   if (!Addr) {
-    llvm::consumeError(Tracker->remove());
+    Drop();
     return toStatus(Addr.takeError(), "linking " + Name);
   }
   auto Code = std::make_shared<JitCode>();
   Code->Engine = shared_from_this();
-  Code->Tracker = Tracker;
+  Code->Dylib = &*Dylib;
   Code->Entry = Addr->toPtr<KernelRangeFn>();
   ++Live;
   if (PerfMap)

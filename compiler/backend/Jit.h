@@ -1,14 +1,15 @@
 //===- compiler/backend/Jit.h - Linking kernels into the process ---------===//
 /// \file
-/// One LLJIT per runtime. Each kernel's object file is linked under its own
-/// resource tracker, so evicting a kernel really frees its code.
+/// One LLJIT per runtime. Each kernel's object file is linked into a
+/// JITDylib of its own, removed when the code is released: evicting a kernel
+/// really frees its code, and code for one spec may be linked again (a
+/// higher tier, or a recompile after eviction) while older code still runs.
 //===----------------------------------------------------------------------===//
 #ifndef GATHERJIT_COMPILER_BACKEND_JIT_H
 #define GATHERJIT_COMPILER_BACKEND_JIT_H
 
 #include "gatherjit/Runtime.h"
 
-#include <llvm/ADT/IntrusiveRefCntPtr.h>
 
 #include <atomic>
 #include <memory>
@@ -17,8 +18,8 @@
 #include <vector>
 
 namespace llvm::orc {
+class JITDylib;
 class LLJIT;
-class ResourceTracker;
 } // namespace llvm::orc
 
 namespace gatherjit {
@@ -38,7 +39,7 @@ public:
 private:
   friend class JitEngine;
   std::shared_ptr<JitEngine> Engine;
-  llvm::IntrusiveRefCntPtr<llvm::orc::ResourceTracker> Tracker;
+  llvm::orc::JITDylib *Dylib = nullptr;
   KernelRangeFn Entry = nullptr;
 };
 
@@ -63,6 +64,7 @@ private:
   bool PerfMap = false;
   std::mutex PerfMutex;
   std::atomic<uint64_t> Live{0};
+  std::atomic<uint64_t> Linked{0}; ///< Numbers the JITDylibs.
 };
 
 } // namespace gatherjit

@@ -94,6 +94,25 @@ TEST(Runtime, EvictionFreesCodeOnceHandlesAreGone) {
   EXPECT_EQ(RT->stats().LiveKernels, 1u); // ge(3,2) evicted and not held.
 }
 
+TEST(Runtime, RecompilesAnEvictedSpecWhileItsOldCodeIsHeld) {
+  auto RT = makeRuntime(/*Capacity=*/1);
+  std::vector<float> In = {1, 2, 3, 4, 5, 6}, Out(6);
+  std::vector<char> Idx = encodeIndices(DataType::Int64, {2, 1, 0, 0, 0, 2});
+  Expected<Kernel> Held = RT->compile(ge(2, 3));
+  ASSERT_TRUE(Held.isOk());
+  ASSERT_TRUE(RT->compile(ge(3, 2)).isOk()); // Evicts ge(2,3).
+  // The same symbols are linked a second time, next to the held code.
+  Expected<Kernel> Again = RT->compile(ge(2, 3));
+  ASSERT_TRUE(Again.isOk()) << Again.status().message();
+  EXPECT_FALSE(Again->cacheHit());
+  EXPECT_EQ(RT->stats().LiveKernels, 2u);
+  for (const Kernel &K : {*Held, *Again}) {
+    std::fill(Out.begin(), Out.end(), 0.0f);
+    ASSERT_TRUE(K.run(In.data(), Idx.data(), Out.data()).isOk());
+    EXPECT_EQ(Out, (std::vector<float>{3, 2, 1, 4, 4, 6}));
+  }
+}
+
 TEST(Runtime, ConcurrentRequestsForOneSpecCompileOnce) {
   auto RT = makeRuntime();
   std::vector<std::thread> Threads;
