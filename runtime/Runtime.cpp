@@ -117,7 +117,7 @@ struct Runtime::Impl {
   buildModule(const KernelSpec &Spec, llvm::LLVMContext &Ctx, CompileTimes &Times) {
     std::unique_ptr<llvm::Module> M = emitModule(Spec, Ctx, Times);
     Clock::time_point T0 = Clock::now();
-    if (Status S = optimize(*M, *TM, Options.Opt); !S)
+    if (Status S = optimize(*M, *TM, kernelLevel(Spec, Options.Opt)); !S)
       return S;
     Times.Optimize = msSince(T0);
     return M;
@@ -131,7 +131,9 @@ struct Runtime::Impl {
     char Hash[24];
     std::snprintf(Hash, sizeof(Hash), "%016llx",
                   static_cast<unsigned long long>(llvm::xxh3_64bits(OS.str())));
-    return Disk->key("spec " + Spec.describe() + "\nir " + Hash + "\n");
+    const OptLevel Level = kernelLevel(Spec, Options.Opt);
+    return Disk->key("spec " + Spec.describe() + "\nir " + Hash + "\nlevel " +
+                     optLevelName(Level) + "\npipeline " + pipelineText(Level) + "\n");
   }
 
   /// Produces the object for \p Spec: from the persistent cache if it holds
@@ -152,12 +154,13 @@ struct Runtime::Impl {
         return std::move(*Cached);
       }
     }
+    const OptLevel Level = kernelLevel(Spec, Options.Opt);
     Clock::time_point T0 = Clock::now();
-    if (Status S = optimize(*M, *TM, Options.Opt); !S)
+    if (Status S = optimize(*M, *TM, Level); !S)
       return S;
     Times.Optimize = msSince(T0);
     T0 = Clock::now();
-    Expected<llvm::SmallVector<char, 0>> Obj = emitObject(*M, *TM);
+    Expected<llvm::SmallVector<char, 0>> Obj = emitObject(*M, *TM, Level);
     if (!Obj)
       return Obj.status();
     std::vector<char> Object(Obj->begin(), Obj->end());
@@ -277,8 +280,7 @@ Expected<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions &Options
                         I->TM->getTargetTriple().str() + "\ncpu " +
                         I->TM->getTargetCPU().str() + "\nfeatures " +
                         I->TM->getTargetFeatureString().str() + "\nopt " +
-                        optLevelName(Options.Opt) + "\npipeline " +
-                        pipelineText(Options.Opt) + "\n");
+                        optLevelName(Options.Opt) + "\n");
   Expected<std::shared_ptr<JitEngine>> Jit = JitEngine::create(Options);
   if (!Jit)
     return Jit.status();
@@ -337,18 +339,19 @@ Expected<Kernel> Runtime::compile(const ValidDesc &Desc) {
 /// Builds the optimized module for \p Desc (not cached) and renders it.
 static Expected<std::string>
 renderModule(Runtime::Impl &I, const ValidDesc &Desc,
-             const std::function<Expected<std::string>(llvm::Module &)> &Render) {
+             const std::function<Expected<std::string>(llvm::Module &, OptLevel)> &Render) {
   std::lock_guard<std::mutex> Lock(I.CompileMutex);
   llvm::LLVMContext Ctx;
   CompileTimes Times;
-  Expected<std::unique_ptr<llvm::Module>> M = I.buildModule(canonicalize(Desc), Ctx, Times);
+  const KernelSpec Spec = canonicalize(Desc);
+  Expected<std::unique_ptr<llvm::Module>> M = I.buildModule(Spec, Ctx, Times);
   if (!M)
     return M.status();
-  return Render(**M);
+  return Render(**M, kernelLevel(Spec, I.Options.Opt));
 }
 
 Expected<std::string> Runtime::optimizedIR(const ValidDesc &Desc) {
-  return renderModule(*I, Desc, [](llvm::Module &M) -> Expected<std::string> {
+  return renderModule(*I, Desc, [](llvm::Module &M, OptLevel) -> Expected<std::string> {
     std::string Text;
     llvm::raw_string_ostream OS(Text);
     M.print(OS, nullptr);
@@ -357,7 +360,9 @@ Expected<std::string> Runtime::optimizedIR(const ValidDesc &Desc) {
 }
 
 Expected<std::string> Runtime::assembly(const ValidDesc &Desc) {
-  return renderModule(*I, Desc, [this](llvm::Module &M) { return emitAssembly(M, *I->TM); });
+  return renderModule(*I, Desc, [this](llvm::Module &M, OptLevel Level) {
+    return emitAssembly(M, *I->TM, Level);
+  });
 }
 
 CacheStats Runtime::stats() const {

@@ -120,7 +120,7 @@ Expected<AotResult> compileAot(const std::vector<AotKernel> &Kernels,
   configureModule(M, **TM);
   if (Status S = optimize(M, **TM, Level); !S)
     return S;
-  Expected<llvm::SmallVector<char, 0>> Object = emitObject(M, **TM);
+  Expected<llvm::SmallVector<char, 0>> Object = emitObject(M, **TM, Level);
   if (!Object)
     return Object.status();
   AotResult R;

@@ -38,9 +38,11 @@ createTargetMachine(const TargetChoice &Choice, OptLevel Level);
 /// target CPU and features, so the optimizer sees the real machine.
 void configureModule(llvm::Module &M, llvm::TargetMachine &TM);
 
-Expected<llvm::SmallVector<char, 0>> emitObject(llvm::Module &M,
-                                               llvm::TargetMachine &TM);
-Expected<std::string> emitAssembly(llvm::Module &M, llvm::TargetMachine &TM);
+/// Generates code for \p M with the code generator of \p Level (set on
+/// \p TM, which must not be generating code on another thread meanwhile).
+Expected<llvm::SmallVector<char, 0>> emitObject(llvm::Module &M, llvm::TargetMachine &TM,
+                                               OptLevel Level);
+Expected<std::string> emitAssembly(llvm::Module &M, llvm::TargetMachine &TM, OptLevel Level);
 
 } // namespace gatherjit
 

@@ -2,6 +2,8 @@
 
 #include "compiler/optimize/Optimize.h"
 
+#include "compiler/spec/KernelSpec.h"
+
 #include <llvm/Analysis/CGSCCPassManager.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
 #include <llvm/IR/Module.h>
@@ -22,10 +24,11 @@ namespace gatherjit {
   return Status::ok();
 }
 
+// O1 is the quick tier: promotion and one round of clean-up, no loop
+// passes (indvars and the vectorizer cost most of O2's optimization time),
+// followed by fast instruction selection and register allocation.
 static const char *const KernelPipelineO1 =
-    "function(sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg,"
-    "loop-mssa(loop-rotate,licm),loop(indvars),instcombine<no-verify-fixpoint>,"
-    "simplifycfg)";
+    "function(sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg)";
 static const char *const KernelPipelineO2 =
     "function(sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg,"
     "loop-mssa(loop-rotate,licm),loop(indvars),loop-vectorize,"
@@ -44,6 +47,12 @@ std::string pipelineText(OptLevel Level) {
     return "default<O3>";
   }
   llvm_unreachable("covered switch");
+}
+
+OptLevel kernelLevel(const KernelSpec &Spec, OptLevel Requested) {
+  if (Requested == OptLevel::O2 && Spec.elements() * Spec.ElemBytes <= QuickKernelBytes)
+    return OptLevel::O1;
+  return Requested;
 }
 
 Status optimize(llvm::Module &M, llvm::TargetMachine &TM, OptLevel Level) {
@@ -74,7 +83,7 @@ Status optimize(llvm::Module &M, llvm::TargetMachine &TM, OptLevel Level) {
     // A kernel is one loop nest without calls: the passes that matter are
     // promotion, loop canonicalization, hoisting and vectorization. This
     // pipeline runs just those (a fraction of the default pipeline's time);
-    // O1 leaves out vectorization. O2 lets the vectorizer interleave: several
+    // O1 leaves out the loop passes. O2 lets the vectorizer interleave: several
     // gathers in flight make narrow-element cases (GE6) up to 1.8x faster.
     if (llvm::Error Err = PB.parsePassPipeline(MPM, pipelineText(Level))) {
       return Status::internal("kernel pass pipeline: " + llvm::toString(std::move(Err)));

@@ -7,6 +7,7 @@
 
 #include "gatherjit/Runtime.h"
 
+#include <cstdint>
 #include <string>
 
 namespace llvm {
@@ -15,6 +16,17 @@ class TargetMachine;
 } // namespace llvm
 
 namespace gatherjit {
+
+struct KernelSpec;
+
+/// Kernels that write at most this many bytes run in microseconds: at O2
+/// they are compiled at O1, which takes a fraction of the time.
+constexpr uint64_t QuickKernelBytes = 64 * 1024;
+
+/// The level the runtime compiles \p Spec at when \p Requested is asked
+/// for: O1 for a small kernel under O2, else \p Requested. O3 always
+/// compiles fully; ahead-of-time compilation always uses the level asked.
+OptLevel kernelLevel(const KernelSpec &Spec, OptLevel Requested);
 
 /// Optimizes \p M in place for \p TM's CPU. Fails only if the module does
 /// not verify (a bug in emission), as Internal.
