@@ -33,6 +33,7 @@ Runtime &runtime(unsigned Threads) {
   if (!RT) {
     RuntimeOptions O;
     O.Threads = Threads;
+    O.QuickTier = false; // Steady state: small kernels at O2 from the start.
     Expected<std::unique_ptr<Runtime>> Created = Runtime::create(O);
     if (!Created) {
       std::fprintf(stderr, "error: %s\n", Created.status().message().c_str());
@@ -100,9 +101,11 @@ void randomReadFloor(benchmark::State &State) {
 }
 
 /// A cold compile: every iteration asks for a spec never seen before.
-void compileCold(benchmark::State &State, OpKind Op) {
+/// The probes are small: at the quick tier unless \p QuickTier is off.
+void compileCold(benchmark::State &State, OpKind Op, bool QuickTier) {
   RuntimeOptions O;
   O.Threads = 1;
+  O.QuickTier = QuickTier;
   O.CacheCapacity = 1 << 20;
   auto RT = Runtime::create(O).take();
   uint64_t Fresh = 1000;
@@ -155,12 +158,14 @@ int registerAll() {
   }
   benchmark::RegisterBenchmark("GE2/random_read_floor", randomReadFloor)
       ->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(1);
-  benchmark::RegisterBenchmark("compile/cold/gather_elements",
-                               [](benchmark::State &S) { compileCold(S, OpKind::GatherElements); })
-      ->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark("compile/cold/gather",
-                               [](benchmark::State &S) { compileCold(S, OpKind::Gather); })
-      ->Unit(benchmark::kMillisecond);
+  for (bool Quick : {true, false})
+    for (OpKind Op : {OpKind::GatherElements, OpKind::Gather}) {
+      const std::string Name = std::string(Quick ? "compile/cold/" : "compile/cold_o2/") +
+                               (Op == OpKind::GatherElements ? "gather_elements" : "gather");
+      benchmark::RegisterBenchmark(Name.c_str(), [Op, Quick](benchmark::State &S) {
+        compileCold(S, Op, Quick);
+      })->Unit(benchmark::kMillisecond);
+    }
   benchmark::RegisterBenchmark("compile/hit", compileHit)->Unit(benchmark::kNanosecond);
   return 0;
 }

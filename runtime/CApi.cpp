@@ -232,6 +232,7 @@ void gj_runtime_options_init(gj_runtime_options *Options) {
   Options->cache_capacity = Defaults.CacheCapacity;
   Options->threads = Defaults.Threads;
   Options->cache_dir = nullptr;
+  Options->no_quick_tier = !Defaults.QuickTier;
 }
 
 gj_status gj_runtime_create(const gj_runtime_options *Options, gj_runtime **Out) {
@@ -250,6 +251,7 @@ gj_status gj_runtime_create(const gj_runtime_options *Options, gj_runtime **Out)
       O.Threads = Options->threads;
       if (Options->cache_dir)
         O.CacheDir = Options->cache_dir;
+      O.QuickTier = Options->no_quick_tier == 0;
     }
     Expected<std::unique_ptr<Runtime>> R = Runtime::create(O);
     if (!R)
@@ -266,7 +268,7 @@ void gj_runtime_stats(const gj_runtime *Runtime, gj_cache_stats *Out) {
     return;
   const CacheStats S = Runtime->R->stats();
   *Out = gj_cache_stats{S.Hits,     S.Misses,     S.Evictions, S.Entries, S.LiveKernels,
-                        S.DiskLoads, S.DiskStores, S.CompileMs};
+                        S.DiskLoads, S.DiskStores, S.CompileMs, S.Upgrades};
 }
 
 gj_status gj_compile(gj_runtime *Runtime, const gj_descriptor *Desc, gj_kernel **Out) {

@@ -64,7 +64,65 @@ using Clock = std::chrono::steady_clock;
 double msSince(Clock::time_point T0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - T0).count();
 }
-using CodeResult = Expected<std::shared_ptr<JitCode>>;
+using LinkResult = Expected<std::shared_ptr<JitCode>>;
+
+/// A kernel written at most ~16 MiB over its runs at the quick tier has
+/// cost less than its O2 compile would have.
+constexpr uint64_t UpgradeAfterBytes = 16u << 20;
+} // namespace
+
+/// The code every handle of one spec calls. It starts at one level and may
+/// be upgraded once, on the runtime's background thread, while handles run
+/// it.
+class TieredCode : public std::enable_shared_from_this<TieredCode> {
+public:
+  /// \p UpgradeAfter: runs before an upgrade is due; 0 for never.
+  TieredCode(std::shared_ptr<JitCode> First, OptLevel Level, uint64_t UpgradeAfter,
+             const KernelSpec &Spec, Runtime::Impl *Owner,
+             std::weak_ptr<BackgroundQueue> Queue)
+      : First(std::move(First)), Entry(this->First->entry()), Level(Level),
+        UpgradeAfter(UpgradeAfter), Spec(Spec), Owner(Owner), Queue(std::move(Queue)) {}
+
+  KernelRangeFn entry() const { return Entry.load(std::memory_order_acquire); }
+  OptLevel level() const { return Level.load(std::memory_order_acquire); }
+
+  /// Counts one run; queues the upgrade on the run that makes it due.
+  void countRun() {
+    if (UpgradeAfter == 0)
+      return;
+    // Racing runs may lose counts: this only decides when to upgrade.
+    const uint64_t N = Runs.load(std::memory_order_relaxed) + 1;
+    Runs.store(N, std::memory_order_relaxed);
+    if (N >= UpgradeAfter && !Due.load(std::memory_order_relaxed) &&
+        !Due.exchange(true, std::memory_order_relaxed))
+      requestUpgrade();
+  }
+
+  /// Switches every handle to \p Code. Calls already in the first code
+  /// finish there; it stays linked while this object lives.
+  void upgrade(std::shared_ptr<JitCode> Code, OptLevel NewLevel) {
+    Upgraded = std::move(Code);
+    Entry.store(Upgraded->entry(), std::memory_order_release);
+    Level.store(NewLevel, std::memory_order_release);
+  }
+
+private:
+  void requestUpgrade();
+
+  std::shared_ptr<JitCode> First, Upgraded;
+  std::atomic<KernelRangeFn> Entry;
+  std::atomic<OptLevel> Level;
+  const uint64_t UpgradeAfter;
+  std::atomic<uint64_t> Runs{0};
+  std::atomic<bool> Due{false};
+  const KernelSpec Spec;
+  /// Used only by the queue's jobs, which the runtime stops before it goes.
+  Runtime::Impl *const Owner;
+  const std::weak_ptr<BackgroundQueue> Queue;
+};
+
+namespace {
+using CodeResult = Expected<std::shared_ptr<TieredCode>>;
 } // namespace
 
 /// Everything a Kernel handle needs, shared by the handles of one
@@ -72,7 +130,7 @@ using CodeResult = Expected<std::shared_ptr<JitCode>>;
 struct Kernel::State {
   ValidDesc Desc;
   KernelSpec Spec;
-  std::shared_ptr<JitCode> Code; ///< Null for an empty output.
+  std::shared_ptr<TieredCode> Code; ///< Null for an empty output.
   std::string Symbol;
   bool FromDisk = false;
   CompileTimes Times; ///< Of the compile that made Code, if this one did.
@@ -101,6 +159,15 @@ struct Runtime::Impl {
   std::list<KernelSpec> Lru; ///< Most recently used first.
   CacheStats Stats;
   std::optional<DiskCache> Disk;
+  /// Runs upgrades; stopped first when the runtime goes.
+  std::shared_ptr<BackgroundQueue> Upgrades = std::make_shared<BackgroundQueue>();
+
+  ~Impl() { Upgrades->stop(); }
+
+  /// The level \p Spec is first compiled at.
+  OptLevel firstLevel(const KernelSpec &Spec) const {
+    return Options.QuickTier ? kernelLevel(Spec, Options.Opt) : Options.Opt;
+  }
 
   /// Emits the module for \p Spec, configured for the target.
   std::unique_ptr<llvm::Module> emitModule(const KernelSpec &Spec, llvm::LLVMContext &Ctx,
@@ -117,36 +184,35 @@ struct Runtime::Impl {
   buildModule(const KernelSpec &Spec, llvm::LLVMContext &Ctx, CompileTimes &Times) {
     std::unique_ptr<llvm::Module> M = emitModule(Spec, Ctx, Times);
     Clock::time_point T0 = Clock::now();
-    if (Status S = optimize(*M, *TM, kernelLevel(Spec, Options.Opt)); !S)
+    if (Status S = optimize(*M, *TM, firstLevel(Spec)); !S)
       return S;
     Times.Optimize = msSince(T0);
     return M;
   }
 
   /// The persistent cache's key for \p M, the unoptimized module of \p Spec.
-  std::string diskKey(const KernelSpec &Spec, const llvm::Module &M) const {
+  std::string diskKey(const KernelSpec &Spec, const llvm::Module &M, OptLevel Level) const {
     std::string IR;
     llvm::raw_string_ostream OS(IR);
     M.print(OS, nullptr);
     char Hash[24];
     std::snprintf(Hash, sizeof(Hash), "%016llx",
                   static_cast<unsigned long long>(llvm::xxh3_64bits(OS.str())));
-    const OptLevel Level = kernelLevel(Spec, Options.Opt);
     return Disk->key("spec " + Spec.describe() + "\nir " + Hash + "\nlevel " +
                      optLevelName(Level) + "\npipeline " + pipelineText(Level) + "\n");
   }
 
   /// Produces the object for \p Spec: from the persistent cache if it holds
   /// a valid entry, else by optimizing and generating code (and storing it).
-  Expected<std::vector<char>> objectFor(const KernelSpec &Spec, CompileTimes &Times,
-                                        bool &FromDisk, bool &Stored) {
+  Expected<std::vector<char>> objectFor(const KernelSpec &Spec, OptLevel Level,
+                                        CompileTimes &Times, bool &FromDisk, bool &Stored) {
     std::lock_guard<std::mutex> Lock(CompileMutex);
     llvm::LLVMContext Ctx;
     std::unique_ptr<llvm::Module> M = emitModule(Spec, Ctx, Times);
     std::string Key;
     if (Disk) {
       Clock::time_point T0 = Clock::now();
-      Key = diskKey(Spec, *M);
+      Key = diskKey(Spec, *M, Level);
       std::optional<std::vector<char>> Cached = Disk->load(Key);
       Times.Load = msSince(T0);
       if (Cached) {
@@ -154,7 +220,6 @@ struct Runtime::Impl {
         return std::move(*Cached);
       }
     }
-    const OptLevel Level = kernelLevel(Spec, Options.Opt);
     Clock::time_point T0 = Clock::now();
     if (Status S = optimize(*M, *TM, Level); !S)
       return S;
@@ -177,23 +242,58 @@ struct Runtime::Impl {
     return Object;
   }
 
-  CodeResult compileSpec(const KernelSpec &Spec, CompileTimes &Times, bool &FromDisk,
-                         bool &Stored) {
+  LinkResult compileSpec(const KernelSpec &Spec, OptLevel Level, CompileTimes &Times,
+                         bool &FromDisk, bool &Stored) {
     const std::string Name = Spec.symbolName();
-    Expected<std::vector<char>> Object = objectFor(Spec, Times, FromDisk, Stored);
+    Expected<std::vector<char>> Object = objectFor(Spec, Level, Times, FromDisk, Stored);
     if (!Object)
       return Object.status();
     Clock::time_point T0 = Clock::now();
-    CodeResult Code = Jit->link(Name, Object.take());
+    LinkResult Code = Jit->link(Name, Object.take());
     Times.Link = msSince(T0);
     if (Log)
       std::fprintf(stderr,
-                   "gatherjit: %s %s: emit %.3f ms, optimize %.3f ms, "
+                   "gatherjit: %s %s at %s: emit %.3f ms, optimize %.3f ms, "
                    "codegen %.3f ms, load %.3f ms, link %.3f ms\n  spec: %s\n",
-                   FromDisk ? "loaded" : "compiled", Name.c_str(), Times.Emit,
-                   Times.Optimize, Times.Codegen, Times.Load, Times.Link,
+                   FromDisk ? "loaded" : "compiled", Name.c_str(), optLevelName(Level),
+                   Times.Emit, Times.Optimize, Times.Codegen, Times.Load, Times.Link,
                    Spec.describe().c_str());
     return Code;
+  }
+
+  /// Compiles \p Spec at its first level: the quick tier for a small
+  /// kernel, else the runtime's level.
+  CodeResult compileFirst(const KernelSpec &Spec, CompileTimes &Times, bool &FromDisk,
+                          bool &Stored) {
+    const OptLevel Level = firstLevel(Spec);
+    LinkResult Code = compileSpec(Spec, Level, Times, FromDisk, Stored);
+    if (!Code)
+      return Code.status();
+    const uint64_t Bytes = std::max<uint64_t>(1, Spec.elements() * Spec.ElemBytes);
+    const uint64_t UpgradeAfter =
+        Level == Options.Opt ? 0 : std::max<uint64_t>(1, UpgradeAfterBytes / Bytes);
+    return std::make_shared<TieredCode>(Code.take(), Level, UpgradeAfter, Spec, this,
+                                        Upgrades);
+  }
+
+  /// Recompiles \p Spec at the runtime's level and switches \p Code to it
+  /// (on the background thread). On failure the quick code keeps running.
+  void upgrade(const KernelSpec &Spec, TieredCode &Code) {
+    CompileTimes Times;
+    bool FromDisk = false, Stored = false;
+    LinkResult Full = compileSpec(Spec, Options.Opt, Times, FromDisk, Stored);
+    std::lock_guard<std::mutex> Lock(CacheMutex);
+    Stats.CompileMs += Times.total();
+    Stats.DiskLoads += FromDisk;
+    Stats.DiskStores += Stored;
+    if (!Full) {
+      if (Log)
+        std::fprintf(stderr, "gatherjit: upgrading %s: %s\n", Spec.symbolName().c_str(),
+                     Full.status().message().c_str());
+      return;
+    }
+    Code.upgrade(Full.take(), Options.Opt);
+    ++Stats.Upgrades;
   }
 
   /// A hit for a descriptor equal to the last one compiled for its spec:
@@ -236,7 +336,7 @@ struct Runtime::Impl {
     Lock.unlock();
 
     bool Stored = false;
-    CodeResult Result = compileSpec(Spec, Times, FromDisk, Stored);
+    CodeResult Result = compileFirst(Spec, Times, FromDisk, Stored);
     Promise.set_value(Result);
 
     Lock.lock();
@@ -259,6 +359,14 @@ struct Runtime::Impl {
     return Result;
   }
 };
+
+void TieredCode::requestUpgrade() {
+  if (std::shared_ptr<BackgroundQueue> Q = Queue.lock())
+    Q->push([Owner = Owner, Weak = weak_from_this()] {
+      if (std::shared_ptr<TieredCode> Code = Weak.lock())
+        Owner->upgrade(Code->Spec, *Code);
+    });
+}
 
 Runtime::Runtime(std::unique_ptr<Impl> I) : I(std::move(I)) {}
 Runtime::~Runtime() = default;
@@ -347,7 +455,7 @@ renderModule(Runtime::Impl &I, const ValidDesc &Desc,
   Expected<std::unique_ptr<llvm::Module>> M = I.buildModule(Spec, Ctx, Times);
   if (!M)
     return M.status();
-  return Render(**M, kernelLevel(Spec, I.Options.Opt));
+  return Render(**M, I.firstLevel(Spec));
 }
 
 Expected<std::string> Runtime::optimizedIR(const ValidDesc &Desc) {
@@ -385,6 +493,10 @@ uint64_t Kernel::rows() const { return S->Rows; }
 const std::string &Kernel::symbolName() const { return S->Symbol; }
 bool Kernel::cacheHit() const { return Hit; }
 bool Kernel::fromDiskCache() const { return !Hit && S->FromDisk; }
+OptLevel Kernel::optLevel() const {
+  return S && S->Code ? S->Code->level() : OptLevel::O0;
+}
+
 const CompileTimes &Kernel::compileTimes() const {
   static const CompileTimes None;
   return Hit ? None : S->Times;
@@ -396,6 +508,7 @@ Status Kernel::runRows(const void *Input, const void *Indices, void *Output,
     return Status::invalidArgument("Kernel::run on an empty kernel handle");
   if (!S->Code)
     return Status::ok();
+  S->Code->countRun();
   const int64_t R = S->Code->entry()(Input, Indices, Output,
                                      static_cast<int64_t>(Begin),
                                      static_cast<int64_t>(End));
@@ -410,6 +523,7 @@ Status Kernel::run(const void *Input, const void *Indices, void *Output) const {
   if (!S->Code)
     return Status::ok();
   const uint64_t Bytes = S->Spec.elements() * S->Spec.ElemBytes;
+  S->Code->countRun();
   KernelRangeFn Entry = S->Code->entry();
   int64_t R;
   if (S->Rows < 2 || !S->Pool->worthSplitting(Bytes)) {

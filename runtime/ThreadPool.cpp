@@ -50,4 +50,44 @@ int64_t ThreadPool::parallelMin(uint64_t Rows,
   return Result;
 }
 
+void BackgroundQueue::push(std::function<void()> Job) {
+  std::lock_guard<std::mutex> Lock(Mutex);
+  if (Stopping)
+    return;
+  Jobs.push_back(std::move(Job));
+  if (!Worker.joinable())
+    Worker = std::thread([this] { loop(); });
+  Wake.notify_one();
+}
+
+void BackgroundQueue::stop() {
+  {
+    std::lock_guard<std::mutex> Lock(Mutex);
+    Stopping = true;
+    Jobs.clear();
+  }
+  Wake.notify_one();
+  if (!Worker.joinable())
+    return;
+  if (Worker.get_id() == std::this_thread::get_id())
+    Worker.detach(); // A job stopping its own queue: it returns next.
+  else
+    Worker.join();
+}
+
+void BackgroundQueue::loop() {
+  for (;;) {
+    std::function<void()> Job;
+    {
+      std::unique_lock<std::mutex> Lock(Mutex);
+      Wake.wait(Lock, [this] { return Stopping || !Jobs.empty(); });
+      if (Stopping)
+        return;
+      Job = std::move(Jobs.front());
+      Jobs.pop_front();
+    }
+    Job();
+  }
+}
+
 } // namespace gatherjit

@@ -3,13 +3,18 @@
 /// A thin layer over oneTBB: a task arena limited to the runtime's thread
 /// count, and a parallel loop over [0, rows) that reduces the chunks'
 /// results to the smallest non-zero one (a kernel's first bad position).
+/// Also one background thread for jobs nobody waits for (tier-up compiles).
 //===----------------------------------------------------------------------===//
 #ifndef GATHERJIT_RUNTIME_THREADPOOL_H
 #define GATHERJIT_RUNTIME_THREADPOOL_H
 
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <thread>
 
 namespace gatherjit {
 
@@ -34,6 +39,28 @@ private:
   unsigned Threads;
   struct Arena; ///< Hides oneTBB's headers from the runtime's users.
   std::unique_ptr<Arena> TaskArena;
+};
+
+/// Runs jobs one after another on a thread of its own, started by the
+/// first job. stop() (or destruction) finishes the running job, drops the
+/// queued ones and joins; later jobs are ignored.
+class BackgroundQueue {
+public:
+  BackgroundQueue() = default;
+  BackgroundQueue(const BackgroundQueue &) = delete;
+  BackgroundQueue &operator=(const BackgroundQueue &) = delete;
+  ~BackgroundQueue() { stop(); }
+
+  void push(std::function<void()> Job);
+  void stop();
+
+private:
+  void loop();
+  std::mutex Mutex;
+  std::condition_variable Wake;
+  std::deque<std::function<void()>> Jobs;
+  bool Stopping = false;
+  std::thread Worker;
 };
 
 } // namespace gatherjit

@@ -21,6 +21,10 @@
 
 namespace gatherjit {
 
+/// O0: no optimization. O1: the quick tier (clean-up only, fast code
+/// generation). O2 (the default): loop optimization and vectorization, with
+/// small kernels starting at O1 (see RuntimeOptions::QuickTier). O3: LLVM's
+/// full default pipeline.
 enum class OptLevel { O0, O1, O2, O3 };
 const char *optLevelName(OptLevel Level); // "O0".."O3"
 /// Parses "O0".."O3" (or "0".."3"); std::nullopt otherwise.
@@ -28,6 +32,12 @@ std::optional<OptLevel> parseOptLevel(std::string_view Name);
 
 struct RuntimeOptions {
   OptLevel Opt = OptLevel::O2;
+  /// At O2, a kernel that writes at most 64 KiB runs in microseconds but
+  /// takes milliseconds to optimize: it is compiled at O1 first, in a
+  /// fraction of the time, and recompiled at O2 on a background thread once
+  /// it has written about 16 MiB over its runs. Handles pick up the new code
+  /// by themselves. False compiles every kernel at O2 straight away.
+  bool QuickTier = true;
   /// Kernels kept in the cache; the least recently used beyond it are
   /// evicted (their code freed once no Kernel handle holds it).
   size_t CacheCapacity = 256;
@@ -49,14 +59,19 @@ struct CacheStats {
   uint64_t Misses = 0;
   uint64_t Evictions = 0;
   uint64_t Entries = 0;
-  /// Kernels whose code is linked now: cached ones and evicted ones still
-  /// held by a Kernel handle.
+  /// Code objects linked now: those of cached kernels and of evicted ones
+  /// still held by a Kernel handle. An upgraded kernel keeps its quick code
+  /// (another thread may be running it) and counts twice.
   uint64_t LiveKernels = 0;
   /// Misses served from the persistent cache directory, and kernels
   /// written to it.
   uint64_t DiskLoads = 0;
   uint64_t DiskStores = 0;
-  /// Milliseconds spent compiling (or loading), summed over every miss.
+  /// Kernels recompiled at the runtime's level after starting at the quick
+  /// tier (see RuntimeOptions::QuickTier).
+  uint64_t Upgrades = 0;
+  /// Milliseconds spent compiling (or loading), summed over every miss and
+  /// upgrade.
   double CompileMs = 0;
 };
 
@@ -96,6 +111,9 @@ public:
   bool fromDiskCache() const;
   /// This kernel's compile time (zero on a cache hit).
   const CompileTimes &compileTimes() const;
+  /// The level of the code that runs now: O1 for a small kernel at the
+  /// quick tier, the runtime's level once upgraded.
+  OptLevel optLevel() const;
 
 private:
   friend class Runtime;

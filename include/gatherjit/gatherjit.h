@@ -85,12 +85,15 @@ typedef struct gj_runtime_options {
   uint64_t cache_capacity;  /* kernels kept in memory; default 256 */
   uint32_t threads;         /* 0 (default): all cores; 1: caller's thread */
   const char *cache_dir;    /* persistent kernel cache, or NULL */
+  uint32_t no_quick_tier;   /* nonzero: compile small kernels at O2 from the
+                               start (RuntimeOptions::QuickTier = false) */
 } gj_runtime_options;
 
 typedef struct gj_cache_stats {
   uint64_t hits, misses, evictions, entries, live_kernels;
   uint64_t disk_loads, disk_stores;
   double compile_ms;
+  uint64_t upgrades; /* quick-tier kernels recompiled at the runtime's level */
 } gj_cache_stats;
 
 typedef struct gj_runtime gj_runtime;

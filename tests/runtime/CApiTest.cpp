@@ -10,6 +10,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+#include <vector>
+
 using namespace gatherjit;
 using namespace gatherjit::test;
 using ::testing::HasSubstr;
@@ -176,6 +180,41 @@ TEST(CApi, ErrorsAreCodesWithMessages) {
   EXPECT_EQ(R, nullptr);
   EXPECT_STREQ(gj_status_name(GJ_INDEX_OUT_OF_RANGE), "index out of range");
   EXPECT_STREQ(gj_data_type_name(GJ_UINT16), "UINT16");
+}
+
+TEST(CApi, QuickTierKernelsAreUpgradedUnlessTurnedOff) {
+  // 128 x 128 FLOAT32: 64 KiB of output, due for an upgrade after 256 runs.
+  const uint64_t Shape[2] = {128, 128};
+  gj_tensor_desc Data = gj_tensor(GJ_FLOAT32, 2, Shape), Idx = gj_tensor(GJ_INT32, 2, Shape);
+  gj_descriptor D;
+  ASSERT_EQ(gj_onnx_gather_elements(&Data, &Idx, 1, &D), GJ_OK);
+  std::vector<float> In(128 * 128), Out(128 * 128);
+  std::vector<int32_t> Indices(128 * 128);
+  for (size_t I = 0; I < In.size(); ++I) {
+    In[I] = static_cast<float>(I);
+    Indices[I] = static_cast<int32_t>(I * 37 % 128);
+  }
+  for (uint32_t Off : {0u, 1u}) {
+    gj_runtime_options O;
+    gj_runtime_options_init(&O);
+    EXPECT_EQ(O.no_quick_tier, 0u);
+    O.no_quick_tier = Off;
+    CRuntime RT(&O);
+    gj_kernel *K;
+    ASSERT_EQ(gj_compile(RT.R, &D, &K), GJ_OK);
+    for (int I = 0; I < 256; ++I)
+      ASSERT_EQ(gj_kernel_run(K, In.data(), Indices.data(), Out.data()), GJ_OK);
+    gj_cache_stats S;
+    const auto Deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    do {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      gj_runtime_stats(RT.R, &S);
+    } while (!Off && S.upgrades == 0 && std::chrono::steady_clock::now() < Deadline);
+    EXPECT_EQ(S.upgrades, Off ? 0u : 1u);
+    ASSERT_EQ(gj_kernel_run(K, In.data(), Indices.data(), Out.data()), GJ_OK);
+    EXPECT_EQ(Out[5 * 128 + 3], In[5 * 128 + (5 * 128 + 3) * 37 % 128]);
+    gj_kernel_release(K);
+  }
 }
 
 TEST(CApi, KernelsOutliveTheRuntimeAndTheCacheDirectoryPersists) {

@@ -59,6 +59,9 @@ TEST(Differential, TwoThousandRandomConfigurations) {
   RuntimeOptions Options;
   Options.Threads = 1;
   Options.CacheCapacity = 64; // Exercise eviction on the way.
+  // Most random cases are small: compile them at O2 itself, the code large
+  // kernels run and small ones move up to. (O1, the quick tier, is below.)
+  Options.QuickTier = false;
   Expected<std::unique_ptr<Runtime>> RT = Runtime::create(Options);
   ASSERT_TRUE(RT.isOk()) << RT.status().message();
   CaseGenerator Gen(Seed);

@@ -8,6 +8,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -111,6 +113,112 @@ TEST(Runtime, RecompilesAnEvictedSpecWhileItsOldCodeIsHeld) {
     ASSERT_TRUE(K.run(In.data(), Idx.data(), Out.data()).isOk());
     EXPECT_EQ(Out, (std::vector<float>{3, 2, 1, 4, 4, 6}));
   }
+}
+
+/// Input, valid indices (some negative) and the interpreter's output for
+/// ge(Rows, Cols).
+struct GeCase {
+  GeCase(uint64_t Rows, uint64_t Cols) : Desc(ge(Rows, Cols)), In(Rows * Cols), Idx(Rows * Cols) {
+    std::mt19937_64 Rng(Rows * 1000 + Cols);
+    for (uint64_t I = 0; I < Rows * Cols; ++I) {
+      In[I] = static_cast<float>(I);
+      Idx[I] = static_cast<int64_t>(Rng() % (2 * Cols)) - static_cast<int64_t>(Cols);
+    }
+  }
+  /// Runs \p K and the interpreter; their statuses and outputs must agree.
+  ::testing::AssertionResult agrees(const Kernel &K) const {
+    std::vector<char> Bytes = encodeIndices(DataType::Int64, Idx);
+    std::vector<float> Out(In.size(), -1.0f), Ref(In.size(), -1.0f);
+    Status JS = K.run(In.data(), Bytes.data(), Out.data());
+    Status RS = interpret(K.desc(), In.data(), Bytes.data(), Ref.data());
+    if (JS.code() != RS.code() || JS.position() != RS.position())
+      return ::testing::AssertionFailure() << "jit: " << JS.message() << "\ninterp: " << RS.message();
+    if (RS && Out != Ref)
+      return ::testing::AssertionFailure() << "outputs differ";
+    return ::testing::AssertionSuccess();
+  }
+  GatherElementsDesc Desc;
+  std::vector<float> In;
+  std::vector<int64_t> Idx;
+};
+
+bool waitForLevel(const Kernel &K, OptLevel Level) {
+  const auto Deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (K.optLevel() != Level && std::chrono::steady_clock::now() < Deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return K.optLevel() == Level;
+}
+
+TEST(Runtime, TheQuickTierTakesKernelsOfAtMost64KiBAtO2) {
+  RuntimeOptions O;
+  O.Threads = 1;
+  for (OptLevel Level : {OptLevel::O0, OptLevel::O1, OptLevel::O2, OptLevel::O3})
+    for (bool Quick : {true, false}) {
+      SCOPED_TRACE(std::string(optLevelName(Level)) + (Quick ? " quick" : ""));
+      O.Opt = Level;
+      O.QuickTier = Quick;
+      Expected<std::unique_ptr<Runtime>> RT = Runtime::create(O);
+      ASSERT_TRUE(RT.isOk());
+      // 128 x 128 FLOAT32 writes 64 KiB; 128 x 129 writes more.
+      Expected<Kernel> Small = (*RT)->compile(ge(128, 128));
+      Expected<Kernel> Large = (*RT)->compile(ge(128, 129));
+      ASSERT_TRUE(Small.isOk() && Large.isOk());
+      const bool Tiered = Quick && Level == OptLevel::O2;
+      EXPECT_EQ(Small->optLevel(), Tiered ? OptLevel::O1 : Level);
+      EXPECT_EQ(Large->optLevel(), Level);
+      EXPECT_TRUE(GeCase(128, 128).agrees(*Small));
+      EXPECT_TRUE(GeCase(128, 129).agrees(*Large));
+    }
+}
+
+TEST(Runtime, AQuickKernelMovesUpToO2AfterEnoughRunsWhileThreadsRunIt) {
+  auto RT = makeRuntime();
+  // 64 KiB of output: the upgrade is due after 16 MiB / 64 KiB = 256 runs.
+  GeCase C(128, 128);
+  Expected<Kernel> K = RT->compile(C.Desc);
+  ASSERT_TRUE(K.isOk());
+  ASSERT_EQ(K->optLevel(), OptLevel::O1);
+  // Two threads run it across the switch; every run must stay right.
+  std::atomic<int> Failures{0};
+  std::vector<std::thread> Threads;
+  for (int T = 0; T < 2; ++T)
+    Threads.emplace_back([&] {
+      for (int I = 0; I < 300; ++I)
+        if (!C.agrees(*K))
+          ++Failures;
+    });
+  for (std::thread &T : Threads)
+    T.join();
+  EXPECT_EQ(Failures.load(), 0);
+  ASSERT_TRUE(waitForLevel(*K, OptLevel::O2));
+  EXPECT_EQ(RT->stats().Upgrades, 1u);
+  EXPECT_EQ(RT->stats().Misses, 1u);
+  // The upgraded code: same bytes, and the same first error.
+  EXPECT_TRUE(C.agrees(*K));
+  GeCase Bad = C;
+  Bad.Idx[777] = 128;
+  Bad.Idx[900] = -129;
+  EXPECT_TRUE(Bad.agrees(*K));
+  // Handles of the same spec made later run the upgraded code too.
+  Expected<Kernel> Again = RT->compile(ge(128, 128, DataType::Int32));
+  ASSERT_TRUE(Again.isOk());
+  EXPECT_TRUE(Again->cacheHit());
+  EXPECT_EQ(Again->optLevel(), OptLevel::O2);
+}
+
+TEST(Runtime, KernelsOutliveTheirRuntimeWithAnUpgradeUnderWay) {
+  GeCase C(128, 128);
+  Kernel K;
+  {
+    auto RT = makeRuntime();
+    Expected<Kernel> Compiled = RT->compile(C.Desc);
+    ASSERT_TRUE(Compiled.isOk());
+    K = *Compiled;
+    for (int I = 0; I < 256; ++I) // The last run queues the upgrade.
+      ASSERT_TRUE(C.agrees(K));
+  } // The runtime finishes or drops the upgrade and goes.
+  EXPECT_TRUE(C.agrees(K));
+  EXPECT_TRUE(K.optLevel() == OptLevel::O1 || K.optLevel() == OptLevel::O2);
 }
 
 TEST(Runtime, ConcurrentRequestsForOneSpecCompileOnce) {
