@@ -20,26 +20,26 @@ bool KernelSpec::operator==(const KernelSpec &O) const {
 }
 
 size_t KernelSpec::hashValue() const {
-  // One multiply-xorshift round per field operator== compares: a cache
-  // hit hashes its spec, so this is on the hit path.
-  uint64_t H = 0xcbf29ce484222325ull;
-  auto Mix = [&](uint64_t V) {
-    H = (H ^ V) * 0x9e3779b97f4a7c15ull;
-    H ^= H >> 29;
+  // A cache hit hashes its spec, so this is on the hit path: each stride
+  // array is folded in a lane of its own (independent multiply chains the
+  // CPU overlaps), then the lanes and scalar fields are mixed once.
+  constexpr uint64_t K = 0x9e3779b97f4a7c15ull;
+  auto Lane = [this](const std::array<uint64_t, MaxRank> &A, uint64_t Seed) {
+    uint64_t L = Seed;
+    for (unsigned D = 0; D < Rank; ++D)
+      L = (L ^ A[D]) * K;
+    return L;
   };
-  Mix(ElemBytes);
-  Mix(static_cast<uint64_t>(IndexType));
-  Mix(static_cast<uint64_t>(Policy));
-  Mix(Rank);
-  for (unsigned D = 0; D < Rank; ++D) {
-    Mix(Sizes[D]);
-    Mix(OutStride[D]);
-    Mix(IdxStride[D]);
-    Mix(InStride[D]);
-    Mix(PosStride[D]);
-  }
-  Mix(AxisSize);
-  Mix(AxisStride);
+  auto Rotl = [](uint64_t V, int By) { return (V << By) | (V >> (64 - By)); };
+  uint64_t H = Lane(Sizes, 1) ^ Rotl(Lane(OutStride, 2), 11) ^ Rotl(Lane(IdxStride, 3), 22) ^
+               Rotl(Lane(InStride, 4), 33) ^ Rotl(Lane(PosStride, 5), 44);
+  H ^= (ElemBytes | static_cast<uint64_t>(IndexType) << 16 |
+        static_cast<uint64_t>(Policy) << 32 | static_cast<uint64_t>(Rank) << 48) *
+       0xc2b2ae3d27d4eb4full;
+  H ^= AxisSize * 0x165667b19e3779f9ull + AxisStride * 0xd6e8feb86659fd93ull;
+  H ^= H >> 29;
+  H *= K;
+  H ^= H >> 32;
   return static_cast<size_t>(H);
 }
 

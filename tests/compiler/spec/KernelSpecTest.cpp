@@ -7,6 +7,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <set>
+
 using namespace gatherjit;
 using namespace gatherjit::test;
 
@@ -108,3 +110,39 @@ TEST(KernelSpec, SymbolNameSaysWhatTheKernelDoes) {
 }
 
 } // namespace
+
+TEST(KernelSpec, DistinctSpecsHashApart) {
+  // The cache's hash must tell apart specs that differ in one field, or in
+  // which array holds a value.
+  std::vector<KernelSpec> Specs;
+  KernelSpec Base;
+  Base.ElemBytes = 4;
+  Base.Rank = 2;
+  Base.Sizes = {8, 16};
+  Base.AxisSize = 16;
+  for (uint64_t V = 1; V <= 64; ++V)
+    for (int Field = 0; Field < 7; ++Field) {
+      KernelSpec S = Base;
+      std::array<uint64_t, MaxRank> *Arrays[] = {&S.Sizes, &S.OutStride, &S.IdxStride,
+                                                &S.InStride, &S.PosStride};
+      if (Field < 5)
+        (*Arrays[Field])[V % 2] += V;
+      else if (Field == 5)
+        S.AxisStride = V;
+      else
+        S.AxisSize += V;
+      Specs.push_back(S);
+    }
+  std::set<size_t> Hashes;
+  size_t Distinct = 0;
+  for (size_t I = 0; I < Specs.size(); ++I) {
+    bool New = true;
+    for (size_t J = 0; J < I && New; ++J)
+      New = !(Specs[J] == Specs[I]);
+    Distinct += New;
+    if (New)
+      Hashes.insert(Specs[I].hashValue());
+  }
+  EXPECT_EQ(Hashes.size(), Distinct);
+  EXPECT_GT(Distinct, 400u);
+}
