@@ -3,7 +3,11 @@
 // The loop nest runs over the canonical output dimensions. The innermost
 // dimension is one of:
 //  - a block copy, when the index is the same across it and both the input
-//    and output are contiguous (an embedding row): one memcpy per index;
+//    and output are contiguous (an embedding row): a loop of 64-byte vector
+//    copies per index. Rows from a table too large for the cache are
+//    prefetched whole a few rows ahead; an output too large for the cache is
+//    written with non-temporal stores, so its lines are not read before
+//    being overwritten;
 //  - an element loop. Under Check it does not branch per element: it reads
 //    through an index clamped into range (so no read leaves the input) and
 //    ORs the out-of-range tests into a flag; after the row, a set flag sends
@@ -79,7 +83,18 @@ private:
     return mulAdd(Base, Safe, S.AxisStride);
   }
   /// Returns 1 + Pos from the kernel.
-  void emitReturnBad(Value *Pos) { B.CreateRet(B.CreateAdd(Pos, c(1))); }
+  void emitReturnBad(Value *Pos) { emitReturn(B.CreateAdd(Pos, c(1))); }
+  /// Returns \p V, after a fence that orders any non-temporal stores before
+  /// whatever the caller does next.
+  void emitReturn(Value *V) {
+    if (NonTemporal)
+      B.CreateFence(AtomicOrdering::SequentiallyConsistent);
+    B.CreateRet(V);
+  }
+  /// Copies \p Bytes (a constant) from \p Src to \p Dst in 64-byte vectors.
+  void emitBlockCopy(Value *Dst, Value *Src, uint64_t Bytes);
+  /// Copies \p Chunks 64-byte vectors; streamed ones need \p Dst aligned.
+  void emitChunkCopy(Value *Dst, Value *Src, Value *Chunks, bool Streaming);
 
   void emitLevel(unsigned D, const Offsets &O, Value *Lo, Value *Hi);
   /// Prefetches the first lines of the input block row \p Distance rows
@@ -96,7 +111,18 @@ private:
   PointerType *PtrTy;
   Function *F = nullptr;
   Value *In = nullptr, *Idx = nullptr, *Out = nullptr;
+  /// Block rows of an output this large are streamed past the cache.
+  bool NonTemporal = false;
 };
+
+/// Outputs of at least this many bytes do not stay in a cache; writing them
+/// with non-temporal stores saves reading each line before overwriting it.
+constexpr uint64_t NonTemporalBytes = 16u << 20;
+/// Block rows are prefetched from tables of at least this many bytes, this
+/// many bytes ahead (whole rows of up to MaxPrefetchRowBytes).
+constexpr uint64_t PrefetchTableBytes = 1u << 20;
+constexpr uint64_t PrefetchAheadBytes = 12u << 10;
+constexpr uint64_t MaxPrefetchRowBytes = 4u << 10;
 
 void KernelEmitter::emitLoop(Value *Lo, Value *Hi, const Twine &Name,
                              const std::function<void(Value *)> &Body) {
@@ -196,12 +222,54 @@ void KernelEmitter::emitBlockRow(const Offsets &O, Value *Lo, Value *Hi) {
   const unsigned L = S.Rank - 1;
   Value *InOff = S.AxisSize == 0 ? nullptr
                                  : mulAdd(inputOffset(O.In, safeIndex(W)), Lo, S.InStride[L]);
-  copyElements(InOff, mulAdd(O.Out, Lo, S.OutStride[L]),
-               B.CreateSub(Hi, Lo, "", true, true));
+  Value *OutOff = mulAdd(O.Out, Lo, S.OutStride[L]);
+  if (S.Rank >= 2 && InOff) // A whole row of constant length.
+    emitBlockCopy(bytePointer(Out, OutOff), bytePointer(In, InOff), S.Sizes[L] * S.ElemBytes);
+  else
+    copyElements(InOff, OutOff, B.CreateSub(Hi, Lo, "", true, true));
   if (Skip) {
     B.CreateBr(Skip);
     B.SetInsertPoint(Skip);
   }
+}
+
+void KernelEmitter::emitChunkCopy(Value *Dst, Value *Src, Value *Chunks, bool Streaming) {
+  Type *Chunk = FixedVectorType::get(B.getInt8Ty(), 64);
+  emitLoop(c(0), Chunks, Streaming ? "stream" : "copy", [&](Value *IV) {
+    Value *Off = B.CreateMul(IV, c(64), "", true, true);
+    Value *V = B.CreateAlignedLoad(Chunk, B.CreateInBoundsGEP(B.getInt8Ty(), Src, Off), Align(1));
+    StoreInst *St = B.CreateAlignedStore(V, B.CreateInBoundsGEP(B.getInt8Ty(), Dst, Off),
+                                         Align(Streaming ? 64 : 1));
+    if (Streaming)
+      St->setMetadata(LLVMContext::MD_nontemporal,
+                      MDNode::get(Ctx, ConstantAsMetadata::get(B.getInt32(1))));
+  });
+}
+
+void KernelEmitter::emitBlockCopy(Value *Dst, Value *Src, uint64_t Bytes) {
+  auto Plain = [&](Value *D, Value *Sr, uint64_t N) {
+    B.CreateMemCpy(D, MaybeAlign(1), Sr, MaybeAlign(1), N);
+  };
+  auto At = [&](Value *P, Value *Off) { return B.CreateInBoundsGEP(B.getInt8Ty(), P, Off); };
+  if (NonTemporal) {
+    // Streaming stores need 64-byte alignment, which the caller does not
+    // promise. The row's first and last 64 bytes are stored plainly; the
+    // 64-byte lines strictly after the first are streamed between them
+    // (overlaps rewrite the same bytes).
+    Value *DstInt = B.CreatePtrToInt(Dst, I64);
+    Value *Skew = B.CreateSub(B.CreateAnd(B.CreateAdd(DstInt, c(64)), c(~uint64_t(63))),
+                              DstInt, "skew", true, true); // In [1, 64].
+    Plain(Dst, Src, 64);
+    Value *Chunks = B.CreateUDiv(B.CreateSub(c(Bytes), Skew, "", true, true), c(64));
+    emitChunkCopy(At(Dst, Skew), At(Src, Skew), Chunks, true);
+    Plain(At(Dst, c(Bytes - 64)), At(Src, c(Bytes - 64)), 64);
+    return;
+  }
+  const uint64_t Chunks = Bytes / 64, Tail = Bytes % 64;
+  if (Chunks > 0)
+    emitChunkCopy(Dst, Src, c(Chunks), false);
+  if (Tail)
+    Plain(At(Dst, c(Bytes - Tail)), At(Src, c(Bytes - Tail)), Tail);
 }
 
 /// The innermost element loop over [Lo, Hi) of dimension Rank-1 (or one
@@ -259,8 +327,10 @@ void KernelEmitter::emitPrefetchRow(const Offsets &O, Value *IV, Value *Hi, unsi
   B.SetInsertPoint(Fetch);
   const Offsets A = advance(O, Ahead, D);
   Value *Row = bytePointer(In, inputOffset(A.In, safeIndex(loadWrappedIndex(A.Idx))));
-  // The first four lines; the hardware prefetcher follows the rest.
-  const uint64_t Lines = std::min<uint64_t>(4, (S.Sizes[D + 1] * S.ElemBytes + 63) / 64);
+  // The whole row (or its first MaxPrefetchRowBytes, the hardware prefetcher
+  // following the rest): a row's lines are not fetched in order otherwise.
+  const uint64_t RowBytes = std::min(MaxPrefetchRowBytes, S.Sizes[D + 1] * S.ElemBytes);
+  const uint64_t Lines = (RowBytes + 63) / 64;
   for (uint64_t L = 0; L < Lines; ++L)
     B.CreateIntrinsic(Intrinsic::prefetch, {PtrTy},
                       {B.CreateInBoundsGEP(B.getInt8Ty(), Row, c(64 * L)), B.getInt32(0),
@@ -279,10 +349,13 @@ void KernelEmitter::emitLevel(unsigned D, const Offsets &O, Value *Lo, Value *Hi
     return;
   }
   emitLoop(Lo, Hi, "d" + Twine(D), [&](Value *IV) {
-    // Rows gathered from a table too large for the cache start with a miss
-    // the hardware prefetcher cannot predict: fetch a few rows ahead.
-    if (Block && D + 2 == S.Rank && S.AxisSize * S.AxisStride * S.ElemBytes >= (1u << 20))
-      emitPrefetchRow(O, IV, Hi, D, 4);
+    // Rows gathered from a table too large for the cache are misses the
+    // hardware prefetcher cannot predict: fetch them a few rows ahead.
+    if (Block && D + 2 == S.Rank &&
+        S.AxisSize * S.AxisStride * S.ElemBytes >= PrefetchTableBytes) {
+      const uint64_t RowBytes = S.Sizes[D + 1] * S.ElemBytes;
+      emitPrefetchRow(O, IV, Hi, D, std::clamp<uint64_t>(PrefetchAheadBytes / RowBytes, 1, 8));
+    }
     emitLevel(D + 1, advance(O, IV, D), c(0), c(S.Sizes[D + 1]));
   });
 }
@@ -292,8 +365,12 @@ void KernelEmitter::emit(const std::string &Name) {
   FunctionType *RangeTy =
       FunctionType::get(I64, {PtrTy, PtrTy, PtrTy, I64, I64}, false);
   F = Function::Create(RangeTy, GlobalValue::ExternalLinkage, Name + "_range", M);
+  NonTemporal = S.innerIsBlock() && S.Rank >= 2 && S.AxisSize > 0 &&
+                S.Sizes[S.Rank - 1] * S.ElemBytes >= 128 &&
+                S.elements() * S.ElemBytes >= NonTemporalBytes;
   F->addFnAttr(Attribute::NoUnwind);
-  F->addFnAttr(Attribute::NoSync);
+  if (!NonTemporal) // Its closing fence synchronizes.
+    F->addFnAttr(Attribute::NoSync);
   F->addFnAttr(Attribute::WillReturn);
   for (unsigned A = 0; A < 3; ++A) {
     F->addParamAttr(A, Attribute::NoAlias);
@@ -323,7 +400,7 @@ void KernelEmitter::emit(const std::string &Name) {
   } else {
     emitLevel(0, Zero, Lo, Hi);
   }
-  B.CreateRet(c(0));
+  emitReturn(c(0));
 
   // NAME(in, indices, out): every row.
   FunctionType *AllTy = FunctionType::get(I64, {PtrTy, PtrTy, PtrTy}, false);
