@@ -253,16 +253,17 @@ void KernelEmitter::emitBlockCopy(Value *Dst, Value *Src, uint64_t Bytes) {
   auto At = [&](Value *P, Value *Off) { return B.CreateInBoundsGEP(B.getInt8Ty(), P, Off); };
   if (NonTemporal) {
     // Streaming stores need 64-byte alignment, which the caller does not
-    // promise. The row's first and last 64 bytes are stored plainly; the
-    // 64-byte lines strictly after the first are streamed between them
-    // (overlaps rewrite the same bytes).
+    // promise. The row's first and last 64 bytes are stored plainly, then
+    // its aligned 64-byte lines are streamed, rewriting the same bytes where
+    // they overlap. (In this order: a plain store to a line just streamed
+    // would wait for the line to reach memory and read it back.)
     Value *DstInt = B.CreatePtrToInt(Dst, I64);
-    Value *Skew = B.CreateSub(B.CreateAnd(B.CreateAdd(DstInt, c(64)), c(~uint64_t(63))),
-                              DstInt, "skew", true, true); // In [1, 64].
+    Value *Skew = B.CreateSub(B.CreateAnd(B.CreateAdd(DstInt, c(63)), c(~uint64_t(63))),
+                              DstInt, "skew", true, true); // In [0, 64).
     Plain(Dst, Src, 64);
+    Plain(At(Dst, c(Bytes - 64)), At(Src, c(Bytes - 64)), 64);
     Value *Chunks = B.CreateUDiv(B.CreateSub(c(Bytes), Skew, "", true, true), c(64));
     emitChunkCopy(At(Dst, Skew), At(Src, Skew), Chunks, true);
-    Plain(At(Dst, c(Bytes - 64)), At(Src, c(Bytes - 64)), 64);
     return;
   }
   const uint64_t Chunks = Bytes / 64, Tail = Bytes % 64;

@@ -112,7 +112,8 @@ public:
   /// This kernel's compile time (zero on a cache hit).
   const CompileTimes &compileTimes() const;
   /// The level of the code that runs now: O1 for a small kernel at the
-  /// quick tier, the runtime's level once upgraded.
+  /// quick tier, the runtime's level once upgraded (O0 for an empty output,
+  /// which has no code).
   OptLevel optLevel() const;
 
 private:
