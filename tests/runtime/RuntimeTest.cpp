@@ -411,6 +411,31 @@ TEST(Runtime, StreamedBlockRowsMatchTheInterpreterAtAnyOutputAlignment) {
   }
 }
 
+TEST(Runtime, StreamedElementRowsMatchTheInterpreter) {
+  // 2048 x 300 INT64 indices (4.9 MB) gathered along rows of 300: blocks of
+  // 64 that prefetch indices ahead, a tail of 44, the next input row
+  // prefetched. On one thread and split across two.
+  for (unsigned Threads : {1u, 2u}) {
+    SCOPED_TRACE(std::to_string(Threads) + " threads");
+    auto RT = makeRuntime(16, Threads);
+    GeCase C(2048, 300);
+    Expected<ValidDesc> V = validate(C.Desc);
+    ASSERT_TRUE(V.isOk());
+    Expected<std::string> IR = RT->optimizedIR(*V);
+    ASSERT_TRUE(IR.isOk());
+    EXPECT_THAT(*IR, ::testing::HasSubstr("llvm.prefetch"));
+    Expected<Kernel> K = RT->compile(C.Desc);
+    ASSERT_TRUE(K.isOk());
+    EXPECT_TRUE(C.agrees(*K));
+    for (uint64_t Bad : {uint64_t(1000 * 300 + 70), uint64_t(1500 * 300 + 290)}) {
+      GeCase B = C;
+      B.Idx[Bad] = 300;
+      B.Idx[Bad + 5] = -301;
+      EXPECT_TRUE(B.agrees(*K)) << "bad index at " << Bad;
+    }
+  }
+}
+
 TEST(Runtime, PerfMapNamesEachKernelAtItsAddress) {
   RuntimeOptions O;
   O.Threads = 1;
