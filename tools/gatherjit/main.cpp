@@ -126,6 +126,9 @@ Status printIR(const Problem &P, const EngineFlags &E, bool Asm,
   RuntimeOptions Options;
   Options.Opt = *parseOptLevel(E.Opt);
   Options.Threads = 1;
+  // The code at the level asked for (a small kernel's steady state, not its
+  // quick first tier: that is --opt O1).
+  Options.QuickTier = false;
   Expected<std::unique_ptr<Runtime>> RT = Runtime::create(Options);
   if (!RT)
     return RT.status();
