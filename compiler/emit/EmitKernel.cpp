@@ -371,10 +371,22 @@ void KernelEmitter::emitElementRow(const Offsets &O, Value *Lo, Value *Hi) {
 
 void KernelEmitter::emitPrefetchSpan(Value *Base, Value *Offset, uint64_t Bytes) {
   Value *P = B.CreateGEP(B.getInt8Ty(), Base, Offset);
-  for (uint64_t Line = 0; Line < (Bytes + 63) / 64; ++Line)
+  auto Fetch = [&](Value *LineOffset) {
     B.CreateIntrinsic(Intrinsic::prefetch, {PtrTy},
-                      {B.CreateGEP(B.getInt8Ty(), P, c(64 * Line)), B.getInt32(0),
+                      {B.CreateGEP(B.getInt8Ty(), P, LineOffset), B.getInt32(0),
                        B.getInt32(3), B.getInt32(1)});
+  };
+  // A few lines inline; more in a loop (a long straight run of prefetches
+  // makes instruction scheduling, quadratic in a block's length, slow).
+  const uint64_t Lines = (Bytes + 63) / 64;
+  if (Lines <= 16) {
+    for (uint64_t Line = 0; Line < Lines; ++Line)
+      Fetch(c(64 * Line));
+    return;
+  }
+  emitLoop(c(0), c(Lines), "fetch", [&](Value *Line) {
+    Fetch(B.CreateMul(Line, c(64), "", true, true));
+  });
 }
 
 void KernelEmitter::emitPrefetchRow(const Offsets &O, Value *IV, Value *Hi, unsigned D,
@@ -385,15 +397,12 @@ void KernelEmitter::emitPrefetchRow(const Offsets &O, Value *IV, Value *Hi, unsi
   B.CreateCondBr(B.CreateICmpULT(Ahead, Hi), Fetch, Next);
   B.SetInsertPoint(Fetch);
   const Offsets A = advance(O, Ahead, D);
-  Value *Row = bytePointer(In, inputOffset(A.In, safeIndex(loadWrappedIndex(A.Idx))));
   // The whole row (or its first MaxPrefetchRowBytes, the hardware prefetcher
   // following the rest): a row's lines are not fetched in order otherwise.
-  const uint64_t RowBytes = std::min(MaxPrefetchRowBytes, S.Sizes[D + 1] * S.ElemBytes);
-  const uint64_t Lines = (RowBytes + 63) / 64;
-  for (uint64_t L = 0; L < Lines; ++L)
-    B.CreateIntrinsic(Intrinsic::prefetch, {PtrTy},
-                      {B.CreateInBoundsGEP(B.getInt8Ty(), Row, c(64 * L)), B.getInt32(0),
-                       B.getInt32(3), B.getInt32(1)});
+  emitPrefetchSpan(In,
+                   B.CreateMul(inputOffset(A.In, safeIndex(loadWrappedIndex(A.Idx))),
+                               c(S.ElemBytes), "", true, true),
+                   std::min(MaxPrefetchRowBytes, S.Sizes[D + 1] * S.ElemBytes));
   B.CreateBr(Next);
   B.SetInsertPoint(Next);
 }
