@@ -98,7 +98,9 @@ struct SuiteRow {
 
 struct SuiteReport {
   std::vector<SuiteRow> Rows;
-  double MemcpyGbps = 0;
+  /// The single-thread memcpy line, measured before each case: median,
+  /// lowest and highest. Each row carries its case's.
+  double MemcpyGbps = 0, MemcpyMinGbps = 0, MemcpyMaxGbps = 0;
   /// The same memcpy split across Threads threads.
   double MemcpyGbpsAllThreads = 0;
   double RandomReadNs = 0;
