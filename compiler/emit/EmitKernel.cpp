@@ -120,9 +120,12 @@ private:
   void emitChunkCopy(Value *Dst, Value *Src, Value *Chunks, bool Streaming);
 
   void emitLevel(unsigned D, const Offsets &O, Value *Lo, Value *Hi);
-  /// Prefetches the first lines of the input block row \p Distance rows
-  /// ahead of row \p IV of dimension \p D (if that row is in range).
-  void emitPrefetchRow(const Offsets &O, Value *IV, Value *Hi, unsigned D, uint64_t Distance);
+  /// Runs \p Body on IV + \p Distance if that is below \p Hi.
+  void emitAhead(Value *IV, Value *Hi, uint64_t Distance,
+                 const std::function<void(Value *)> &Body);
+  /// Prefetches the input block row (up to MaxPrefetchRowBytes) of row
+  /// \p Ahead of dimension \p D.
+  void emitPrefetchRow(const Offsets &O, Value *Ahead, unsigned D);
   void emitBlockRow(const Offsets &O, Value *Lo, Value *Hi);
   /// Bytes of one index.
   uint64_t indexBytes() const {
@@ -154,7 +157,6 @@ private:
   /// Block rows of an output this large are streamed past the cache.
   bool NonTemporal = false;
 };
-
 
 void KernelEmitter::emitLoop(Value *Lo, Value *Hi, const Twine &Name,
                              const std::function<void(Value *)> &Body) {
@@ -389,13 +391,19 @@ void KernelEmitter::emitPrefetchSpan(Value *Base, Value *Offset, uint64_t Bytes)
   });
 }
 
-void KernelEmitter::emitPrefetchRow(const Offsets &O, Value *IV, Value *Hi, unsigned D,
-                                    uint64_t Distance) {
-  BasicBlock *Fetch = BasicBlock::Create(Ctx, "prefetch", F);
+void KernelEmitter::emitAhead(Value *IV, Value *Hi, uint64_t Distance,
+                              const std::function<void(Value *)> &Body) {
+  BasicBlock *Then = BasicBlock::Create(Ctx, "prefetch", F);
   BasicBlock *Next = BasicBlock::Create(Ctx, "prefetch.done", F);
   Value *Ahead = B.CreateAdd(IV, c(Distance), "", true, true);
-  B.CreateCondBr(B.CreateICmpULT(Ahead, Hi), Fetch, Next);
-  B.SetInsertPoint(Fetch);
+  B.CreateCondBr(B.CreateICmpULT(Ahead, Hi), Then, Next);
+  B.SetInsertPoint(Then);
+  Body(Ahead);
+  B.CreateBr(Next);
+  B.SetInsertPoint(Next);
+}
+
+void KernelEmitter::emitPrefetchRow(const Offsets &O, Value *Ahead, unsigned D) {
   const Offsets A = advance(O, Ahead, D);
   // The whole row (or its first MaxPrefetchRowBytes, the hardware prefetcher
   // following the rest): a row's lines are not fetched in order otherwise.
@@ -403,8 +411,6 @@ void KernelEmitter::emitPrefetchRow(const Offsets &O, Value *IV, Value *Hi, unsi
                    B.CreateMul(inputOffset(A.In, safeIndex(loadWrappedIndex(A.Idx))),
                                c(S.ElemBytes), "", true, true),
                    std::min(MaxPrefetchRowBytes, S.Sizes[D + 1] * S.ElemBytes));
-  B.CreateBr(Next);
-  B.SetInsertPoint(Next);
 }
 
 void KernelEmitter::emitLevel(unsigned D, const Offsets &O, Value *Lo, Value *Hi) {
@@ -422,23 +428,17 @@ void KernelEmitter::emitLevel(unsigned D, const Offsets &O, Value *Lo, Value *Hi
     if (Block && D + 2 == S.Rank &&
         S.AxisSize * S.AxisStride * S.ElemBytes >= PrefetchTableBytes) {
       const uint64_t RowBytes = S.Sizes[D + 1] * S.ElemBytes;
-      emitPrefetchRow(O, IV, Hi, D, std::clamp<uint64_t>(PrefetchAheadBytes / RowBytes, 1, 8));
+      emitAhead(IV, Hi, std::clamp<uint64_t>(PrefetchAheadBytes / RowBytes, 1, 8),
+                [&](Value *Ahead) { emitPrefetchRow(O, Ahead, D); });
     }
     // Streamed element rows gathering along the innermost dimension from a
     // contiguous input row: fetch the next row's (same offsets, IV + 1).
-    const unsigned L = S.Rank - 1;
-    if (D + 1 == L && streamsIndices() && S.AxisStride == 1 &&
-        S.AxisSize * S.ElemBytes <= MaxGatherRowBytes) {
-      BasicBlock *Fetch = BasicBlock::Create(Ctx, "prefetch", F);
-      BasicBlock *Next = BasicBlock::Create(Ctx, "prefetch.done", F);
-      Value *Ahead = B.CreateAdd(IV, c(1), "", true, true);
-      B.CreateCondBr(B.CreateICmpULT(Ahead, Hi), Fetch, Next);
-      B.SetInsertPoint(Fetch);
-      emitPrefetchSpan(In, B.CreateMul(advance(O, Ahead, D).In, c(S.ElemBytes), "", true, true),
-                       S.AxisSize * S.ElemBytes);
-      B.CreateBr(Next);
-      B.SetInsertPoint(Next);
-    }
+    if (D + 2 == S.Rank && streamsIndices() && S.AxisStride == 1 &&
+        S.AxisSize * S.ElemBytes <= MaxGatherRowBytes)
+      emitAhead(IV, Hi, 1, [&](Value *Ahead) {
+        emitPrefetchSpan(In, B.CreateMul(advance(O, Ahead, D).In, c(S.ElemBytes), "", true, true),
+                         S.AxisSize * S.ElemBytes);
+      });
     emitLevel(D + 1, advance(O, IV, D), c(0), c(S.Sizes[D + 1]));
   });
 }
