@@ -44,30 +44,22 @@ const char *engineName(Engine E);
 /// kernel for Engine::Jit.
 bool runOnce(const PreparedCase &P, Engine E, const Kernel &K, void *Out);
 
-/// The median time of one call of \p Call in nanoseconds. Tiny calls are
-/// timed in batches so the clock's cost does not count.
+/// The median times of one call of each of \p Calls in nanoseconds, timed
+/// in interleaved rounds (one batch of each per round), so that a change in
+/// the shared machine's load moves them all alike and their ratios hold.
+/// Each call runs its argument's count of calls; tiny calls are timed in
+/// batches so the clock's cost does not count. Sampling stops after
+/// \p MinSeconds per call (at least 3 or 7 rounds, at most 200).
+std::vector<double> interleavedMedianNs(const std::vector<std::function<void(uint64_t)>> &Calls,
+                                        double MinSeconds = 0.25);
+
+/// The median time of one call of \p Call in nanoseconds.
 template <typename F> double medianNs(F &&Call, double MinSeconds = 0.25) {
-  using Clock = std::chrono::steady_clock;
-  auto Seconds = [](Clock::duration D) { return std::chrono::duration<double>(D).count(); };
-  Call(); // Warm up: page faults, caches, lazy binding.
-  Clock::time_point T0 = Clock::now();
-  Call();
-  const double One = Seconds(Clock::now() - T0);
-  const uint64_t Batch = One >= 20e-6 ? 1 : static_cast<uint64_t>(20e-6 / std::max(One, 1e-9)) + 1;
-  const int MinSamples = One > 0.1 ? 3 : 7, MaxSamples = 200;
-  std::vector<double> Samples;
-  Clock::time_point Start = Clock::now();
-  while (static_cast<int>(Samples.size()) < MinSamples ||
-         (Seconds(Clock::now() - Start) < MinSeconds &&
-          static_cast<int>(Samples.size()) < MaxSamples)) {
-    T0 = Clock::now();
-    for (uint64_t I = 0; I < Batch; ++I)
-      Call();
-    Samples.push_back(Seconds(Clock::now() - T0) * 1e9 / static_cast<double>(Batch));
-  }
-  std::sort(Samples.begin(), Samples.end());
-  const size_t N = Samples.size();
-  return N % 2 ? Samples[N / 2] : (Samples[N / 2 - 1] + Samples[N / 2]) / 2;
+  return interleavedMedianNs({[&](uint64_t N) {
+                               for (uint64_t I = 0; I < N; ++I)
+                                 Call();
+                             }},
+                             MinSeconds)[0];
 }
 
 /// The small kernels compile latency is measured on: FLOAT32 [64, AxisSize]
@@ -98,8 +90,8 @@ struct SuiteRow {
 
 struct SuiteReport {
   std::vector<SuiteRow> Rows;
-  /// The single-thread memcpy line, measured before each case: median,
-  /// lowest and highest. Each row carries its case's.
+  /// The single-thread memcpy line, timed with each case's engines: median,
+  /// lowest and highest over the cases. Each row carries its case's.
   double MemcpyGbps = 0, MemcpyMinGbps = 0, MemcpyMaxGbps = 0;
   /// The same memcpy split across Threads threads.
   double MemcpyGbpsAllThreads = 0;

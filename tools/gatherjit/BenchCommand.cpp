@@ -241,8 +241,9 @@ std::string markdown(const SuiteReport &R, const LibraryTimes &Libraries,
   std::ostringstream M;
   M << "# gatherjit benchmark, " << Date << "\n\n"
     << cpuName() << ", " << sysconf(_SC_NPROCESSORS_ONLN) << " cores. Medians from one run of `gatherjit bench`; "
-    << "GB/s = (2 x output bytes + index bytes) / time. memcpy (read + write), measured "
-       "before each case, whose % of memcpy is against that measurement: median "
+    << "GB/s = (2 x output bytes + index bytes) / time. Each case's generic and jit "
+       "engines and a 256 MiB memcpy (read + write; the case's % of memcpy) are timed in "
+       "interleaved rounds, so the shared machine's load weighs on all alike; memcpy: median "
     << fmt("%.1f", R.MemcpyGbps) << " GB/s (" << fmt("%.1f", R.MemcpyMinGbps) << " to "
     << fmt("%.1f", R.MemcpyMaxGbps) << ")";
   if (R.MemcpyGbpsAllThreads > 0)
