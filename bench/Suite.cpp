@@ -55,6 +55,22 @@ bool runOnce(const PreparedCase &P, Engine E, const Kernel &K, void *Out) {
   return false;
 }
 
+namespace {
+
+double median(std::vector<double> V) {
+  std::sort(V.begin(), V.end());
+  const size_t N = V.size();
+  return N == 0 ? 0 : N % 2 ? V[N / 2] : (V[N / 2 - 1] + V[N / 2]) / 2;
+}
+
+/// One memcpy the compiler cannot drop (the destination is never read).
+void copyOnce(char *Dst, const char *Src, size_t Bytes) {
+  std::memcpy(Dst, Src, Bytes);
+  asm volatile("" : : "r"(Dst) : "memory");
+}
+
+} // namespace
+
 std::vector<double> interleavedMedianNs(const std::vector<std::function<void(uint64_t)>> &Calls,
                                         double MinSeconds) {
   using Clock = std::chrono::steady_clock;
@@ -84,11 +100,8 @@ std::vector<double> interleavedMedianNs(const std::vector<std::function<void(uin
       Samples[C].push_back(Seconds(Clock::now() - T0) * 1e9 / static_cast<double>(Batch[C]));
     }
   std::vector<double> Medians;
-  for (std::vector<double> &S : Samples) {
-    std::sort(S.begin(), S.end());
-    const size_t K = S.size();
-    Medians.push_back(K % 2 ? S[K / 2] : (S[K / 2 - 1] + S[K / 2]) / 2);
-  }
+  for (std::vector<double> &S : Samples)
+    Medians.push_back(median(std::move(S)));
   return Medians;
 }
 
@@ -97,8 +110,7 @@ double memcpyGbps(unsigned Threads) {
   std::vector<char> Src(Bytes, 1), Dst(Bytes, 2);
   auto Copy = [&](unsigned Part) {
     const size_t Begin = Bytes * Part / Threads, End = Bytes * (Part + 1) / Threads;
-    std::memcpy(Dst.data() + Begin, Src.data() + Begin, End - Begin);
-    asm volatile("" : : "r"(Dst.data()) : "memory");
+    copyOnce(Dst.data() + Begin, Src.data() + Begin, End - Begin);
   };
   const double Ns = medianNs([&] {
     if (Threads == 1)
@@ -165,14 +177,6 @@ Expected<std::unique_ptr<Runtime>> makeRuntime(unsigned Threads, bool QuickTier,
   return Runtime::create(O);
 }
 
-double median(std::vector<double> V) {
-  std::sort(V.begin(), V.end());
-  const size_t N = V.size();
-  return N == 0 ? 0 : N % 2 ? V[N / 2] : (V[N / 2 - 1] + V[N / 2]) / 2;
-}
-
-/// Compile latencies: new specs each time (cold), an equal spec (hit), and
-/// a fresh runtime loading from a populated persistent cache.
 /// Medians of compiling new GatherElements and Gather probes.
 Status measureCold(bool QuickTier, double &GatherElementsMs, double &GatherMs) {
   Expected<std::unique_ptr<Runtime>> RT = makeRuntime(1, QuickTier);
@@ -192,6 +196,8 @@ Status measureCold(bool QuickTier, double &GatherElementsMs, double &GatherMs) {
   return Status::ok();
 }
 
+/// Compile latencies: new specs each time (cold, at both tiers), an equal
+/// spec (hit), and a fresh runtime loading from a populated persistent cache.
 Status measureCompile(SuiteReport &R) {
   if (Status S = measureCold(true, R.ColdGatherElementsMs, R.ColdGatherMs); !S)
     return S;
@@ -301,10 +307,8 @@ Expected<SuiteReport> runSuite(const SuiteOptions &Options,
           runOnce(*P, Runs[I].E, Runs[I].K, Out.data());
       });
     Calls.push_back([&](uint64_t N) {
-      for (uint64_t K = 0; K < N; ++K) {
-        std::memcpy(CopyDst.data(), CopySrc.data(), CopyBytes);
-        asm volatile("" : : "r"(CopyDst.data()) : "memory");
-      }
+      for (uint64_t K = 0; K < N; ++K)
+        copyOnce(CopyDst.data(), CopySrc.data(), CopyBytes);
     });
     std::vector<double> Ns = interleavedMedianNs(Calls);
     const double Line = 2.0 * CopyBytes / Ns.back();
