@@ -100,7 +100,9 @@ private:
   /// Copies \p Count elements (a constant or run-time count) from the input
   /// at element offset \p InOff to the output at \p OutOff.
   void copyElements(Value *InOff, Value *OutOff, Value *Count);
-  void copyElement(Value *InOff, Value *OutOff);
+  /// Copies one element to element offset \p OutOff of \p Dst (the output
+  /// unless given).
+  void copyElement(Value *InOff, Value *OutOff, Value *Dst = nullptr);
   /// The input element offset of the gathered element for index \p Safe.
   Value *inputOffset(Value *Base, Value *Safe) {
     return mulAdd(Base, Safe, S.AxisStride);
@@ -127,6 +129,11 @@ private:
   /// \p Ahead of dimension \p D.
   void emitPrefetchRow(const Offsets &O, Value *Ahead, unsigned D);
   void emitBlockRow(const Offsets &O, Value *Lo, Value *Hi);
+  /// True if an element is 1, 2, 4, 8 or 16 bytes (an integer type).
+  bool isPowerOfTwoElement() const {
+    const unsigned EB = S.ElemBytes;
+    return EB == 1 || EB == 2 || EB == 4 || EB == 8 || EB == 16;
+  }
   /// Bytes of one index.
   uint64_t indexBytes() const {
     return S.IndexType == DataType::Int64 || S.IndexType == DataType::UInt64 ? 8 : 4;
@@ -154,7 +161,8 @@ private:
   PointerType *PtrTy;
   Function *F = nullptr;
   Value *In = nullptr, *Idx = nullptr, *Out = nullptr;
-  /// Block rows of an output this large are streamed past the cache.
+  /// True if the output is written with non-temporal stores: block rows,
+  /// or streamed element rows, of an output of at least NonTemporalBytes.
   bool NonTemporal = false;
 };
 
@@ -199,25 +207,25 @@ Value *KernelEmitter::safeIndex(Value *W) {
   return B.CreateBinaryIntrinsic(Intrinsic::umin, W, Last);
 }
 
-void KernelEmitter::copyElement(Value *InOff, Value *OutOff) {
+void KernelEmitter::copyElement(Value *InOff, Value *OutOff, Value *Dst) {
   const unsigned EB = S.ElemBytes;
-  if (EB == 1 || EB == 2 || EB == 4 || EB == 8 || EB == 16) {
+  if (!Dst)
+    Dst = Out;
+  if (isPowerOfTwoElement()) {
     Type *Ty = Type::getIntNTy(Ctx, EB * 8);
     Value *V = InOff ? static_cast<Value *>(B.CreateAlignedLoad(
                            Ty, B.CreateInBoundsGEP(Ty, In, InOff), Align(1)))
                      : Constant::getNullValue(Ty);
-    B.CreateAlignedStore(V, B.CreateInBoundsGEP(Ty, Out, OutOff), Align(1));
+    B.CreateAlignedStore(V, B.CreateInBoundsGEP(Ty, Dst, OutOff), Align(1));
     return;
   }
-  Value *Dst = B.CreateInBoundsGEP(B.getInt8Ty(), Out,
-                                   B.CreateMul(OutOff, c(EB), "", true, true));
+  Value *To = B.CreateInBoundsGEP(B.getInt8Ty(), Dst,
+                                  B.CreateMul(OutOff, c(EB), "", true, true));
   if (!InOff) {
-    B.CreateMemSet(Dst, B.getInt8(0), EB, MaybeAlign(1));
+    B.CreateMemSet(To, B.getInt8(0), EB, MaybeAlign(1));
     return;
   }
-  Value *Src = B.CreateInBoundsGEP(B.getInt8Ty(), In,
-                                   B.CreateMul(InOff, c(EB), "", true, true));
-  B.CreateMemCpy(Dst, MaybeAlign(1), Src, MaybeAlign(1), EB);
+  B.CreateMemCpy(To, MaybeAlign(1), bytePointer(In, InOff), MaybeAlign(1), EB);
 }
 
 void KernelEmitter::copyElements(Value *InOff, Value *OutOff, Value *Count) {
@@ -318,32 +326,62 @@ void KernelEmitter::emitElementRow(const Offsets &O, Value *Lo, Value *Hi) {
     BadFlag = Entry.CreateAlloca(B.getInt1Ty(), nullptr, "bad.flag");
     B.CreateStore(B.getFalse(), BadFlag);
   }
-  auto Element = [&](const Offsets &E) {
+  // Element E, stored at element offset DstOff of Dst if given.
+  auto Element = [&](const Offsets &E, Value *Dst = nullptr, Value *DstOff = nullptr) {
     Value *W = loadWrappedIndex(E.Idx);
     if (Check)
       B.CreateStore(B.CreateOr(B.CreateLoad(B.getInt1Ty(), BadFlag), isOutOfRange(W)),
                     BadFlag);
-    copyElement(S.AxisSize == 0 ? nullptr : inputOffset(E.In, safeIndex(W)), E.Out);
+    copyElement(S.AxisSize == 0 ? nullptr : inputOffset(E.In, safeIndex(W)),
+                Dst ? DstOff : E.Out, Dst);
+  };
+  auto Plain = [&](Value *From, Value *To, const Twine &Name) {
+    emitLoop(From, To, Name, [&](Value *IV) { Element(advance(O, IV, L)); });
   };
   if (S.Rank == 0) {
     Element(O);
   } else if (streamsIndices()) {
     // Rows of rank >= 2 span the whole dimension: [Lo, Hi) = [0, Sizes[L]).
-    const uint64_t Blocks = S.Sizes[L] / StreamBlock;
-    emitLoop(c(0), c(Blocks), "blocks", [&](Value *Block) {
-      Value *J0 = B.CreateMul(Block, c(StreamBlock), "", true, true);
+    // A streamed output row (contiguous, see emit()) stores its elements
+    // plainly up to its first 64-byte line; each block then gathers into a
+    // buffer and streams it out in whole lines.
+    const uint64_t N = S.Sizes[L];
+    Value *Head = c(0);
+    AllocaInst *Buf = nullptr;
+    if (NonTemporal) {
+      IRBuilder<> Entry(&F->getEntryBlock(), F->getEntryBlock().begin());
+      Buf = Entry.CreateAlloca(ArrayType::get(B.getInt8Ty(), StreamBlock * S.ElemBytes),
+                               nullptr, "block.buf");
+      Buf->setAlignment(Align(64));
+      Value *Start = B.CreatePtrToInt(bytePointer(Out, O.Out), I64);
+      Value *Skew = B.CreateAnd(B.CreateNeg(Start), c(63)); // Bytes to the next line.
+      // An output not aligned to its elements never reaches a line boundary
+      // between them: the whole row is stored plainly.
+      Value *ElemAligned = B.CreateICmpEQ(B.CreateAnd(Start, c(S.ElemBytes - 1)), c(0));
+      Head = B.CreateSelect(ElemAligned,
+                            B.CreateBinaryIntrinsic(Intrinsic::umin,
+                                                    B.CreateUDiv(Skew, c(S.ElemBytes)), c(N)),
+                            c(N), "head");
+      Plain(c(0), Head, "head");
+    }
+    Value *Blocks = B.CreateUDiv(B.CreateSub(c(N), Head, "", true, true), c(StreamBlock));
+    emitLoop(c(0), Blocks, "blocks", [&](Value *Block) {
+      Value *J0 = B.CreateAdd(Head, B.CreateMul(Block, c(StreamBlock), "", true, true), "",
+                              true, true);
       emitPrefetchSpan(Idx,
                        B.CreateAdd(B.CreateMul(B.CreateAdd(O.Idx, J0, "", true, true),
                                                c(indexBytes()), "", true, true),
                                    c(IndexAheadBytes)),
                        StreamBlock * indexBytes());
       emitLoop(c(0), c(StreamBlock), "inner", [&](Value *IV) {
-        Element(advance(O, B.CreateAdd(J0, IV, "", true, true), L));
+        Element(advance(O, B.CreateAdd(J0, IV, "", true, true), L), Buf, IV);
       });
+      if (Buf)
+        emitChunkCopy(bytePointer(Out, B.CreateAdd(O.Out, J0, "", true, true)), Buf,
+                      c(S.ElemBytes), true);
     });
-    if (S.Sizes[L] % StreamBlock)
-      emitLoop(c(Blocks * StreamBlock), c(S.Sizes[L]), "inner.tail",
-               [&](Value *IV) { Element(advance(O, IV, L)); });
+    Plain(B.CreateAdd(Head, B.CreateMul(Blocks, c(StreamBlock), "", true, true), "", true, true),
+          c(N), "inner.tail");
   } else {
     emitLoop(Lo, Hi, "inner", [&](Value *IV) { Element(advance(O, IV, L)); });
   }
@@ -448,9 +486,12 @@ void KernelEmitter::emit(const std::string &Name) {
   FunctionType *RangeTy =
       FunctionType::get(I64, {PtrTy, PtrTy, PtrTy, I64, I64}, false);
   F = Function::Create(RangeTy, GlobalValue::ExternalLinkage, Name + "_range", M);
-  NonTemporal = S.innerIsBlock() && S.Rank >= 2 && S.AxisSize > 0 &&
-                S.Sizes[S.Rank - 1] * S.ElemBytes >= 128 &&
-                S.elements() * S.ElemBytes >= NonTemporalBytes;
+  const bool LargeOutput = S.elements() * S.ElemBytes >= NonTemporalBytes;
+  const bool StreamedBlockRows = S.innerIsBlock() && S.Rank >= 2 && S.AxisSize > 0 &&
+                                 S.Sizes[S.Rank - 1] * S.ElemBytes >= 128;
+  const bool StreamedElementRows = streamsIndices() && S.OutStride[S.Rank - 1] == 1 &&
+                                   isPowerOfTwoElement();
+  NonTemporal = LargeOutput && (StreamedBlockRows || StreamedElementRows);
   F->addFnAttr(Attribute::NoUnwind);
   if (!NonTemporal) // Its closing fence synchronizes.
     F->addFnAttr(Attribute::NoSync);

@@ -442,6 +442,60 @@ TEST(Runtime, StreamedElementRowsMatchTheInterpreter) {
   }
 }
 
+TEST(Runtime, StreamedElementRowsWriteLargeOutputsAtAnyAlignment) {
+  // Over 16 MiB of output gathered along rows of 300 INT32 indices: each row
+  // stores plainly up to its first 64-byte line, then streams blocks of 64
+  // elements; an output not aligned to its elements is stored plainly.
+  auto RT = makeRuntime();
+  const uint64_t Cols = 300;
+  for (DataType Type : {DataType::UInt8, DataType::Float16, DataType::Float32, DataType::Float64}) {
+    const size_t Elem = dataTypeSize(Type);
+    const uint64_t Rows = (16u << 20) / (Cols * Elem) + 1;
+    SCOPED_TRACE(std::string(dataTypeName(Type)) + " [" + std::to_string(Rows) + ", 300]");
+    GatherElementsDesc D{tensor(Type, {Rows, Cols}), tensor(DataType::Int32, {Rows, Cols}),
+                         tensor(Type, {Rows, Cols}), 1};
+    Expected<ValidDesc> V = validate(D);
+    ASSERT_TRUE(V.isOk());
+    Expected<std::string> IR = RT->optimizedIR(*V);
+    ASSERT_TRUE(IR.isOk());
+    EXPECT_THAT(*IR, ::testing::HasSubstr("!nontemporal"));
+    Expected<Kernel> K = RT->compile(*V);
+    ASSERT_TRUE(K.isOk());
+    std::vector<char> In = patternBuffer(Rows * Cols, Elem);
+    std::vector<int64_t> Idx(Rows * Cols);
+    std::mt19937_64 Rng(Elem);
+    for (int64_t &I : Idx)
+      I = static_cast<int64_t>(Rng() % (2 * Cols)) - static_cast<int64_t>(Cols);
+    std::vector<char> Bytes = encodeIndices(DataType::Int32, Idx);
+    std::vector<char> Ref(Rows * Cols * Elem);
+    ASSERT_TRUE(interpret(*V, In.data(), Bytes.data(), Ref.data()).isOk());
+    std::vector<char> Buffer(Ref.size() + 128);
+    char *Aligned = Buffer.data() + (64 - reinterpret_cast<uintptr_t>(Buffer.data()) % 64);
+    for (size_t Skew : {size_t(0), size_t(1), Elem, size_t(60)}) {
+      SCOPED_TRACE("output 64-byte aligned + " + std::to_string(Skew));
+      std::memset(Buffer.data(), 0x5a, Buffer.size());
+      ASSERT_TRUE(K->run(In.data(), Bytes.data(), Aligned + Skew).isOk());
+      EXPECT_EQ(0, std::memcmp(Ref.data(), Aligned + Skew, Ref.size()));
+      // Nothing written before or after the output.
+      EXPECT_EQ(std::string(Aligned + Skew - Buffer.data(), 0x5a),
+                std::string(Buffer.data(), Aligned + Skew));
+      EXPECT_EQ(std::string(Buffer.data() + Buffer.size() - (Aligned + Skew + Ref.size()), 0x5a),
+                std::string(Aligned + Skew + Ref.size(), Buffer.data() + Buffer.size()));
+    }
+    // The first bad index, in a row's head (before its first line) or in a
+    // block, is the one reported.
+    for (uint64_t Bad : {(Rows / 2) * Cols + 1, (Rows / 3) * Cols + 150}) {
+      std::vector<int64_t> BadIdx = Idx;
+      BadIdx[Bad] = static_cast<int64_t>(Cols);
+      BadIdx[Bad + 3] = -static_cast<int64_t>(Cols) - 1;
+      std::vector<char> BadBytes = encodeIndices(DataType::Int32, BadIdx);
+      Status S = K->run(In.data(), BadBytes.data(), Aligned + 4);
+      ASSERT_EQ(S.code(), ErrorCode::IndexOutOfRange);
+      EXPECT_EQ(S.position(), Bad);
+    }
+  }
+}
+
 TEST(Runtime, PerfMapNamesEachKernelAtItsAddress) {
   RuntimeOptions O;
   O.Threads = 1;
