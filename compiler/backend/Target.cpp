@@ -75,14 +75,19 @@ createTargetMachine(const TargetChoice &Choice, OptLevel Level) {
       Builder->setCPU(Cpu);
     }
   }
-  if (!Choice.Features.empty()) {
-    llvm::SubtargetFeatures F;
-    F.addFeaturesVector(Builder->getFeatures().getFeatures());
-    for (llvm::StringRef Part : llvm::split(Choice.Features, ','))
-      if (!Part.empty())
-        F.AddFeature(Part);
-    Builder->setFeatures(F.getString());
-  }
+  llvm::SubtargetFeatures F;
+  F.addFeaturesVector(Builder->getFeatures().getFeatures());
+  // On x86, element rows vectorize to scalar loads inserted into vectors
+  // rather than to gather instructions: measured 7-21% faster on FLOAT32
+  // rows (up to 14% on a gather from a 64 MiB table), and the same on the
+  // narrower types, which have no gather. A user's "-prefer-no-gather"
+  // (applied after) brings gathers back.
+  if (Builder->getTargetTriple().isX86())
+    F.AddFeature("prefer-no-gather");
+  for (llvm::StringRef Part : llvm::split(Choice.Features, ','))
+    if (!Part.empty())
+      F.AddFeature(Part);
+  Builder->setFeatures(F.getString());
   Builder->setCodeGenOptLevel(codeGenLevel(Level));
   Builder->setRelocationModel(llvm::Reloc::PIC_);
   Builder->setCodeModel(llvm::CodeModel::Small);

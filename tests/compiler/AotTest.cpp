@@ -11,12 +11,16 @@
 #include "TestUtil.h"
 #include "tools/CliTestUtil.h"
 
+#include "compiler/backend/Target.h"
 #include "gatherjit/Aot.h"
 #include "gatherjit/Interpreter.h"
 
 #include <llvm/Object/ELFObjectFile.h>
 #include <llvm/Object/ObjectFile.h>
 #include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/TargetParser/Host.h>
+#include <llvm/TargetParser/Triple.h>
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>
@@ -152,6 +156,26 @@ TEST(Aot, EveryX86Level) {
     EXPECT_EQ(F.Arch, llvm::Triple::x86_64);
     EXPECT_TRUE(F.Defined.count("seed_range"));
   }
+}
+
+TEST(Aot, X86TargetsPreferScalarLoadsToGathersUnlessTheUserAsks) {
+  auto Features = [](const std::string &Triple, const std::string &Asked) {
+    Expected<std::unique_ptr<llvm::TargetMachine>> TM =
+        createTargetMachine({Triple, "", Asked}, OptLevel::O2);
+    EXPECT_TRUE(TM.isOk()) << TM.status().message();
+    return TM ? (*TM)->getTargetFeatureString().str() : std::string();
+  };
+  // Later features override earlier ones: the user's come last.
+  auto Last = [](const std::string &F) {
+    const size_t On = F.rfind("+prefer-no-gather"), Off = F.rfind("-prefer-no-gather");
+    return On == std::string::npos && Off == std::string::npos ? 0
+           : Off == std::string::npos || (On != std::string::npos && On > Off) ? 1
+                                                                              : -1;
+  };
+  EXPECT_EQ(Last(Features("x86_64-linux-gnu", "")), 1);
+  EXPECT_EQ(Last(Features("", "")), llvm::Triple(llvm::sys::getProcessTriple()).isX86() ? 1 : 0);
+  EXPECT_EQ(Last(Features("x86_64-linux-gnu", "-prefer-no-gather")), -1);
+  EXPECT_EQ(Last(Features("aarch64-linux-gnu", "")), 0);
 }
 
 TEST(Aot, RejectsNamesThatAreNotDistinctCIdentifiers) {
