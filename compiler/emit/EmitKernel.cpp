@@ -57,6 +57,10 @@ constexpr uint64_t MinStreamedRow = 256;
 constexpr uint64_t StreamBlock = 64;
 constexpr uint64_t IndexAheadBytes = 8u << 10;
 constexpr uint64_t MaxGatherRowBytes = 16u << 10;
+/// Element rows that all read the same indices (a Gather's dimensions
+/// before the axis), of at most this many elements, read them once per call
+/// into a table of input offsets, checked once.
+constexpr uint64_t MaxSharedRow = 8192;
 
 class KernelEmitter {
 public:
@@ -138,15 +142,44 @@ private:
   uint64_t indexBytes() const {
     return S.IndexType == DataType::Int64 || S.IndexType == DataType::UInt64 ? 8 : 4;
   }
+  /// True if every row reads the same indices through a table of offsets
+  /// (see MaxSharedRow).
+  bool sharesRowIndices() const {
+    if (S.Rank < 2 || S.innerIsBlock() || S.AxisSize == 0 || S.rows() < 2 ||
+        S.Sizes[S.Rank - 1] > MaxSharedRow)
+      return false;
+    for (unsigned D = 0; D + 1 < S.Rank; ++D)
+      if (S.IdxStride[D] != 0 || S.PosStride[D] != 0)
+        return false;
+    return true;
+  }
+  /// Fills the table of sharesRowIndices(); under Check, returns the first
+  /// out-of-range index's position if there is one.
+  void emitIndexTable();
+  /// Under Check, a flag (set to false here) that element checks OR into.
+  AllocaInst *emitBadFlag();
+  /// If \p BadFlag is set, finds the first out-of-range index of the row
+  /// [Lo, Hi) at \p O (or rank 0's element) and returns its position.
+  void emitReturnFirstBad(AllocaInst *BadFlag, const Offsets &O, Value *Lo, Value *Hi);
   /// True if element rows stream their indices (see StreamedIndexBytes).
   bool streamsIndices() const {
-    if (S.Rank < 2 || S.innerIsBlock())
+    if (S.Rank < 2 || S.innerIsBlock() || sharesRowIndices())
       return false;
     const unsigned L = S.Rank - 1;
     // Measured to pay where the innermost dimension is the gathered axis
     // (GE1, GE4, GE6: 20-25% faster); along other axes it cost about 3%.
     return S.InStride[L] == 0 && S.IdxStride[L] == 1 && S.Sizes[L] >= MinStreamedRow &&
            S.elements() * indexBytes() >= StreamedIndexBytes;
+  }
+  /// True if element rows gathering from one contiguous input row each, of
+  /// at most MaxGatherRowBytes, prefetch the next row's: streamed rows, and
+  /// rows sharing their indices from an input of PrefetchTableBytes or more.
+  bool prefetchesNextInputRow() const {
+    if (S.Rank < 2 || S.AxisStride != 1 || S.AxisSize * S.ElemBytes > MaxGatherRowBytes)
+      return false;
+    return streamsIndices() ||
+           (sharesRowIndices() && S.InStride[S.Rank - 1] == 0 &&
+            S.rows() * S.AxisSize * S.ElemBytes >= PrefetchTableBytes);
   }
   /// Prefetches \p Bytes from \p Base plus \p Offset bytes, one per line;
   /// the address may lie past the buffer (a prefetch never faults).
@@ -164,6 +197,8 @@ private:
   /// True if the output is written with non-temporal stores: block rows,
   /// or streamed element rows, of an output of at least NonTemporalBytes.
   bool NonTemporal = false;
+  /// The input offsets of one row's elements, if sharesRowIndices().
+  AllocaInst *Table = nullptr;
 };
 
 void KernelEmitter::emitLoop(Value *Lo, Value *Hi, const Twine &Name,
@@ -319,13 +354,16 @@ void KernelEmitter::emitBlockCopy(Value *Dst, Value *Src, uint64_t Bytes) {
 /// element for rank 0).
 void KernelEmitter::emitElementRow(const Offsets &O, Value *Lo, Value *Hi) {
   const unsigned L = S.Rank == 0 ? 0 : S.Rank - 1;
-  const bool Check = S.Policy == OobPolicy::Check;
-  AllocaInst *BadFlag = nullptr;
-  if (Check) {
-    IRBuilder<> Entry(&F->getEntryBlock(), F->getEntryBlock().begin());
-    BadFlag = Entry.CreateAlloca(B.getInt1Ty(), nullptr, "bad.flag");
-    B.CreateStore(B.getFalse(), BadFlag);
+  if (Table) {
+    // The indices were read and checked once: a row is offsets and copies.
+    emitLoop(c(0), c(S.Sizes[L]), "inner", [&](Value *IV) {
+      Value *Off = B.CreateAlignedLoad(I64, B.CreateInBoundsGEP(I64, Table, IV), Align(8));
+      copyElement(B.CreateAdd(O.In, Off, "", true, true), mulAdd(O.Out, IV, S.OutStride[L]));
+    });
+    return;
   }
+  const bool Check = S.Policy == OobPolicy::Check;
+  AllocaInst *BadFlag = emitBadFlag();
   // Element E, stored at element offset DstOff of Dst if given.
   auto Element = [&](const Offsets &E, Value *Dst = nullptr, Value *DstOff = nullptr) {
     Value *W = loadWrappedIndex(E.Idx);
@@ -385,8 +423,23 @@ void KernelEmitter::emitElementRow(const Offsets &O, Value *Lo, Value *Hi) {
   } else {
     emitLoop(Lo, Hi, "inner", [&](Value *IV) { Element(advance(O, IV, L)); });
   }
-  if (!Check)
+  emitReturnFirstBad(BadFlag, O, Lo, Hi);
+}
+
+AllocaInst *KernelEmitter::emitBadFlag() {
+  if (S.Policy != OobPolicy::Check)
+    return nullptr;
+  IRBuilder<> Entry(&F->getEntryBlock(), F->getEntryBlock().begin());
+  AllocaInst *Flag = Entry.CreateAlloca(B.getInt1Ty(), nullptr, "bad.flag");
+  B.CreateStore(B.getFalse(), Flag);
+  return Flag;
+}
+
+void KernelEmitter::emitReturnFirstBad(AllocaInst *BadFlag, const Offsets &O, Value *Lo,
+                                       Value *Hi) {
+  if (!BadFlag)
     return;
+  const unsigned L = S.Rank == 0 ? 0 : S.Rank - 1;
   // Cold path: rescan the row for the first out-of-range index.
   BasicBlock *Rescan = BasicBlock::Create(Ctx, "rescan", F);
   BasicBlock *Done = BasicBlock::Create(Ctx, "row.done", F);
@@ -407,6 +460,25 @@ void KernelEmitter::emitElementRow(const Offsets &O, Value *Lo, Value *Hi) {
     emitLoop(Lo, Hi, "rescan", [&](Value *IV) { Probe(advance(O, IV, L)); });
   B.CreateBr(Done);
   B.SetInsertPoint(Done);
+}
+
+void KernelEmitter::emitIndexTable() {
+  const unsigned L = S.Rank - 1;
+  IRBuilder<> Entry(&F->getEntryBlock(), F->getEntryBlock().begin());
+  Table = Entry.CreateAlloca(ArrayType::get(I64, S.Sizes[L]), nullptr, "offsets");
+  Table->setAlignment(Align(64));
+  AllocaInst *BadFlag = emitBadFlag();
+  const Offsets Zero{c(0), c(0), c(0), c(0)};
+  emitLoop(c(0), c(S.Sizes[L]), "table", [&](Value *IV) {
+    const Offsets E = advance(Zero, IV, L);
+    Value *W = loadWrappedIndex(E.Idx);
+    if (BadFlag)
+      B.CreateStore(B.CreateOr(B.CreateLoad(B.getInt1Ty(), BadFlag), isOutOfRange(W)),
+                    BadFlag);
+    B.CreateAlignedStore(inputOffset(E.In, safeIndex(W)), B.CreateInBoundsGEP(I64, Table, IV),
+                         Align(8));
+  });
+  emitReturnFirstBad(BadFlag, Zero, c(0), c(S.Sizes[L]));
 }
 
 void KernelEmitter::emitPrefetchSpan(Value *Base, Value *Offset, uint64_t Bytes) {
@@ -469,10 +541,9 @@ void KernelEmitter::emitLevel(unsigned D, const Offsets &O, Value *Lo, Value *Hi
       emitAhead(IV, Hi, std::clamp<uint64_t>(PrefetchAheadBytes / RowBytes, 1, 8),
                 [&](Value *Ahead) { emitPrefetchRow(O, Ahead, D); });
     }
-    // Streamed element rows gathering along the innermost dimension from a
-    // contiguous input row: fetch the next row's (same offsets, IV + 1).
-    if (D + 2 == S.Rank && streamsIndices() && S.AxisStride == 1 &&
-        S.AxisSize * S.ElemBytes <= MaxGatherRowBytes)
+    // Element rows gathering from one contiguous input row each: fetch the
+    // next row's (same offsets, IV + 1).
+    if (D + 2 == S.Rank && prefetchesNextInputRow())
       emitAhead(IV, Hi, 1, [&](Value *Ahead) {
         emitPrefetchSpan(In, B.CreateMul(advance(O, Ahead, D).In, c(S.ElemBytes), "", true, true),
                          S.AxisSize * S.ElemBytes);
@@ -519,6 +590,16 @@ void KernelEmitter::emit(const std::string &Name) {
   Value *Hi = B.CreateBinaryIntrinsic(
       Intrinsic::smin, B.CreateBinaryIntrinsic(Intrinsic::smax, F->getArg(4), c(0)), c(Rows));
   Offsets Zero{c(0), c(0), c(0), c(0)};
+  if (sharesRowIndices()) {
+    // Read (and check) the indices only if there are rows to gather.
+    BasicBlock *Fill = BasicBlock::Create(Ctx, "table.fill", F);
+    BasicBlock *Rows = BasicBlock::Create(Ctx, "rows", F);
+    B.CreateCondBr(B.CreateICmpULT(Lo, Hi), Fill, Rows);
+    B.SetInsertPoint(Fill);
+    emitIndexTable();
+    B.CreateBr(Rows);
+    B.SetInsertPoint(Rows);
+  }
   if (S.Rank == 0) {
     emitLoop(Lo, Hi, "one", [&](Value *) { emitElementRow(Zero, nullptr, nullptr); });
   } else {

@@ -496,6 +496,54 @@ TEST(Runtime, StreamedElementRowsWriteLargeOutputsAtAnyAlignment) {
   }
 }
 
+TEST(Runtime, RowsSharingTheirIndicesCheckThemOnceAndMatchTheInterpreter) {
+  // Gather along axis 1 of [300, 1000] by [50, 40]: all 300 rows read the
+  // same 2000 indices, through one table of offsets filled per call.
+  auto RT = makeRuntime();
+  const uint64_t Rows = 300, Cols = 1000;
+  for (OobPolicy Policy : {OobPolicy::Check, OobPolicy::Clamp}) {
+    SCOPED_TRACE(Policy == OobPolicy::Check ? "check" : "clamp");
+    Expected<GatherDesc> D = onnxGather(tensor(DataType::Float32, {Rows, Cols}),
+                                        tensor(DataType::Int32, {50, 40}), 1);
+    ASSERT_TRUE(D.isOk());
+    ValidateOptions O;
+    O.Policy = Policy;
+    Expected<ValidDesc> V = validate(*D, O);
+    ASSERT_TRUE(V.isOk());
+    Expected<Kernel> K = RT->compile(*V);
+    ASSERT_TRUE(K.isOk());
+    std::vector<char> In = patternBuffer(Rows * Cols, 4);
+    std::vector<int64_t> Idx(2000);
+    std::mt19937_64 Rng(7);
+    for (int64_t &I : Idx)
+      I = static_cast<int64_t>(Rng() % (2 * Cols)) - static_cast<int64_t>(Cols);
+    // Two bad indices (the first at position 777) under Check; under Clamp
+    // they read the row's ends.
+    for (bool Bad : {false, true}) {
+      std::vector<int64_t> Used = Idx;
+      if (Bad) {
+        Used[1500] = -static_cast<int64_t>(Cols) - 1;
+        Used[777] = static_cast<int64_t>(Cols);
+      }
+      std::vector<char> Bytes = encodeIndices(DataType::Int32, Used);
+      std::vector<char> Out(Rows * 2000 * 4), Ref(Out.size());
+      Status JS = K->run(In.data(), Bytes.data(), Out.data());
+      Status RS = interpret(*V, In.data(), Bytes.data(), Ref.data());
+      ASSERT_EQ(JS.code(), RS.code()) << JS.message();
+      if (Bad && Policy == OobPolicy::Check) {
+        ASSERT_EQ(JS.code(), ErrorCode::IndexOutOfRange);
+        EXPECT_EQ(JS.position(), 777u);
+        // A range of rows reports it too; an empty one reads no index.
+        EXPECT_EQ(K->runRows(In.data(), Bytes.data(), Out.data(), 299, 300).position(), 777u);
+        EXPECT_TRUE(K->runRows(In.data(), Bytes.data(), Out.data(), 5, 5).isOk());
+      } else {
+        ASSERT_TRUE(JS.isOk()) << JS.message();
+        EXPECT_EQ(Out, Ref);
+      }
+    }
+  }
+}
+
 TEST(Runtime, PerfMapNamesEachKernelAtItsAddress) {
   RuntimeOptions O;
   O.Threads = 1;
