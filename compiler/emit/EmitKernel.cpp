@@ -59,8 +59,8 @@ constexpr uint64_t IndexAheadBytes = 8u << 10;
 constexpr uint64_t MaxGatherRowBytes = 16u << 10;
 /// Element rows that all read the same indices (a Gather's dimensions
 /// before the axis), of at most this many elements, read them once per call
-/// into a table of input offsets, checked once.
-constexpr uint64_t MaxSharedRow = 8192;
+/// into a table of input offsets on the stack (32 KiB), checked once.
+constexpr uint64_t MaxSharedRow = 4096;
 
 class KernelEmitter {
 public:
@@ -567,6 +567,9 @@ void KernelEmitter::emit(const std::string &Name) {
   if (!NonTemporal) // Its closing fence synchronizes.
     F->addFnAttr(Attribute::NoSync);
   F->addFnAttr(Attribute::WillReturn);
+  // A frame larger than a page (the offset table) touches each page in
+  // turn, so it cannot step over a guard page below a small thread stack.
+  F->addFnAttr("probe-stack", "inline-asm");
   for (unsigned A = 0; A < 3; ++A) {
     F->addParamAttr(A, Attribute::NoAlias);
     F->addParamAttr(A, Attribute::NoCapture);

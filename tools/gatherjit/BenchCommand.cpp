@@ -325,7 +325,7 @@ bool plot(const SuiteReport &R, const std::string &Png) {
       << "set ylabel 'GB/s = (2 x output + index bytes) / time'\n"
       << "set style data histograms\nset style histogram clustered gap 1\n"
       << "set style fill solid 0.85 border -1\nset boxwidth 0.9\nset grid ytics\n"
-      << "set key top right\nset yrange [0:*]\nset key autotitle columnhead\n"
+      << "set key outside bottom center horizontal autotitle columnhead\nset yrange [0:*]\n"
       << "memcpy = " << R.MemcpyGbps << "\n"
       << "plot '" << Data << "' using 2:xtic(1) title 'interpreter', '' using 3 title "
       << "'generic C++', '' using 4 title 'jit, 1 thread', '' using 5 title 'jit, "
