@@ -12,9 +12,12 @@
 //    through an index clamped into range (so no read leaves the input) and
 //    ORs the out-of-range tests into a flag; after the row, a set flag sends
 //    control to a cold rescan that finds the first bad position. The loop
-//    body stays branch-free, so the vectorizer can use gathers. Long rows
+//    body stays branch-free, so the vectorizer can widen it (with gathers,
+//    or on x86 scalar loads, see compiler/backend/Target.cpp). Long rows
 //    gathering along the innermost dimension from large index tensors run
-//    in blocks that prefetch indices ahead, and fetch the next input row.
+//    in blocks that prefetch indices ahead, fetch the next input row, and
+//    stream a large output out with non-temporal stores. Rows that all read
+//    the same indices read and check them once, into a table of offsets.
 //
 //===----------------------------------------------------------------------===//
 
@@ -158,6 +161,9 @@ private:
   void emitIndexTable();
   /// Under Check, a flag (set to false here) that element checks OR into.
   AllocaInst *emitBadFlag();
+  /// ORs whether the wrapped index \p Wrapped is out of range into
+  /// \p BadFlag, if there is one.
+  void noteIfBad(AllocaInst *BadFlag, Value *Wrapped);
   /// If \p BadFlag is set, finds the first out-of-range index of the row
   /// [Lo, Hi) at \p O (or rank 0's element) and returns its position.
   void emitReturnFirstBad(AllocaInst *BadFlag, const Offsets &O, Value *Lo, Value *Hi);
@@ -362,14 +368,11 @@ void KernelEmitter::emitElementRow(const Offsets &O, Value *Lo, Value *Hi) {
     });
     return;
   }
-  const bool Check = S.Policy == OobPolicy::Check;
   AllocaInst *BadFlag = emitBadFlag();
   // Element E, stored at element offset DstOff of Dst if given.
   auto Element = [&](const Offsets &E, Value *Dst = nullptr, Value *DstOff = nullptr) {
     Value *W = loadWrappedIndex(E.Idx);
-    if (Check)
-      B.CreateStore(B.CreateOr(B.CreateLoad(B.getInt1Ty(), BadFlag), isOutOfRange(W)),
-                    BadFlag);
+    noteIfBad(BadFlag, W);
     copyElement(S.AxisSize == 0 ? nullptr : inputOffset(E.In, safeIndex(W)),
                 Dst ? DstOff : E.Out, Dst);
   };
@@ -435,6 +438,12 @@ AllocaInst *KernelEmitter::emitBadFlag() {
   return Flag;
 }
 
+void KernelEmitter::noteIfBad(AllocaInst *BadFlag, Value *Wrapped) {
+  if (BadFlag)
+    B.CreateStore(B.CreateOr(B.CreateLoad(B.getInt1Ty(), BadFlag), isOutOfRange(Wrapped)),
+                  BadFlag);
+}
+
 void KernelEmitter::emitReturnFirstBad(AllocaInst *BadFlag, const Offsets &O, Value *Lo,
                                        Value *Hi) {
   if (!BadFlag)
@@ -472,9 +481,7 @@ void KernelEmitter::emitIndexTable() {
   emitLoop(c(0), c(S.Sizes[L]), "table", [&](Value *IV) {
     const Offsets E = advance(Zero, IV, L);
     Value *W = loadWrappedIndex(E.Idx);
-    if (BadFlag)
-      B.CreateStore(B.CreateOr(B.CreateLoad(B.getInt1Ty(), BadFlag), isOutOfRange(W)),
-                    BadFlag);
+    noteIfBad(BadFlag, W);
     B.CreateAlignedStore(inputOffset(E.In, safeIndex(W)), B.CreateInBoundsGEP(I64, Table, IV),
                          Align(8));
   });
