@@ -135,6 +135,9 @@ struct Kernel::State {
   bool FromDisk = false;
   CompileTimes Times; ///< Of the compile that made Code, if this one did.
   uint64_t Rows = 0;
+  /// True if run() splits the rows across the pool (decided once: a tiny
+  /// kernel's run is a few nanoseconds).
+  bool Split = false;
   std::shared_ptr<ThreadPool> Pool;
 };
 
@@ -436,6 +439,8 @@ Expected<Kernel> Runtime::compile(const ValidDesc &Desc) {
     State->Code = Code.take();
     State->Symbol = Spec.symbolName();
     State->Rows = Spec.rows();
+    State->Split =
+        State->Rows >= 2 && State->Pool->worthSplitting(Spec.elements() * Spec.ElemBytes);
     if (K.Hit)
       State->Times = CompileTimes{};
     I->remember(State);
@@ -522,11 +527,10 @@ Status Kernel::run(const void *Input, const void *Indices, void *Output) const {
     return Status::invalidArgument("Kernel::run on an empty kernel handle");
   if (!S->Code)
     return Status::ok();
-  const uint64_t Bytes = S->Spec.elements() * S->Spec.ElemBytes;
   S->Code->countRun();
   KernelRangeFn Entry = S->Code->entry();
   int64_t R;
-  if (S->Rows < 2 || !S->Pool->worthSplitting(Bytes)) {
+  if (!S->Split) {
     R = Entry(Input, Indices, Output, 0, static_cast<int64_t>(S->Rows));
   } else {
     // Each chunk reports its first bad position (+1); the smallest wins, as

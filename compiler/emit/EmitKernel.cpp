@@ -65,6 +65,9 @@ constexpr uint64_t MaxGatherRowBytes = 16u << 10;
 /// into a table of input offsets on the stack (32 KiB), checked once.
 constexpr uint64_t MaxSharedRow = 4096;
 
+/// Loops of at most this many iterations, of constant count, are unrolled.
+constexpr uint64_t MaxStraightLoop = 4;
+
 class KernelEmitter {
 public:
   KernelEmitter(const KernelSpec &Spec, Module &M)
@@ -209,6 +212,15 @@ private:
 
 void KernelEmitter::emitLoop(Value *Lo, Value *Hi, const Twine &Name,
                              const std::function<void(Value *)> &Body) {
+  // A few iterations of constant count are straight-line code: a tiny
+  // kernel's row pays no loop overhead (the pipeline has no unroller).
+  auto *CLo = dyn_cast<ConstantInt>(Lo), *CHi = dyn_cast<ConstantInt>(Hi);
+  if (CLo && CHi && CHi->getZExtValue() - CLo->getZExtValue() <= MaxStraightLoop &&
+      CLo->getZExtValue() <= CHi->getZExtValue()) {
+    for (uint64_t I = CLo->getZExtValue(); I < CHi->getZExtValue(); ++I)
+      Body(c(I));
+    return;
+  }
   BasicBlock *Pre = B.GetInsertBlock();
   BasicBlock *Header = BasicBlock::Create(Ctx, Name + ".body", F);
   BasicBlock *Exit = BasicBlock::Create(Ctx, Name + ".exit", F);
