@@ -52,16 +52,17 @@ constexpr uint64_t MaxPrefetchRowBytes = 4u << 10;
 /// this many index bytes in all, contiguous along rows of at least
 /// MinStreamedRow elements, run in blocks of StreamBlock elements, each
 /// prefetching the indices IndexAheadBytes ahead and, when the input row
-/// they gather from is contiguous, an equal share of the next input row
-/// (spread out: prefetching a whole row at once measured 15-28% slower on
-/// GE1 and GE4). Together these keep more misses in flight than the
-/// hardware prefetcher does alone. Rows sharing their indices prefetch the
-/// next input row (up to MaxGatherRowBytes) before each row.
+/// they gather from is contiguous, an equal share of the next row's input
+/// row (spread out: prefetching a whole row before each row measured 15-28%
+/// slower on GE1 and GE4, and 10-25% on G2). Together these keep more
+/// misses in flight than the hardware prefetcher does alone. Rows sharing
+/// their indices (below) prefetch the next input row in the same way.
 constexpr uint64_t StreamedIndexBytes = 4u << 20;
 constexpr uint64_t MinStreamedRow = 256;
 constexpr uint64_t StreamBlock = 64;
 constexpr uint64_t IndexAheadBytes = 8u << 10;
-constexpr uint64_t MaxGatherRowBytes = 16u << 10;
+/// A block prefetches at most this many lines of the next input row.
+constexpr uint64_t MaxShareLines = 16;
 /// Element rows that all read the same indices (a Gather's dimensions
 /// before the axis), of at most this many elements, read them once per call
 /// into a table of input offsets on the stack (32 KiB), checked once.
@@ -183,13 +184,17 @@ private:
            S.elements() * indexBytes() >= StreamedIndexBytes;
   }
   /// True if rows sharing their indices, each gathering from one contiguous
-  /// input row of at most MaxGatherRowBytes, from an input of
-  /// PrefetchTableBytes or more, prefetch the next input row before each row.
+  /// input row, from an input of PrefetchTableBytes or more, run in blocks
+  /// that prefetch the next input row (see emitNextRowShare).
   bool prefetchesNextInputRow() const {
     return sharesRowIndices() && S.AxisStride == 1 && S.InStride[S.Rank - 1] == 0 &&
-           S.AxisSize * S.ElemBytes <= MaxGatherRowBytes &&
+           S.Sizes[S.Rank - 1] >= StreamBlock &&
            S.rows() * S.AxisSize * S.ElemBytes >= PrefetchTableBytes;
   }
+  /// Prefetches block \p Block's share of the contiguous input row that the
+  /// row after the one at \p O gathers from (of a row of another dimension
+  /// past the last one: a prefetch never faults).
+  void emitNextRowShare(const Offsets &O, Value *Block);
   /// Prefetches \p Bytes from \p Base plus \p Offset bytes, one per line;
   /// the address may lie past the buffer (a prefetch never faults).
   void emitPrefetchSpan(Value *Base, Value *Offset, uint64_t Bytes);
@@ -374,10 +379,22 @@ void KernelEmitter::emitElementRow(const Offsets &O, Value *Lo, Value *Hi) {
   const unsigned L = S.Rank == 0 ? 0 : S.Rank - 1;
   if (Table) {
     // The indices were read and checked once: a row is offsets and copies.
-    emitLoop(c(0), c(S.Sizes[L]), "inner", [&](Value *IV) {
+    auto Element = [&](Value *IV) {
       Value *Off = B.CreateAlignedLoad(I64, B.CreateInBoundsGEP(I64, Table, IV), Align(8));
       copyElement(B.CreateAdd(O.In, Off, "", true, true), mulAdd(O.Out, IV, S.OutStride[L]));
+    };
+    if (!prefetchesNextInputRow()) {
+      emitLoop(c(0), c(S.Sizes[L]), "inner", Element);
+      return;
+    }
+    const uint64_t Blocks = S.Sizes[L] / StreamBlock;
+    emitLoop(c(0), c(Blocks), "blocks", [&](Value *Block) {
+      emitNextRowShare(O, Block);
+      Value *J0 = B.CreateMul(Block, c(StreamBlock), "", true, true);
+      emitLoop(c(0), c(StreamBlock), "inner",
+               [&](Value *IV) { Element(B.CreateAdd(J0, IV, "", true, true)); });
     });
+    emitLoop(c(Blocks * StreamBlock), c(S.Sizes[L]), "inner.tail", Element);
     return;
   }
   AllocaInst *BadFlag = emitBadFlag();
@@ -426,19 +443,8 @@ void KernelEmitter::emitElementRow(const Offsets &O, Value *Lo, Value *Hi) {
                                                c(indexBytes()), "", true, true),
                                    c(IndexAheadBytes)),
                        StreamBlock * indexBytes());
-      if (S.AxisStride == 1) {
-        // This block's share of the next row's input row, up to 16 lines (a
-        // row of another dimension past the last one: a prefetch never
-        // faults).
-        const uint64_t RowLines = (S.AxisSize * S.ElemBytes + 63) / 64;
-        const uint64_t Share =
-            std::min<uint64_t>((RowLines + N / StreamBlock - 1) / (N / StreamBlock), 16);
-        Value *NextRow = B.CreateAdd(O.In, c(S.InStride[L - 1]), "", true, true);
-        emitPrefetchSpan(In,
-                         B.CreateAdd(B.CreateMul(NextRow, c(S.ElemBytes), "", true, true),
-                                     B.CreateMul(Block, c(Share * 64), "", true, true)),
-                         Share * 64);
-      }
+      if (S.AxisStride == 1)
+        emitNextRowShare(O, Block);
       emitLoop(c(0), c(StreamBlock), "inner", [&](Value *IV) {
         Element(advance(O, B.CreateAdd(J0, IV, "", true, true), L), Buf, IV);
       });
@@ -513,6 +519,18 @@ void KernelEmitter::emitIndexTable() {
   emitReturnFirstBad(BadFlag, Zero, c(0), c(S.Sizes[L]));
 }
 
+void KernelEmitter::emitNextRowShare(const Offsets &O, Value *Block) {
+  const unsigned L = S.Rank - 1;
+  const uint64_t Blocks = S.Sizes[L] / StreamBlock; // About; at least 1.
+  const uint64_t RowLines = (S.AxisSize * S.ElemBytes + 63) / 64;
+  const uint64_t Share = std::min((RowLines + Blocks - 1) / Blocks, MaxShareLines);
+  Value *NextRow = B.CreateAdd(O.In, c(S.InStride[L - 1]), "", true, true);
+  emitPrefetchSpan(In,
+                   B.CreateAdd(B.CreateMul(NextRow, c(S.ElemBytes), "", true, true),
+                               B.CreateMul(Block, c(Share * 64), "", true, true)),
+                   Share * 64);
+}
+
 void KernelEmitter::emitPrefetchSpan(Value *Base, Value *Offset, uint64_t Bytes) {
   Value *P = B.CreateGEP(B.getInt8Ty(), Base, Offset);
   auto Fetch = [&](Value *LineOffset) {
@@ -573,13 +591,6 @@ void KernelEmitter::emitLevel(unsigned D, const Offsets &O, Value *Lo, Value *Hi
       emitAhead(IV, Hi, std::clamp<uint64_t>(PrefetchAheadBytes / RowBytes, 1, 8),
                 [&](Value *Ahead) { emitPrefetchRow(O, Ahead, D); });
     }
-    // Rows sharing their indices, gathering from one contiguous input row
-    // each: fetch the next row's (same offsets, IV + 1).
-    if (D + 2 == S.Rank && prefetchesNextInputRow())
-      emitAhead(IV, Hi, 1, [&](Value *Ahead) {
-        emitPrefetchSpan(In, B.CreateMul(advance(O, Ahead, D).In, c(S.ElemBytes), "", true, true),
-                         S.AxisSize * S.ElemBytes);
-      });
     emitLevel(D + 1, advance(O, IV, D), c(0), c(S.Sizes[D + 1]));
   });
 }
