@@ -63,6 +63,9 @@ constexpr uint64_t StreamBlock = 64;
 constexpr uint64_t IndexAheadBytes = 8u << 10;
 /// A block prefetches at most this many lines of the next input row.
 constexpr uint64_t MaxShareLines = 16;
+/// Rows that all gather from one region of at least this many bytes
+/// prefetch the next region.
+constexpr uint64_t RegionBytes = 64u << 10;
 /// Element rows that all read the same indices (a Gather's dimensions
 /// before the axis), of at most this many elements, read them once per call
 /// into a table of input offsets on the stack (32 KiB), checked once.
@@ -190,6 +193,27 @@ private:
     return sharesRowIndices() && S.AxisStride == 1 && S.InStride[S.Rank - 1] == 0 &&
            S.Sizes[S.Rank - 1] >= StreamBlock &&
            S.rows() * S.AxisSize * S.ElemBytes >= PrefetchTableBytes;
+  }
+  /// Elements of the input that the rows of dimension Rank-2 gather from
+  /// when they all gather from the same region (its index is replaced by
+  /// the gathered one: InStride 0).
+  uint64_t regionElements() const {
+    const unsigned L = S.Rank - 1;
+    return (S.AxisSize - 1) * S.AxisStride + (S.Sizes[L] - 1) * S.InStride[L] + 1;
+  }
+  /// True if element rows whose dimension Rank-2 shares one region of the
+  /// input (GE3: a slice), of dimension Rank-3, prefetch the next region in
+  /// equal shares per row.
+  bool prefetchesNextRegion() const {
+    if (S.Rank < 3 || S.innerIsBlock() || S.AxisSize == 0 || S.InStride[S.Rank - 2] != 0 ||
+        S.InStride[S.Rank - 3] == 0)
+      return false;
+    return regionElements() * S.ElemBytes >= RegionBytes &&
+           S.Sizes[S.Rank - 3] * regionElements() * S.ElemBytes >= PrefetchTableBytes;
+  }
+  uint64_t regionShareLines() const {
+    const uint64_t Lines = (regionElements() * S.ElemBytes + 63) / 64;
+    return std::min<uint64_t>((Lines + S.Sizes[S.Rank - 2] - 1) / S.Sizes[S.Rank - 2], 64);
   }
   /// Prefetches block \p Block's share of the contiguous input row that the
   /// row after the one at \p O gathers from (of a row of another dimension
@@ -590,6 +614,14 @@ void KernelEmitter::emitLevel(unsigned D, const Offsets &O, Value *Lo, Value *Hi
       const uint64_t RowBytes = S.Sizes[D + 1] * S.ElemBytes;
       emitAhead(IV, Hi, std::clamp<uint64_t>(PrefetchAheadBytes / RowBytes, 1, 8),
                 [&](Value *Ahead) { emitPrefetchRow(O, Ahead, D); });
+    }
+    if (D + 2 == S.Rank && prefetchesNextRegion()) {
+      const uint64_t Share = regionShareLines();
+      Value *Next = B.CreateAdd(O.In, c(S.InStride[D - 1]), "", true, true);
+      emitPrefetchSpan(In,
+                       B.CreateAdd(B.CreateMul(Next, c(S.ElemBytes), "", true, true),
+                                   B.CreateMul(IV, c(Share * 64), "", true, true)),
+                       Share * 64);
     }
     emitLevel(D + 1, advance(O, IV, D), c(0), c(S.Sizes[D + 1]));
   });

@@ -544,6 +544,36 @@ TEST(Runtime, RowsSharingTheirIndicesCheckThemOnceAndMatchTheInterpreter) {
   }
 }
 
+TEST(Runtime, RowsGatheringAcrossASlicePrefetchTheNextSliceAndMatchTheInterpreter) {
+  // GatherElements along axis 1 of [16, 256, 128] by [16, 100, 128]: the
+  // 100 rows of each slice gather from the same 128 KiB slice, and prefetch
+  // the next one in shares.
+  auto RT = makeRuntime();
+  const uint64_t A = 16, N = 256, K = 128, I = 100;
+  GatherElementsDesc D{tensor(DataType::Float32, {A, N, K}), tensor(DataType::Int64, {A, I, K}),
+                       tensor(DataType::Float32, {A, I, K}), 1};
+  Expected<ValidDesc> V = validate(D);
+  ASSERT_TRUE(V.isOk());
+  Expected<std::string> IR = RT->optimizedIR(*V);
+  ASSERT_TRUE(IR.isOk());
+  EXPECT_THAT(*IR, ::testing::HasSubstr("llvm.prefetch"));
+  Expected<Kernel> Kn = RT->compile(*V);
+  ASSERT_TRUE(Kn.isOk());
+  std::vector<char> In = patternBuffer(A * N * K, 4);
+  std::vector<int64_t> Idx(A * I * K);
+  std::mt19937_64 Rng(11);
+  for (int64_t &X : Idx)
+    X = static_cast<int64_t>(Rng() % (2 * N)) - static_cast<int64_t>(N);
+  std::vector<char> Out(Idx.size() * 4), Ref(Out.size());
+  ASSERT_TRUE(Kn->run(In.data(), Idx.data(), Out.data()).isOk());
+  ASSERT_TRUE(interpret(*V, In.data(), Idx.data(), Ref.data()).isOk());
+  EXPECT_EQ(Out, Ref);
+  Idx[(A - 1) * I * K + 5] = static_cast<int64_t>(N);
+  Status S = Kn->run(In.data(), Idx.data(), Out.data());
+  ASSERT_EQ(S.code(), ErrorCode::IndexOutOfRange);
+  EXPECT_EQ(S.position(), (A - 1) * I * K + 5);
+}
+
 TEST(Runtime, PerfMapNamesEachKernelAtItsAddress) {
   RuntimeOptions O;
   O.Threads = 1;
