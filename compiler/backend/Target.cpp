@@ -92,8 +92,14 @@ createTargetMachine(const TargetChoice &Choice, OptLevel Level) {
   Builder->setRelocationModel(llvm::Reloc::PIC_);
   Builder->setCodeModel(llvm::CodeModel::Small);
   auto TM = Builder->createTargetMachine();
-  if (!TM)
+  if (!TM) {
+    // A target the user named that LLVM cannot generate code for here is
+    // their input's fault; failing on the host is ours.
+    if (!Choice.Triple.empty())
+      return Status::invalidArgument("cannot generate code for target '" + Choice.Triple +
+                                     "': " + llvm::toString(TM.takeError()));
     return toStatus(TM.takeError(), "creating the target machine");
+  }
   return std::move(*TM);
 }
 

@@ -80,6 +80,9 @@ TEST(AotCommand, BadInputExitsTwoAndWritesNothing) {
       {"--data-shape 4,4 --indices-shape 4,4 --axis 2", "axis = 2"},
       {"--data-shape 4,4 --indices-shape 4,4 --cpu pentium9", "unknown CPU 'pentium9'"},
       {"--data-shape 4,4 --indices-shape 4,4 --target nosucharch-linux-gnu", "nosucharch-linux-gnu"},
+      // A target LLVM knows but cannot generate code for here.
+      {"--data-shape 4,4 --indices-shape 4,4 --target wasm32-unknown-unknown",
+       "cannot generate code for target 'wasm32-unknown-unknown'"},
       {"--desc " + (Dir / "missing.json"), "missing.json"},
       {"--name lonely", "no kernel given"},
   };
