@@ -64,8 +64,9 @@ constexpr uint64_t IndexAheadBytes = 8u << 10;
 /// A block prefetches at most this many lines of the next input row.
 constexpr uint64_t MaxShareLines = 16;
 /// Rows that all gather from one region of at least this many bytes
-/// prefetch the next region.
+/// prefetch the next region, at most MaxRegionShareLines lines per row.
 constexpr uint64_t RegionBytes = 64u << 10;
+constexpr uint64_t MaxRegionShareLines = 64;
 /// Element rows that all read the same indices (a Gather's dimensions
 /// before the axis), of at most this many elements, read them once per call
 /// into a table of input offsets on the stack (32 KiB), checked once.
@@ -211,9 +212,12 @@ private:
     return regionElements() * S.ElemBytes >= RegionBytes &&
            S.Sizes[S.Rank - 3] * regionElements() * S.ElemBytes >= PrefetchTableBytes;
   }
+  /// Lines of the next region that each row prefetches: an equal share, at
+  /// most MaxRegionShareLines.
   uint64_t regionShareLines() const {
     const uint64_t Lines = (regionElements() * S.ElemBytes + 63) / 64;
-    return std::min<uint64_t>((Lines + S.Sizes[S.Rank - 2] - 1) / S.Sizes[S.Rank - 2], 64);
+    const uint64_t Rows = S.Sizes[S.Rank - 2];
+    return std::min((Lines + Rows - 1) / Rows, MaxRegionShareLines);
   }
   /// Prefetches block \p Block's share of the contiguous input row that the
   /// row after the one at \p O gathers from (of a row of another dimension
