@@ -212,17 +212,15 @@ private:
     return regionElements() * S.ElemBytes >= RegionBytes &&
            S.Sizes[S.Rank - 3] * regionElements() * S.ElemBytes >= PrefetchTableBytes;
   }
-  /// Lines of the next region that each row prefetches: an equal share, at
-  /// most MaxRegionShareLines.
-  uint64_t regionShareLines() const {
-    const uint64_t Lines = (regionElements() * S.ElemBytes + 63) / 64;
-    const uint64_t Rows = S.Sizes[S.Rank - 2];
-    return std::min((Lines + Rows - 1) / Rows, MaxRegionShareLines);
-  }
   /// Prefetches block \p Block's share of the contiguous input row that the
   /// row after the one at \p O gathers from (of a row of another dimension
   /// past the last one: a prefetch never faults).
   void emitNextRowShare(const Offsets &O, Value *Block);
+  /// Prefetches share \p Part of \p Parts equal shares, each of at most
+  /// \p MaxLines lines, of the \p Elements input elements from element
+  /// offset \p Start (which may lie past the input).
+  void emitShare(Value *Start, uint64_t Elements, Value *Part, uint64_t Parts,
+                 uint64_t MaxLines);
   /// Prefetches \p Bytes from \p Base plus \p Offset bytes, one per line;
   /// the address may lie past the buffer (a prefetch never faults).
   void emitPrefetchSpan(Value *Base, Value *Offset, uint64_t Bytes);
@@ -549,13 +547,18 @@ void KernelEmitter::emitIndexTable() {
 
 void KernelEmitter::emitNextRowShare(const Offsets &O, Value *Block) {
   const unsigned L = S.Rank - 1;
-  const uint64_t Blocks = S.Sizes[L] / StreamBlock; // About; at least 1.
-  const uint64_t RowLines = (S.AxisSize * S.ElemBytes + 63) / 64;
-  const uint64_t Share = std::min((RowLines + Blocks - 1) / Blocks, MaxShareLines);
-  Value *NextRow = B.CreateAdd(O.In, c(S.InStride[L - 1]), "", true, true);
+  // About the row's blocks (a head may take one); at least 1.
+  emitShare(B.CreateAdd(O.In, c(S.InStride[L - 1]), "", true, true), S.AxisSize, Block,
+            S.Sizes[L] / StreamBlock, MaxShareLines);
+}
+
+void KernelEmitter::emitShare(Value *Start, uint64_t Elements, Value *Part, uint64_t Parts,
+                              uint64_t MaxLines) {
+  const uint64_t Lines = (Elements * S.ElemBytes + 63) / 64;
+  const uint64_t Share = std::min((Lines + Parts - 1) / Parts, MaxLines);
   emitPrefetchSpan(In,
-                   B.CreateAdd(B.CreateMul(NextRow, c(S.ElemBytes), "", true, true),
-                               B.CreateMul(Block, c(Share * 64), "", true, true)),
+                   B.CreateAdd(B.CreateMul(Start, c(S.ElemBytes), "", true, true),
+                               B.CreateMul(Part, c(Share * 64), "", true, true)),
                    Share * 64);
 }
 
@@ -619,14 +622,11 @@ void KernelEmitter::emitLevel(unsigned D, const Offsets &O, Value *Lo, Value *Hi
       emitAhead(IV, Hi, std::clamp<uint64_t>(PrefetchAheadBytes / RowBytes, 1, 8),
                 [&](Value *Ahead) { emitPrefetchRow(O, Ahead, D); });
     }
-    if (D + 2 == S.Rank && prefetchesNextRegion()) {
-      const uint64_t Share = regionShareLines();
-      Value *Next = B.CreateAdd(O.In, c(S.InStride[D - 1]), "", true, true);
-      emitPrefetchSpan(In,
-                       B.CreateAdd(B.CreateMul(Next, c(S.ElemBytes), "", true, true),
-                                   B.CreateMul(IV, c(Share * 64), "", true, true)),
-                       Share * 64);
-    }
+    // Rows sharing one region of the input: each fetches its share of the
+    // next region.
+    if (D + 2 == S.Rank && prefetchesNextRegion())
+      emitShare(B.CreateAdd(O.In, c(S.InStride[D - 1]), "", true, true), regionElements(), IV,
+                S.Sizes[D], MaxRegionShareLines);
     emitLevel(D + 1, advance(O, IV, D), c(0), c(S.Sizes[D + 1]));
   });
 }
