@@ -121,15 +121,34 @@ TEST(Runtime, RecompilesAnEvictedSpecWhileItsOldCodeIsHeld) {
   EXPECT_TRUE(runsHandWrittenCase(*Again));
 }
 
+/// \p Count valid indices for an axis of \p AxisSize, uniform over
+/// [-AxisSize, AxisSize): the negative ones count from the end.
+std::vector<int64_t> validIndices(uint64_t Count, uint64_t AxisSize, uint64_t Seed) {
+  std::mt19937_64 Rng(Seed);
+  std::vector<int64_t> Idx(Count);
+  for (int64_t &I : Idx)
+    I = static_cast<int64_t>(Rng() % (2 * AxisSize)) - static_cast<int64_t>(AxisSize);
+  return Idx;
+}
+
+/// Succeeds if the optimized IR of \p V holds \p Text.
+::testing::AssertionResult irHas(Runtime &RT, const ValidDesc &V, const std::string &Text) {
+  Expected<std::string> IR = RT.optimizedIR(V);
+  if (!IR)
+    return ::testing::AssertionFailure() << IR.status().message();
+  if (IR->find(Text) == std::string::npos)
+    return ::testing::AssertionFailure() << "no '" << Text << "' in the optimized IR";
+  return ::testing::AssertionSuccess();
+}
+
 /// Input, valid indices (some negative) and the interpreter's output for
 /// ge(Rows, Cols).
 struct GeCase {
-  GeCase(uint64_t Rows, uint64_t Cols) : Desc(ge(Rows, Cols)), In(Rows * Cols), Idx(Rows * Cols) {
-    std::mt19937_64 Rng(Rows * 1000 + Cols);
-    for (uint64_t I = 0; I < Rows * Cols; ++I) {
+  GeCase(uint64_t Rows, uint64_t Cols)
+      : Desc(ge(Rows, Cols)), In(Rows * Cols),
+        Idx(validIndices(Rows * Cols, Cols, Rows * 1000 + Cols)) {
+    for (uint64_t I = 0; I < Rows * Cols; ++I)
       In[I] = static_cast<float>(I);
-      Idx[I] = static_cast<int64_t>(Rng() % (2 * Cols)) - static_cast<int64_t>(Cols);
-    }
   }
   /// Runs \p K and the interpreter; their statuses and outputs must agree.
   ::testing::AssertionResult agrees(const Kernel &K) const {
@@ -406,9 +425,7 @@ TEST(Runtime, StreamedBlockRowsMatchTheInterpreterAtAnyOutputAlignment) {
   ASSERT_TRUE(D.isOk());
   Expected<ValidDesc> V = validate(*D);
   ASSERT_TRUE(V.isOk());
-  Expected<std::string> IR = RT->optimizedIR(*V);
-  ASSERT_TRUE(IR.isOk());
-  EXPECT_THAT(*IR, ::testing::HasSubstr("!nontemporal"));
+  EXPECT_TRUE(irHas(*RT, *V, "!nontemporal"));
   std::vector<char> Buffer(Ids * Cols * 4 + 128);
   char *Aligned = Buffer.data() + (64 - reinterpret_cast<uintptr_t>(Buffer.data()) % 64);
   for (size_t Skew : {0, 4, 33, 60}) {
@@ -427,9 +444,7 @@ TEST(Runtime, StreamedElementRowsMatchTheInterpreter) {
     GeCase C(2048, 300);
     Expected<ValidDesc> V = validate(C.Desc);
     ASSERT_TRUE(V.isOk());
-    Expected<std::string> IR = RT->optimizedIR(*V);
-    ASSERT_TRUE(IR.isOk());
-    EXPECT_THAT(*IR, ::testing::HasSubstr("llvm.prefetch"));
+    EXPECT_TRUE(irHas(*RT, *V, "llvm.prefetch"));
     Expected<Kernel> K = RT->compile(C.Desc);
     ASSERT_TRUE(K.isOk());
     EXPECT_TRUE(C.agrees(*K));
@@ -456,16 +471,11 @@ TEST(Runtime, StreamedElementRowsWriteLargeOutputsAtAnyAlignment) {
                          tensor(Type, {Rows, Cols}), 1};
     Expected<ValidDesc> V = validate(D);
     ASSERT_TRUE(V.isOk());
-    Expected<std::string> IR = RT->optimizedIR(*V);
-    ASSERT_TRUE(IR.isOk());
-    EXPECT_THAT(*IR, ::testing::HasSubstr("!nontemporal"));
+    EXPECT_TRUE(irHas(*RT, *V, "!nontemporal"));
     Expected<Kernel> K = RT->compile(*V);
     ASSERT_TRUE(K.isOk());
     std::vector<char> In = patternBuffer(Rows * Cols, Elem);
-    std::vector<int64_t> Idx(Rows * Cols);
-    std::mt19937_64 Rng(Elem);
-    for (int64_t &I : Idx)
-      I = static_cast<int64_t>(Rng() % (2 * Cols)) - static_cast<int64_t>(Cols);
+    const std::vector<int64_t> Idx = validIndices(Rows * Cols, Cols, Elem);
     std::vector<char> Bytes = encodeIndices(DataType::Int32, Idx);
     std::vector<char> Ref(Rows * Cols * Elem);
     ASSERT_TRUE(interpret(*V, In.data(), Bytes.data(), Ref.data()).isOk());
@@ -513,10 +523,7 @@ TEST(Runtime, RowsSharingTheirIndicesCheckThemOnceAndMatchTheInterpreter) {
     Expected<Kernel> K = RT->compile(*V);
     ASSERT_TRUE(K.isOk());
     std::vector<char> In = patternBuffer(Rows * Cols, 4);
-    std::vector<int64_t> Idx(2000);
-    std::mt19937_64 Rng(7);
-    for (int64_t &I : Idx)
-      I = static_cast<int64_t>(Rng() % (2 * Cols)) - static_cast<int64_t>(Cols);
+    const std::vector<int64_t> Idx = validIndices(2000, Cols, 7);
     // Two bad indices (the first at position 777) under Check; under Clamp
     // they read the row's ends.
     for (bool Bad : {false, true}) {
@@ -554,16 +561,11 @@ TEST(Runtime, RowsGatheringAcrossASlicePrefetchTheNextSliceAndMatchTheInterprete
                        tensor(DataType::Float32, {A, I, K}), 1};
   Expected<ValidDesc> V = validate(D);
   ASSERT_TRUE(V.isOk());
-  Expected<std::string> IR = RT->optimizedIR(*V);
-  ASSERT_TRUE(IR.isOk());
-  EXPECT_THAT(*IR, ::testing::HasSubstr("llvm.prefetch"));
+  EXPECT_TRUE(irHas(*RT, *V, "llvm.prefetch"));
   Expected<Kernel> Kn = RT->compile(*V);
   ASSERT_TRUE(Kn.isOk());
   std::vector<char> In = patternBuffer(A * N * K, 4);
-  std::vector<int64_t> Idx(A * I * K);
-  std::mt19937_64 Rng(11);
-  for (int64_t &X : Idx)
-    X = static_cast<int64_t>(Rng() % (2 * N)) - static_cast<int64_t>(N);
+  std::vector<int64_t> Idx = validIndices(A * I * K, N, 11);
   std::vector<char> Out(Idx.size() * 4), Ref(Out.size());
   ASSERT_TRUE(Kn->run(In.data(), Idx.data(), Out.data()).isOk());
   ASSERT_TRUE(interpret(*V, In.data(), Idx.data(), Ref.data()).isOk());
