@@ -40,6 +40,8 @@ gj_status record(const Status &S) {
     return GJ_UNSUPPORTED;
   case ErrorCode::IndexOutOfRange:
     return GJ_INDEX_OUT_OF_RANGE;
+  case ErrorCode::IoError:
+    return GJ_IO_ERROR;
   case ErrorCode::Internal:
     return GJ_INTERNAL;
   }
@@ -167,6 +169,8 @@ const char *gj_status_name(gj_status S) {
     return "index out of range";
   case GJ_INTERNAL:
     return "internal error";
+  case GJ_IO_ERROR:
+    return "I/O error";
   }
   return "unknown status";
 }

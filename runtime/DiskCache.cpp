@@ -7,9 +7,12 @@
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/xxhash.h>
 
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace gatherjit {
 namespace {
@@ -75,20 +78,94 @@ std::optional<std::vector<char>> DiskCache::decode(std::string_view File,
   return std::vector<char>(Object.begin(), Object.end());
 }
 
-std::optional<std::vector<char>> DiskCache::load(const std::string &Key) const {
-  std::ifstream In(path(Key), std::ios::binary);
-  if (!In)
+namespace {
+
+/// Why \p St may not be trusted as the current user's, or nullptr.
+const char *untrusted(const struct stat &St) {
+  if (St.st_uid != geteuid())
+    return "is owned by another user";
+  if (St.st_mode & (S_IWGRP | S_IWOTH))
+    return "is writable by group or others";
+  return nullptr;
+}
+
+} // namespace
+
+std::optional<DiskCache> DiskCache::open(std::string Dir, std::string Environment) {
+  DiskCache Cache(std::move(Dir), std::move(Environment));
+  auto Refuse = [&](const std::string &Why) -> std::optional<DiskCache> {
+    Cache.warnOnce("not using the kernel cache " + quote(Cache.Dir) + ": it " + Why +
+                   "; kernels are compiled in memory");
     return std::nullopt;
-  std::ostringstream Contents;
-  Contents << In.rdbuf();
-  return decode(Contents.str(), Key);
+  };
+  if (std::error_code EC = llvm::sys::fs::create_directories(
+          Cache.Dir, /*IgnoreExisting=*/true, llvm::sys::fs::perms::owner_all))
+    return Refuse("cannot be created (" + EC.message() + ")");
+  struct stat St;
+  if (::stat(Cache.Dir.c_str(), &St) != 0)
+    return Refuse(std::string("cannot be read (") + std::strerror(errno) + ")");
+  if (!S_ISDIR(St.st_mode))
+    return Refuse("is not a directory");
+  if (const char *Why = untrusted(St))
+    return Refuse(Why);
+  return Cache;
+}
+
+void DiskCache::warnOnce(const std::string &Message) const {
+  if (Warned)
+    return;
+  Warned = true;
+  std::fprintf(stderr, "warning: gatherjit: %s\n", Message.c_str());
+}
+
+std::optional<std::vector<char>> DiskCache::load(const std::string &Key) const {
+  const std::string Path = path(Key);
+  // No links, no devices, no FIFOs (O_NONBLOCK: opening one never waits).
+  const int Fd = ::open(Path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (Fd < 0) {
+    if (errno != ENOENT)
+      warnOnce("ignoring the kernel cache entry " + quote(Path) + ": " + std::strerror(errno));
+    return std::nullopt;
+  }
+  struct stat St;
+  std::string Contents;
+  const char *Why = nullptr;
+  if (::fstat(Fd, &St) != 0 || !S_ISREG(St.st_mode))
+    Why = "is not a regular file";
+  else if (const char *Untrusted = untrusted(St))
+    Why = Untrusted;
+  else if (static_cast<uint64_t>(St.st_size) > MaxEntryBytes)
+    Why = "is larger than any kernel";
+  if (!Why) {
+    Contents.resize(static_cast<size_t>(St.st_size));
+    size_t Done = 0;
+    while (Done < Contents.size()) {
+      const ssize_t N = ::read(Fd, Contents.data() + Done, Contents.size() - Done);
+      if (N < 0 && errno == EINTR)
+        continue;
+      if (N <= 0)
+        break;
+      Done += static_cast<size_t>(N);
+    }
+    Contents.resize(Done); // A short read fails decoding.
+  }
+  ::close(Fd);
+  if (Why) {
+    warnOnce("ignoring the kernel cache entry " + quote(Path) + ": it " + Why);
+    return std::nullopt;
+  }
+  return decode(Contents, Key);
 }
 
 Status DiskCache::store(const std::string &Key, const std::vector<char> &Object) const {
-  if (std::error_code EC = llvm::sys::fs::create_directories(Dir))
-    return Status::invalidArgument("cannot create the kernel cache directory '" + Dir +
-                                   "': " + EC.message());
-  return writeFileAtomic(path(Key), encode(Key, Object));
+  // 0600 whatever the umask; no sync: a torn entry fails its checksum.
+  Expected<AtomicFile> File = AtomicFile::create(path(Key), 0600, /*Sync=*/false);
+  Status S = File ? File->append(encode(Key, Object)) : File.status();
+  if (S)
+    S = File->commit();
+  if (!S)
+    warnOnce("cannot store a kernel in the cache: " + S.message());
+  return S;
 }
 
 } // namespace gatherjit

@@ -14,6 +14,13 @@
 /// does not match is ignored and rewritten, never linked. Entries are
 /// written to a temporary file and renamed, so concurrent writers leave
 /// one whole entry.
+///
+/// The checksum catches accidents, not intent: whoever can write the
+/// directory runs code in every process that uses it. So, as ssh and ccache
+/// treat their files, the directory (created 0700) and every entry must be
+/// owned by the current user and not writable by group or others, and only
+/// regular files of a sane size are read. Anything else is refused with one
+/// warning line on stderr, and kernels are compiled in memory.
 //===----------------------------------------------------------------------===//
 #ifndef GATHERJIT_RUNTIME_DISKCACHE_H
 #define GATHERJIT_RUNTIME_DISKCACHE_H
@@ -29,9 +36,13 @@ namespace gatherjit {
 
 class DiskCache {
 public:
-  /// \p Environment: the key lines shared by every kernel of one runtime.
-  DiskCache(std::string Dir, std::string Environment)
-      : Dir(std::move(Dir)), Environment(std::move(Environment)) {}
+  /// Opens (creating it 0700 if needed) the cache in \p Dir. \p
+  /// Environment: the key lines shared by every kernel of one runtime.
+  /// std::nullopt, after one warning line, if the directory cannot be
+  /// created or is not safely the current user's.
+  static std::optional<DiskCache> open(std::string Dir, std::string Environment);
+  DiskCache(DiskCache &&) = default;
+  DiskCache &operator=(DiskCache &&) = default;
 
   /// The full key of one kernel: the environment plus its own lines.
   std::string key(std::string_view KernelLines) const;
@@ -39,10 +50,15 @@ public:
   std::string path(const std::string &Key) const;
 
   /// The object stored under \p Key, or std::nullopt if there is no valid
-  /// entry (missing, truncated, corrupted or written for another key).
+  /// entry (missing, truncated, corrupted, written for another key, or not
+  /// a regular file of the current user's).
   std::optional<std::vector<char>> load(const std::string &Key) const;
-  /// Stores \p Object under \p Key, creating the directory if needed.
+  /// Stores \p Object under \p Key (mode 0600). A failure is warned about
+  /// once; the kernel runs all the same.
   Status store(const std::string &Key, const std::vector<char> &Object) const;
+
+  /// The largest entry read.
+  static constexpr uint64_t MaxEntryBytes = 64u << 20;
 
   /// Encodes or decodes one entry file (exposed for tests).
   static std::string encode(const std::string &Key, const std::vector<char> &Object);
@@ -50,7 +66,13 @@ public:
                                                  const std::string &Key);
 
 private:
+  DiskCache(std::string Dir, std::string Environment)
+      : Dir(std::move(Dir)), Environment(std::move(Environment)) {}
+  /// Prints "warning: ..." the first time only.
+  void warnOnce(const std::string &Message) const;
+
   std::string Dir, Environment;
+  mutable bool Warned = false; ///< The runtime serializes loads and stores.
 };
 
 } // namespace gatherjit

@@ -17,6 +17,7 @@
 #include "compiler/spec/KernelSpec.h"
 #include "gatherjit/Interpreter.h"
 #include "runtime/DiskCache.h"
+#include "runtime/System.h"
 #include "runtime/ThreadPool.h"
 
 #include <llvm/Config/llvm-config.h>
@@ -234,13 +235,9 @@ struct Runtime::Impl {
     std::vector<char> Object(Obj->begin(), Obj->end());
     Times.Codegen = msSince(T0);
     if (Disk) {
-      // A cache that cannot be written costs speed, not correctness.
-      if (Status S = Disk->store(Key, Object); !S) {
-        if (Log)
-          std::fprintf(stderr, "gatherjit: %s\n", S.message().c_str());
-      } else {
-        Stored = true;
-      }
+      // A cache that cannot be written costs speed, not correctness (the
+      // cache warns once).
+      Stored = Disk->store(Key, Object).isOk();
     }
     return Object;
   }
@@ -380,18 +377,18 @@ Expected<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions &Options
   I->Options = Options;
   if (I->Options.CacheCapacity == 0)
     I->Options.CacheCapacity = 1;
-  I->Log = std::getenv("GATHERJIT_LOG") != nullptr;
+  I->Log = envFlag("GATHERJIT_LOG");
   Expected<std::unique_ptr<llvm::TargetMachine>> TM = createTargetMachine({}, Options.Opt);
   if (!TM)
     return TM.status();
   I->TM = TM.take();
   if (!Options.CacheDir.empty())
-    I->Disk.emplace(Options.CacheDir,
-                    std::string("gatherjit kernel cache\nllvm " LLVM_VERSION_STRING "\ntriple ") +
-                        I->TM->getTargetTriple().str() + "\ncpu " +
-                        I->TM->getTargetCPU().str() + "\nfeatures " +
-                        I->TM->getTargetFeatureString().str() + "\nopt " +
-                        optLevelName(Options.Opt) + "\n");
+    I->Disk = DiskCache::open(
+        Options.CacheDir,
+        std::string("gatherjit kernel cache\nllvm " LLVM_VERSION_STRING "\ntriple ") +
+            I->TM->getTargetTriple().str() + "\ncpu " + I->TM->getTargetCPU().str() +
+            "\nfeatures " + I->TM->getTargetFeatureString().str() + "\nopt " +
+            optLevelName(Options.Opt) + "\n");
   Expected<std::shared_ptr<JitEngine>> Jit = JitEngine::create(Options);
   if (!Jit)
     return Jit.status();

@@ -3,10 +3,12 @@
 #include "runtime/ThreadPool.h"
 
 #include <tbb/blocked_range.h>
+#include <tbb/info.h>
 #include <tbb/parallel_reduce.h>
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <climits>
 #include <thread>
 
 namespace gatherjit {
@@ -17,8 +19,10 @@ struct ThreadPool::Arena {
 };
 
 ThreadPool::ThreadPool(unsigned Requested)
-    : Threads(Requested ? Requested
-                        : std::max(1u, std::thread::hardware_concurrency())) {
+    // More threads than oneTBB may run only makes it print a warning into
+    // the host's stderr: the count is clamped to what the process may use.
+    : Threads(std::min(Requested ? Requested : UINT_MAX,
+                       static_cast<unsigned>(std::max(1, tbb::info::default_concurrency())))) {
   if (Threads > 1)
     TaskArena = std::make_unique<Arena>(static_cast<int>(Threads));
 }

@@ -11,13 +11,19 @@
 #include <llvm/Support/MemoryBuffer.h>
 
 #include <cstdio>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace gatherjit {
 
 JitCode::~JitCode() {
   if (Dylib) {
-    llvm::consumeError(Engine->J->getExecutionSession().removeJITDylib(*Dylib));
+    llvm::orc::ExecutionSession &ES = Engine->J->getExecutionSession();
+    llvm::consumeError(ES.removeJITDylib(*Dylib));
+    // The pool keeps every name ever interned until asked: a server seeing
+    // new shapes would grow by each kernel's names.
+    ES.getSymbolStringPool()->clearDeadEntries();
     --Engine->Live;
   }
 }
@@ -91,12 +97,22 @@ void JitEngine::writePerfMap(const std::string &Name, uint64_t Address,
       Size = llvm::object::ELFSymbolRef(Sym).getSize();
   }
   std::lock_guard<std::mutex> Lock(PerfMutex);
-  std::string Path = "/tmp/perf-" + std::to_string(getpid()) + ".map";
-  if (FILE *F = std::fopen(Path.c_str(), "a")) {
-    std::fprintf(F, "%llx %llx %s_range\n", static_cast<unsigned long long>(Address),
-                 static_cast<unsigned long long>(Size), Name.c_str());
-    std::fclose(F);
+  // /tmp is everyone's: never follow a link planted there, and append only
+  // to a regular file of our own (created 0600).
+  const std::string Path = "/tmp/perf-" + std::to_string(getpid()) + ".map";
+  const int Fd = ::open(Path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (Fd < 0)
+    return;
+  struct stat St;
+  if (::fstat(Fd, &St) == 0 && S_ISREG(St.st_mode) && St.st_uid == geteuid()) {
+    char Line[512];
+    const int N = std::snprintf(Line, sizeof(Line), "%llx %llx %s_range\n",
+                                static_cast<unsigned long long>(Address),
+                                static_cast<unsigned long long>(Size), Name.c_str());
+    if (N > 0 && static_cast<size_t>(N) < sizeof(Line))
+      (void)!::write(Fd, Line, static_cast<size_t>(N));
   }
+  ::close(Fd);
 }
 
 } // namespace gatherjit

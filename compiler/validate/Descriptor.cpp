@@ -17,10 +17,38 @@ const char *errorCodeName(ErrorCode Code) {
     return "unsupported";
   case ErrorCode::IndexOutOfRange:
     return "index out of range";
+  case ErrorCode::IoError:
+    return "I/O error";
   case ErrorCode::Internal:
     return "internal error";
   }
   return "unknown";
+}
+
+std::string quote(std::string_view Text, size_t Max, char Quote) {
+  static constexpr char Hex[] = "0123456789abcdef";
+  std::string Out(1, Quote);
+  for (size_t I = 0; I < Text.size() && I < Max; ++I) {
+    const unsigned char C = static_cast<unsigned char>(Text[I]);
+    switch (C) {
+    case '\\': Out += "\\\\"; break;
+    case '\n': Out += "\\n"; break;
+    case '\r': Out += "\\r"; break;
+    case '\t': Out += "\\t"; break;
+    case '\0': Out += "\\0"; break;
+    default:
+      if (C == static_cast<unsigned char>(Quote))
+        Out += std::string("\\") + Quote;
+      else if (C < 0x20 || C == 0x7f)
+        Out += std::string("\\x") + Hex[C >> 4] + Hex[C & 15];
+      else
+        Out += static_cast<char>(C);
+    }
+  }
+  Out += Quote;
+  if (Text.size() > Max)
+    Out += " (" + std::to_string(Text.size() - Max) + " more bytes)";
+  return Out;
 }
 
 namespace {

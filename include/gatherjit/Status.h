@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 
@@ -21,7 +22,8 @@ enum class ErrorCode {
   InvalidArgument,  ///< The descriptor or an operand is malformed.
   Unsupported,      ///< Well formed, but not supported (e.g. at a feature level).
   IndexOutOfRange,  ///< An index failed the Check policy at run time.
-  Internal,         ///< A bug or an environment failure (LLVM, I/O).
+  IoError,          ///< The system refused a read or write (full disk, permissions).
+  Internal,         ///< A bug or an environment failure (LLVM, memory).
 };
 
 const char *errorCodeName(ErrorCode Code);
@@ -35,6 +37,9 @@ public:
   }
   static Status unsupported(std::string Msg) {
     return Status(ErrorCode::Unsupported, std::move(Msg));
+  }
+  static Status ioError(std::string Msg) {
+    return Status(ErrorCode::IoError, std::move(Msg));
   }
   static Status internal(std::string Msg) {
     return Status(ErrorCode::Internal, std::move(Msg));
@@ -68,6 +73,12 @@ private:
   std::string Message;
   std::optional<uint64_t> Position;
 };
+
+/// \p Text in \p Quote marks for an error message: control characters,
+/// NUL, backslashes and the quote mark escaped, cut to \p Max bytes with
+/// the length of what was cut, so that a user's value can never break or
+/// flood the one error line.
+std::string quote(std::string_view Text, size_t Max = 200, char Quote = '\'');
 
 /// A value or the Status that explains why there is none.
 template <typename T> class [[nodiscard]] Expected {

@@ -35,7 +35,8 @@ typedef enum gj_status {
   GJ_INVALID_ARGUMENT = 1,    /* the descriptor or an argument is malformed */
   GJ_UNSUPPORTED = 2,         /* well formed but not supported */
   GJ_INDEX_OUT_OF_RANGE = 3,  /* an index failed the Check policy */
-  GJ_INTERNAL = 4             /* a bug or an environment failure */
+  GJ_INTERNAL = 4,            /* a bug or an environment failure */
+  GJ_IO_ERROR = 5             /* the system refused a read or write */
 } gj_status;
 
 /* DirectML's element types, then ONNX's others. */

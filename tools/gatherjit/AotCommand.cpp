@@ -4,9 +4,11 @@
 
 #include "Problem.h"
 #include "gatherjit/Aot.h"
+#include "CliOptions.h"
 #include "runtime/AtomicFile.h"
 
 #include <cctype>
+#include <optional>
 
 namespace gatherjit {
 
@@ -27,7 +29,8 @@ CLI::App *addAotCommand(CLI::App &App, AotFlags &F) {
                   "INT64 (default), INT32, UINT64 or UINT32");
   Sub->add_option("--indices-strides", F.IndicesStrides,
                   "indices strides in elements (default packed)");
-  Sub->add_option("--axis", F.Axis, "axis, negative counts from the back");
+  Sub->add_option("--axis", F.Axis, "axis, negative counts from the back")
+      ->check(integerIn(INT32_MIN, INT32_MAX));
   Sub->add_option("--oob", F.Oob, "out-of-range indices: check (error, default) or clamp")
       ->check(CLI::IsMember({"check", "clamp"}));
   Sub->add_option("--desc", F.Descs, "descriptor JSON, once per kernel");
@@ -52,10 +55,10 @@ Expected<std::vector<uint64_t>> parseList(const std::string &Text, const char *F
   std::string Digits;
   auto Flush = [&]() -> Status {
     if (Digits.empty())
-      return Status::invalidArgument(std::string(Flag) + " = '" + Text +
-                                     "': expected numbers separated by commas, e.g. 4096,4096");
+      return Status::invalidArgument(std::string(Flag) + " = " + quote(Text) +
+                                     ": expected numbers separated by commas, e.g. 4096,4096");
     if (Digits.size() > 19)
-      return Status::invalidArgument(std::string(Flag) + " = '" + Text + "': " + Digits +
+      return Status::invalidArgument(std::string(Flag) + " = " + quote(Text) + ": " + Digits +
                                      " is too large");
     Values.push_back(std::stoull(Digits));
     Digits.clear();
@@ -70,8 +73,8 @@ Expected<std::vector<uint64_t>> parseList(const std::string &Text, const char *F
       if (Status S = Flush(); !S)
         return S;
     } else if (C != ' ' && C != '[' && C != ']' && C != '(' && C != ')') {
-      return Status::invalidArgument(std::string(Flag) + " = '" + Text +
-                                     "': unexpected character '" + C + "'");
+      return Status::invalidArgument(std::string(Flag) + " = " + quote(Text) +
+                                     ": unexpected character " + quote(std::string(1, C)));
     }
   }
   if (Any || !Digits.empty())
@@ -86,8 +89,8 @@ Expected<DataType> parseTypeFlag(const std::string &Text, const char *Flag) {
     Upper += static_cast<char>(std::toupper(static_cast<unsigned char>(C)));
   if (std::optional<DataType> T = parseDataType(Upper); T && *T != DataType::Opaque)
     return *T;
-  return Status::invalidArgument(std::string(Flag) + " = '" + Text +
-                                 "' is not a data type; use FLOAT32, FLOAT16, INT64, "
+  return Status::invalidArgument(std::string(Flag) + " = " + quote(Text) +
+                                 " is not a data type; use FLOAT32, FLOAT16, INT64, "
                                  "UINT8, ... as DirectML spells them");
 }
 
@@ -176,6 +179,22 @@ Expected<std::vector<AotKernel>> collectKernels(AotFlags F) {
 } // namespace
 
 Status runAot(const AotFlags &F) {
+  // Both destinations are opened first (temporary files beside them), so
+  // a bad one fails before the compile, and renamed last: a failure leaves
+  // neither touched.
+  Expected<AtomicFile> Object = AtomicFile::create(F.Object);
+  if (!Object)
+    return Object.status();
+  std::optional<AtomicFile> Header;
+  if (!F.Header.empty()) {
+    Expected<AtomicFile> H = AtomicFile::create(F.Header);
+    if (!H)
+      return H.status();
+    if (H->sameDestination(*Object))
+      return Status::invalidArgument("--header " + quote(F.Header) + " and -o " +
+                                     quote(F.Object) + " name the same file");
+    Header.emplace(H.take());
+  }
   Expected<std::vector<AotKernel>> Kernels = collectKernels(F);
   if (!Kernels)
     return Kernels.status();
@@ -184,20 +203,14 @@ Status runAot(const AotFlags &F) {
                                      F.Header.empty() ? "kernels.h" : F.Header);
   if (!R)
     return R.status();
-  // Both files are written beside their destinations first, then renamed:
-  // a failure leaves neither touched.
-  Expected<AtomicFile> Object =
-      AtomicFile::write(F.Object, std::string_view(R->Object.data(), R->Object.size()));
-  if (!Object)
-    return Object.status();
-  if (F.Header.empty())
-    return Object->commit();
-  Expected<AtomicFile> Header = AtomicFile::write(F.Header, R->Header);
-  if (!Header)
-    return Header.status();
+  if (Status S = Object->append(std::string_view(R->Object.data(), R->Object.size())); !S)
+    return S;
+  if (Header)
+    if (Status S = Header->append(R->Header); !S)
+      return S;
   if (Status S = Object->commit(); !S)
     return S;
-  return Header->commit();
+  return Header ? Header->commit() : Status::ok();
 }
 
 } // namespace gatherjit

@@ -4,6 +4,7 @@
 
 #include "Npy.h"
 #include "Suite.h"
+#include "CliOptions.h"
 #include "runtime/AtomicFile.h"
 
 #include <nlohmann/json.hpp>
@@ -25,7 +26,8 @@ CLI::App *addBenchCommand(CLI::App &App, BenchFlags &F) {
   CLI::App *Sub = App.add_subcommand(
       "bench", "run the benchmark suite: interpreter vs generic vs specialized kernels");
   Sub->add_option("--cases", F.Cases, "comma-separated cases, e.g. GE1,G1 (default: all)");
-  Sub->add_option("--threads", F.Threads, "threads for the multi-threaded rows (0: all cores)");
+  Sub->add_option("--threads", F.Threads, "threads for the multi-threaded rows (0: all cores)")
+      ->check(integerIn(0, 1024));
   Sub->add_option("--json", F.Json, "also write the rows as a JSON array to this file");
   Sub->add_option("--results", F.ResultsDir,
                   "directory for <date>.json, .md and .png (default bench/results)");

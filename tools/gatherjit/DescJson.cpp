@@ -4,6 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <optional>
+
 namespace gatherjit {
 namespace {
 
@@ -13,6 +16,44 @@ Status fieldError(const std::string &Field, const std::string &Msg) {
   return Status::invalidArgument("descriptor JSON: \"" + Field + "\" " + Msg);
 }
 
+/// A value as an error message shows it: scalars quoted and cut short,
+/// arrays and objects by their kind (never dumped, however deep).
+std::string shown(const json &Value) {
+  if (Value.is_string())
+    return quote(Value.get<std::string>(), 200, '"');
+  if (Value.is_array())
+    return "an array";
+  if (Value.is_object())
+    return "an object";
+  return Value.dump();
+}
+
+/// The deepest nesting of arrays and objects in \p Text, stopping early
+/// past \p Limit: a cheap scan before the recursive parser sees the text.
+unsigned nestingDepth(std::string_view Text, unsigned Limit) {
+  unsigned Depth = 0, Max = 0;
+  bool InString = false, Escaped = false;
+  for (char C : Text) {
+    if (InString) {
+      if (Escaped)
+        Escaped = false;
+      else if (C == '\\')
+        Escaped = true;
+      else if (C == '"')
+        InString = false;
+    } else if (C == '"') {
+      InString = true;
+    } else if (C == '[' || C == '{') {
+      Max = std::max(Max, ++Depth);
+      if (Max > Limit)
+        return Max;
+    } else if ((C == ']' || C == '}') && Depth > 0) {
+      --Depth;
+    }
+  }
+  return Max;
+}
+
 Status checkKeys(const json &Object, const std::string &Where,
                  std::initializer_list<const char *> Allowed) {
   for (auto It = Object.begin(); It != Object.end(); ++It) {
@@ -20,7 +61,8 @@ Status checkKeys(const json &Object, const std::string &Where,
     for (const char *Key : Allowed)
       Known |= It.key() == Key;
     if (!Known)
-      return fieldError(Where + It.key(), "is not a known field");
+      return Status::invalidArgument("descriptor JSON: " + quote(Where + It.key(), 200, '"') +
+                                     " is not a known field");
   }
   return Status::ok();
 }
@@ -28,7 +70,7 @@ Status checkKeys(const json &Object, const std::string &Where,
 Status readUInt(const json &Value, const std::string &Field, uint64_t Max,
                 uint64_t &Out) {
   if (!Value.is_number_integer())
-    return fieldError(Field, "must be an integer, got " + Value.dump());
+    return fieldError(Field, "must be an integer, got " + shown(Value));
   if (Value.is_number_unsigned()) {
     Out = Value.get<uint64_t>();
   } else {
@@ -75,8 +117,7 @@ Status readTensor(const json &Root, const char *Name, TensorDesc &T) {
     return fieldError(P + "data_type", "must be a string such as \"FLOAT32\"");
   std::optional<DataType> DT = parseDataType(Type->get<std::string>());
   if (!DT || *DT == DataType::Opaque)
-    return fieldError(P + "data_type", "= \"" + Type->get<std::string>() +
-                                           "\" is not a known data type");
+    return fieldError(P + "data_type", "= " + shown(*Type) + " is not a known data type");
   T.Type = *DT;
   auto Sizes = Obj.find("sizes");
   if (Sizes == Obj.end())
@@ -99,10 +140,38 @@ Expected<ValidDesc> JsonDescriptor::validate() const {
 }
 
 Expected<JsonDescriptor> parseDescriptorJson(std::string_view Text) {
-  json Root = json::parse(Text.begin(), Text.end(), nullptr,
-                          /*allow_exceptions=*/false);
+  if (Text.size() > MaxDescriptorBytes)
+    return Status::invalidArgument("descriptor JSON: " + std::to_string(Text.size()) +
+                                   " bytes; a descriptor has at most " +
+                                   std::to_string(MaxDescriptorBytes));
+  if (unsigned Depth = nestingDepth(Text, MaxDescriptorDepth); Depth > MaxDescriptorDepth)
+    return Status::invalidArgument("descriptor JSON: nested more than " +
+                                   std::to_string(MaxDescriptorDepth) +
+                                   " levels deep; a descriptor has three");
+  // The parser keeps the last of duplicate keys; a descriptor must not have
+  // any, so the first one is noted (the callback cannot stop the parse).
+  std::vector<std::vector<std::string>> KeysSeen;
+  std::optional<std::string> Duplicate;
+  json::parser_callback_t NoteKeys = [&](int, json::parse_event_t Event, json &Parsed) {
+    if (Event == json::parse_event_t::object_start) {
+      KeysSeen.emplace_back();
+    } else if (Event == json::parse_event_t::object_end) {
+      KeysSeen.pop_back();
+    } else if (Event == json::parse_event_t::key && !KeysSeen.empty()) {
+      std::vector<std::string> &Keys = KeysSeen.back();
+      const std::string &Key = Parsed.get_ref<const std::string &>();
+      if (!Duplicate && std::find(Keys.begin(), Keys.end(), Key) != Keys.end())
+        Duplicate = Key;
+      Keys.push_back(Key);
+    }
+    return true;
+  };
+  json Root = json::parse(Text.begin(), Text.end(), NoteKeys, /*allow_exceptions=*/false);
   if (Root.is_discarded())
     return Status::invalidArgument("descriptor JSON: not valid JSON");
+  if (Duplicate)
+    return Status::invalidArgument("descriptor JSON: the key " + quote(*Duplicate) +
+                                   " appears twice in one object");
   if (!Root.is_object())
     return Status::invalidArgument("descriptor JSON: the top level must be an object");
   if (Status S = checkKeys(Root, "",
@@ -120,7 +189,7 @@ Expected<JsonDescriptor> parseDescriptorJson(std::string_view Text) {
   else if (*Op == "GATHER")
     D.Op = OpKind::Gather;
   else
-    return fieldError("operator", "= " + Op->dump() +
+    return fieldError("operator", "= " + shown(*Op) +
                                       " must be \"GATHER_ELEMENTS\" or \"GATHER\"");
   uint64_t Axis = 0;
   auto AxisIt = Root.find("axis");
@@ -147,7 +216,7 @@ Expected<JsonDescriptor> parseDescriptorJson(std::string_view Text) {
     if (Level->is_string())
       L = parseFeatureLevel(Level->get<std::string>());
     if (!L)
-      return fieldError("feature_level", "= " + Level->dump() +
+      return fieldError("feature_level", "= " + shown(*Level) +
                                              " is unknown; use \"1_0\", \"2_1\", "
                                              "\"3_0\" or \"4_1\"");
     D.Options.Level = L;
@@ -158,7 +227,7 @@ Expected<JsonDescriptor> parseDescriptorJson(std::string_view Text) {
     else if (*Oob == "clamp")
       D.Options.Policy = OobPolicy::Clamp;
     else
-      return fieldError("oob", "= " + Oob->dump() + " must be \"check\" or \"clamp\"");
+      return fieldError("oob", "= " + shown(*Oob) + " must be \"check\" or \"clamp\"");
   }
   if (Status S = readTensor(Root, "input", D.input()); !S)
     return S;

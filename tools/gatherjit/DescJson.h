@@ -29,7 +29,13 @@ struct JsonDescriptor {
   Expected<ValidDesc> validate() const;
 };
 
-/// Parses \p Text; InvalidArgument names the JSON field at fault.
+/// Limits checked before a descriptor is parsed: a descriptor is a few
+/// hundred bytes, three levels deep.
+constexpr uint64_t MaxDescriptorBytes = 1 << 20;
+constexpr unsigned MaxDescriptorDepth = 16;
+
+/// Parses \p Text; InvalidArgument names the JSON field at fault. Text over
+/// the limits above, and duplicate keys, are refused.
 Expected<JsonDescriptor> parseDescriptorJson(std::string_view Text);
 
 } // namespace gatherjit

@@ -2,13 +2,13 @@
 
 #include "Npy.h"
 
+#include "runtime/System.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 namespace gatherjit {
 namespace {
@@ -38,7 +38,7 @@ public:
         return S;
       skipSpace();
       if (!eat(':'))
-        return bad("expected ':' after key '" + Key + "'");
+        return bad("expected ':' after key " + quote(Key));
       skipSpace();
       if (Key == "descr") {
         if (SeenDescr)
@@ -69,7 +69,7 @@ public:
         if (Status S = parseShape(Shape); !S)
           return S;
       } else {
-        return bad("unknown header key '" + Key + "'");
+        return bad("unknown header key " + quote(Key));
       }
       skipSpace();
       if (eat(','))
@@ -149,18 +149,18 @@ private:
 /// reported in \p Swap.
 Status decodeDescr(const std::string &Descr, NpyArray &A, bool &Swap) {
   if (Descr.size() < 2)
-    return bad("dtype '" + Descr + "' is too short");
+    return bad("dtype " + quote(Descr) + " is too short");
   const char Order = Descr[0], Kind = Descr[1];
   if (Order != '<' && Order != '>' && Order != '|' && Order != '=')
-    return bad("dtype '" + Descr + "' has an unknown byte order");
+    return bad("dtype " + quote(Descr) + " has an unknown byte order");
   const std::string Digits = Descr.substr(2);
   if (Kind == 'O')
     return Status::invalidArgument(
-        "object .npy arrays (pickles) are not supported; dtype '" + Descr + "'");
+        "object .npy arrays (pickles) are not supported; dtype " + quote(Descr));
   if (Digits.empty() || Digits.size() > 6 ||
       !std::all_of(Digits.begin(), Digits.end(),
                    [](char C) { return std::isdigit(static_cast<unsigned char>(C)); }))
-    return Status::invalidArgument("unsupported .npy dtype '" + Descr + "'");
+    return Status::invalidArgument("unsupported .npy dtype " + quote(Descr));
   const unsigned Size = static_cast<unsigned>(std::stoul(Digits));
   Swap = Order == '>';
   auto Numeric = [&](DataType T) {
@@ -211,7 +211,7 @@ Status decodeDescr(const std::string &Descr, NpyArray &A, bool &Swap) {
   default:
     break;
   }
-  return Status::invalidArgument("unsupported .npy dtype '" + Descr + "'");
+  return Status::invalidArgument("unsupported .npy dtype " + quote(Descr));
 }
 
 void byteSwap(std::vector<char> &Data, DataType Type) {
@@ -296,18 +296,26 @@ std::vector<char> packRowMajor(const std::vector<uint64_t> &Sizes,
   return Out;
 }
 
+std::vector<char> NpyArray::takeCOrderData() {
+  if (!FortranOrder || Shape.size() < 2)
+    return std::move(Data);
+  return cOrderData();
+}
+
 std::vector<char> NpyArray::cOrderData() const {
   if (!FortranOrder || Shape.size() < 2)
     return Data;
   return packRowMajor(Shape, *tensor().Strides, ElementBytes, Data.data());
 }
 
-Expected<NpyArray> parseNpy(std::string_view Bytes) {
+namespace {
+
+/// From the first bytes of a file: where the header starts and its length.
+Status parsePreamble(std::string_view Bytes, size_t &Start, size_t &HeaderLen) {
   static constexpr char Magic[] = "\x93NUMPY";
   if (Bytes.size() < 10 || Bytes.substr(0, 6) != std::string_view(Magic, 6))
     return bad("bad magic (not a .npy file)");
   const unsigned Major = static_cast<unsigned char>(Bytes[6]);
-  size_t HeaderLen, Start;
   if (Major == 1) {
     HeaderLen = static_cast<unsigned char>(Bytes[8]) |
                 static_cast<unsigned char>(Bytes[9]) << 8;
@@ -324,29 +332,49 @@ Expected<NpyArray> parseNpy(std::string_view Bytes) {
   }
   if (HeaderLen > MaxHeaderBytes)
     return bad("header length " + std::to_string(HeaderLen) + " is too large");
-  if (Bytes.size() - Start < HeaderLen)
-    return bad("truncated header: " + std::to_string(HeaderLen) +
-               " bytes announced, " + std::to_string(Bytes.size() - Start) +
-               " present");
-  std::string_view Header = Bytes.substr(Start, HeaderLen);
-  NpyArray A;
+  return Status::ok();
+}
+
+/// Parses the header dict into \p A (all but its data) and the data's size.
+Status parseHeader(std::string_view Header, NpyArray &A, bool &Swap, uint64_t &DataBytes) {
   std::string Descr;
   if (Status S = HeaderParser(Header).parse(Descr, A.FortranOrder, A.Shape); !S)
     return S;
-  bool Swap = false;
   if (Status S = decodeDescr(Descr, A, Swap); !S)
     return S;
-  uint64_t Count = 1, DataBytes;
+  uint64_t Count = 1;
   for (uint64_t S : A.Shape)
     if (__builtin_mul_overflow(Count, S, &Count))
       return bad("shape element count overflows 64 bits");
   if (__builtin_mul_overflow(Count, A.ElementBytes, &DataBytes))
     return bad("data size overflows 64 bits");
+  return Status::ok();
+}
+
+Status dataSizeMismatch(uint64_t Present, uint64_t DataBytes) {
+  return bad(std::string(Present < DataBytes ? "truncated" : "oversized") +
+             " data: shape and dtype need " + std::to_string(DataBytes) +
+             " bytes, the file has " + std::to_string(Present));
+}
+
+} // namespace
+
+Expected<NpyArray> parseNpy(std::string_view Bytes) {
+  size_t Start, HeaderLen;
+  if (Status S = parsePreamble(Bytes, Start, HeaderLen); !S)
+    return S;
+  if (Bytes.size() - Start < HeaderLen)
+    return bad("truncated header: " + std::to_string(HeaderLen) +
+               " bytes announced, " + std::to_string(Bytes.size() - Start) +
+               " present");
+  NpyArray A;
+  bool Swap = false;
+  uint64_t DataBytes;
+  if (Status S = parseHeader(Bytes.substr(Start, HeaderLen), A, Swap, DataBytes); !S)
+    return S;
   const size_t Present = Bytes.size() - Start - HeaderLen;
   if (Present != DataBytes)
-    return bad(std::string(Present < DataBytes ? "truncated" : "oversized") +
-               " data: shape and dtype need " + std::to_string(DataBytes) +
-               " bytes, the file has " + std::to_string(Present));
+    return dataSizeMismatch(Present, DataBytes);
   const char *Begin = Bytes.data() + Start + HeaderLen;
   A.Data.assign(Begin, Begin + DataBytes);
   if (Swap)
@@ -355,23 +383,58 @@ Expected<NpyArray> parseNpy(std::string_view Bytes) {
 }
 
 Expected<NpyArray> readNpy(const std::string &Path) {
-  std::ifstream In(Path, std::ios::binary);
-  if (!In)
-    return Status::invalidArgument("cannot open '" + Path +
-                                   "': " + std::strerror(errno));
-  std::ostringstream SS;
-  SS << In.rdbuf();
-  if (In.bad())
-    return Status::invalidArgument("cannot read '" + Path + "'");
-  Expected<NpyArray> A = parseNpy(SS.str());
-  if (!A)
-    return A.status().withContext(Path);
+  // The header is checked before the data is read, and the data read is
+  // exactly what the header announces: a device, a huge or a lying file
+  // costs nothing.
+  Expected<InputFile> File = InputFile::open(Path);
+  if (!File)
+    return File.status();
+  auto InFile = [&](const Status &S) { return S.withContext(Path); };
+  std::string Prefix(12, '\0');
+  uint64_t Got;
+  if (Status S = File->readSome(Prefix.data(), Prefix.size(), Got); !S)
+    return S;
+  Prefix.resize(Got);
+  size_t Start, HeaderLen;
+  if (Status S = parsePreamble(Prefix, Start, HeaderLen); !S)
+    return InFile(S);
+  std::string Header = Prefix.substr(Start);
+  const size_t Have = Header.size();
+  if (Have > HeaderLen)
+    return InFile(bad("a header of " + std::to_string(HeaderLen) + " bytes is too short"));
+  Header.resize(HeaderLen);
+  if (Status S = File->readSome(Header.data() + Have, HeaderLen - Have, Got); !S)
+    return S;
+  if (Have + Got != HeaderLen)
+    return InFile(bad("truncated header: " + std::to_string(HeaderLen) +
+                      " bytes announced, " + std::to_string(Have + Got) + " present"));
+  NpyArray A;
+  bool Swap = false;
+  uint64_t DataBytes;
+  if (Status S = parseHeader(Header, A, Swap, DataBytes); !S)
+    return InFile(S);
+  if (File->size()) {
+    const uint64_t Present = *File->size() - Start - HeaderLen;
+    if (Present != DataBytes)
+      return InFile(dataSizeMismatch(Present, DataBytes));
+  }
+  if (Status S = checkAllocation(DataBytes, "the array"); !S)
+    return InFile(S);
+  A.Data.resize(DataBytes);
+  if (Status S = File->readExactly(A.Data.data(), DataBytes); !S)
+    return S;
+  Expected<bool> End = File->atEnd(); // A FIFO may say more than its header.
+  if (!End)
+    return End.status();
+  if (!*End)
+    return InFile(bad("oversized data: shape and dtype need " + std::to_string(DataBytes) +
+                      " bytes, the stream has more"));
+  if (Swap)
+    byteSwap(A.Data, A.Type);
   return A;
 }
 
-std::string encodeNpy(const std::string &Descr,
-                      const std::vector<uint64_t> &Shape, const void *Data,
-                      size_t Bytes) {
+std::string encodeNpyHeader(const std::string &Descr, const std::vector<uint64_t> &Shape) {
   std::string Dict = "{'descr': '" + Descr + "', 'fortran_order': False, 'shape': (";
   for (size_t I = 0; I < Shape.size(); ++I)
     Dict += std::to_string(Shape[I]) + (Shape.size() == 1 || I + 1 < Shape.size() ? ", " : "");
@@ -391,7 +454,13 @@ std::string encodeNpy(const std::string &Descr,
   const size_t Len = Dict.size();
   for (size_t I = 0; I < (V1 ? 2u : 4u); ++I)
     Out += static_cast<char>((Len >> (8 * I)) & 0xff);
-  Out += Dict;
+  return Out + Dict;
+}
+
+std::string encodeNpy(const std::string &Descr,
+                      const std::vector<uint64_t> &Shape, const void *Data,
+                      size_t Bytes) {
+  std::string Out = encodeNpyHeader(Descr, Shape);
   Out.append(static_cast<const char *>(Data), Bytes);
   return Out;
 }

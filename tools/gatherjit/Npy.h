@@ -37,6 +37,8 @@ struct NpyArray {
   TensorDesc tensor() const;
   /// The elements in C (row-major) order.
   std::vector<char> cOrderData() const;
+  /// The same, taking Data where it is already in C order (no copy).
+  std::vector<char> takeCOrderData();
 };
 
 /// Copies the elements that \p Sizes and \p Strides (in elements) address in
@@ -47,11 +49,17 @@ std::vector<char> packRowMajor(const std::vector<uint64_t> &Sizes,
 
 /// Parses a whole .npy file. Errors are InvalidArgument.
 Expected<NpyArray> parseNpy(std::string_view Bytes);
+/// Reads a .npy file: a regular file or a FIFO, its header checked before
+/// the data, the data read only if the file holds exactly what the header
+/// announces and the machine's memory can hold it.
 Expected<NpyArray> readNpy(const std::string &Path);
 
 /// The .npy dtype string for \p Type ('<f4', '|b1', ...); empty for Opaque.
 std::string npyDescr(DataType Type);
 
+/// The .npy header (magic, version, dict, padding) of a C-order array; its
+/// data follows.
+std::string encodeNpyHeader(const std::string &Descr, const std::vector<uint64_t> &Shape);
 /// Encodes a C-order array as .npy bytes.
 std::string encodeNpy(const std::string &Descr,
                       const std::vector<uint64_t> &Shape,

@@ -4,10 +4,6 @@
 
 #include "DescJson.h"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
 
 namespace gatherjit {
 namespace {
@@ -65,8 +61,8 @@ Expected<Problem> loadJson(const OperandFlags &F) {
   Problem P;
   P.Desc = V.take();
   // The files' elements in C order are the buffers the descriptor addresses.
-  P.Input = Data->cOrderData();
-  P.Indices = Indices->cOrderData();
+  P.Input = Data->takeCOrderData();
+  P.Indices = Indices->takeCOrderData();
   P.OutShape = P.Desc.Output.Sizes;
   P.OutDescr = npyDescr(P.Desc.Output.Type);
   return P;
@@ -101,7 +97,7 @@ std::vector<uint64_t> onnxOutputShape(ProblemSource Kind, const std::vector<uint
 }
 
 Expected<JsonDescriptor> readDescriptorFile(const std::string &Path) {
-  Expected<std::string> Text = readTextFile(Path);
+  Expected<std::string> Text = readTextFile(Path, MaxDescriptorBytes);
   if (!Text)
     return Text.status();
   Expected<JsonDescriptor> D = parseDescriptorJson(*Text);
@@ -110,23 +106,25 @@ Expected<JsonDescriptor> readDescriptorFile(const std::string &Path) {
   return D;
 }
 
-Expected<std::string> readTextFile(const std::string &Path) {
-  std::ifstream In(Path, std::ios::binary);
-  if (!In)
-    return Status::invalidArgument("cannot open '" + Path + "': " + std::strerror(errno));
-  std::stringstream SS;
-  SS << In.rdbuf();
-  return SS.str();
+Expected<ByteBuffer> Problem::outputBuffer() const {
+  // Validation bounds the extent's bytes by INT64_MAX; memory bounds it here.
+  return ByteBuffer::allocate(requiredElements(Desc.Output) * Desc.Output.elementBytes(),
+                              "the output");
 }
 
-std::vector<char> Problem::outputBuffer() const {
-  return std::vector<char>(requiredElements(Desc.Output) * Desc.Output.elementBytes());
-}
-
-Status Problem::writeOutput(const std::string &Path, const std::vector<char> &Buffer) const {
+Status Problem::writeOutput(AtomicFile &File, const ByteBuffer &Buffer) const {
   const TensorDesc &T = Desc.Output;
-  std::vector<char> Packed = packRowMajor(T.Sizes, *T.Strides, T.elementBytes(), Buffer.data());
-  return writeFileAtomic(Path, encodeNpy(OutDescr, OutShape, Packed.data(), Packed.size()));
+  if (Status S = File.append(encodeNpyHeader(OutDescr, OutShape)); !S)
+    return S;
+  if (*T.Strides == packedStrides(T.Sizes)) {
+    if (Status S = File.append(std::string_view(Buffer.data(), Buffer.size())); !S)
+      return S;
+  } else {
+    std::vector<char> Packed = packRowMajor(T.Sizes, *T.Strides, T.elementBytes(), Buffer.data());
+    if (Status S = File.append(std::string_view(Packed.data(), Packed.size())); !S)
+      return S;
+  }
+  return File.commit();
 }
 
 Expected<Problem> loadProblem(const OperandFlags &F) {

@@ -10,6 +10,7 @@
 #include "DescJson.h"
 #include "Npy.h"
 #include "gatherjit/Validate.h"
+#include "runtime/System.h"
 
 #include <string>
 #include <vector>
@@ -32,10 +33,12 @@ struct Problem {
   std::vector<uint64_t> OutShape;
   std::string OutDescr;
 
-  /// A buffer the descriptor's output sizes and strides fit in.
-  std::vector<char> outputBuffer() const;
-  /// Packs \p Buffer into row-major order and writes it atomically.
-  Status writeOutput(const std::string &Path, const std::vector<char> &Buffer) const;
+  /// A buffer the descriptor's output sizes and strides fit in, checked
+  /// against the machine's memory first; uninitialized.
+  Expected<ByteBuffer> outputBuffer() const;
+  /// Writes \p Buffer to \p File as a row-major .npy (packing it only if
+  /// the output is strided) and commits the file.
+  Status writeOutput(AtomicFile &File, const ByteBuffer &Buffer) const;
 };
 
 /// Reads and validates the operands. Every failure is InvalidArgument or
@@ -50,11 +53,9 @@ Expected<ValidDesc> validateOnnx(ProblemSource Kind, const TensorDesc &Data,
 std::vector<uint64_t> onnxOutputShape(ProblemSource Kind, const std::vector<uint64_t> &Data,
                                       const std::vector<uint64_t> &Indices, int64_t Axis);
 
-/// Reads and parses a descriptor JSON file; errors name the file.
+/// Reads and parses a descriptor JSON file (at most MaxDescriptorBytes);
+/// errors name the file.
 Expected<JsonDescriptor> readDescriptorFile(const std::string &Path);
-
-/// Reads a whole text file.
-Expected<std::string> readTextFile(const std::string &Path);
 
 } // namespace gatherjit
 

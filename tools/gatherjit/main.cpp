@@ -22,10 +22,13 @@
 
 #include "AotCommand.h"
 #include "BenchCommand.h"
+#include "CliOptions.h"
 #include "Demo.h"
 #include "Problem.h"
 #include "gatherjit/Interpreter.h"
 #include "gatherjit/Runtime.h"
+#include "runtime/AtomicFile.h"
+#include "runtime/System.h"
 
 #include <CLI/CLI.hpp>
 
@@ -33,17 +36,28 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <new>
 
 using namespace gatherjit;
 
 namespace {
 
+/// Prints the one error line and returns the exit status: 2 for bad input,
+/// 1 for what the system or gatherjit itself failed at.
 int report(const Status &S) {
-  std::string Msg = S.message();
-  std::replace(Msg.begin(), Msg.end(), '\n', ' ');
-  std::replace(Msg.begin(), Msg.end(), '\r', ' ');
-  std::fprintf(stderr, "error: %s\n", Msg.c_str());
-  return S.code() == ErrorCode::Internal ? 1 : 2;
+  // User values are quoted where they enter a message; this catches what
+  // came from elsewhere (LLVM, the system) and bounds the line.
+  std::string Line;
+  for (char C : S.message()) {
+    if (Line.size() >= 2000) {
+      Line += "...";
+      break;
+    }
+    const unsigned char U = static_cast<unsigned char>(C);
+    Line += U < 0x20 || U == 0x7f ? ' ' : C;
+  }
+  std::fprintf(stderr, "error: %s\n", Line.c_str());
+  return S.code() == ErrorCode::Internal || S.code() == ErrorCode::IoError ? 1 : 2;
 }
 
 struct EngineFlags {
@@ -60,9 +74,10 @@ void addEngineFlags(CLI::App *Sub, EngineFlags &E) {
       ->check(CLI::IsMember({"jit", "interp"}));
   Sub->add_option("--opt", E.Opt, "optimization level O0..O3 (default O2)")
       ->check(CLI::IsMember({"O0", "O1", "O2", "O3"}));
-  Sub->add_option("--threads", E.Threads, "threads for one kernel (0: all cores)");
+  Sub->add_option("--threads", E.Threads, "threads for one kernel (0: all cores)")
+      ->check(integerIn(0, 1024));
   Sub->add_option("--repeat", E.Repeat, "run the kernel N times")
-      ->check(CLI::PositiveNumber);
+      ->check(integerIn(1, 1000000000));
   Sub->add_flag("--stats", E.Stats, "print timing as one JSON line on stderr");
   Sub->add_option("--cache-dir", E.CacheDir,
                   "keep compiled kernels in this directory across runs");
@@ -72,7 +87,13 @@ using Clock = std::chrono::steady_clock;
 
 /// Runs the problem on the chosen engine and writes the output file.
 Status execute(Problem &P, const EngineFlags &E, const std::string &OutPath) {
-  std::vector<char> Out = P.outputBuffer();
+  // The destination first: a bad one fails before any work.
+  Expected<AtomicFile> File = AtomicFile::create(OutPath);
+  if (!File)
+    return File.status();
+  Expected<ByteBuffer> Out = P.outputBuffer();
+  if (!Out)
+    return Out.status();
   double InitMs = 0, CompileMs = 0;
   bool Hit = false;
   std::vector<double> RunMs;
@@ -83,8 +104,8 @@ Status execute(Problem &P, const EngineFlags &E, const std::string &OutPath) {
     Options.Opt = *parseOptLevel(E.Opt);
     Options.Threads = E.Threads;
     Options.CacheDir = E.CacheDir;
-    Options.PerfMap = std::getenv("GATHERJIT_PERF_MAP") != nullptr;
-    Options.Debugger = std::getenv("GATHERJIT_GDB") != nullptr;
+    Options.PerfMap = envFlag("GATHERJIT_PERF_MAP");
+    Options.Debugger = envFlag("GATHERJIT_GDB");
     Expected<std::unique_ptr<Runtime>> Created = Runtime::create(Options);
     if (!Created)
       return Created.status();
@@ -99,13 +120,13 @@ Status execute(Problem &P, const EngineFlags &E, const std::string &OutPath) {
   }
   for (unsigned I = 0; I < E.Repeat; ++I) {
     Clock::time_point T0 = Clock::now();
-    Status S = RT ? K.run(P.Input.data(), P.Indices.data(), Out.data())
-                  : interpret(P.Desc, P.Input.data(), P.Indices.data(), Out.data());
+    Status S = RT ? K.run(P.Input.data(), P.Indices.data(), Out->data())
+                  : interpret(P.Desc, P.Input.data(), P.Indices.data(), Out->data());
     RunMs.push_back(std::chrono::duration<double, std::milli>(Clock::now() - T0).count());
     if (!S)
       return S;
   }
-  if (Status S = P.writeOutput(OutPath, Out); !S)
+  if (Status S = P.writeOutput(*File, *Out); !S)
     return S;
   if (E.Stats) {
     std::sort(RunMs.begin(), RunMs.end());
@@ -139,7 +160,7 @@ Status printIR(const Problem &P, const EngineFlags &E, bool Asm,
     std::fwrite(Text->data(), 1, Text->size(), stdout);
     return Status::ok();
   }
-  return writeFileAtomic(OutPath, *Text);
+  return writeFileAtomic(OutPath, *Text); // "-" is standard output too
 }
 
 /// The operand flags of gather-elements, gather and run on one subcommand.
@@ -159,7 +180,8 @@ CLI::App *addOperands(CLI::App *Parent, ProblemSource Kind, OperandFlags &F,
     Sub->add_option("--input", F.Data, "input buffer (.npy)")->required();
   } else {
     Sub->add_option("--data", F.Data, "data tensor (.npy)")->required();
-    Sub->add_option("--axis", F.Axis, "axis, negative counts from the back");
+    Sub->add_option("--axis", F.Axis, "axis, negative counts from the back")
+        ->check(integerIn(INT32_MIN, INT32_MAX));
     Sub->add_option("--oob", F.Oob, "out-of-range indices: check (error, default) or clamp")
         ->check(CLI::IsMember({"check", "clamp"}));
   }
@@ -170,9 +192,7 @@ CLI::App *addOperands(CLI::App *Parent, ProblemSource Kind, OperandFlags &F,
   return Sub;
 }
 
-} // namespace
-
-int main(int Argc, char **Argv) {
+int run(int Argc, char **Argv) {
   CLI::App App{"gatherjit: gather operators compiled to native code"};
   App.require_subcommand(1);
   struct Command {
@@ -234,4 +254,17 @@ int main(int Argc, char **Argv) {
     }
   }
   return report(Status::invalidArgument("no command given"));
+}
+
+} // namespace
+
+int main(int Argc, char **Argv) {
+  removeTemporariesOnSignals();
+  try {
+    return run(Argc, Argv);
+  } catch (const std::bad_alloc &) {
+    // Sizes from user input are checked before allocation; this is what
+    // memory pressure from elsewhere leaves.
+    return report(Status::internal("out of memory"));
+  }
 }
