@@ -156,8 +156,7 @@ int createTemp(const std::string &Dir, mode_t Mode, std::string &Name) {
 
 } // namespace
 
-Expected<AtomicFile> AtomicFile::create(const std::string &Path,
-                                        std::optional<unsigned> Mode, bool Sync) {
+Expected<AtomicFile> AtomicFile::create(const std::string &Path) {
   if (Path.empty())
     return Status::invalidArgument("an empty output path");
   // Standard output by name: dup it, whatever it is (a socket too).
@@ -194,22 +193,33 @@ Expected<AtomicFile> AtomicFile::create(const std::string &Path,
       return fileError("cannot write", Path, errno);
     return AtomicFile(Kind::InPlace, Fd, Path, inodeKey(D->St));
   }
+  // A new file gets 0666 less the umask; a replaced one keeps its mode.
+  return replaceWithTemp(Path, D->Target,
+                         D->Exists ? inodeKey(D->St) : canonicalNew(D->Target),
+                         D->Exists ? D->St.st_mode & 07777 : 0666, D->Exists, /*Sync=*/true);
+}
+
+Expected<AtomicFile> AtomicFile::replace(const std::string &Path, unsigned Mode) {
+  return replaceWithTemp(Path, Path, canonicalNew(Path), Mode, /*KeepMode=*/true,
+                         /*Sync=*/false);
+}
+
+Expected<AtomicFile> AtomicFile::replaceWithTemp(const std::string &Path,
+                                                 const std::string &Target,
+                                                 const std::string &Canonical, unsigned Mode,
+                                                 bool ExactMode, bool Sync) {
   std::string Temp;
-  const int Fd = createTemp(dirName(D->Target), Mode ? *Mode : 0666, Temp);
+  const int Fd = createTemp(dirName(Target), static_cast<mode_t>(Mode), Temp);
   if (Fd < 0)
-    return fileError("cannot create a file in", dirName(D->Target), errno);
-  AtomicFile File(Kind::Replace, Fd, Path,
-                  D->Exists ? inodeKey(D->St) : canonicalNew(D->Target));
-  File.Target = D->Target;
+    return fileError("cannot create a file in", dirName(Target), errno);
+  AtomicFile File(Kind::Replace, Fd, Path, Canonical);
+  File.Target = Target;
   File.Temp = Temp;
   File.Sync = Sync;
   rememberTemp(Temp);
-  // The mode asked for exactly, or that of the file replaced.
-  if (Mode || D->Exists) {
-    const mode_t Want = Mode ? static_cast<mode_t>(*Mode) : (D->St.st_mode & 07777);
-    if (::fchmod(Fd, Want) != 0)
-      return fileError("cannot set the mode of", Temp, errno);
-  }
+  // open() applied the umask; an exact mode is set past it.
+  if (ExactMode && ::fchmod(Fd, static_cast<mode_t>(Mode)) != 0)
+    return fileError("cannot set the mode of", Temp, errno);
   return File;
 }
 

@@ -34,15 +34,15 @@ namespace gatherjit {
 
 class AtomicFile {
 public:
-  /// Opens \p Path for writing as described above. \p Mode: the file's
-  /// exact mode (default: that of the file replaced, or 0666 less the
-  /// umask). \p Sync: sync the data before the rename (a cache entry, which
-  /// is checked when read, skips it). InvalidArgument for a destination that
-  /// cannot be one (a directory, a dangling link); IoError when the system
-  /// refuses.
-  static Expected<AtomicFile> create(const std::string &Path,
-                                     std::optional<unsigned> Mode = std::nullopt,
-                                     bool Sync = true);
+  /// Opens \p Path, a destination the user named, for writing as
+  /// described above. InvalidArgument for a destination that cannot be one
+  /// (a directory, a dangling link); IoError when the system refuses.
+  static Expected<AtomicFile> create(const std::string &Path);
+  /// Opens \p Path, a name in a directory gatherjit owns (a cache entry),
+  /// for writing: whatever the name holds (a link, a FIFO) is replaced by a
+  /// new file of exactly \p Mode. Not synced: such files are checked when
+  /// read.
+  static Expected<AtomicFile> replace(const std::string &Path, unsigned Mode);
   /// create() followed by append(Contents).
   static Expected<AtomicFile> write(const std::string &Path, std::string_view Contents);
   AtomicFile(AtomicFile &&Other) noexcept;
@@ -66,6 +66,10 @@ private:
       : K(K), Fd(Fd), Path(std::move(Path)), Canonical(std::move(Canonical)) {}
   /// Closes the file and removes a temporary one.
   void discard();
+  /// A temporary file beside \p Target, renamed over it by commit().
+  static Expected<AtomicFile> replaceWithTemp(const std::string &Path, const std::string &Target,
+                                              const std::string &Canonical, unsigned Mode,
+                                              bool ExactMode, bool Sync);
 
   Kind K;
   int Fd;             ///< -1 once committed or discarded.

@@ -159,7 +159,7 @@ std::optional<std::vector<char>> DiskCache::load(const std::string &Key) const {
 
 Status DiskCache::store(const std::string &Key, const std::vector<char> &Object) const {
   // 0600 whatever the umask; no sync: a torn entry fails its checksum.
-  Expected<AtomicFile> File = AtomicFile::create(path(Key), 0600, /*Sync=*/false);
+  Expected<AtomicFile> File = AtomicFile::replace(path(Key), 0600);
   Status S = File ? File->append(encode(Key, Object)) : File.status();
   if (S)
     S = File->commit();

@@ -11,6 +11,9 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 using namespace gatherjit;
 using namespace gatherjit::test;
 
@@ -161,4 +164,58 @@ TEST(DiskCache, ConcurrentProcessesLeaveOneValidEntry) {
   ASSERT_EQ(R.Exit, 0) << R.Err;
   EXPECT_EQ(slurp(Dir / "last.npy"), slurp(Dir / "o0.npy"));
   EXPECT_EQ(slurp(Dir / "o5.npy"), slurp(Dir / "o0.npy"));
+}
+
+TEST(DiskCache, OnlyTheUsersOwnRegularEntriesAreLoaded) {
+  ScratchDir Dir;
+  const std::string Cache = Dir / "cache";
+  const ValidDesc A = geDesc(4, 6);
+  EXPECT_FALSE(compileAndCheck(*runtimeWith(Cache), A));
+  ASSERT_EQ(entries(Cache).size(), 1u);
+  const std::string Entry = entries(Cache)[0].string();
+  const std::string Good = slurp(Entry);
+  struct stat St;
+  ASSERT_EQ(::stat(Entry.c_str(), &St), 0);
+  EXPECT_EQ(St.st_mode & 0777, 0600u);
+  EXPECT_TRUE(compileAndCheck(*runtimeWith(Cache), A));
+
+  // Writable by others: whoever could write it could have put code there.
+  ASSERT_EQ(::chmod(Entry.c_str(), 0666), 0);
+  EXPECT_FALSE(compileAndCheck(*runtimeWith(Cache), A));
+  EXPECT_TRUE(compileAndCheck(*runtimeWith(Cache), A)) << "rewritten as the user's own";
+  if (::chown(Entry.c_str(), 65534, 65534) == 0) {
+    EXPECT_FALSE(compileAndCheck(*runtimeWith(Cache), A)) << "another user's entry";
+    EXPECT_TRUE(compileAndCheck(*runtimeWith(Cache), A));
+  }
+  // Not a regular file: a FIFO must not hang, a device must not be read, a
+  // link is not followed even to a good entry.
+  spit(Dir / "copy.gjk", Good);
+  ASSERT_EQ(::chmod((Dir / "copy.gjk").c_str(), 0600), 0);
+  for (int Kind = 0; Kind < 3; ++Kind) {
+    std::filesystem::remove(Entry);
+    if (Kind == 0)
+      ASSERT_EQ(::mkfifo(Entry.c_str(), 0600), 0);
+    else
+      ASSERT_EQ(::symlink(Kind == 1 ? "/dev/zero" : (Dir / "copy.gjk").c_str(), Entry.c_str()), 0);
+    EXPECT_FALSE(compileAndCheck(*runtimeWith(Cache), A)) << "kind " << Kind;
+    EXPECT_TRUE(compileAndCheck(*runtimeWith(Cache), A)) << "kind " << Kind;
+  }
+}
+
+TEST(DiskCache, ADirectoryNotTheUsersOwnIsNotUsedAndANewOneIsPrivate) {
+  ScratchDir Dir;
+  const std::string Shared = Dir / "shared";
+  std::filesystem::create_directory(Shared);
+  ASSERT_EQ(::chmod(Shared.c_str(), 0777), 0);
+  auto RT = runtimeWith(Shared);
+  EXPECT_FALSE(compileAndCheck(*RT, geDesc(3, 5)));
+  EXPECT_EQ(RT->stats().DiskStores, 0u);
+  EXPECT_TRUE(entries(Shared).empty());
+
+  auto Fresh = runtimeWith(Dir / "new/cache");
+  EXPECT_FALSE(compileAndCheck(*Fresh, geDesc(3, 5)));
+  EXPECT_EQ(Fresh->stats().DiskStores, 1u);
+  struct stat St;
+  ASSERT_EQ(::stat((Dir / "new/cache").c_str(), &St), 0);
+  EXPECT_EQ(St.st_mode & 0777, 0700u);
 }

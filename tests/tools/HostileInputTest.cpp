@@ -1,0 +1,221 @@
+//===- tests/tools/HostileInputTest.cpp - The command line against abuse --===//
+//
+// What a hostile or careless user can hand the command line: outputs that
+// are devices, pipes or standard output, inputs that never end or announce
+// terabytes, descriptors nested or sized to exhaust the parser, values with
+// control characters, malformed numbers, and a kernel cache that is not the
+// user's. Each ends in a success or exactly one "error:" line with the
+// documented exit status, and nothing the user pointed at is replaced.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CliTestUtil.h"
+#include "DescJson.h"
+
+#include <gmock/gmock.h>
+
+#include <cstdlib>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <thread>
+
+using namespace gatherjit;
+using namespace gatherjit::test;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+namespace {
+
+void expectOneErrorLine(const CliResult &R, int Exit, const std::string &Substr) {
+  EXPECT_EQ(R.Exit, Exit) << R.Err;
+  EXPECT_THAT(R.Err, StartsWith("error: "));
+  EXPECT_EQ(std::count(R.Err.begin(), R.Err.end(), '\n'), 1) << R.Err;
+  EXPECT_THAT(R.Err, HasSubstr(Substr));
+}
+
+class HostileInput : public ::testing::Test {
+protected:
+  void SetUp() override {
+    writeArray<float>(Dir / "data.npy", "<f4", {2, 3}, {1, 2, 3, 4, 5, 6});
+    writeArray<int64_t>(Dir / "idx.npy", "<i8", {2, 2}, {2, 0, 1, 1});
+  }
+  std::string ge(const std::string &Out, const std::string &Axis = "1") const {
+    return "gather-elements --data " + Dir / "data.npy" + " --indices " + Dir / "idx.npy" +
+           " --axis " + Axis + " -o " + Out;
+  }
+  /// The expected output of ge(): rows gathered along axis 1.
+  static std::vector<float> expected() { return {3, 1, 5, 5}; }
+  std::vector<float> parse(const std::string &Bytes) {
+    spit(Dir / "parsed.npy", Bytes);
+    return readArray<float>(Dir / "parsed.npy");
+  }
+  ScratchDir Dir;
+};
+
+TEST_F(HostileInput, DashAndDevStdoutWriteToStandardOutput) {
+  CliResult R = runCli(Dir, ge("-"));
+  ASSERT_EQ(R.Exit, 0) << R.Err;
+  EXPECT_EQ(parse(R.Out), expected());
+  R = runCli(Dir, ge("/dev/stdout"));
+  ASSERT_EQ(R.Exit, 0) << R.Err;
+  EXPECT_EQ(parse(R.Out), expected());
+  R = runCli(Dir, "ir " + ge("-"));
+  ASSERT_EQ(R.Exit, 0) << R.Err;
+  EXPECT_THAT(R.Out, HasSubstr("define"));
+}
+
+TEST_F(HostileInput, DeviceOutputsAreWrittenIntoNeverReplaced) {
+  const std::string Null = Dir / "null", Full = Dir / "full";
+  if (::mknod(Null.c_str(), S_IFCHR | 0666, makedev(1, 3)) != 0 ||
+      ::mknod(Full.c_str(), S_IFCHR | 0666, makedev(1, 7)) != 0)
+    GTEST_SKIP() << "this process may not make device nodes";
+  CliResult R = runCli(Dir, ge(Null));
+  EXPECT_EQ(R.Exit, 0) << R.Err;
+  // A full disk is an I/O failure: exit 1, the path and the system's words.
+  expectOneErrorLine(runCli(Dir, ge(Full)), 1, "No space left on device");
+  for (const std::string &Aot : {"aot --data-shape 4,4 --indices-shape 4,4 -o " + Full})
+    expectOneErrorLine(runCli(Dir, Aot), 1, "No space left on device");
+  struct stat St;
+  ASSERT_EQ(::lstat(Null.c_str(), &St), 0);
+  EXPECT_TRUE(S_ISCHR(St.st_mode));
+  ASSERT_EQ(::lstat(Full.c_str(), &St), 0);
+  EXPECT_TRUE(S_ISCHR(St.st_mode));
+}
+
+TEST_F(HostileInput, AotObjectAndHeaderMustDiffer) {
+  spit(Dir / "k.o", "precious");
+  ASSERT_EQ(::symlink("k.o", (Dir / "alias.h").c_str()), 0);
+  const std::string Shape = "aot --data-shape 4,4 --indices-shape 4,4 -o " + Dir / "k.o";
+  expectOneErrorLine(runCli(Dir, Shape + " --header " + Dir / "k.o"), 2, "the same file");
+  expectOneErrorLine(runCli(Dir, Shape + " --header " + Dir / "alias.h"), 2, "the same file");
+  EXPECT_EQ(slurp(Dir / "k.o"), "precious");
+}
+
+TEST_F(HostileInput, InputsThatNeverEndAreRefusedAndFifosAreStreamed) {
+  expectOneErrorLine(runCli(Dir, "gather-elements --data /dev/zero --indices " +
+                                     Dir / "idx.npy" + " -o " + Dir / "o.npy"),
+                     2, "character device");
+  expectOneErrorLine(runCli(Dir, "run /dev/urandom --input " + Dir / "data.npy" +
+                                     " --indices " + Dir / "idx.npy" + " -o " + Dir / "o.npy"),
+                     2, "character device");
+  const std::string Fifo = Dir / "data.fifo";
+  ASSERT_EQ(::mkfifo(Fifo.c_str(), 0600), 0);
+  const std::string Bytes = slurp(Dir / "data.npy");
+  std::thread Writer([&] { spit(Fifo, Bytes); });
+  CliResult R = runCli(Dir, "gather-elements --data " + Fifo + " --indices " + Dir / "idx.npy" +
+                                " --axis 1 -o " + Dir / "o.npy");
+  Writer.join();
+  ASSERT_EQ(R.Exit, 0) << R.Err;
+  EXPECT_EQ(readArray<float>(Dir / "o.npy"), expected());
+}
+
+TEST_F(HostileInput, SizesFromInputAreCheckedBeforeAllocation) {
+  // 8 MiB of inputs asking for a 4 TiB output.
+  writeArray<float>(Dir / "tall.npy", "<f4", {1048576, 1}, std::vector<float>(1048576));
+  writeArray<int32_t>(Dir / "zeros.npy", "<i4", {1048576}, std::vector<int32_t>(1048576));
+  expectOneErrorLine(runCli(Dir, "gather --data " + Dir / "tall.npy" + " --indices " +
+                                     Dir / "zeros.npy" + " --axis 1 -o " + Dir / "o.npy"),
+                     2, "more than this machine's memory");
+  // A 128-byte file announcing 2^40 rows of nothing, gathered along its
+  // empty axis.
+  writeArray<float>(Dir / "empty.npy", "<f4", {uint64_t(1) << 40, 0}, std::vector<float>());
+  expectOneErrorLine(runCli(Dir, "gather --data " + Dir / "empty.npy" + " --indices " +
+                                     Dir / "idx.npy" + " --axis 1 -o " + Dir / "o.npy"),
+                     2, "more than this machine's memory");
+  // A header announcing more data than the file has is refused unread.
+  std::string Lying = slurp(Dir / "data.npy");
+  Lying.resize(Lying.size() - 4);
+  spit(Dir / "lying.npy", Lying);
+  expectOneErrorLine(runCli(Dir, "gather --data " + Dir / "lying.npy" + " --indices " +
+                                     Dir / "idx.npy" + " -o " + Dir / "o.npy"),
+                     2, "truncated data");
+  writeArray<float>(Dir / "three.npy", "<f4", {3}, {1, 2, 3});
+  writeArray<int64_t>(Dir / "i3.npy", "<i8", {3}, {0, 1, 2});
+  writeArray<int64_t>(Dir / "one.npy", "<i8", {1}, {0});
+  const std::string Run = " --input " + Dir / "three.npy" + " -o " + Dir / "o.npy";
+  spit(Dir / "strided.json", R"({"operator": "GATHER_ELEMENTS", "axis": 0,
+    "input": {"data_type": "FLOAT32", "sizes": [3]},
+    "indices": {"data_type": "INT64", "sizes": [3]},
+    "output": {"data_type": "FLOAT32", "sizes": [3], "strides": [1000000000000000000]}})");
+  expectOneErrorLine(runCli(Dir, "run " + Dir / "strided.json" + Run + " --indices " + Dir / "i3.npy"),
+                     2, "more than this machine's memory");
+  spit(Dir / "broadcast.json", R"({"operator": "GATHER", "axis": 0, "index_dimensions": 1,
+    "input": {"data_type": "FLOAT32", "sizes": [3]},
+    "indices": {"data_type": "INT64", "sizes": [1099511627776], "strides": [0]},
+    "output": {"data_type": "FLOAT32", "sizes": [1099511627776]}})");
+  expectOneErrorLine(runCli(Dir, "run " + Dir / "broadcast.json" + Run + " --indices " + Dir / "one.npy"),
+                     2, "more than this machine's memory");
+  EXPECT_FALSE(std::filesystem::exists(Dir.Path / "o.npy"));
+}
+
+TEST_F(HostileInput, DescriptorsTooDeepOrTooLargeAreRefusedBeforeParsing) {
+  spit(Dir / "deep.json", std::string(100000, '[') + std::string(100000, ']'));
+  spit(Dir / "large.json", "{\"operator\": \"" + std::string(2 << 20, 'G') + "\"}");
+  const std::string Operands =
+      " --input " + Dir / "data.npy" + " --indices " + Dir / "idx.npy" + " -o " + Dir / "o.npy";
+  for (const std::string Command : {"run", "ir run"})
+    expectOneErrorLine(runCli(Dir, Command + " " + Dir / "deep.json" + Operands), 2,
+                       "nested more than");
+  expectOneErrorLine(runCli(Dir, "aot --desc " + Dir / "deep.json" + " -o " + Dir / "k.o"), 2,
+                     "nested more than");
+  expectOneErrorLine(runCli(Dir, "run " + Dir / "large.json" + Operands), 2, "larger than");
+}
+
+TEST_F(HostileInput, ValuesInErrorsAreEscapedAndCut) {
+  const std::string Operands =
+      " --input " + Dir / "data.npy" + " --indices " + Dir / "idx.npy" + " -o " + Dir / "o.npy";
+  spit(Dir / "long.json", "{\"operator\": \"" + std::string(300, 'X') + "\"}");
+  CliResult R = runCli(Dir, "run " + Dir / "long.json" + Operands);
+  expectOneErrorLine(R, 2, "(100 more bytes)");
+  EXPECT_LT(R.Err.size(), 500u);
+  spit(Dir / "control.json",
+       R"({"operator": "GATHER_ELEMENTS", "axis": 0, "input": {"data_type": "FLO\u0000AT\n\u001b"}})");
+  R = runCli(Dir, "run " + Dir / "control.json" + Operands);
+  expectOneErrorLine(R, 2, R"("FLO\0AT\n\x1b")");
+  EXPECT_EQ(R.Err.find('\0'), std::string::npos);
+  spit(Dir / "dup.json", R"({"operator": "GATHER_ELEMENTS", "axis": 0, "axis": 1})");
+  expectOneErrorLine(runCli(Dir, "run " + Dir / "dup.json" + Operands), 2,
+                     "'axis' appears twice");
+}
+
+TEST_F(HostileInput, IntegerOptionsTakeDecimalDigitsOnly) {
+  for (const char *Bad : {"''", "' 1'", "+1", "0x10", "1.5", "99999999999999999999", "1e3"})
+    expectOneErrorLine(runCli(Dir, ge(Dir / "o.npy", Bad)), 2, "is not an integer");
+  expectOneErrorLine(runCli(Dir, ge(Dir / "o.npy") + " --threads -1"), 2, "--threads");
+  expectOneErrorLine(runCli(Dir, ge(Dir / "o.npy") + " --repeat 0"), 2, "--repeat");
+  CliResult R = runCli(Dir, ge(Dir / "o.npy", "-1") + " --threads 1 --repeat 2");
+  ASSERT_EQ(R.Exit, 0) << R.Err;
+  EXPECT_EQ(readArray<float>(Dir / "o.npy"), expected());
+}
+
+TEST_F(HostileInput, ManyThreadsAndLoggingFlagsKeepStderrToItsContract) {
+  // More threads than cores: one --stats line, nothing from oneTBB.
+  CliResult R = runCli(Dir, ge(Dir / "o.npy") + " --threads 64 --stats");
+  ASSERT_EQ(R.Exit, 0) << R.Err;
+  EXPECT_EQ(std::count(R.Err.begin(), R.Err.end(), '\n'), 1) << R.Err;
+  EXPECT_THAT(R.Err, StartsWith("{\"engine\""));
+  ::setenv("GATHERJIT_LOG", "0", 1);
+  R = runCli(Dir, ge(Dir / "o.npy"));
+  EXPECT_EQ(R.Err, "") << "GATHERJIT_LOG=0 is off";
+  ::setenv("GATHERJIT_LOG", "1", 1);
+  R = runCli(Dir, ge(Dir / "o.npy"));
+  EXPECT_THAT(R.Err, HasSubstr("gatherjit: compiled"));
+  ::unsetenv("GATHERJIT_LOG");
+}
+
+TEST_F(HostileInput, AnUnusableCacheDirectoryWarnsOnceAndCompiles) {
+  spit(Dir / "a-file", "not a directory");
+  std::filesystem::create_directory(Dir.Path / "shared");
+  ASSERT_EQ(::chmod((Dir / "shared").c_str(), 0777), 0);
+  ASSERT_EQ(::symlink("loop", (Dir / "loop").c_str()), 0);
+  for (const std::string &Cache : {Dir / "a-file", Dir / "shared", Dir / "loop"}) {
+    CliResult R = runCli(Dir, ge(Dir / "o.npy") + " --cache-dir " + Cache);
+    ASSERT_EQ(R.Exit, 0) << R.Err;
+    EXPECT_THAT(R.Err, StartsWith("warning: gatherjit: not using the kernel cache"));
+    EXPECT_EQ(std::count(R.Err.begin(), R.Err.end(), '\n'), 1) << R.Err;
+    EXPECT_EQ(readArray<float>(Dir / "o.npy"), expected());
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(Dir.Path / "shared"));
+}
+
+} // namespace
