@@ -1,0 +1,185 @@
+//===- tests/runtime/GuardPageTest.cpp - Kernels stay inside their buffers -===//
+//
+// Compiled code is not instrumented by AddressSanitizer, so this is the
+// proof that it never reads or writes outside its buffers: every buffer of
+// every configuration of the differential test (both policies, random bad
+// indices, strides, broadcast, empty tensors) is placed so that it ends
+// against an inaccessible page, then so that it starts right after one,
+// and the JIT's kernel, the AOT object's kernel and the generic kernel all
+// run there. A stray access is a fault that ends the test; the outputs and
+// first bad positions must also match the interpreter's. Set GATHERJIT_SEED
+// to replay a failure.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RandomCase.h"
+#include "compiler/spec/KernelSpec.h"
+#include "gatherjit/Aot.h"
+#include "gatherjit/Interpreter.h"
+#include "gatherjit/Runtime.h"
+#include "runtime/GenericKernel.h"
+
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/Support/MemoryBuffer.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <sys/mman.h>
+#include <unistd.h>
+
+using namespace gatherjit;
+using namespace gatherjit::test;
+
+namespace {
+
+/// \p Bytes placed against an inaccessible page: ending right before one,
+/// or starting right after one.
+class GuardedBuffer {
+public:
+  GuardedBuffer(uint64_t Bytes, bool AgainstEnd) {
+    const uint64_t Page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    const uint64_t Span = (Bytes + Page - 1) / Page * Page;
+    MapBytes = Span + 2 * Page;
+    void *Map = mmap(nullptr, MapBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (Map == MAP_FAILED)
+      std::abort();
+    Base = static_cast<char *>(Map);
+    if (mprotect(Base, Page, PROT_NONE) != 0 ||
+        mprotect(Base + Page + Span, Page, PROT_NONE) != 0)
+      std::abort();
+    Data = AgainstEnd ? Base + Page + Span - Bytes : Base + Page;
+    Size = Bytes;
+  }
+  GuardedBuffer(const GuardedBuffer &) = delete;
+  GuardedBuffer &operator=(const GuardedBuffer &) = delete;
+  ~GuardedBuffer() { munmap(Base, MapBytes); }
+
+  char *data() { return Data; }
+  void fill(const std::vector<char> &Bytes) { std::memcpy(Data, Bytes.data(), Size); }
+  std::vector<char> bytes() const { return std::vector<char>(Data, Data + Size); }
+
+private:
+  char *Base = nullptr, *Data = nullptr;
+  uint64_t MapBytes = 0, Size = 0;
+};
+
+uint64_t seedFromEnv(uint64_t Default) {
+  const char *S = std::getenv("GATHERJIT_SEED");
+  return S ? std::strtoull(S, nullptr, 0) : Default;
+}
+
+using RangeFn = int64_t (*)(const void *, const void *, void *, int64_t, int64_t);
+
+/// The kernels of one AOT object, linked into this process.
+class AotBatch {
+public:
+  explicit AotBatch(const std::vector<AotKernel> &Kernels) {
+    Expected<AotResult> R = compileAot(Kernels, {}, OptLevel::O2, "batch.h");
+    if (!R) {
+      Error = R.status().message();
+      return;
+    }
+    auto J = llvm::orc::LLJITBuilder().create();
+    if (!J) {
+      Error = llvm::toString(J.takeError());
+      return;
+    }
+    Jit = std::move(*J);
+    if (llvm::Error E = Jit->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(
+            llvm::StringRef(R->Object.data(), R->Object.size()), "batch.o"))) {
+      Error = llvm::toString(std::move(E));
+      return;
+    }
+    for (const AotKernel &K : Kernels) {
+      auto Addr = Jit->lookup(K.Name + "_range");
+      if (!Addr) {
+        Error = llvm::toString(Addr.takeError());
+        return;
+      }
+      Entries.push_back(Addr->toPtr<RangeFn>());
+    }
+  }
+  std::string Error;
+  std::vector<RangeFn> Entries;
+
+private:
+  std::unique_ptr<llvm::orc::LLJIT> Jit;
+};
+
+/// Runs \p Run on guarded copies of the case's buffers and checks its
+/// status and output against the interpreter's.
+template <typename RunFn>
+void checkGuarded(const RandomCase &C, bool AgainstEnd, const char *Engine, RunFn Run) {
+  SCOPED_TRACE(std::string(Engine) + (AgainstEnd ? ", buffers end at a guard page"
+                                                 : ", buffers start at a guard page"));
+  const ValidDesc &D = C.Desc;
+  const uint64_t OutBytes = requiredElements(D.Output) * D.Output.elementBytes();
+  std::vector<char> Ref(OutBytes, '\xab');
+  const Status RS = interpret(D, C.Input.data(), C.Indices.data(), Ref.data());
+  GuardedBuffer In(C.Input.size(), AgainstEnd), Idx(C.Indices.size(), AgainstEnd),
+      Out(OutBytes, AgainstEnd);
+  In.fill(C.Input);
+  Idx.fill(C.Indices);
+  Out.fill(std::vector<char>(OutBytes, '\xab'));
+  const int64_t R = Run(In.data(), Idx.data(), Out.data());
+  if (RS) {
+    ASSERT_EQ(R, 0) << "the kernel reported a bad index the interpreter did not";
+    ASSERT_EQ(Out.bytes(), Ref) << "outputs differ";
+  } else {
+    ASSERT_EQ(RS.code(), ErrorCode::IndexOutOfRange);
+    ASSERT_EQ(static_cast<uint64_t>(R - 1), *RS.position());
+  }
+}
+
+TEST(GuardPage, JitAotAndGenericKernelsStayInsideTheirBuffers) {
+  const uint64_t Seed = seedFromEnv(20261123);
+  constexpr int Cases = 2000, Batch = 100;
+  RuntimeOptions Options;
+  Options.Threads = 1;
+  Options.CacheCapacity = 64;
+  Expected<std::unique_ptr<Runtime>> RT = Runtime::create(Options);
+  ASSERT_TRUE(RT.isOk()) << RT.status().message();
+  CaseGenerator Gen(Seed);
+  int Configurations = 0;
+  for (int First = 0; First < Cases; First += Batch) {
+    std::vector<RandomCase> Group;
+    std::vector<AotKernel> Kernels;
+    for (int I = 0; I < Batch; ++I) {
+      Group.push_back(Gen.next());
+      Kernels.push_back({"guarded_" + std::to_string(I), Group.back().Desc});
+    }
+    AotBatch Aot(Kernels);
+    ASSERT_EQ(Aot.Error, "");
+    for (int I = 0; I < Batch; ++I) {
+      const RandomCase &C = Group[I];
+      SCOPED_TRACE("seed " + std::to_string(Seed) + " case " + std::to_string(First + I) +
+                   ": " + C.Summary);
+      Expected<Kernel> K = (*RT)->compile(C.Desc);
+      ASSERT_TRUE(K.isOk()) << K.status().message();
+      const KernelSpec Spec = canonicalize(C.Desc);
+      const int64_t Rows = static_cast<int64_t>(Spec.rows());
+      for (bool AgainstEnd : {true, false}) {
+        checkGuarded(C, AgainstEnd, "jit", [&](const void *In, const void *Idx, void *Out) {
+          Status S = K->run(In, Idx, Out);
+          return S ? int64_t(0) : static_cast<int64_t>(S.position().value_or(~0ull)) + 1;
+        });
+        if (C.Desc.outputElements() == 0)
+          continue; // No code: nothing runs.
+        checkGuarded(C, AgainstEnd, "aot", [&](const void *In, const void *Idx, void *Out) {
+          return Aot.Entries[I](In, Idx, Out, 0, Rows);
+        });
+        checkGuarded(C, AgainstEnd, "generic", [&](const void *In, const void *Idx, void *Out) {
+          return runGeneric(Spec, In, Idx, Out, 0, Spec.rows());
+        });
+        if (HasFatalFailure())
+          return;
+      }
+      ++Configurations;
+    }
+  }
+  EXPECT_EQ(Configurations, Cases);
+}
+
+} // namespace
