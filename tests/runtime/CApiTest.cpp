@@ -179,6 +179,7 @@ TEST(CApi, ErrorsAreCodesWithMessages) {
   EXPECT_EQ(gj_runtime_create(&O, &R), GJ_INVALID_ARGUMENT);
   EXPECT_EQ(R, nullptr);
   EXPECT_STREQ(gj_status_name(GJ_INDEX_OUT_OF_RANGE), "index out of range");
+  EXPECT_STREQ(gj_status_name(GJ_IO_ERROR), "I/O error");
   EXPECT_STREQ(gj_data_type_name(GJ_UINT16), "UINT16");
 }
 

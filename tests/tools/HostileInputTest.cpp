@@ -189,9 +189,15 @@ TEST_F(HostileInput, IntegerOptionsTakeDecimalDigitsOnly) {
 }
 
 TEST_F(HostileInput, ManyThreadsAndLoggingFlagsKeepStderrToItsContract) {
-  // More threads than cores: one --stats line, nothing from oneTBB.
-  CliResult R = runCli(Dir, ge(Dir / "o.npy") + " --threads 64 --stats");
+  // More threads than cores on a kernel large enough to split (1 MiB of
+  // output): one --stats line, nothing from oneTBB.
+  writeArray<float>(Dir / "wide.npy", "<f4", {512, 512}, std::vector<float>(512 * 512, 1));
+  writeArray<int32_t>(Dir / "zeros.npy", "<i4", {512, 512}, std::vector<int32_t>(512 * 512));
+  CliResult R = runCli(Dir, "gather-elements --data " + Dir / "wide.npy" + " --indices " +
+                                Dir / "zeros.npy" + " --axis 1 -o " + Dir / "w.npy" +
+                                " --threads 64 --stats");
   ASSERT_EQ(R.Exit, 0) << R.Err;
+  EXPECT_EQ(readArray<float>(Dir / "w.npy"), std::vector<float>(512 * 512, 1));
   EXPECT_EQ(std::count(R.Err.begin(), R.Err.end(), '\n'), 1) << R.Err;
   EXPECT_THAT(R.Err, StartsWith("{\"engine\""));
   ::setenv("GATHERJIT_LOG", "0", 1);
