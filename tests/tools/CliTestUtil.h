@@ -4,6 +4,7 @@
 
 #include "Npy.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -53,6 +54,16 @@ inline CliResult runCli(const ScratchDir &Dir, const std::string &Args) {
   R.Out = slurp(Out);
   R.Err = slurp(Err);
   return R;
+}
+
+/// Asserts the command line's contract for a failure: \p Exit (2 for bad
+/// input, 1 for the system's failures) and exactly one "error:" line
+/// containing \p Substr.
+inline void expectOneErrorLine(const CliResult &R, int Exit, const std::string &Substr) {
+  EXPECT_EQ(R.Exit, Exit) << R.Err;
+  EXPECT_THAT(R.Err, ::testing::StartsWith("error: "));
+  EXPECT_EQ(std::count(R.Err.begin(), R.Err.end(), '\n'), 1) << R.Err;
+  EXPECT_THAT(R.Err, ::testing::HasSubstr(Substr));
 }
 
 template <typename T>

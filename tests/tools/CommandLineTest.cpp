@@ -13,10 +13,7 @@ namespace {
 
 /// Asserts the contract for bad input: exit 2, one "error:" line.
 void expectBadInput(const CliResult &R, const std::string &Substr) {
-  EXPECT_EQ(R.Exit, 2) << R.Err;
-  EXPECT_THAT(R.Err, StartsWith("error: "));
-  EXPECT_EQ(std::count(R.Err.begin(), R.Err.end(), '\n'), 1) << R.Err;
-  EXPECT_THAT(R.Err, HasSubstr(Substr));
+  expectOneErrorLine(R, 2, Substr);
 }
 
 class CommandLine : public ::testing::Test {

@@ -26,13 +26,6 @@ using ::testing::StartsWith;
 
 namespace {
 
-void expectOneErrorLine(const CliResult &R, int Exit, const std::string &Substr) {
-  EXPECT_EQ(R.Exit, Exit) << R.Err;
-  EXPECT_THAT(R.Err, StartsWith("error: "));
-  EXPECT_EQ(std::count(R.Err.begin(), R.Err.end(), '\n'), 1) << R.Err;
-  EXPECT_THAT(R.Err, HasSubstr(Substr));
-}
-
 class HostileInput : public ::testing::Test {
 protected:
   void SetUp() override {
