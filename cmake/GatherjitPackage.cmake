@@ -7,13 +7,18 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-# The shared library is the static libraries linked whole.
-set(GATHERJIT_SHARED_SOURCE ${PROJECT_BINARY_DIR}/gatherjit_shared.cpp)
-file(WRITE ${GATHERJIT_SHARED_SOURCE}
-  "// libgatherjit.so: gatherjit_lib and gatherjit_frontend, linked whole.\n")
-add_library(gatherjit_shared SHARED ${GATHERJIT_SHARED_SOURCE})
-target_link_libraries(gatherjit_shared PRIVATE "$<LINK_LIBRARY:WHOLE_ARCHIVE,gatherjit_lib>")
-set_property(TARGET gatherjit_shared PROPERTY LINK_LIBRARY_OVERRIDE_gatherjit_frontend WHOLE_ARCHIVE)
+# The shared library is the static libraries' objects. LLVM's static
+# components stay inside it: none of their symbols is exported, so a
+# process may load another LLVM beside this library.
+add_library(gatherjit_shared SHARED
+  $<TARGET_OBJECTS:gatherjit_lib> $<TARGET_OBJECTS:gatherjit_frontend>)
+target_link_libraries(gatherjit_shared PRIVATE gatherjit_llvm TBB::tbb)
+# Sections nothing reaches are dropped (a third of the components' code);
+# the version script exports gatherjit's names alone.
+target_link_options(gatherjit_shared PRIVATE -Wl,--exclude-libs,ALL -Wl,--gc-sections
+  -Wl,--version-script=${PROJECT_SOURCE_DIR}/cmake/libgatherjit.map)
+set_property(TARGET gatherjit_shared APPEND PROPERTY LINK_DEPENDS
+  ${PROJECT_SOURCE_DIR}/cmake/libgatherjit.map)
 target_include_directories(gatherjit_shared INTERFACE
   $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
   $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)

@@ -236,6 +236,7 @@ void gj_runtime_options_init(gj_runtime_options *Options) {
   Options->cache_capacity = Defaults.CacheCapacity;
   Options->threads = Defaults.Threads;
   Options->cache_dir = nullptr;
+  Options->cache_dir_limit = Defaults.CacheDirLimit;
   Options->no_quick_tier = !Defaults.QuickTier;
 }
 
@@ -255,6 +256,7 @@ gj_status gj_runtime_create(const gj_runtime_options *Options, gj_runtime **Out)
       O.Threads = Options->threads;
       if (Options->cache_dir)
         O.CacheDir = Options->cache_dir;
+      O.CacheDirLimit = Options->cache_dir_limit;
       O.QuickTier = Options->no_quick_tier == 0;
     }
     Expected<std::unique_ptr<Runtime>> R = Runtime::create(O);

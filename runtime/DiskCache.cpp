@@ -7,8 +7,11 @@
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/xxhash.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <ctime>
+#include <dirent.h>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -91,8 +94,9 @@ const char *untrusted(const struct stat &St) {
 
 } // namespace
 
-std::optional<DiskCache> DiskCache::open(std::string Dir, std::string Environment) {
-  DiskCache Cache(std::move(Dir), std::move(Environment));
+std::optional<DiskCache> DiskCache::open(std::string Dir, std::string Environment,
+                                         uint64_t Limit) {
+  DiskCache Cache(std::move(Dir), std::move(Environment), Limit);
   auto Refuse = [&](const std::string &Why) -> std::optional<DiskCache> {
     Cache.warnOnce("not using the kernel cache " + quote(Cache.Dir) + ": it " + Why +
                    "; kernels are compiled in memory");
@@ -137,6 +141,7 @@ std::optional<std::vector<char>> DiskCache::load(const std::string &Key) const {
   else if (static_cast<uint64_t>(St.st_size) > MaxEntryBytes)
     Why = "is larger than any kernel";
   if (!Why) {
+    ::futimens(Fd, nullptr); // Used now: trim() keeps it longer.
     Contents.resize(static_cast<size_t>(St.st_size));
     size_t Done = 0;
     while (Done < Contents.size()) {
@@ -163,9 +168,55 @@ Status DiskCache::store(const std::string &Key, const std::vector<char> &Object)
   Status S = File ? File->append(encode(Key, Object)) : File.status();
   if (S)
     S = File->commit();
-  if (!S)
+  if (!S) {
     warnOnce("cannot store a kernel in the cache: " + S.message());
+    return S;
+  }
+  trim();
   return S;
+}
+
+void DiskCache::trim() const {
+  DIR *D = ::opendir(Dir.c_str());
+  if (!D)
+    return;
+  struct Entry {
+    struct timespec Used;
+    std::string Path;
+    uint64_t Bytes;
+  };
+  std::vector<Entry> Entries;
+  uint64_t Total = 0;
+  const time_t Now = ::time(nullptr);
+  while (const struct dirent *E = ::readdir(D)) {
+    const std::string Name = E->d_name;
+    const bool IsEntry = Name.size() > 4 && Name.compare(Name.size() - 4, 4, ".gjk") == 0;
+    const bool IsTemp = Name.rfind(".gatherjit-", 0) == 0;
+    struct stat St;
+    if ((!IsEntry && !IsTemp) || ::fstatat(::dirfd(D), E->d_name, &St, AT_SYMLINK_NOFOLLOW) != 0)
+      continue;
+    if (IsTemp) {
+      if (Now - St.st_mtime > 3600)
+        ::unlinkat(::dirfd(D), E->d_name, 0);
+      continue;
+    }
+    Entries.push_back({St.st_mtim, Dir + "/" + Name, static_cast<uint64_t>(St.st_size)});
+    Total += static_cast<uint64_t>(St.st_size);
+  }
+  ::closedir(D);
+  if (Limit == 0 || Total <= Limit)
+    return;
+  std::sort(Entries.begin(), Entries.end(), [](const Entry &A, const Entry &B) {
+    return A.Used.tv_sec != B.Used.tv_sec ? A.Used.tv_sec < B.Used.tv_sec
+                                          : A.Used.tv_nsec < B.Used.tv_nsec;
+  });
+  // Down to 90%, so that the next stores do not trim again at once.
+  for (const Entry &E : Entries) {
+    if (Total <= Limit / 10 * 9)
+      break;
+    if (::unlink(E.Path.c_str()) == 0)
+      Total -= E.Bytes;
+  }
 }
 
 } // namespace gatherjit

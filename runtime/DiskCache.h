@@ -40,7 +40,9 @@ public:
   /// Environment: the key lines shared by every kernel of one runtime.
   /// std::nullopt, after one warning line, if the directory cannot be
   /// created or is not safely the current user's.
-  static std::optional<DiskCache> open(std::string Dir, std::string Environment);
+  /// \p Limit: bytes of entries kept (0: no limit); see trim().
+  static std::optional<DiskCache> open(std::string Dir, std::string Environment,
+                                       uint64_t Limit = 0);
   DiskCache(DiskCache &&) = default;
   DiskCache &operator=(DiskCache &&) = default;
 
@@ -53,9 +55,13 @@ public:
   /// entry (missing, truncated, corrupted, written for another key, or not
   /// a regular file of the current user's).
   std::optional<std::vector<char>> load(const std::string &Key) const;
-  /// Stores \p Object under \p Key (mode 0600). A failure is warned about
-  /// once; the kernel runs all the same.
+  /// Stores \p Object under \p Key (mode 0600), then trims the directory.
+  /// A failure is warned about once; the kernel runs all the same.
   Status store(const std::string &Key, const std::vector<char> &Object) const;
+  /// Past the limit, removes the least recently used entries (a load marks
+  /// an entry used) down to 90% of it; also removes temporary files that a
+  /// killed process left over an hour ago.
+  void trim() const;
 
   /// The largest entry read.
   static constexpr uint64_t MaxEntryBytes = 64u << 20;
@@ -66,12 +72,13 @@ public:
                                                  const std::string &Key);
 
 private:
-  DiskCache(std::string Dir, std::string Environment)
-      : Dir(std::move(Dir)), Environment(std::move(Environment)) {}
+  DiskCache(std::string Dir, std::string Environment, uint64_t Limit)
+      : Dir(std::move(Dir)), Environment(std::move(Environment)), Limit(Limit) {}
   /// Prints "warning: ..." the first time only.
   void warnOnce(const std::string &Message) const;
 
   std::string Dir, Environment;
+  uint64_t Limit;
   mutable bool Warned = false; ///< The runtime serializes loads and stores.
 };
 

@@ -388,7 +388,8 @@ Expected<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions &Options
         std::string("gatherjit kernel cache\nllvm " LLVM_VERSION_STRING "\ntriple ") +
             I->TM->getTargetTriple().str() + "\ncpu " + I->TM->getTargetCPU().str() +
             "\nfeatures " + I->TM->getTargetFeatureString().str() + "\nopt " +
-            optLevelName(Options.Opt) + "\n");
+            optLevelName(Options.Opt) + "\n",
+        Options.CacheDirLimit);
   Expected<std::shared_ptr<JitEngine>> Jit = JitEngine::create(Options);
   if (!Jit)
     return Jit.status();

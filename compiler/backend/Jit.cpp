@@ -4,7 +4,11 @@
 
 #include "compiler/backend/Target.h"
 
-#include <llvm/ExecutionEngine/Orc/Debugging/DebuggerSupport.h>
+#include <llvm/ExecutionEngine/Orc/CompileUtils.h>
+#include <llvm/ExecutionEngine/Orc/DebugObjectManagerPlugin.h>
+#include <llvm/ExecutionEngine/Orc/EPCDebugObjectRegistrar.h>
+#include <llvm/ExecutionEngine/Orc/ObjectLinkingLayer.h>
+#include <llvm/ExecutionEngine/Orc/TargetProcess/JITLoaderGDB.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/Object/ELFObjectFile.h>
 #include <llvm/Object/ObjectFile.h>
@@ -33,15 +37,35 @@ JitEngine::~JitEngine() = default;
 Expected<std::shared_ptr<JitEngine>> JitEngine::create(const RuntimeOptions &Options) {
   // Code generation happens before linking (see Runtime); the JIT only
   // links objects, so it needs the host's target for relocations alone.
-  auto Built = llvm::orc::LLJITBuilder().create();
+  // LLJIT would also build a target machine for IR it never sees (about
+  // 2 ms of a process's first kernel): its IR compiler makes one lazily.
+  auto Built =
+      llvm::orc::LLJITBuilder()
+          .setCompileFunctionCreator([](llvm::orc::JITTargetMachineBuilder JTMB)
+                                         -> llvm::Expected<std::unique_ptr<
+                                             llvm::orc::IRCompileLayer::IRCompiler>> {
+            return std::make_unique<llvm::orc::ConcurrentIRCompiler>(std::move(JTMB));
+          })
+          .create();
   if (!Built)
     return toStatus(Built.takeError(), "creating the JIT");
   std::shared_ptr<JitEngine> E(new JitEngine());
   E->J = std::move(*Built);
   E->PerfMap = Options.PerfMap;
-  if (Options.Debugger)
-    if (llvm::Error Err = llvm::orc::enableDebuggerSupport(*E->J))
-      return toStatus(std::move(Err), "enabling the GDB JIT interface");
+  if (Options.Debugger) {
+    // What enableDebuggerSupport does for ELF, with the registration
+    // function's address given directly: it would look it up among the
+    // process's exported symbols, and a statically linked LLVM exports none.
+    auto *Linking = llvm::dyn_cast<llvm::orc::ObjectLinkingLayer>(&E->J->getObjLinkingLayer());
+    if (!Linking)
+      return Status::internal("enabling the GDB JIT interface: the JIT does not use JITLink");
+    llvm::orc::ExecutionSession &ES = E->J->getExecutionSession();
+    Linking->addPlugin(std::make_unique<llvm::orc::DebugObjectManagerPlugin>(
+        ES,
+        std::make_unique<llvm::orc::EPCDebugObjectRegistrar>(
+            ES, llvm::orc::ExecutorAddr::fromPtr(&llvm_orc_registerJITLoaderGDBWrapper)),
+        /*RequireDebugSections=*/false, /*AutoRegisterCode=*/true));
+  }
   return E;
 }
 

@@ -25,10 +25,16 @@ Status toStatus(llvm::Error Err, const std::string &Context) {
 static void initializeTargets() {
   static std::once_flag Once;
   std::call_once(Once, [] {
-    llvm::InitializeAllTargetInfos();
-    llvm::InitializeAllTargets();
-    llvm::InitializeAllTargetMCs();
-    llvm::InitializeAllAsmPrinters();
+    // The targets gatherjit generates code for, and no others: each one
+    // registered costs start-up time, and a static build links only these.
+    LLVMInitializeX86TargetInfo();
+    LLVMInitializeX86Target();
+    LLVMInitializeX86TargetMC();
+    LLVMInitializeX86AsmPrinter();
+    LLVMInitializeAArch64TargetInfo();
+    LLVMInitializeAArch64Target();
+    LLVMInitializeAArch64TargetMC();
+    LLVMInitializeAArch64AsmPrinter();
   });
 }
 
@@ -62,7 +68,8 @@ createTargetMachine(const TargetChoice &Choice, OptLevel Level) {
                                          : Choice.Triple);
     std::string Err;
     if (!llvm::TargetRegistry::lookupTarget(T.str(), Err))
-      return Status::invalidArgument("unknown target '" + T.str() + "': " + Err);
+      return Status::invalidArgument("cannot generate code for target '" + T.str() +
+                                     "': gatherjit's targets are x86-64 and AArch64");
     Builder.emplace(T);
     std::string Cpu = Choice.Cpu == "host" ? llvm::sys::getHostCPUName().str() : Choice.Cpu;
     if (!Cpu.empty()) {

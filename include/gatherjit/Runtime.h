@@ -49,9 +49,14 @@ struct RuntimeOptions {
   /// Register JIT code with the GDB JIT interface.
   bool Debugger = false;
   /// If set, a directory where compiled kernels persist across processes
-  /// (created if missing). A later runtime with the same LLVM, CPU and
+  /// (created 0700 if missing). A later runtime with the same LLVM, CPU and
   /// optimization level loads them without optimizing or generating code.
+  /// Off by default: an embedder chooses (the command line keeps one in
+  /// $XDG_CACHE_HOME/gatherjit).
   std::string CacheDir;
+  /// Bytes of entries CacheDir keeps: past it, the least recently used are
+  /// removed. 0: no limit.
+  uint64_t CacheDirLimit = uint64_t(256) << 20;
 };
 
 struct CacheStats {

@@ -88,6 +88,8 @@ typedef struct gj_runtime_options {
   const char *cache_dir;    /* persistent kernel cache, or NULL */
   uint32_t no_quick_tier;   /* nonzero: compile small kernels at O2 from the
                                start (RuntimeOptions::QuickTier = false) */
+  uint64_t cache_dir_limit; /* bytes cache_dir keeps, least recently used
+                               removed past it; default 256 MiB, 0: no limit */
 } gj_runtime_options;
 
 typedef struct gj_cache_stats {

@@ -12,6 +12,19 @@ trap 'rm -rf "$work"' EXIT
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
 test -f "$work/prefix/include/gatherjit/gatherjit.h"
 test -f "$work/prefix/lib/cmake/gatherjit/gatherjitConfig.cmake"
+# The library carries its own LLVM (unless built with the shared one):
+# nothing of LLVM among its dependencies, none of LLVM's symbols exported.
+lib=$(find "$work/prefix" -name 'libgatherjit.so.*.*.*' | head -n 1)
+if [ "${GATHERJIT_SHARED_LLVM:-OFF}" = OFF ]; then
+  if ldd "$lib" | grep -q LLVM; then
+    echo "$lib needs a shared LLVM:" >&2; ldd "$lib" >&2
+    exit 1
+  fi
+  if nm -DC --defined-only "$lib" | grep -E ' [A-Za-z] (llvm::|LLVM)' >&2; then
+    echo "$lib exports LLVM's symbols" >&2
+    exit 1
+  fi
+fi
 
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)

@@ -219,3 +219,40 @@ TEST(DiskCache, ADirectoryNotTheUsersOwnIsNotUsedAndANewOneIsPrivate) {
   ASSERT_EQ(::stat((Dir / "new/cache").c_str(), &St), 0);
   EXPECT_EQ(St.st_mode & 0777, 0700u);
 }
+
+TEST(DiskCache, PastItsLimitTheLeastRecentlyUsedEntriesGo) {
+  ScratchDir Dir;
+  const std::string Cache = Dir / "cache";
+  // Measure one entry, then allow about three.
+  EXPECT_FALSE(compileAndCheck(*runtimeWith(Cache), geDesc(2, 3)));
+  const uint64_t EntryBytes = std::filesystem::file_size(entries(Cache)[0]);
+  std::filesystem::remove_all(Cache);
+  RuntimeOptions O;
+  O.CacheDir = Cache;
+  O.Threads = 1;
+  O.CacheDirLimit = EntryBytes * 3 + EntryBytes / 2;
+  const ValidDesc Kept = geDesc(2, 3);
+  for (uint64_t Cols = 3; Cols < 11; ++Cols) {
+    Expected<std::unique_ptr<Runtime>> RT = Runtime::create(O);
+    ASSERT_TRUE(RT.isOk());
+    compileAndCheck(**RT, geDesc(2, Cols));
+    // Kept is used again after every new kernel: it stays.
+    Expected<std::unique_ptr<Runtime>> Again = Runtime::create(O);
+    ASSERT_TRUE(Again.isOk());
+    EXPECT_TRUE(compileAndCheck(**Again, Kept)) << Cols;
+    uint64_t Total = 0;
+    for (const auto &E : entries(Cache))
+      Total += std::filesystem::file_size(E);
+    EXPECT_LE(Total, O.CacheDirLimit);
+  }
+  EXPECT_LE(entries(Cache).size(), 3u);
+  // A temporary file a killed process left an hour ago is swept up.
+  const std::string Stale = Cache + "/.gatherjit-abcdef.tmp";
+  spit(Stale, "partial");
+  const auto Old = std::filesystem::file_time_type::clock::now() - std::chrono::hours(2);
+  std::filesystem::last_write_time(Stale, Old);
+  Expected<std::unique_ptr<Runtime>> RT = Runtime::create(O);
+  ASSERT_TRUE(RT.isOk());
+  compileAndCheck(**RT, geDesc(3, 3));
+  EXPECT_FALSE(std::filesystem::exists(Stale));
+}

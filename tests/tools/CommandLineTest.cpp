@@ -4,6 +4,10 @@
 
 #include <gmock/gmock.h>
 
+#include <cstdlib>
+#include <optional>
+#include <sys/stat.h>
+
 using namespace gatherjit;
 using namespace gatherjit::test;
 using ::testing::HasSubstr;
@@ -155,3 +159,80 @@ TEST_F(CommandLine, DemoRunsTheSeedExamples) {
 }
 
 } // namespace
+
+/// Sets environment variables for one test and restores them after it.
+class ScopedEnv {
+public:
+  void set(const char *Name, const char *Value) {
+    const char *Old = std::getenv(Name);
+    Saved.emplace_back(Name, Old ? std::optional<std::string>(Old) : std::nullopt);
+    if (Value)
+      ::setenv(Name, Value, 1);
+    else
+      ::unsetenv(Name);
+  }
+  ~ScopedEnv() {
+    for (auto It = Saved.rbegin(); It != Saved.rend(); ++It) {
+      if (It->second)
+        ::setenv(It->first.c_str(), It->second->c_str(), 1);
+      else
+        ::unsetenv(It->first.c_str());
+    }
+  }
+
+private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> Saved;
+};
+
+TEST_F(CommandLine, KeepsKernelsInTheUsersCacheDirectoryByDefault) {
+  const std::string Home = Dir / "home";
+  std::filesystem::create_directory(Home);
+  ScopedEnv Env;
+  Env.set("GATHERJIT_NO_CACHE", nullptr);
+  Env.set("GATHERJIT_CACHE_DIR", nullptr);
+  Env.set("XDG_CACHE_HOME", nullptr);
+  Env.set("HOME", Home.c_str());
+  Env.set("GATHERJIT_LOG", "1");
+  const std::string Args = "gather-elements --data " + Dir / "data.npy" + " --indices " +
+                           Dir / "idx.npy" + " --axis 0 -o " + Dir / "out.npy";
+  auto Entries = [](const std::string &Cache) {
+    if (!std::filesystem::is_directory(Cache))
+      return 0;
+    int N = 0;
+    for (auto &E : std::filesystem::directory_iterator(Cache))
+      N += E.path().extension() == ".gjk";
+    return N;
+  };
+  const std::string Default = Home + "/.cache/gatherjit";
+  CliResult R = runCli(Dir, Args);
+  ASSERT_EQ(R.Exit, 0) << R.Err;
+  EXPECT_THAT(R.Err, HasSubstr("gatherjit: compiled"));
+  EXPECT_EQ(Entries(Default), 1);
+  struct stat St;
+  ASSERT_EQ(::stat(Default.c_str(), &St), 0);
+  EXPECT_EQ(St.st_mode & 0777, 0700u);
+  R = runCli(Dir, Args);
+  ASSERT_EQ(R.Exit, 0) << R.Err;
+  EXPECT_THAT(R.Err, HasSubstr("gatherjit: loaded")) << "the second process loads it";
+  EXPECT_EQ(readArray<float>(Dir / "out.npy"), (std::vector<float>{4, 8, 3, 7, 2, 3}));
+
+  // --no-cache and GATHERJIT_NO_CACHE keep nothing; XDG_CACHE_HOME and
+  // GATHERJIT_CACHE_DIR move the directory; --cache-dir beats them all.
+  std::filesystem::remove_all(Default);
+  EXPECT_THAT(runCli(Dir, Args + " --no-cache").Err, HasSubstr("gatherjit: compiled"));
+  Env.set("GATHERJIT_NO_CACHE", "1");
+  EXPECT_EQ(runCli(Dir, Args).Exit, 0);
+  EXPECT_FALSE(std::filesystem::exists(Default));
+  EXPECT_EQ(runCli(Dir, Args + " --cache-dir " + Dir / "flag").Exit, 0);
+  EXPECT_EQ(Entries(Dir / "flag"), 1);
+  Env.set("GATHERJIT_NO_CACHE", "0");
+  Env.set("XDG_CACHE_HOME", (Dir / "xdg").c_str());
+  EXPECT_EQ(runCli(Dir, Args).Exit, 0);
+  EXPECT_EQ(Entries(Dir / "xdg/gatherjit"), 1);
+  Env.set("GATHERJIT_CACHE_DIR", (Dir / "env").c_str());
+  EXPECT_EQ(runCli(Dir, Args).Exit, 0);
+  EXPECT_EQ(Entries(Dir / "env"), 1);
+  EXPECT_FALSE(std::filesystem::exists(Default));
+  Env.set("GATHERJIT_CACHE_LIMIT_MIB", "lots");
+  expectBadInput(runCli(Dir, Args), "GATHERJIT_CACHE_LIMIT_MIB");
+}

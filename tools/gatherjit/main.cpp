@@ -67,6 +67,7 @@ struct EngineFlags {
   unsigned Repeat = 1;
   bool Stats = false;
   std::string CacheDir;
+  bool NoCache = false;
 };
 
 void addEngineFlags(CLI::App *Sub, EngineFlags &E) {
@@ -80,7 +81,42 @@ void addEngineFlags(CLI::App *Sub, EngineFlags &E) {
       ->check(integerIn(1, 1000000000));
   Sub->add_flag("--stats", E.Stats, "print timing as one JSON line on stderr");
   Sub->add_option("--cache-dir", E.CacheDir,
-                  "keep compiled kernels in this directory across runs");
+                  "keep compiled kernels in this directory across runs "
+                  "(default $XDG_CACHE_HOME/gatherjit or ~/.cache/gatherjit)");
+  Sub->add_flag("--no-cache", E.NoCache, "keep no compiled kernels across runs");
+}
+
+/// The persistent kernel cache of a command, as ccache and Triton keep
+/// theirs: --no-cache or GATHERJIT_NO_CACHE turn it off; otherwise
+/// --cache-dir, GATHERJIT_CACHE_DIR, $XDG_CACHE_HOME/gatherjit or
+/// ~/.cache/gatherjit, the first that is set. Empty for none.
+std::string cacheDirFor(const EngineFlags &E) {
+  if (E.NoCache)
+    return "";
+  if (!E.CacheDir.empty())
+    return E.CacheDir;
+  if (envFlag("GATHERJIT_NO_CACHE"))
+    return "";
+  if (const char *Dir = std::getenv("GATHERJIT_CACHE_DIR"); Dir && *Dir)
+    return Dir;
+  // The XDG base directory rules: a relative XDG_CACHE_HOME is ignored.
+  if (const char *Xdg = std::getenv("XDG_CACHE_HOME"); Xdg && *Xdg == '/')
+    return std::string(Xdg) + "/gatherjit";
+  if (const char *Home = std::getenv("HOME"); Home && *Home)
+    return std::string(Home) + "/.cache/gatherjit";
+  return "";
+}
+
+/// GATHERJIT_CACHE_LIMIT_MIB, the cache's size in MiB (0: no limit).
+Expected<uint64_t> cacheLimitFromEnv(uint64_t Default) {
+  const char *Text = std::getenv("GATHERJIT_CACHE_LIMIT_MIB");
+  if (!Text || !*Text)
+    return Default;
+  std::string Value = Text;
+  const std::string Problem = integerIn(0, int64_t(1) << 40)(Value);
+  if (!Problem.empty())
+    return Status::invalidArgument("GATHERJIT_CACHE_LIMIT_MIB: " + Problem);
+  return std::stoull(Value) << 20;
 }
 
 using Clock = std::chrono::steady_clock;
@@ -103,7 +139,11 @@ Status execute(Problem &P, const EngineFlags &E, const std::string &OutPath) {
     RuntimeOptions Options;
     Options.Opt = *parseOptLevel(E.Opt);
     Options.Threads = E.Threads;
-    Options.CacheDir = E.CacheDir;
+    Options.CacheDir = cacheDirFor(E);
+    Expected<uint64_t> Limit = cacheLimitFromEnv(Options.CacheDirLimit);
+    if (!Limit)
+      return Limit.status();
+    Options.CacheDirLimit = *Limit;
     Options.PerfMap = envFlag("GATHERJIT_PERF_MAP");
     Options.Debugger = envFlag("GATHERJIT_GDB");
     Expected<std::unique_ptr<Runtime>> Created = Runtime::create(Options);
