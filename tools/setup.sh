@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian packages gatherjit needs (only those missing),
+# Installs the Debian packages gatherjit needs (only those missing; the
+# static LLVM components need zlib's and zstd's development files),
 # configures with CMake and Ninja, and builds. Used by tools/demo.sh,
 # tools/test.sh and .ci/run.
 #   BUILD_DIR   build directory (default: build)
@@ -9,6 +10,7 @@ cd "$(dirname "$0")/.."
 
 packages=(cmake ninja-build g++ ccache pkg-config
   llvm-19-dev llvm-19-tools clang-19 libclang-rt-19-dev
+  zlib1g-dev libzstd-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libtbb-dev gnuplot-nox)
 missing=()
