@@ -172,7 +172,16 @@ Status DiskCache::store(const std::string &Key, const std::vector<char> &Object)
     warnOnce("cannot store a kernel in the cache: " + S.message());
     return S;
   }
-  trim();
+  const std::string Stamp = Dir + "/" + LastTrimName;
+  struct stat St;
+  if (::lstat(Stamp.c_str(), &St) != 0 || ::time(nullptr) - St.st_mtime > 3600) {
+    const int Fd = ::open(Stamp.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (Fd >= 0) {
+      ::futimens(Fd, nullptr);
+      ::close(Fd);
+    }
+    trim();
+  }
   return S;
 }
 

@@ -55,13 +55,16 @@ public:
   /// entry (missing, truncated, corrupted, written for another key, or not
   /// a regular file of the current user's).
   std::optional<std::vector<char>> load(const std::string &Key) const;
-  /// Stores \p Object under \p Key (mode 0600), then trims the directory.
-  /// A failure is warned about once; the kernel runs all the same.
+  /// Stores \p Object under \p Key (mode 0600), then trims the directory
+  /// if no process has in the last hour (the stamp file LastTrimName says
+  /// when one did: scanning a full cache costs more than a compile). A
+  /// failure is warned about once; the kernel runs all the same.
   Status store(const std::string &Key, const std::vector<char> &Object) const;
   /// Past the limit, removes the least recently used entries (a load marks
   /// an entry used) down to 90% of it; also removes temporary files that a
   /// killed process left over an hour ago.
   void trim() const;
+  static constexpr const char *LastTrimName = "last-trim";
 
   /// The largest entry read.
   static constexpr uint64_t MaxEntryBytes = 64u << 20;
