@@ -156,7 +156,7 @@ Expected<std::vector<AotKernel>> collectKernels(AotFlags F) {
       return D.status();
     Expected<ValidDesc> V = D->validate();
     if (!V)
-      return V.status().withContext(Path);
+      return V.status().withContext(quote(Path));
     Kernels.push_back({"", V.take()});
   }
   if (Kernels.empty())

@@ -389,7 +389,7 @@ Expected<NpyArray> readNpy(const std::string &Path) {
   Expected<InputFile> File = InputFile::open(Path);
   if (!File)
     return File.status();
-  auto InFile = [&](const Status &S) { return S.withContext(Path); };
+  auto InFile = [&](const Status &S) { return S.withContext(quote(Path)); };
   std::string Prefix(12, '\0');
   uint64_t Got;
   if (Status S = File->readSome(Prefix.data(), Prefix.size(), Got); !S)

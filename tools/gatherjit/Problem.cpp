@@ -102,7 +102,7 @@ Expected<JsonDescriptor> readDescriptorFile(const std::string &Path) {
     return Text.status();
   Expected<JsonDescriptor> D = parseDescriptorJson(*Text);
   if (!D)
-    return D.status().withContext(Path);
+    return D.status().withContext(quote(Path));
   return D;
 }
 
