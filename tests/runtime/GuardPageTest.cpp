@@ -57,7 +57,10 @@ public:
   ~GuardedBuffer() { munmap(Base, MapBytes); }
 
   char *data() { return Data; }
-  void fill(const std::vector<char> &Bytes) { std::memcpy(Data, Bytes.data(), Size); }
+  void fill(const std::vector<char> &Bytes) {
+    if (Size) // An empty vector's data() may be null.
+      std::memcpy(Data, Bytes.data(), Size);
+  }
   std::vector<char> bytes() const { return std::vector<char>(Data, Data + Size); }
 
 private:
