@@ -16,6 +16,7 @@ option(GATHERJIT_SHARED_LLVM "Link the shared libLLVM.so instead of static compo
 add_library(gatherjit_llvm INTERFACE)
 if(GATHERJIT_SHARED_LLVM)
   target_link_libraries(gatherjit_llvm INTERFACE LLVM)
+  message(STATUS "gatherjit: LLVM ${LLVM_PACKAGE_VERSION} from ${LLVM_DIR}, shared")
 else()
   # Debian's LLVMSupport names these targets without defining them.
   find_package(ZLIB REQUIRED)
@@ -30,10 +31,6 @@ else()
   target_link_libraries(gatherjit_llvm INTERFACE ${GATHERJIT_LLVM_LIBS})
   # Only what is referenced is a dependency (LLVMSupport names libz3).
   target_link_options(gatherjit_llvm INTERFACE -Wl,--as-needed)
-endif()
-if(GATHERJIT_SHARED_LLVM)
-  message(STATUS "gatherjit: LLVM ${LLVM_PACKAGE_VERSION} from ${LLVM_DIR}, shared")
-else()
   message(STATUS "gatherjit: LLVM ${LLVM_PACKAGE_VERSION} from ${LLVM_DIR}, static components")
 endif()
 

@@ -200,7 +200,7 @@ Expected<AtomicFile> AtomicFile::create(const std::string &Path) {
 }
 
 Expected<AtomicFile> AtomicFile::replace(const std::string &Path, unsigned Mode) {
-  return replaceWithTemp(Path, Path, canonicalNew(Path), Mode, /*KeepMode=*/true,
+  return replaceWithTemp(Path, Path, canonicalNew(Path), Mode, /*ExactMode=*/true,
                          /*Sync=*/false);
 }
 

@@ -3,6 +3,7 @@
 #include "runtime/DiskCache.h"
 
 #include "runtime/AtomicFile.h"
+#include "runtime/System.h"
 
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/xxhash.h>
@@ -143,16 +144,10 @@ std::optional<std::vector<char>> DiskCache::load(const std::string &Key) const {
   if (!Why) {
     ::futimens(Fd, nullptr); // Used now: trim() keeps it longer.
     Contents.resize(static_cast<size_t>(St.st_size));
-    size_t Done = 0;
-    while (Done < Contents.size()) {
-      const ssize_t N = ::read(Fd, Contents.data() + Done, Contents.size() - Done);
-      if (N < 0 && errno == EINTR)
-        continue;
-      if (N <= 0)
-        break;
-      Done += static_cast<size_t>(N);
-    }
-    Contents.resize(Done); // A short read fails decoding.
+    uint64_t Done = 0;
+    if (!readUpTo(Fd, Contents.data(), Contents.size(), Done, Path))
+      Done = 0;
+    Contents.resize(Done); // A short or failed read fails decoding.
   }
   ::close(Fd);
   if (Why) {

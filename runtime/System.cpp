@@ -86,7 +86,7 @@ InputFile::~InputFile() {
     ::close(Fd);
 }
 
-Status InputFile::readSome(void *Out, uint64_t Max, uint64_t &Done) {
+Status readUpTo(int Fd, void *Out, uint64_t Max, uint64_t &Done, const std::string &Path) {
   Done = 0;
   char *P = static_cast<char *>(Out);
   while (Done < Max) {
@@ -101,6 +101,10 @@ Status InputFile::readSome(void *Out, uint64_t Max, uint64_t &Done) {
     Done += static_cast<uint64_t>(N);
   }
   return Status::ok();
+}
+
+Status InputFile::readSome(void *Out, uint64_t Max, uint64_t &Done) {
+  return readUpTo(Fd, Out, Max, Done, Path);
 }
 
 Status InputFile::readExactly(void *Out, uint64_t Bytes) {

@@ -26,6 +26,11 @@ namespace gatherjit {
 /// (InvalidArgument); anything else is the system's (IoError).
 Status fileError(const std::string &What, const std::string &Path, int Errno);
 
+/// Reads up to \p Max bytes from \p Fd into \p Out, retrying interrupted
+/// and short reads until the end of the file; \p Done is how many. Errors
+/// name \p Path.
+Status readUpTo(int Fd, void *Out, uint64_t Max, uint64_t &Done, const std::string &Path);
+
 /// A file opened for reading: regular files and FIFOs only (a device such
 /// as /dev/zero would never end). Closes on destruction.
 class InputFile {

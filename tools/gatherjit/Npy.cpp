@@ -351,6 +351,11 @@ Status parseHeader(std::string_view Header, NpyArray &A, bool &Swap, uint64_t &D
   return Status::ok();
 }
 
+Status truncatedHeader(uint64_t HeaderLen, uint64_t Present) {
+  return bad("truncated header: " + std::to_string(HeaderLen) + " bytes announced, " +
+             std::to_string(Present) + " present");
+}
+
 Status dataSizeMismatch(uint64_t Present, uint64_t DataBytes) {
   return bad(std::string(Present < DataBytes ? "truncated" : "oversized") +
              " data: shape and dtype need " + std::to_string(DataBytes) +
@@ -364,9 +369,7 @@ Expected<NpyArray> parseNpy(std::string_view Bytes) {
   if (Status S = parsePreamble(Bytes, Start, HeaderLen); !S)
     return S;
   if (Bytes.size() - Start < HeaderLen)
-    return bad("truncated header: " + std::to_string(HeaderLen) +
-               " bytes announced, " + std::to_string(Bytes.size() - Start) +
-               " present");
+    return truncatedHeader(HeaderLen, Bytes.size() - Start);
   NpyArray A;
   bool Swap = false;
   uint64_t DataBytes;
@@ -406,8 +409,7 @@ Expected<NpyArray> readNpy(const std::string &Path) {
   if (Status S = File->readSome(Header.data() + Have, HeaderLen - Have, Got); !S)
     return S;
   if (Have + Got != HeaderLen)
-    return InFile(bad("truncated header: " + std::to_string(HeaderLen) +
-                      " bytes announced, " + std::to_string(Have + Got) + " present"));
+    return InFile(truncatedHeader(HeaderLen, Have + Got));
   NpyArray A;
   bool Swap = false;
   uint64_t DataBytes;
