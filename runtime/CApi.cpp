@@ -10,6 +10,7 @@
 #include "gatherjit/Runtime.h"
 
 #include <cstring>
+#include <type_traits>
 #include <new>
 #include <string>
 
@@ -118,7 +119,8 @@ void fillDescriptor(const OnnxDesc &D, gj_operator Op, gj_descriptor &Out) {
   Out.input = fromTensor(D.Input);
   Out.indices = fromTensor(D.Indices);
   Out.output = fromTensor(D.Output);
-  Out.axis = D.Axis;
+  if constexpr (!std::is_same_v<OnnxDesc, GatherNDDesc>)
+    Out.axis = D.Axis;
   Out.policy = GJ_OOB_CHECK;
 }
 
@@ -228,6 +230,21 @@ gj_status gj_onnx_gather(const gj_tensor_desc *Data, const gj_tensor_desc *Indic
   });
 }
 
+gj_status gj_onnx_gather_nd(const gj_tensor_desc *Data, const gj_tensor_desc *Indices,
+                            int64_t BatchDims, gj_descriptor *Out) {
+  return buildOnnx("gj_onnx_gather_nd", Data, Indices, Out, [&](const TensorDesc &D,
+                                                                const TensorDesc &I) {
+    Expected<GatherNDDesc> G = onnxGatherND(D, I, BatchDims);
+    if (!G)
+      return G.status();
+    fillDescriptor(*G, GJ_GATHER_ND, *Out);
+    Out->input_dimension_count = G->InputDimensionCount;
+    Out->indices_dimension_count = G->IndicesDimensionCount;
+    Out->batch_dimension_count = G->BatchDimensionCount;
+    return Status::ok();
+  });
+}
+
 void gj_runtime_options_init(gj_runtime_options *Options) {
   if (!Options)
     return;
@@ -301,9 +318,15 @@ gj_status gj_compile(gj_runtime *Runtime, const gj_descriptor *Desc, gj_kernel *
     } else if (Op == GJ_GATHER) {
       K = Runtime->R->compile(
           GatherDesc{*In, *Idx, *Outp, Desc->axis, Desc->index_dimensions}, Options);
+    } else if (Op == GJ_GATHER_ND) {
+      K = Runtime->R->compile(GatherNDDesc{*In, *Idx, *Outp, Desc->input_dimension_count,
+                                           Desc->indices_dimension_count,
+                                           Desc->batch_dimension_count},
+                              Options);
     } else {
-      return record(Status::invalidArgument("op = " + std::to_string(Op) +
-                                            " is not GJ_GATHER_ELEMENTS or GJ_GATHER"));
+      return record(Status::invalidArgument(
+          "op = " + std::to_string(Op) +
+          " is not GJ_GATHER_ELEMENTS, GJ_GATHER or GJ_GATHER_ND"));
     }
     if (!K)
       return record(K.status());

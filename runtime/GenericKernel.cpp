@@ -38,6 +38,21 @@ inline bool resolve(IndexT Raw, uint64_t Size, OobPolicy Policy, uint64_t &Out) 
   }
 }
 
+/// Resolves the index tuple at \p Idx into the input offset it selects
+/// (\p Off). Returns -1 if it may be read, else the component that is out of
+/// range (under Check) or that clamps into an empty axis.
+template <typename IndexT>
+inline int tupleOffset(const KernelSpec &S, const IndexT *Idx, uint64_t &Off) {
+  Off = 0;
+  for (unsigned C = 0; C < S.TupleSize; ++C) {
+    uint64_t I;
+    if (!resolve(Idx[C * S.TupleStride], S.AxisSize[C], S.Policy, I))
+      return static_cast<int>(C);
+    Off += I * S.AxisStride[C];
+  }
+  return -1;
+}
+
 template <typename ElemT, typename IndexT>
 int64_t run(const KernelSpec &S, const char *In, const IndexT *Idx, char *Out,
             uint64_t Begin, uint64_t End) {
@@ -64,13 +79,13 @@ int64_t run(const KernelSpec &S, const char *In, const IndexT *Idx, char *Out,
     }
     if (Block) {
       uint64_t I;
-      if (!resolve(Idx[IdxOff], S.AxisSize, S.Policy, I)) {
+      if (const int Bad = tupleOffset(S, Idx + IdxOff, I); Bad >= 0) {
         if (S.Policy == OobPolicy::Check)
-          return static_cast<int64_t>(Pos) + 1;
+          return static_cast<int64_t>(Pos) + Bad + 1;
         std::memset(Out + (OutOff + InnerBegin) * EB, 0, (InnerEnd - InnerBegin) * EB);
       } else {
         std::memcpy(Out + (OutOff + InnerBegin) * EB,
-                    In + (InOff + I * S.AxisStride + InnerBegin) * EB,
+                    In + (InOff + I + InnerBegin) * EB,
                     (InnerEnd - InnerBegin) * EB);
       }
     } else {
@@ -78,13 +93,13 @@ int64_t run(const KernelSpec &S, const char *In, const IndexT *Idx, char *Out,
       for (uint64_t J = InnerBegin; J < InnerEnd; ++J) {
         uint64_t I;
         char *Dst = Out + (OutOff + J * SOut) * EB;
-        if (!resolve(Idx[IdxOff + J * SIdx], S.AxisSize, S.Policy, I)) {
+        if (const int Bad = tupleOffset(S, Idx + IdxOff + J * SIdx, I); Bad >= 0) {
           if (S.Policy == OobPolicy::Check)
-            return static_cast<int64_t>(Pos + J * S.PosStride[L]) + 1;
+            return static_cast<int64_t>(Pos + J * S.PosStride[L]) + Bad + 1;
           std::memset(Dst, 0, EB);
           continue;
         }
-        const char *Src = In + (InOff + J * SIn + I * S.AxisStride) * EB;
+        const char *Src = In + (InOff + J * SIn + I) * EB;
         if constexpr (std::is_void_v<ElemT>)
           std::memcpy(Dst, Src, EB);
         else

@@ -66,6 +66,25 @@ void mapCoordinate(const ValidDesc &V, const Coord &Out, Coord &Idx,
     In = Out;
     return;
   }
+  if (V.Op == OpKind::GatherND) {
+    // The output is the indices' meaningful dimensions but the last (the
+    // first BatchDimensionCount of them batches), then the input's slice
+    // dimensions, right-aligned. The tuple's components fill the rest.
+    const unsigned Batch = V.BatchDimensionCount, T = V.tupleSize();
+    const unsigned IdxFirst = N - V.IndicesDimensionCount, InFirst = N - V.InputDimensionCount;
+    const unsigned Lead = V.IndicesDimensionCount - 1;
+    const unsigned OutFirst = N - (Lead + V.InputDimensionCount - Batch - T);
+    Idx.assign(N, 0);
+    In.assign(N, 0);
+    for (unsigned F = 0; F < Lead; ++F) {
+      Idx[IdxFirst + F] = Out[OutFirst + F];
+      if (F < Batch)
+        In[InFirst + F] = Out[OutFirst + F];
+    }
+    for (unsigned D = InFirst + Batch + T; D < N; ++D)
+      In[D] = Out[OutFirst + Lead + (D - InFirst - Batch - T)];
+    return;
+  }
   // Gather: the output is Input[0..Axis) ++ Indices[N-K..N) ++
   // Input[Axis+1..N), right-aligned into N dimensions.
   const unsigned K = V.IndexDimensions, L = N + K - 1;
@@ -93,6 +112,15 @@ uint64_t rowMajorPosition(const Coord &C, const std::vector<uint64_t> &Sizes) {
   return Pos;
 }
 
+/// "valid indices are -4..3" for an axis of \p Size.
+std::string validRange(const ValidDesc &V, uint64_t Size) {
+  if (Size == 0)
+    return "the axis is empty, so no index is valid";
+  return isSignedIndexType(V.Indices.Type)
+             ? "valid indices are -" + std::to_string(Size) + ".." + std::to_string(Size - 1)
+             : "valid indices are 0.." + std::to_string(Size - 1);
+}
+
 } // namespace
 
 Status indexOutOfRangeError(const ValidDesc &V, const void *Indices,
@@ -104,22 +132,51 @@ Status indexOutOfRangeError(const ValidDesc &V, const void *Indices,
     Rest /= V.Indices.Sizes[D];
   }
   const __int128 Value = loadIndex(V.Indices, Indices, offsetOf(C, V.Indices));
-  const uint64_t Size = V.axisSize();
   std::string Where;
   for (unsigned D = 0; D < V.rank(); ++D)
     Where += (D ? "," : "") + std::to_string(C[D]);
-  std::string Range =
-      Size == 0 ? "the axis is empty, so no index is valid"
-      : isSignedIndexType(V.Indices.Type)
-          ? "valid indices are -" + std::to_string(Size) + ".." +
-                std::to_string(Size - 1)
-          : "valid indices are 0.." + std::to_string(Size - 1);
+  if (V.Op == OpKind::GatherND) {
+    // Name the whole tuple, and the component that is out of range.
+    const unsigned Last = V.rank() - 1, K = static_cast<unsigned>(C[Last]);
+    const unsigned Dim = V.firstTupleDim() + K;
+    std::string Tuple;
+    Coord T = C;
+    for (T[Last] = 0; T[Last] < V.tupleSize(); ++T[Last])
+      Tuple += (T[Last] ? ", " : "") +
+               valueString(loadIndex(V.Indices, Indices, offsetOf(T, V.Indices)));
+    const std::string TupleAt = Where.substr(0, Where.find_last_of(',') + 1);
+    return Status::indexOutOfRange(
+        "GatherND: the index tuple IndicesTensor[" + TupleAt + ":] = (" + Tuple +
+            ") (position " + std::to_string(Position - K) + ") has component " +
+            std::to_string(K) + " = " + valueString(Value) +
+            ", out of range for InputTensor.Sizes[" + std::to_string(Dim) + "] = " +
+            std::to_string(V.Input.Sizes[Dim]) + "; " + validRange(V, V.Input.Sizes[Dim]),
+        Position);
+  }
   return Status::indexOutOfRange(
       std::string(opKindName(V.Op)) + ": IndicesTensor[" + Where + "] = " +
           valueString(Value) + " (position " + std::to_string(Position) +
           ") is out of range for InputTensor.Sizes[" + std::to_string(V.Axis) +
-          "] = " + std::to_string(Size) + "; " + Range,
+          "] = " + std::to_string(V.axisSize()) + "; " + validRange(V, V.axisSize()),
       Position);
+}
+
+/// Resolves the index at \p Idx (a coordinate of the indices) for an axis
+/// of \p Size under \p V's policy: true with \p Index in range, or false
+/// if it is out of range under Check, or if it clamps into an empty axis
+/// (\p Index = -1).
+static bool resolveIndex(const ValidDesc &V, const void *Indices, const Coord &Idx, uint64_t Size,
+                  __int128 &Index) {
+  const __int128 Axis = static_cast<__int128>(Size);
+  Index = loadIndex(V.Indices, Indices, offsetOf(Idx, V.Indices));
+  if (isSignedIndexType(V.Indices.Type) && Index < 0)
+    Index += Axis;
+  if (Index >= 0 && Index < Axis)
+    return true;
+  if (V.Policy == OobPolicy::Check)
+    return false;
+  Index = Axis == 0 ? -1 : Index < 0 ? 0 : Axis - 1;
+  return Axis != 0;
 }
 
 Status interpret(const ValidDesc &V, const void *Input, const void *Indices,
@@ -127,33 +184,32 @@ Status interpret(const ValidDesc &V, const void *Input, const void *Indices,
   const unsigned N = V.rank();
   const uint64_t Count = V.outputElements();
   const unsigned ElemBytes = V.Input.elementBytes();
-  const __int128 AxisSize = static_cast<__int128>(V.axisSize());
-  const bool Signed = isSignedIndexType(V.Indices.Type);
+  // The input dimensions the index (or GatherND's tuple) selects along.
+  const unsigned First = V.Op == OpKind::GatherND ? V.firstTupleDim() : V.Axis;
+  const unsigned Components = V.Op == OpKind::GatherND ? V.tupleSize() : 1;
   Coord Out(N, 0), Idx, In;
   for (uint64_t Linear = 0; Linear < Count; ++Linear) {
     mapCoordinate(V, Out, Idx, In);
-    __int128 Index = loadIndex(V.Indices, Indices, offsetOf(Idx, V.Indices));
-    if (Signed && Index < 0)
-      Index += AxisSize;
     char *Dst = static_cast<char *>(Output) + offsetOf(Out, V.Output) * ElemBytes;
-    if (Index < 0 || Index >= AxisSize) {
-      if (V.Policy == OobPolicy::Check)
-        return indexOutOfRangeError(V, Indices,
-                                    rowMajorPosition(Idx, V.Indices.Sizes));
-      if (AxisSize == 0) {
-        // Clamp into an empty axis: there is nothing to read; write zeros.
-        std::memset(Dst, 0, ElemBytes);
-        Index = -1;
-      } else {
-        Index = Index < 0 ? 0 : AxisSize - 1;
+    bool Read = true;
+    for (unsigned K = 0; K < Components; ++K) {
+      if (V.Op == OpKind::GatherND)
+        Idx[N - 1] = K;
+      __int128 Index;
+      if (!resolveIndex(V, Indices, Idx, V.Input.Sizes[First + K], Index)) {
+        if (V.Policy == OobPolicy::Check)
+          return indexOutOfRangeError(V, Indices, rowMajorPosition(Idx, V.Indices.Sizes));
+        Read = false; // Clamped into an empty axis: nothing to read.
+        continue;
       }
+      In[First + K] = static_cast<uint64_t>(Index);
     }
-    if (Index >= 0) {
-      In[V.Axis] = static_cast<uint64_t>(Index);
-      const char *Src =
-          static_cast<const char *>(Input) + offsetOf(In, V.Input) * ElemBytes;
-      std::memcpy(Dst, Src, ElemBytes);
-    }
+    if (Read)
+      std::memcpy(Dst,
+                  static_cast<const char *>(Input) + offsetOf(In, V.Input) * ElemBytes,
+                  ElemBytes);
+    else
+      std::memset(Dst, 0, ElemBytes);
     // Next output coordinate, row-major.
     for (unsigned D = N; D-- > 0;) {
       if (++Out[D] < V.Output.Sizes[D])

@@ -415,6 +415,13 @@ Expected<Kernel> Runtime::compile(const GatherDesc &Desc,
   return compile(*V);
 }
 
+Expected<Kernel> Runtime::compile(const GatherNDDesc &Desc, const ValidateOptions &Options) {
+  Expected<ValidDesc> V = validate(Desc, Options);
+  if (!V)
+    return V.status();
+  return compile(*V);
+}
+
 Expected<Kernel> Runtime::compile(const ValidDesc &Desc) {
   Kernel K;
   const KernelSpec Spec = canonicalize(Desc);

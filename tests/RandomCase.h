@@ -124,6 +124,24 @@ private:
       D->Output.Strides = randomStrides(D->Output.Sizes, false);
       return validate(*D, Options);
     }
+    if (chance(0.4)) {
+      // ONNX GatherND: data rank r, indices rank q, batch dimensions and
+      // tuples of every length that fits.
+      const unsigned R = 1 + static_cast<unsigned>(pick(5));
+      const unsigned Q = 1 + static_cast<unsigned>(pick(4));
+      const unsigned Batch = chance(0.5) ? 0 : static_cast<unsigned>(pick(std::min(R, Q)));
+      Data.Sizes = randomSizes(R);
+      Idx.Sizes = randomSizes(Q);
+      std::copy(Data.Sizes.begin(), Data.Sizes.begin() + Batch, Idx.Sizes.begin());
+      Idx.Sizes.back() = 1 + pick(R - Batch);
+      Data.Strides = randomStrides(Data.Sizes, true);
+      Idx.Strides = randomStrides(Idx.Sizes, true);
+      Expected<GatherNDDesc> D = onnxGatherND(Data, Idx, Batch);
+      if (!D)
+        return D.status();
+      D->Output.Strides = randomStrides(D->Output.Sizes, false);
+      return validate(*D, Options);
+    }
     // ONNX Gather: data rank r, indices rank q (0 for a scalar).
     const unsigned R = 1 + static_cast<unsigned>(pick(6));
     const unsigned Q = static_cast<unsigned>(pick(std::min(4u, 10 - R)));
@@ -139,14 +157,38 @@ private:
     return validate(*D, Options);
   }
 
+  /// The size of the axis each element of the indices buffer selects along
+  /// (GatherND: its tuple component's; a broadcast element, the last
+  /// coordinate's that maps to it).
+  static std::vector<uint64_t> axisSizes(const ValidDesc &V) {
+    const TensorDesc &T = V.Indices;
+    std::vector<uint64_t> Sizes(requiredElements(T), V.axisSize());
+    if (V.Op != OpKind::GatherND || Sizes.empty())
+      return Sizes;
+    std::vector<uint64_t> Coord(T.rank(), 0);
+    while (true) {
+      uint64_t Off = 0;
+      for (unsigned D = 0; D < T.rank(); ++D)
+        Off += Coord[D] * (*T.Strides)[D];
+      Sizes[Off] = V.Input.Sizes[V.firstTupleDim() + Coord.back()];
+      unsigned D = T.rank();
+      while (D-- > 0 && ++Coord[D] == T.Sizes[D])
+        Coord[D] = 0;
+      if (D == ~0u)
+        return Sizes;
+    }
+  }
+
   void fillIndices(RandomCase &C) {
     const TensorDesc &T = C.Desc.Indices;
-    const uint64_t Count = requiredElements(T);
-    const int64_t Size = static_cast<int64_t>(C.Desc.axisSize());
+    const std::vector<uint64_t> AxisSizes = axisSizes(C.Desc);
+    const uint64_t Count = AxisSizes.size();
     const bool Signed = isSignedIndexType(T.Type);
     const bool Bad = chance(0.3);
     std::vector<int64_t> Values(Count);
-    for (int64_t &V : Values) {
+    for (uint64_t I = 0; I < Count; ++I) {
+      int64_t &V = Values[I];
+      const int64_t Size = static_cast<int64_t>(AxisSizes[I]);
       if (Size == 0) {
         V = static_cast<int64_t>(pick(3));
       } else if (Signed && chance(0.3)) {

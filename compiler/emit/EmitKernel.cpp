@@ -104,26 +104,50 @@ private:
   void emitLoop(Value *Lo, Value *Hi, const Twine &Name,
                 const std::function<void(Value *)> &Body);
 
-  /// The index at element offset \p Off, extended to i64 and wrapped.
-  Value *loadWrappedIndex(Value *Off);
+  /// The index at element offset \p Off, extended to i64 and wrapped for
+  /// component \p C's axis.
+  Value *loadWrappedIndex(Value *Off, unsigned C = 0);
+  /// The wrapped components of the index tuple at element offset \p Off
+  /// (one for the gathers other than GatherND), each ORed into \p BadFlag
+  /// if given.
+  SmallVector<Value *, MaxRank> loadTuple(Value *Off, AllocaInst *BadFlag);
+  /// Returns 1 + \p Pos + C from the kernel if component C of \p Tuple is
+  /// out of range (unlikely).
+  void emitReturnIfBad(ArrayRef<Value *> Tuple, Value *Pos);
+  /// The element offset of component C of the tuple at \p Off.
+  Value *componentOffset(Value *Off, unsigned C) {
+    return C == 0 ? Off : B.CreateAdd(Off, c(C * S.TupleStride), "", true, true);
+  }
+  /// The row-major position of component C of the tuple at \p Pos (the
+  /// indices' last dimension, so adjacent).
+  Value *componentPosition(Value *Pos, unsigned C) {
+    return C == 0 ? Pos : B.CreateAdd(Pos, c(C), "", true, true);
+  }
+  /// The input element offset \p Base plus the offset \p Tuple selects,
+  /// each component made safe; null if an axis is empty (nothing to read).
+  Value *tupleOffset(Value *Base, ArrayRef<Value *> Tuple) {
+    if (S.emptyAxis())
+      return nullptr;
+    for (unsigned C = 0; C < Tuple.size(); ++C)
+      Base = mulAdd(Base, safeIndex(Tuple[C], C), S.AxisStride[C]);
+    return Base;
+  }
   /// \p Base plus \p ElemOff elements, as a byte pointer.
   Value *bytePointer(Value *Base, Value *ElemOff) {
     return B.CreateInBoundsGEP(B.getInt8Ty(), Base,
                                B.CreateMul(ElemOff, c(S.ElemBytes), "", true, true));
   }
-  Value *isOutOfRange(Value *Wrapped) { return B.CreateICmpUGE(Wrapped, c(S.AxisSize)); }
-  /// An index in [0, AxisSize) for any input (requires AxisSize > 0).
-  Value *safeIndex(Value *Wrapped);
+  Value *isOutOfRange(Value *Wrapped, unsigned C) {
+    return B.CreateICmpUGE(Wrapped, c(S.AxisSize[C]));
+  }
+  /// An index in [0, AxisSize[C]) for any input (requires AxisSize[C] > 0).
+  Value *safeIndex(Value *Wrapped, unsigned C);
   /// Copies \p Count elements (a constant or run-time count) from the input
   /// at element offset \p InOff to the output at \p OutOff.
   void copyElements(Value *InOff, Value *OutOff, Value *Count);
   /// Copies one element to element offset \p OutOff of \p Dst (the output
   /// unless given).
   void copyElement(Value *InOff, Value *OutOff, Value *Dst = nullptr);
-  /// The input element offset of the gathered element for index \p Safe.
-  Value *inputOffset(Value *Base, Value *Safe) {
-    return mulAdd(Base, Safe, S.AxisStride);
-  }
   /// Returns 1 + Pos from the kernel.
   void emitReturnBad(Value *Pos) { emitReturn(B.CreateAdd(Pos, c(1))); }
   /// Returns \p V, after a fence that orders any non-temporal stores before
@@ -158,13 +182,21 @@ private:
   /// True if every row reads the same indices through a table of offsets
   /// (see MaxSharedRow).
   bool sharesRowIndices() const {
-    if (S.Rank < 2 || S.innerIsBlock() || S.AxisSize == 0 || S.rows() < 2 ||
+    if (S.Rank < 2 || S.innerIsBlock() || S.emptyAxis() || S.rows() < 2 ||
         S.Sizes[S.Rank - 1] > MaxSharedRow)
       return false;
     for (unsigned D = 0; D + 1 < S.Rank; ++D)
       if (S.IdxStride[D] != 0 || S.PosStride[D] != 0)
         return false;
     return true;
+  }
+  /// Elements of the input the rows of blocks gather from: the largest
+  /// span of one tuple component (the outermost one's, in practice).
+  uint64_t tableElements() const {
+    uint64_t Max = 0;
+    for (unsigned C = 0; C < S.TupleSize; ++C)
+      Max = std::max(Max, S.AxisSize[C] * S.AxisStride[C]);
+    return Max;
   }
   /// Fills the table of sharesRowIndices(); under Check, returns the first
   /// out-of-range index's position if there is one.
@@ -173,13 +205,13 @@ private:
   AllocaInst *emitBadFlag();
   /// ORs whether the wrapped index \p Wrapped is out of range into
   /// \p BadFlag, if there is one.
-  void noteIfBad(AllocaInst *BadFlag, Value *Wrapped);
+  void noteIfBad(AllocaInst *BadFlag, Value *Wrapped, unsigned C);
   /// If \p BadFlag is set, finds the first out-of-range index of the row
   /// [Lo, Hi) at \p O (or rank 0's element) and returns its position.
   void emitReturnFirstBad(AllocaInst *BadFlag, const Offsets &O, Value *Lo, Value *Hi);
   /// True if element rows stream their indices (see StreamedIndexBytes).
   bool streamsIndices() const {
-    if (S.Rank < 2 || S.innerIsBlock() || sharesRowIndices())
+    if (S.Rank < 2 || S.innerIsBlock() || S.TupleSize != 1 || sharesRowIndices())
       return false;
     const unsigned L = S.Rank - 1;
     // Measured to pay where the innermost dimension is the gathered axis
@@ -191,22 +223,23 @@ private:
   /// input row, from an input of PrefetchTableBytes or more, run in blocks
   /// that prefetch the next input row (see emitNextRowShare).
   bool prefetchesNextInputRow() const {
-    return sharesRowIndices() && S.AxisStride == 1 && S.InStride[S.Rank - 1] == 0 &&
-           S.Sizes[S.Rank - 1] >= StreamBlock &&
-           S.rows() * S.AxisSize * S.ElemBytes >= PrefetchTableBytes;
+    return sharesRowIndices() && S.TupleSize == 1 && S.AxisStride[0] == 1 &&
+           S.InStride[S.Rank - 1] == 0 && S.Sizes[S.Rank - 1] >= StreamBlock &&
+           S.rows() * S.AxisSize[0] * S.ElemBytes >= PrefetchTableBytes;
   }
   /// Elements of the input that the rows of dimension Rank-2 gather from
   /// when they all gather from the same region (its index is replaced by
   /// the gathered one: InStride 0).
   uint64_t regionElements() const {
     const unsigned L = S.Rank - 1;
-    return (S.AxisSize - 1) * S.AxisStride + (S.Sizes[L] - 1) * S.InStride[L] + 1;
+    return (S.AxisSize[0] - 1) * S.AxisStride[0] + (S.Sizes[L] - 1) * S.InStride[L] + 1;
   }
   /// True if element rows whose dimension Rank-2 shares one region of the
   /// input (GE3: a slice), of dimension Rank-3, prefetch the next region in
   /// equal shares per row.
   bool prefetchesNextRegion() const {
-    if (S.Rank < 3 || S.innerIsBlock() || S.AxisSize == 0 || S.InStride[S.Rank - 2] != 0 ||
+    if (S.Rank < 3 || S.innerIsBlock() || S.TupleSize != 1 || S.AxisSize[0] == 0 ||
+        S.InStride[S.Rank - 2] != 0 ||
         S.InStride[S.Rank - 3] == 0)
       return false;
     return regionElements() * S.ElemBytes >= RegionBytes &&
@@ -266,7 +299,7 @@ void KernelEmitter::emitLoop(Value *Lo, Value *Hi, const Twine &Name,
   B.SetInsertPoint(Exit);
 }
 
-Value *KernelEmitter::loadWrappedIndex(Value *Off) {
+Value *KernelEmitter::loadWrappedIndex(Value *Off, unsigned C) {
   const bool Wide = S.IndexType == DataType::Int64 || S.IndexType == DataType::UInt64;
   Type *IdxTy = Wide ? I64 : Type::getInt32Ty(Ctx);
   LoadInst *Raw = B.CreateAlignedLoad(IdxTy, B.CreateInBoundsGEP(IdxTy, Idx, Off),
@@ -275,12 +308,33 @@ Value *KernelEmitter::loadWrappedIndex(Value *Off) {
     return B.CreateZExt(Raw, I64);
   Value *V = B.CreateSExt(Raw, I64);
   // Negative indices count from the end of the axis.
-  return B.CreateSelect(B.CreateICmpSLT(V, c(0)), B.CreateAdd(V, c(S.AxisSize)), V,
+  return B.CreateSelect(B.CreateICmpSLT(V, c(0)), B.CreateAdd(V, c(S.AxisSize[C])), V,
                         "wrapped");
 }
 
-Value *KernelEmitter::safeIndex(Value *W) {
-  Value *Last = c(S.AxisSize - 1);
+SmallVector<Value *, MaxRank> KernelEmitter::loadTuple(Value *Off, AllocaInst *BadFlag) {
+  SmallVector<Value *, MaxRank> Tuple;
+  for (unsigned C = 0; C < S.TupleSize; ++C) {
+    Tuple.push_back(loadWrappedIndex(componentOffset(Off, C), C));
+    noteIfBad(BadFlag, Tuple.back(), C);
+  }
+  return Tuple;
+}
+
+void KernelEmitter::emitReturnIfBad(ArrayRef<Value *> Tuple, Value *Pos) {
+  for (unsigned C = 0; C < Tuple.size(); ++C) {
+    BasicBlock *Bad = BasicBlock::Create(Ctx, "bad", F);
+    BasicBlock *Good = BasicBlock::Create(Ctx, "good", F);
+    B.CreateCondBr(isOutOfRange(Tuple[C], C), Bad, Good,
+                   MDBuilder(Ctx).createBranchWeights(1, 1 << 20));
+    B.SetInsertPoint(Bad);
+    emitReturnBad(componentPosition(Pos, C));
+    B.SetInsertPoint(Good);
+  }
+}
+
+Value *KernelEmitter::safeIndex(Value *W, unsigned C) {
+  Value *Last = c(S.AxisSize[C] - 1);
   // A signed index still negative after wrap-around clamps to 0 under Clamp;
   // under Check it is an error anyway and any in-range read will do, so the
   // unsigned minimum (one instruction) suffices.
@@ -335,19 +389,13 @@ void KernelEmitter::emitBlockRow(const Offsets &O, Value *Lo, Value *Hi) {
     B.CreateCondBr(B.CreateICmpULT(Lo, Hi), Work, Skip);
     B.SetInsertPoint(Work);
   }
-  Value *W = loadWrappedIndex(O.Idx);
-  if (S.Policy == OobPolicy::Check) {
-    BasicBlock *Bad = BasicBlock::Create(Ctx, "bad", F);
-    BasicBlock *Good = BasicBlock::Create(Ctx, "good", F);
-    B.CreateCondBr(isOutOfRange(W), Bad, Good,
-                   MDBuilder(Ctx).createBranchWeights(1, 1 << 20));
-    B.SetInsertPoint(Bad);
-    emitReturnBad(O.Pos);
-    B.SetInsertPoint(Good);
-  }
+  SmallVector<Value *, MaxRank> Tuple = loadTuple(O.Idx, nullptr);
+  if (S.Policy == OobPolicy::Check)
+    emitReturnIfBad(Tuple, O.Pos);
   const unsigned L = S.Rank - 1;
-  Value *InOff = S.AxisSize == 0 ? nullptr
-                                 : mulAdd(inputOffset(O.In, safeIndex(W)), Lo, S.InStride[L]);
+  Value *InOff = tupleOffset(O.In, Tuple);
+  if (InOff)
+    InOff = mulAdd(InOff, Lo, S.InStride[L]);
   Value *OutOff = mulAdd(O.Out, Lo, S.OutStride[L]);
   if (S.Rank >= 2 && InOff) // A whole row of constant length.
     emitBlockCopy(bytePointer(Out, OutOff), bytePointer(In, InOff), S.Sizes[L] * S.ElemBytes);
@@ -426,9 +474,7 @@ void KernelEmitter::emitElementRow(const Offsets &O, Value *Lo, Value *Hi) {
   AllocaInst *BadFlag = emitBadFlag();
   // Element E, stored at element offset DstOff of Dst if given.
   auto Element = [&](const Offsets &E, Value *Dst = nullptr, Value *DstOff = nullptr) {
-    Value *W = loadWrappedIndex(E.Idx);
-    noteIfBad(BadFlag, W);
-    copyElement(S.AxisSize == 0 ? nullptr : inputOffset(E.In, safeIndex(W)),
+    copyElement(tupleOffset(E.In, loadTuple(E.Idx, BadFlag)),
                 Dst ? DstOff : E.Out, Dst);
   };
   auto Plain = [&](Value *From, Value *To, const Twine &Name) {
@@ -469,7 +515,7 @@ void KernelEmitter::emitElementRow(const Offsets &O, Value *Lo, Value *Hi) {
                                                c(indexBytes()), "", true, true),
                                    c(IndexAheadBytes)),
                        StreamBlock * indexBytes());
-      if (S.AxisStride == 1)
+      if (S.AxisStride[0] == 1)
         emitNextRowShare(O, Block);
       emitLoop(c(0), c(StreamBlock), "inner", [&](Value *IV) {
         Element(advance(O, B.CreateAdd(J0, IV, "", true, true), L), Buf, IV);
@@ -495,9 +541,9 @@ AllocaInst *KernelEmitter::emitBadFlag() {
   return Flag;
 }
 
-void KernelEmitter::noteIfBad(AllocaInst *BadFlag, Value *Wrapped) {
+void KernelEmitter::noteIfBad(AllocaInst *BadFlag, Value *Wrapped, unsigned C) {
   if (BadFlag)
-    B.CreateStore(B.CreateOr(B.CreateLoad(B.getInt1Ty(), BadFlag), isOutOfRange(Wrapped)),
+    B.CreateStore(B.CreateOr(B.CreateLoad(B.getInt1Ty(), BadFlag), isOutOfRange(Wrapped, C)),
                   BadFlag);
 }
 
@@ -513,12 +559,15 @@ void KernelEmitter::emitReturnFirstBad(AllocaInst *BadFlag, const Offsets &O, Va
                  MDBuilder(Ctx).createBranchWeights(1, 1 << 20));
   B.SetInsertPoint(Rescan);
   auto Probe = [&](const Offsets &E) {
-    BasicBlock *Bad = BasicBlock::Create(Ctx, "bad", F);
-    BasicBlock *Next = BasicBlock::Create(Ctx, "rescan.next", F);
-    B.CreateCondBr(isOutOfRange(loadWrappedIndex(E.Idx)), Bad, Next);
-    B.SetInsertPoint(Bad);
-    emitReturnBad(E.Pos);
-    B.SetInsertPoint(Next);
+    for (unsigned C = 0; C < S.TupleSize; ++C) {
+      BasicBlock *Bad = BasicBlock::Create(Ctx, "bad", F);
+      BasicBlock *Next = BasicBlock::Create(Ctx, "rescan.next", F);
+      B.CreateCondBr(isOutOfRange(loadWrappedIndex(componentOffset(E.Idx, C), C), C), Bad,
+                     Next);
+      B.SetInsertPoint(Bad);
+      emitReturnBad(componentPosition(E.Pos, C));
+      B.SetInsertPoint(Next);
+    }
   };
   if (S.Rank == 0)
     Probe(O);
@@ -537,10 +586,9 @@ void KernelEmitter::emitIndexTable() {
   const Offsets Zero{c(0), c(0), c(0), c(0)};
   emitLoop(c(0), c(S.Sizes[L]), "table", [&](Value *IV) {
     const Offsets E = advance(Zero, IV, L);
-    Value *W = loadWrappedIndex(E.Idx);
-    noteIfBad(BadFlag, W);
-    B.CreateAlignedStore(inputOffset(E.In, safeIndex(W)), B.CreateInBoundsGEP(I64, Table, IV),
-                         Align(8));
+    const SmallVector<Value *, MaxRank> Tuple = loadTuple(E.Idx, BadFlag);
+    Value *Slot = B.CreateInBoundsGEP(I64, Table, IV);
+    B.CreateAlignedStore(tupleOffset(E.In, Tuple), Slot, Align(8));
   });
   emitReturnFirstBad(BadFlag, Zero, c(0), c(S.Sizes[L]));
 }
@@ -548,7 +596,7 @@ void KernelEmitter::emitIndexTable() {
 void KernelEmitter::emitNextRowShare(const Offsets &O, Value *Block) {
   const unsigned L = S.Rank - 1;
   // About the row's blocks (a head may take one); at least 1.
-  emitShare(B.CreateAdd(O.In, c(S.InStride[L - 1]), "", true, true), S.AxisSize, Block,
+  emitShare(B.CreateAdd(O.In, c(S.InStride[L - 1]), "", true, true), S.AxisSize[0], Block,
             S.Sizes[L] / StreamBlock, MaxShareLines);
 }
 
@@ -599,7 +647,7 @@ void KernelEmitter::emitPrefetchRow(const Offsets &O, Value *Ahead, unsigned D) 
   // The whole row (or its first MaxPrefetchRowBytes, the hardware prefetcher
   // following the rest): a row's lines are not fetched in order otherwise.
   emitPrefetchSpan(In,
-                   B.CreateMul(inputOffset(A.In, safeIndex(loadWrappedIndex(A.Idx))),
+                   B.CreateMul(tupleOffset(A.In, loadTuple(A.Idx, nullptr)),
                                c(S.ElemBytes), "", true, true),
                    std::min(MaxPrefetchRowBytes, S.Sizes[D + 1] * S.ElemBytes));
 }
@@ -617,7 +665,7 @@ void KernelEmitter::emitLevel(unsigned D, const Offsets &O, Value *Lo, Value *Hi
     // Rows gathered from a table too large for the cache are misses the
     // hardware prefetcher cannot predict: fetch them a few rows ahead.
     if (Block && D + 2 == S.Rank &&
-        S.AxisSize * S.AxisStride * S.ElemBytes >= PrefetchTableBytes) {
+        tableElements() * S.ElemBytes >= PrefetchTableBytes) {
       const uint64_t RowBytes = S.Sizes[D + 1] * S.ElemBytes;
       emitAhead(IV, Hi, std::clamp<uint64_t>(PrefetchAheadBytes / RowBytes, 1, 8),
                 [&](Value *Ahead) { emitPrefetchRow(O, Ahead, D); });
@@ -637,7 +685,7 @@ void KernelEmitter::emit(const std::string &Name) {
       FunctionType::get(I64, {PtrTy, PtrTy, PtrTy, I64, I64}, false);
   F = Function::Create(RangeTy, GlobalValue::ExternalLinkage, Name + "_range", M);
   const bool LargeOutput = S.elements() * S.ElemBytes >= NonTemporalBytes;
-  const bool StreamedBlockRows = S.innerIsBlock() && S.Rank >= 2 && S.AxisSize > 0 &&
+  const bool StreamedBlockRows = S.innerIsBlock() && S.Rank >= 2 && !S.emptyAxis() &&
                                  S.Sizes[S.Rank - 1] * S.ElemBytes >= 128;
   const bool StreamedElementRows = streamsIndices() && S.OutStride[S.Rank - 1] == 1 &&
                                    isPowerOfTwoElement();

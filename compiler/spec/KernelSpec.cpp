@@ -2,6 +2,7 @@
 
 #include "compiler/spec/KernelSpec.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -16,7 +17,9 @@ bool KernelSpec::operator==(const KernelSpec &O) const {
          Policy == O.Policy && Rank == O.Rank && Same(Sizes, O.Sizes) &&
          Same(OutStride, O.OutStride) && Same(IdxStride, O.IdxStride) &&
          Same(InStride, O.InStride) && Same(PosStride, O.PosStride) &&
-         AxisSize == O.AxisSize && AxisStride == O.AxisStride;
+         TupleSize == O.TupleSize && TupleStride == O.TupleStride &&
+         std::equal(AxisSize.begin(), AxisSize.begin() + TupleSize, O.AxisSize.begin()) &&
+         std::equal(AxisStride.begin(), AxisStride.begin() + TupleSize, O.AxisStride.begin());
 }
 
 size_t KernelSpec::hashValue() const {
@@ -36,7 +39,11 @@ size_t KernelSpec::hashValue() const {
   H ^= (ElemBytes | static_cast<uint64_t>(IndexType) << 16 |
         static_cast<uint64_t>(Policy) << 32 | static_cast<uint64_t>(Rank) << 48) *
        0xc2b2ae3d27d4eb4full;
-  H ^= AxisSize * 0x165667b19e3779f9ull + AxisStride * 0xd6e8feb86659fd93ull;
+  H ^= AxisSize[0] * 0x165667b19e3779f9ull + AxisStride[0] * 0xd6e8feb86659fd93ull;
+  for (unsigned C = 1; C < TupleSize; ++C)
+    H = (H ^ (AxisSize[C] * 0x165667b19e3779f9ull + AxisStride[C] * 0xd6e8feb86659fd93ull +
+              TupleStride * 0x27d4eb2f165667c5ull + C)) *
+        K;
   H ^= H >> 29;
   H *= K;
   H ^= H >> 32;
@@ -48,6 +55,11 @@ uint64_t KernelSpec::elements() const {
   for (unsigned D = 0; D < Rank; ++D)
     N *= Sizes[D];
   return N;
+}
+
+bool KernelSpec::emptyAxis() const {
+  return std::find(AxisSize.begin(), AxisSize.begin() + TupleSize, 0u) !=
+         AxisSize.begin() + TupleSize;
 }
 
 bool KernelSpec::innerIsBlock() const {
@@ -64,8 +76,9 @@ std::string KernelSpec::symbolName() const {
                     : IndexType == DataType::UInt32 ? "u32"
                                                     : "u64";
   char Buf[96];
-  std::snprintf(Buf, sizeof(Buf), "gj_b%u_%s_r%u_%s_%016llx", ElemBytes, Idx,
-                Rank, Policy == OobPolicy::Check ? "check" : "clamp",
+  const std::string Tuple = TupleSize > 1 ? "_t" + std::to_string(TupleSize) : "";
+  std::snprintf(Buf, sizeof(Buf), "gj_b%u_%s_r%u%s_%s_%016llx", ElemBytes, Idx, Rank,
+                Tuple.c_str(), Policy == OobPolicy::Check ? "check" : "clamp",
                 static_cast<unsigned long long>(hashValue()));
   return Buf;
 }
@@ -86,7 +99,17 @@ std::string KernelSpec::describe() const {
   List("idx", IdxStride);
   List("in", InStride);
   List("pos", PosStride);
-  OS << " axis_size=" << AxisSize << " axis_stride=" << AxisStride;
+  if (TupleSize == 1) {
+    OS << " axis_size=" << AxisSize[0] << " axis_stride=" << AxisStride[0];
+    return OS.str();
+  }
+  OS << " tuple=" << TupleSize << " tuple_stride=" << TupleStride << " axis_sizes={";
+  for (unsigned C = 0; C < TupleSize; ++C)
+    OS << (C ? "," : "") << AxisSize[C];
+  OS << "} axis_strides={";
+  for (unsigned C = 0; C < TupleSize; ++C)
+    OS << (C ? "," : "") << AxisStride[C];
+  OS << "}";
   return OS.str();
 }
 
@@ -95,11 +118,18 @@ KernelSpec canonicalize(const ValidDesc &V) {
   S.ElemBytes = V.Input.elementBytes();
   S.IndexType = V.Indices.Type;
   S.Policy = V.Policy;
-  S.AxisSize = V.axisSize();
-  // With at most one valid index the axis stride never matters.
-  S.AxisStride = S.AxisSize > 1 ? (*V.Input.Strides)[V.Axis] : 0;
-
   const unsigned N = V.rank();
+  const bool ND = V.Op == OpKind::GatherND;
+  // The input dimensions the index (the tuple's components) selects along.
+  const unsigned First = ND ? V.firstTupleDim() : V.Axis;
+  S.TupleSize = ND ? V.tupleSize() : 1;
+  S.TupleStride = ND ? (*V.Indices.Strides)[N - 1] : 0;
+  for (unsigned C = 0; C < S.TupleSize; ++C) {
+    S.AxisSize[C] = V.Input.Sizes[First + C];
+    // With at most one valid index the axis stride never matters.
+    S.AxisStride[C] = S.AxisSize[C] > 1 ? (*V.Input.Strides)[First + C] : 0;
+  }
+
   // Packed strides of the indices (their row-major positions), without an
   // allocation: canonicalize runs on every cache hit.
   // (Validation bounds the element count, so the product cannot overflow.)
@@ -129,6 +159,23 @@ KernelSpec canonicalize(const ValidDesc &V) {
       S.IdxStride[R] = IdxSt[D];
       S.PosStride[R] = IdxPacked[D];
       S.InStride[R] = D == V.Axis ? 0 : InSt[D];
+      continue;
+    }
+    if (ND) {
+      // The indices' meaningful dimensions but the last (batches first),
+      // then the input's slice dimensions, right-aligned.
+      const unsigned Lead = V.IndicesDimensionCount - 1;
+      const unsigned Slice = V.InputDimensionCount - V.BatchDimensionCount - S.TupleSize;
+      const unsigned F = D - (N - Lead - Slice);
+      if (F < Lead) {
+        const unsigned IdxDim = N - V.IndicesDimensionCount + F;
+        S.IdxStride[R] = IdxSt[IdxDim];
+        S.PosStride[R] = IdxPacked[IdxDim];
+        if (F < V.BatchDimensionCount)
+          S.InStride[R] = InSt[N - V.InputDimensionCount + F];
+      } else {
+        S.InStride[R] = InSt[First + S.TupleSize + (F - Lead)];
+      }
       continue;
     }
     const int F = static_cast<int>(D) + Shift;

@@ -7,7 +7,10 @@
 ///   pos   = sum o[d] * PosStride[d]   (row-major position in the indices)
 ///   index = Indices[sum o[d] * IdxStride[d]], wrapped and checked/clamped
 ///   Output[sum o[d] * OutStride[d]] =
-///       Input[sum o[d] * InStride[d] + index * AxisStride]
+///       Input[sum o[d] * InStride[d] + index * AxisStride[0]]
+/// GatherND reads a tuple of TupleSize indices, TupleStride apart; its
+/// component k is wrapped and checked against AxisSize[k] and steps
+/// AxisStride[k]. The other gathers are tuples of one.
 /// with all strides in elements. Size-1 dimensions are dropped and adjacent
 /// dimensions merged where every stride is contiguous across them, so a
 /// GatherElements on FLOAT32 and one on UINT32 of another shape may share.
@@ -34,8 +37,10 @@ struct KernelSpec {
   std::array<uint64_t, MaxRank> IdxStride{};
   std::array<uint64_t, MaxRank> InStride{};
   std::array<uint64_t, MaxRank> PosStride{};
-  uint64_t AxisSize = 0;
-  uint64_t AxisStride = 0;
+  unsigned TupleSize = 1;
+  uint64_t TupleStride = 0;
+  std::array<uint64_t, MaxRank> AxisSize{};
+  std::array<uint64_t, MaxRank> AxisStride{};
 
   bool operator==(const KernelSpec &Other) const;
   size_t hashValue() const;
@@ -43,6 +48,9 @@ struct KernelSpec {
   /// The trip count of the outermost loop: the unit of [begin, end).
   uint64_t rows() const { return Rank == 0 ? 1 : Sizes[0]; }
   uint64_t elements() const;
+  /// True if some component's axis is empty: no index is valid, nothing is
+  /// read (Clamp writes zeros).
+  bool emptyAxis() const;
   /// True when the innermost dimension is one contiguous block per index
   /// (an embedding row): copied with one memcpy.
   bool innerIsBlock() const;

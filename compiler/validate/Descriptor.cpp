@@ -2,6 +2,7 @@
 
 #include "gatherjit/Descriptor.h"
 
+#include <algorithm>
 #include <array>
 #include <string>
 
@@ -225,6 +226,63 @@ Expected<GatherDesc> onnxGather(const TensorDesc &Data,
   Desc.Output = padLeading(Desc.Output, Common);
   Desc.Axis = static_cast<uint32_t>(A + (Common - Data.rank()));
   Desc.IndexDimensions = Indices.rank();
+  return Desc;
+}
+
+std::vector<uint64_t> onnxGatherNDOutputShape(const std::vector<uint64_t> &Data,
+                                              const std::vector<uint64_t> &Indices,
+                                              unsigned BatchDims) {
+  std::vector<uint64_t> Shape(Indices.begin(), Indices.end() - 1);
+  Shape.insert(Shape.end(), Data.begin() + BatchDims + Indices.back(), Data.end());
+  return Shape;
+}
+
+Expected<GatherNDDesc> onnxGatherND(const TensorDesc &Data, const TensorDesc &Indices,
+                                    int64_t BatchDims) {
+  const int64_t R = Data.rank(), Q = Indices.rank();
+  if (R < 1 || Q < 1)
+    return Status::invalidArgument(std::string("GatherND: ") + (R < 1 ? "data" : "indices") +
+                                   " must have rank >= 1, got a scalar");
+  if (BatchDims < 0 || BatchDims >= std::min(R, Q))
+    return Status::invalidArgument(
+        "GatherND: batch_dims = " + std::to_string(BatchDims) + " is out of range for " +
+        std::to_string(R) + "-D data and " + std::to_string(Q) + "-D indices; use 0.." +
+        std::to_string(std::min(R, Q) - 1));
+  const unsigned B = static_cast<unsigned>(BatchDims);
+  for (unsigned D = 0; D < B; ++D)
+    if (Data.Sizes[D] != Indices.Sizes[D])
+      return Status::invalidArgument(
+          "GatherND: the batch dimensions of data " + shapeString(Data.Sizes) +
+          " and indices " + shapeString(Indices.Sizes) + " differ at dimension " +
+          std::to_string(D) + " (batch_dims = " + std::to_string(B) + ")");
+  const uint64_t T = Indices.Sizes.back();
+  if (T < 1 || T > static_cast<uint64_t>(R - B))
+    return Status::invalidArgument(
+        "GatherND: the last dimension of indices " + shapeString(Indices.Sizes) +
+        " is the index tuple's length, " + std::to_string(T) + ", which must be in 1.." +
+        std::to_string(R - B) + " (data rank " + std::to_string(R) + " - batch_dims " +
+        std::to_string(B) + ")");
+  if (Indices.Strides && Indices.Strides->size() != Indices.rank())
+    return Status::invalidArgument("GatherND: indices strides do not match its rank");
+  if (Data.Strides && Data.Strides->size() != Data.rank())
+    return Status::invalidArgument("GatherND: data strides do not match its rank");
+  std::vector<uint64_t> OutShape = onnxGatherNDOutputShape(Data.Sizes, Indices.Sizes, B);
+  const size_t Common = std::max({OutShape.size(), Data.Sizes.size(), Indices.Sizes.size(),
+                                  size_t(1)});
+  if (Common > MaxRank)
+    return Status::invalidArgument("GatherND: the output rank " +
+                                   std::to_string(OutShape.size()) + " exceeds the maximum of " +
+                                   std::to_string(MaxRank));
+  GatherNDDesc Desc;
+  Desc.Input = padLeading(Data, Common);
+  Desc.Indices = padLeading(Indices, Common);
+  Desc.Output.Type = Data.Type;
+  Desc.Output.OpaqueBytes = Data.OpaqueBytes;
+  Desc.Output.Sizes = std::move(OutShape);
+  Desc.Output = padLeading(Desc.Output, Common);
+  Desc.InputDimensionCount = static_cast<uint32_t>(R);
+  Desc.IndicesDimensionCount = static_cast<uint32_t>(Q);
+  Desc.BatchDimensionCount = B;
   return Desc;
 }
 

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <numeric>
 #include <sstream>
+#include <tuple>
 
 namespace gatherjit {
 
@@ -19,6 +20,8 @@ const char *opKindName(OpKind Op) {
     return "GatherElements";
   case OpKind::Gather:
     return "Gather";
+  case OpKind::GatherND:
+    return "GatherND";
   }
   return "?";
 }
@@ -52,7 +55,7 @@ const std::vector<DT> AllIndex = {DT::Int64, DT::Int32, DT::UInt64, DT::UInt32};
 std::optional<SupportRow> supportRow(OpKind Op, FeatureLevel Level) {
   switch (Level) {
   case FeatureLevel::L1_0:
-    if (Op == OpKind::GatherElements)
+    if (Op != OpKind::Gather)
       return std::nullopt; // Introduced in 2_1.
     return SupportRow{true, FloatsOnly, {DT::UInt32}};
   case FeatureLevel::L2_1:
@@ -262,9 +265,14 @@ std::string ValidDesc::describe() const {
   Tensor("input", Input);
   Tensor("indices", Indices);
   Tensor("output", Output);
-  OS << " axis=" << Axis;
+  if (Op != OpKind::GatherND)
+    OS << " axis=" << Axis;
   if (Op == OpKind::Gather)
     OS << " index_dimensions=" << IndexDimensions;
+  if (Op == OpKind::GatherND)
+    OS << " input_dimension_count=" << InputDimensionCount
+       << " indices_dimension_count=" << IndicesDimensionCount
+       << " batch_dimension_count=" << BatchDimensionCount;
   OS << " oob=" << (Policy == OobPolicy::Check ? "check" : "clamp");
   return OS.str();
 }
@@ -376,6 +384,90 @@ Expected<ValidDesc> validate(const GatherDesc &Desc,
   if (Options.Level)
     if (Status S = checkFeatureLevel(Op, V, *Options.Level); !S)
       return S;
+  return V;
+}
+
+Expected<ValidDesc> validate(const GatherNDDesc &Desc, const ValidateOptions &Options) {
+  const OpKind Op = OpKind::GatherND;
+  const std::string P = "GatherND: ";
+  ValidDesc V;
+  V.Op = Op;
+  V.Input = Desc.Input;
+  V.Indices = Desc.Indices;
+  V.Output = Desc.Output;
+  V.InputDimensionCount = Desc.InputDimensionCount;
+  V.IndicesDimensionCount = Desc.IndicesDimensionCount;
+  V.BatchDimensionCount = Desc.BatchDimensionCount;
+  V.Policy = Options.Policy;
+  if (Status S = checkCommon(Op, V, Options); !S)
+    return S;
+  const unsigned N = V.rank(), IC = V.InputDimensionCount, QC = V.IndicesDimensionCount,
+                 B = V.BatchDimensionCount;
+  for (auto [Count, Field, Tensor] :
+       {std::tuple{IC, "InputDimensionCount", &V.Input},
+        std::tuple{QC, "IndicesDimensionCount", &V.Indices}}) {
+    const char *Name = Tensor == &V.Input ? "InputTensor" : "IndicesTensor";
+    if (Count < 1 || Count > N)
+      return Status::invalidArgument(P + Field + " = " + std::to_string(Count) +
+                                     " is out of range; use 1.." + std::to_string(N) + " (" +
+                                     Name + ".DimensionCount)");
+    for (unsigned D = 0; D < N - Count; ++D)
+      if (Tensor->Sizes[D] != 1)
+        return Status::invalidArgument(
+            P + Name + ".Sizes[" + std::to_string(D) + "] = " +
+            std::to_string(Tensor->Sizes[D]) + " must be 1: with " + Field + " = " +
+            std::to_string(Count) + " only the last " + std::to_string(Count) + " of " +
+            Name + ".Sizes = " + shapeString(Tensor->Sizes) + " are meaningful");
+  }
+  if (B >= IC || B >= QC)
+    return Status::invalidArgument(
+        P + "BatchDimensionCount = " + std::to_string(B) + " must be less than both " +
+        "InputDimensionCount = " + std::to_string(IC) + " and IndicesDimensionCount = " +
+        std::to_string(QC));
+  const unsigned InFirst = N - IC, IdxFirst = N - QC;
+  for (unsigned D = 0; D < B; ++D)
+    if (V.Input.Sizes[InFirst + D] != V.Indices.Sizes[IdxFirst + D])
+      return Status::invalidArgument(
+          P + "batch dimension " + std::to_string(D) + " differs: InputTensor.Sizes[" +
+          std::to_string(InFirst + D) + "] = " + std::to_string(V.Input.Sizes[InFirst + D]) +
+          " but IndicesTensor.Sizes[" + std::to_string(IdxFirst + D) + "] = " +
+          std::to_string(V.Indices.Sizes[IdxFirst + D]));
+  const uint64_t T = V.Indices.Sizes[N - 1];
+  if (T < 1 || T > IC - B)
+    return Status::invalidArgument(
+        P + "the index tuple's length IndicesTensor.Sizes[" + std::to_string(N - 1) + "] = " +
+        std::to_string(T) + " must be in 1.." + std::to_string(IC - B) +
+        " (InputDimensionCount - BatchDimensionCount)");
+  // DirectML's documents take the trailing input sizes from
+  // InputTensor.DimensionCount - indexTupleSize, which contradicts their own
+  // batch example; the example, ONNX and this skip the ignored leading
+  // ones and the batches too.
+  std::vector<uint64_t> Full(V.Indices.Sizes.begin() + IdxFirst, V.Indices.Sizes.end() - 1);
+  Full.insert(Full.end(), V.Input.Sizes.begin() + InFirst + B + T, V.Input.Sizes.end());
+  if (Full.size() > N)
+    return Status::invalidArgument(
+        P + "the output has " + std::to_string(Full.size()) +
+        " dimensions (IndicesDimensionCount - 1 + InputDimensionCount - "
+        "BatchDimensionCount - tuple length), more than OutputTensor.DimensionCount = " +
+        std::to_string(N));
+  Full.insert(Full.begin(), N - Full.size(), 1);
+  if (V.Output.Sizes != Full)
+    return Status::invalidArgument(
+        P + "OutputTensor.Sizes = " + shapeString(V.Output.Sizes) + " must equal " +
+        shapeString(Full) + " (the meaningful IndicesTensor.Sizes but the last, then " +
+        "InputTensor.Sizes after the batch and the " + std::to_string(T) +
+        " tuple dimensions, right-aligned)");
+  if (Status S = checkOutputLayout(Op, V); !S)
+    return S;
+  if (Options.Level) {
+    if (B > 0 && *Options.Level < FeatureLevel::L3_0)
+      return Status::unsupported(P + "BatchDimensionCount = " + std::to_string(B) +
+                                 " needs DML_GATHER_ND1, introduced in feature level 3_0; "
+                                 "FeatureLevel = " + featureLevelName(*Options.Level) +
+                                 " does not have it");
+    if (Status S = checkFeatureLevel(Op, V, *Options.Level); !S)
+      return S;
+  }
   return V;
 }
 

@@ -103,6 +103,25 @@ struct GatherDesc {
   uint32_t IndexDimensions = 0;
 };
 
+/// DML_GATHER_ND_OPERATOR_DESC, and DML_GATHER_ND1_OPERATOR_DESC when
+/// BatchDimensionCount > 0. All three tensors have one DimensionCount N; the
+/// input's meaningful dimensions are its last InputDimensionCount, the
+/// indices' their last IndicesDimensionCount, the others size 1. The
+/// indices' last dimension is the tuple size T; the first
+/// BatchDimensionCount meaningful dimensions of both are batches. The output
+/// is the indices' meaningful sizes without the last, then the input's
+/// sizes after the batches and the T dimensions a tuple selects along,
+/// right-aligned into N:
+///   output[b..., i..., s...] = input[b..., indices[b..., i..., 0..T), s...]
+struct GatherNDDesc {
+  TensorDesc Input;
+  TensorDesc Indices;
+  TensorDesc Output;
+  uint32_t InputDimensionCount = 0;
+  uint32_t IndicesDimensionCount = 0;
+  uint32_t BatchDimensionCount = 0;
+};
+
 /// How a descriptor is validated.
 struct ValidateOptions {
   OobPolicy Policy = OobPolicy::Check;
@@ -137,6 +156,21 @@ Expected<GatherDesc> onnxGather(const TensorDesc &Data,
 std::vector<uint64_t> onnxGatherOutputShape(const std::vector<uint64_t> &Data,
                                             const std::vector<uint64_t> &Indices,
                                             unsigned Axis);
+
+/// ONNX GatherND-11/12/13: Data of rank r >= 1, Indices of rank q >= 1
+/// whose last size T is in [1, r - BatchDims], BatchDims in [0, min(q, r))
+/// with the leading BatchDims sizes equal. The output (rank
+/// q - 1 + r - T - BatchDims, see onnxGatherNDOutputShape) has the data's
+/// type, packed. All three are padded with leading ones to one common rank.
+Expected<GatherNDDesc> onnxGatherND(const TensorDesc &Data, const TensorDesc &Indices,
+                                    int64_t BatchDims);
+
+/// The ONNX output shape of GatherND before padding: Indices[:-1] +
+/// Data[BatchDims + Indices[-1]:]. (ONNX's text omits "- batch_dims" from
+/// the rank; its shape inference, and this, include it.)
+std::vector<uint64_t> onnxGatherNDOutputShape(const std::vector<uint64_t> &Data,
+                                              const std::vector<uint64_t> &Indices,
+                                              unsigned BatchDims);
 
 /// Formats sizes or strides as DirectML's documents do: "{3,2}".
 std::string shapeString(const std::vector<uint64_t> &Values);

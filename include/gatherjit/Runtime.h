@@ -143,6 +143,8 @@ public:
                            const ValidateOptions &Options = {});
   Expected<Kernel> compile(const GatherDesc &Desc,
                            const ValidateOptions &Options = {});
+  Expected<Kernel> compile(const GatherNDDesc &Desc,
+                           const ValidateOptions &Options = {});
   Expected<Kernel> compile(const ValidDesc &Desc);
 
   /// The optimized LLVM IR, or the machine code as assembly, of the kernel

@@ -11,11 +11,11 @@
 
 namespace gatherjit {
 
-enum class OpKind { GatherElements, Gather };
-const char *opKindName(OpKind Op); // "GatherElements", "Gather"
+enum class OpKind { GatherElements, Gather, GatherND };
+const char *opKindName(OpKind Op); // "GatherElements", "Gather", "GatherND"
 
 /// A descriptor that passed validation. All tensors have the same rank and
-/// explicit strides; Axis < rank.
+/// explicit strides; Axis < rank (0 for GatherND).
 struct ValidDesc {
   OpKind Op = OpKind::GatherElements;
   TensorDesc Input;
@@ -23,11 +23,21 @@ struct ValidDesc {
   TensorDesc Output;
   unsigned Axis = 0;
   unsigned IndexDimensions = 0; ///< Gather only.
+  /// GatherND only: the meaningful dimensions of the input and indices
+  /// (the last ones; the others are 1) and the batch dimensions among them.
+  unsigned InputDimensionCount = 0, IndicesDimensionCount = 0, BatchDimensionCount = 0;
   OobPolicy Policy = OobPolicy::Check;
 
   bool operator==(const ValidDesc &) const = default;
   unsigned rank() const { return Input.rank(); }
   uint64_t axisSize() const { return Input.Sizes[Axis]; }
+  /// GatherND: the components of an index tuple (the indices' last size),
+  /// the input dimension the first selects along, and the first output
+  /// dimension that is not leading padding.
+  unsigned tupleSize() const { return static_cast<unsigned>(Indices.Sizes.back()); }
+  unsigned firstTupleDim() const {
+    return rank() - InputDimensionCount + BatchDimensionCount;
+  }
   uint64_t outputElements() const;
   /// One line naming operator, types, sizes, strides, axis and policy.
   std::string describe() const;
@@ -42,6 +52,10 @@ Expected<ValidDesc> validate(const GatherElementsDesc &Desc,
 /// output-size rule with right alignment.
 Expected<ValidDesc> validate(const GatherDesc &Desc,
                              const ValidateOptions &Options = {});
+
+/// Checks \p Desc against the DML_GATHER_ND_OPERATOR_DESC rules (and
+/// DML_GATHER_ND1_OPERATOR_DESC's when BatchDimensionCount > 0).
+Expected<ValidDesc> validate(const GatherNDDesc &Desc, const ValidateOptions &Options = {});
 
 /// Elements a buffer must hold for \p Desc's sizes and strides (0 when a
 /// size is 0). Only meaningful after validation (no overflow).

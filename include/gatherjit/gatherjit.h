@@ -48,7 +48,11 @@ typedef enum gj_data_type {
   GJ_OPAQUE /* opaque_bytes per element */
 } gj_data_type;
 
-typedef enum gj_operator { GJ_GATHER_ELEMENTS = 0, GJ_GATHER = 1 } gj_operator;
+/* GJ_GATHER_ND is DML_GATHER_ND_OPERATOR_DESC, and DML_GATHER_ND1 with
+ * batch_dimension_count > 0. */
+typedef enum gj_operator {
+  GJ_GATHER_ELEMENTS = 0, GJ_GATHER = 1, GJ_GATHER_ND = 2
+} gj_operator;
 
 /* Out-of-range indices (after negative wrap-around): an error naming the
  * first one (ONNX), or clamped into range (DirectML). */
@@ -68,8 +72,8 @@ typedef struct gj_tensor_desc {
   uint32_t opaque_bytes;
 } gj_tensor_desc;
 
-/* DML_GATHER_ELEMENTS_OPERATOR_DESC or DML_GATHER_OPERATOR_DESC, plus how
- * to validate it. */
+/* DML_GATHER_ELEMENTS_OPERATOR_DESC, DML_GATHER_OPERATOR_DESC or
+ * DML_GATHER_ND(1)_OPERATOR_DESC, plus how to validate it. */
 typedef struct gj_descriptor {
   gj_operator op;
   gj_tensor_desc input, indices, output;
@@ -79,6 +83,11 @@ typedef struct gj_descriptor {
   /* ONNX GatherElements: indices may be smaller than the input on the
    * dimensions other than axis (DirectML requires equality). */
   int allow_smaller_indices;
+  /* GJ_GATHER_ND only: the meaningful (last) dimensions of the input and
+   * indices, and the batch dimensions among them. */
+  uint32_t input_dimension_count;
+  uint32_t indices_dimension_count;
+  uint32_t batch_dimension_count;
 } gj_descriptor;
 
 typedef struct gj_runtime_options {
@@ -124,6 +133,9 @@ gj_status gj_onnx_gather_elements(const gj_tensor_desc *data, const gj_tensor_de
                                   int64_t axis, gj_descriptor *out);
 gj_status gj_onnx_gather(const gj_tensor_desc *data, const gj_tensor_desc *indices,
                          int64_t axis, gj_descriptor *out);
+/* ONNX GatherND-11/12/13 with batch_dims (0 for GatherND-11). */
+gj_status gj_onnx_gather_nd(const gj_tensor_desc *data, const gj_tensor_desc *indices,
+                            int64_t batch_dims, gj_descriptor *out);
 
 void gj_runtime_options_init(gj_runtime_options *options);
 /* \p options may be NULL for the defaults. */

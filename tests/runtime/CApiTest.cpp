@@ -31,12 +31,17 @@ gj_tensor_desc toC(const TensorDesc &T) {
 
 gj_descriptor toC(const ValidDesc &V) {
   gj_descriptor D{};
-  D.op = V.Op == OpKind::Gather ? GJ_GATHER : GJ_GATHER_ELEMENTS;
+  D.op = V.Op == OpKind::Gather     ? GJ_GATHER
+         : V.Op == OpKind::GatherND ? GJ_GATHER_ND
+                                    : GJ_GATHER_ELEMENTS;
   D.input = toC(V.Input);
   D.indices = toC(V.Indices);
   D.output = toC(V.Output);
   D.axis = V.Axis;
   D.index_dimensions = V.IndexDimensions;
+  D.input_dimension_count = V.InputDimensionCount;
+  D.indices_dimension_count = V.IndicesDimensionCount;
+  D.batch_dimension_count = V.BatchDimensionCount;
   D.policy = V.Policy == OobPolicy::Clamp ? GJ_OOB_CLAMP : GJ_OOB_CHECK;
   D.allow_smaller_indices = 1;
   return D;

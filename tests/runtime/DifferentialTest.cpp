@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <map>
 
 using namespace gatherjit;
 using namespace gatherjit::test;
@@ -65,13 +66,29 @@ TEST(Differential, TwoThousandRandomConfigurations) {
   Expected<std::unique_ptr<Runtime>> RT = Runtime::create(Options);
   ASSERT_TRUE(RT.isOk()) << RT.status().message();
   CaseGenerator Gen(Seed);
+  // What the cases covered, per operator: all, with batches or tuples of
+  // several components (GatherND), and failing with a bad index.
+  std::map<OpKind, int> Cases, Batched, Tuples, Failing;
   for (int I = 0; I < 2000; ++I) {
     RandomCase C = Gen.next();
     compareEngines(**RT, C, "seed " + std::to_string(Seed) + " case " +
                                 std::to_string(I) + ": " + C.Summary);
     if (HasFatalFailure())
       return;
+    ++Cases[C.Desc.Op];
+    if (C.Desc.Op == OpKind::GatherND) {
+      Batched[C.Desc.Op] += C.Desc.BatchDimensionCount > 0;
+      Tuples[C.Desc.Op] += C.Desc.tupleSize() > 1;
+    }
+    std::vector<char> Out(requiredElements(C.Desc.Output) * C.Desc.Output.elementBytes());
+    Failing[C.Desc.Op] += !interpret(C.Desc, C.Input.data(), C.Indices.data(), Out.data());
   }
+  for (OpKind Op : {OpKind::GatherElements, OpKind::Gather, OpKind::GatherND}) {
+    EXPECT_GE(Cases[Op], 200) << opKindName(Op);
+    EXPECT_GE(Failing[Op], 10) << opKindName(Op);
+  }
+  EXPECT_GE(Batched[OpKind::GatherND], 50);
+  EXPECT_GE(Tuples[OpKind::GatherND], 50);
 }
 
 TEST(Differential, EveryOptimizationLevel) {

@@ -49,7 +49,7 @@ TEST(KernelSpec, ContiguousDimensionsAroundTheAxisMerge) {
   EXPECT_EQ(S.Sizes[0], 6u);
   EXPECT_EQ(S.Sizes[1], 4u);
   EXPECT_EQ(S.InStride[1], 0u); // The axis is reached through the index.
-  EXPECT_EQ(S.AxisStride, 1u);
+  EXPECT_EQ(S.AxisStride[0], 1u);
   EXPECT_EQ(S, geSpec(DataType::Float32, {6, 4}, {6, 4}, 1));
 }
 
@@ -85,7 +85,7 @@ TEST(KernelSpec, EmbeddingLookupIsABlockCopy) {
   EXPECT_EQ(S.Sizes[0], 128u);
   EXPECT_EQ(S.Sizes[1], 64u);
   EXPECT_TRUE(S.innerIsBlock());
-  EXPECT_EQ(S.AxisStride, 64u);
+  EXPECT_EQ(S.AxisStride[0], 64u);
   EXPECT_EQ(S.PosStride[0], 1u);
 }
 
@@ -119,7 +119,7 @@ TEST(KernelSpec, DistinctSpecsHashApart) {
   Base.ElemBytes = 4;
   Base.Rank = 2;
   Base.Sizes = {8, 16};
-  Base.AxisSize = 16;
+  Base.AxisSize[0] = 16;
   for (uint64_t V = 1; V <= 64; ++V)
     for (int Field = 0; Field < 7; ++Field) {
       KernelSpec S = Base;
@@ -128,9 +128,9 @@ TEST(KernelSpec, DistinctSpecsHashApart) {
       if (Field < 5)
         (*Arrays[Field])[V % 2] += V;
       else if (Field == 5)
-        S.AxisStride = V;
+        S.AxisStride[0] = V;
       else
-        S.AxisSize += V;
+        S.AxisSize[0] += V;
       Specs.push_back(S);
     }
   std::set<size_t> Hashes;
