@@ -135,8 +135,15 @@ Status readTensor(const json &Root, const char *Name, TensorDesc &T) {
 } // namespace
 
 Expected<ValidDesc> JsonDescriptor::validate() const {
-  return Op == OpKind::Gather ? gatherjit::validate(Gather, Options)
-                              : gatherjit::validate(GatherElements, Options);
+  switch (Op) {
+  case OpKind::Gather:
+    return gatherjit::validate(Gather, Options);
+  case OpKind::GatherND:
+    return gatherjit::validate(GatherND, Options);
+  case OpKind::GatherElements:
+    break;
+  }
+  return gatherjit::validate(GatherElements, Options);
 }
 
 Expected<JsonDescriptor> parseDescriptorJson(std::string_view Text) {
@@ -175,30 +182,59 @@ Expected<JsonDescriptor> parseDescriptorJson(std::string_view Text) {
   if (!Root.is_object())
     return Status::invalidArgument("descriptor JSON: the top level must be an object");
   if (Status S = checkKeys(Root, "",
-                           {"operator", "axis", "index_dimensions",
+                           {"operator", "axis", "index_dimensions", "input_dimension_count",
+                            "indices_dimension_count", "batch_dimension_count",
                             "feature_level", "oob", "input", "indices", "output"});
       !S)
     return S;
   JsonDescriptor D;
   D.Options.Policy = OobPolicy::Clamp;
+  const char *const Operators =
+      "must be \"GATHER_ELEMENTS\", \"GATHER\", \"GATHER_ND\" or \"GATHER_ND1\"";
   auto Op = Root.find("operator");
   if (Op == Root.end() || !Op->is_string())
-    return fieldError("operator", "must be \"GATHER_ELEMENTS\" or \"GATHER\"");
+    return fieldError("operator", Operators);
   if (*Op == "GATHER_ELEMENTS")
     D.Op = OpKind::GatherElements;
   else if (*Op == "GATHER")
     D.Op = OpKind::Gather;
+  else if (*Op == "GATHER_ND" || *Op == "GATHER_ND1")
+    D.Op = OpKind::GatherND;
   else
-    return fieldError("operator", "= " + shown(*Op) +
-                                      " must be \"GATHER_ELEMENTS\" or \"GATHER\"");
+    return fieldError("operator", "= " + shown(*Op) + " " + Operators);
+  for (const char *Field : {"input_dimension_count", "indices_dimension_count"})
+    if (D.Op != OpKind::GatherND && Root.contains(Field))
+      return fieldError(Field, "applies to GATHER_ND and GATHER_ND1 only");
+  if (*Op != "GATHER_ND1" && Root.contains("batch_dimension_count"))
+    return fieldError("batch_dimension_count", "applies to GATHER_ND1 only");
+  // GATHER_ND's dimension counts where given (else the tensors' own, and
+  // no batches).
+  std::optional<uint64_t> Counts[3];
+  if (D.Op == OpKind::GatherND) {
+    for (const char *Field : {"axis", "index_dimensions"})
+      if (Root.contains(Field))
+        return fieldError(Field, "does not apply to " + Op->get<std::string>());
+    const char *Fields[] = {"input_dimension_count", "indices_dimension_count",
+                            "batch_dimension_count"};
+    for (int I = 0; I < 3; ++I)
+      if (auto It = Root.find(Fields[I]); It != Root.end()) {
+        uint64_t V;
+        if (Status S = readUInt(*It, Fields[I], UINT32_MAX, V); !S)
+          return S;
+        Counts[I] = V;
+      }
+  }
   uint64_t Axis = 0;
   auto AxisIt = Root.find("axis");
-  if (AxisIt == Root.end())
+  if (AxisIt == Root.end() && D.Op != OpKind::GatherND)
     return fieldError("axis", "is missing");
-  if (Status S = readUInt(*AxisIt, "axis", UINT32_MAX, Axis); !S)
-    return S;
+  if (AxisIt != Root.end())
+    if (Status S = readUInt(*AxisIt, "axis", UINT32_MAX, Axis); !S)
+      return S;
   auto IndexDims = Root.find("index_dimensions");
-  if (D.Op == OpKind::Gather) {
+  if (D.Op == OpKind::GatherND) {
+    // Read with the tensors below.
+  } else if (D.Op == OpKind::Gather) {
     if (IndexDims == Root.end())
       return fieldError("index_dimensions", "is missing (GATHER needs it)");
     uint64_t K;
@@ -235,6 +271,13 @@ Expected<JsonDescriptor> parseDescriptorJson(std::string_view Text) {
     return S;
   if (Status S = readTensor(Root, "output", D.output()); !S)
     return S;
+  if (D.Op == OpKind::GatherND) {
+    D.GatherND.InputDimensionCount =
+        static_cast<uint32_t>(Counts[0].value_or(D.GatherND.Input.rank()));
+    D.GatherND.IndicesDimensionCount =
+        static_cast<uint32_t>(Counts[1].value_or(D.GatherND.Indices.rank()));
+    D.GatherND.BatchDimensionCount = static_cast<uint32_t>(Counts[2].value_or(0));
+  }
   return D;
 }
 

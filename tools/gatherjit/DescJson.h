@@ -1,8 +1,11 @@
 //===- tools/gatherjit/DescJson.h - Descriptor JSON ----------------------===//
 /// \file
 /// Parses the DirectML-style descriptor JSON of `gatherjit run`:
-/// {"operator": "GATHER_ELEMENTS" | "GATHER", "axis": N,
-///  "index_dimensions": N (GATHER only), "feature_level": "4_1",
+/// {"operator": "GATHER_ELEMENTS" | "GATHER" | "GATHER_ND" | "GATHER_ND1",
+///  "axis": N (not GATHER_ND*), "index_dimensions": N (GATHER only),
+///  "input_dimension_count": N, "indices_dimension_count": N (GATHER_ND*,
+///  default: the tensor's dimension count), "batch_dimension_count": N
+///  (GATHER_ND1 only, default 0), "feature_level": "4_1",
 ///  "oob": "check" | "clamp", "input": {...}, "indices": {...},
 ///  "output": {...}}, each tensor {"data_type", "sizes", "strides"}.
 /// Unknown keys are errors, so a misspelt field is never ignored.
@@ -20,12 +23,25 @@ struct JsonDescriptor {
   OpKind Op = OpKind::GatherElements;
   GatherElementsDesc GatherElements;
   GatherDesc Gather;
+  GatherNDDesc GatherND;
   /// Policy defaults to Clamp, DirectML's behaviour.
   ValidateOptions Options;
 
-  TensorDesc &input() { return Op == OpKind::Gather ? Gather.Input : GatherElements.Input; }
-  TensorDesc &indices() { return Op == OpKind::Gather ? Gather.Indices : GatherElements.Indices; }
-  TensorDesc &output() { return Op == OpKind::Gather ? Gather.Output : GatherElements.Output; }
+  TensorDesc &input() {
+    return Op == OpKind::Gather ? Gather.Input
+           : Op == OpKind::GatherND ? GatherND.Input
+                                    : GatherElements.Input;
+  }
+  TensorDesc &indices() {
+    return Op == OpKind::Gather ? Gather.Indices
+           : Op == OpKind::GatherND ? GatherND.Indices
+                                    : GatherElements.Indices;
+  }
+  TensorDesc &output() {
+    return Op == OpKind::Gather ? Gather.Output
+           : Op == OpKind::GatherND ? GatherND.Output
+                                    : GatherElements.Output;
+  }
   Expected<ValidDesc> validate() const;
 };
 

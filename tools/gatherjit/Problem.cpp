@@ -82,6 +82,12 @@ Expected<ValidDesc> validateOnnx(ProblemSource Kind, const TensorDesc &Data,
       return D.status();
     return validate(*D, Options);
   }
+  if (Kind == ProblemSource::OnnxGatherND) {
+    Expected<GatherNDDesc> D = onnxGatherND(Data, Indices, Axis);
+    if (!D)
+      return D.status();
+    return validate(*D, Options);
+  }
   Expected<GatherDesc> D = onnxGather(Data, Indices, Axis);
   if (!D)
     return D.status();
@@ -92,6 +98,8 @@ std::vector<uint64_t> onnxOutputShape(ProblemSource Kind, const std::vector<uint
                                       const std::vector<uint64_t> &Indices, int64_t Axis) {
   if (Kind == ProblemSource::OnnxGatherElements)
     return Indices;
+  if (Kind == ProblemSource::OnnxGatherND)
+    return onnxGatherNDOutputShape(Data, Indices, static_cast<unsigned>(Axis));
   const int64_t Rank = static_cast<int64_t>(Data.size());
   return onnxGatherOutputShape(Data, Indices, static_cast<unsigned>(Axis < 0 ? Axis + Rank : Axis));
 }

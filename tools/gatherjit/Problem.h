@@ -17,11 +17,12 @@
 
 namespace gatherjit {
 
-enum class ProblemSource { OnnxGatherElements, OnnxGather, Json };
+enum class ProblemSource { OnnxGatherElements, OnnxGather, OnnxGatherND, Json };
 
 struct OperandFlags {
   ProblemSource Kind = ProblemSource::OnnxGatherElements;
   std::string Data, Indices, DescPath, Out;
+  /// --axis, or GatherND's --batch-dims.
   int64_t Axis = 0;
   std::string Oob = "check";
 };
@@ -45,7 +46,8 @@ struct Problem {
 /// Unsupported naming the flag, file or field at fault.
 Expected<Problem> loadProblem(const OperandFlags &Flags);
 
-/// Builds and validates an ONNX GatherElements or Gather node.
+/// Builds and validates an ONNX GatherElements, Gather or GatherND node
+/// (\p Axis is GatherND's batch_dims).
 Expected<ValidDesc> validateOnnx(ProblemSource Kind, const TensorDesc &Data,
                                  const TensorDesc &Indices, int64_t Axis,
                                  OobPolicy Policy);

@@ -3,13 +3,16 @@
 // gatherjit gather-elements --data D.npy --indices I.npy [--axis A]
 //                           [--oob check|clamp] -o OUT.npy
 // gatherjit gather          (the same operands; ONNX Gather)
+// gatherjit gather-nd --data D.npy --indices I.npy [--batch-dims B]
+//                     [--oob check|clamp] -o OUT.npy
 // gatherjit run DESC.json --input D.npy --indices I.npy -o OUT.npy
-// gatherjit ir {gather-elements|gather|run} ... [--asm]
+// gatherjit ir {gather-elements|gather|gather-nd|run} ... [--asm]
 // gatherjit demo            (the seed documents' examples, checked)
 // gatherjit aot [gather-elements|gather] --data-shape S --data-type T
 //               --indices-shape S --indices-type T --axis A [--desc J.json]...
 //               --name NAME... [--target TRIPLE --cpu CPU] -o K.o --header K.h
 // gatherjit bench [--cases GE1,G1,...] [--threads N] [--json FILE]
+// gatherjit onnx-test DIR...  (ONNX backend node tests: PASS/FAIL per DIR)
 //
 // Common flags: --engine jit|interp, --opt O0..O3, --threads N,
 // --repeat N, --stats (one JSON line on stderr after a success),
@@ -24,6 +27,7 @@
 #include "BenchCommand.h"
 #include "CliOptions.h"
 #include "Demo.h"
+#include "OnnxTest.h"
 #include "Problem.h"
 #include "gatherjit/Interpreter.h"
 #include "gatherjit/Runtime.h"
@@ -208,10 +212,12 @@ CLI::App *addOperands(CLI::App *Parent, ProblemSource Kind, OperandFlags &F,
                       bool OutputRequired) {
   const char *Name = Kind == ProblemSource::OnnxGatherElements ? "gather-elements"
                      : Kind == ProblemSource::OnnxGather       ? "gather"
+                     : Kind == ProblemSource::OnnxGatherND     ? "gather-nd"
                                                                : "run";
   const char *Help = Kind == ProblemSource::OnnxGatherElements ? "ONNX GatherElements"
-                     : Kind == ProblemSource::OnnxGather
-                         ? "ONNX Gather"
+                     : Kind == ProblemSource::OnnxGather       ? "ONNX Gather"
+                     : Kind == ProblemSource::OnnxGatherND
+                         ? "ONNX GatherND"
                          : "a DirectML-style descriptor (DESC.json)";
   CLI::App *Sub = Parent->add_subcommand(Name, Help);
   F.Kind = Kind;
@@ -220,8 +226,13 @@ CLI::App *addOperands(CLI::App *Parent, ProblemSource Kind, OperandFlags &F,
     Sub->add_option("--input", F.Data, "input buffer (.npy)")->required();
   } else {
     Sub->add_option("--data", F.Data, "data tensor (.npy)")->required();
-    Sub->add_option("--axis", F.Axis, "axis, negative counts from the back")
-        ->check(integerIn(INT32_MIN, INT32_MAX));
+    if (Kind == ProblemSource::OnnxGatherND)
+      Sub->add_option("--batch-dims", F.Axis,
+                      "leading dimensions of data and indices that are batches (default 0)")
+          ->check(integerIn(0, MaxRank));
+    else
+      Sub->add_option("--axis", F.Axis, "axis, negative counts from the back")
+          ->check(integerIn(INT32_MIN, INT32_MAX));
     Sub->add_option("--oob", F.Oob, "out-of-range indices: check (error, default) or clamp")
         ->check(CLI::IsMember({"check", "clamp"}));
   }
@@ -240,17 +251,18 @@ int run(int Argc, char **Argv) {
     EngineFlags Engine;
     CLI::App *Sub = nullptr;
   };
-  const ProblemSource Kinds[] = {ProblemSource::OnnxGatherElements,
-                                 ProblemSource::OnnxGather, ProblemSource::Json};
-  Command Run[3], IR[3];
+  const ProblemSource Kinds[] = {ProblemSource::OnnxGatherElements, ProblemSource::OnnxGather,
+                                 ProblemSource::OnnxGatherND, ProblemSource::Json};
+  constexpr int NumKinds = 4;
+  Command Run[NumKinds], IR[NumKinds];
   bool Asm = false;
-  for (int I = 0; I < 3; ++I) {
+  for (int I = 0; I < NumKinds; ++I) {
     Run[I].Sub = addOperands(&App, Kinds[I], Run[I].Operands, true);
     addEngineFlags(Run[I].Sub, Run[I].Engine);
   }
   CLI::App *IRSub = App.add_subcommand("ir", "print the optimized LLVM IR (or --asm)");
   IRSub->require_subcommand(1);
-  for (int I = 0; I < 3; ++I) {
+  for (int I = 0; I < NumKinds; ++I) {
     IR[I].Sub = addOperands(IRSub, Kinds[I], IR[I].Operands, false);
     addEngineFlags(IR[I].Sub, IR[I].Engine);
     IR[I].Sub->add_flag("--asm", Asm, "print machine code instead of IR");
@@ -260,6 +272,8 @@ int run(int Argc, char **Argv) {
   CLI::App *AotSub = addAotCommand(App, Aot);
   BenchFlags Bench;
   CLI::App *BenchSub = addBenchCommand(App, Bench);
+  OnnxTestFlags OnnxTest;
+  CLI::App *OnnxTestSub = addOnnxTestCommand(App, OnnxTest);
 
   try {
     App.parse(Argc, Argv);
@@ -276,11 +290,16 @@ int run(int Argc, char **Argv) {
     Status S = runBench(Bench);
     return S ? 0 : report(S);
   }
+  if (OnnxTestSub->parsed()) {
+    Status Error = Status::ok();
+    const int Code = runOnnxTest(OnnxTest, Error);
+    return Error ? Code : report(Error);
+  }
   if (AotSub->parsed()) {
     Status S = runAot(Aot);
     return S ? 0 : report(S);
   }
-  for (int I = 0; I < 3; ++I) {
+  for (int I = 0; I < NumKinds; ++I) {
     for (bool IsIR : {false, true}) {
       Command &C = IsIR ? IR[I] : Run[I];
       if (!C.Sub->parsed())

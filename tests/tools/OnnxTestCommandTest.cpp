@@ -1,0 +1,156 @@
+//===- tests/tools/OnnxTestCommandTest.cpp - `gatherjit onnx-test` -------===//
+//
+// The official node tests where Debian's libonnx-testdata is installed, and
+// directories written here with ONNX's own protobuf classes: a GatherND with
+// batch dimensions in typed fields, a wrong expected output, another
+// operator, a corrupt model.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CliTestUtil.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+using namespace gatherjit::test;
+using ::testing::HasSubstr;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+void writeProto(const fs::path &Path, const google::protobuf::MessageLite &M) {
+  std::string Bytes;
+  ASSERT_TRUE(M.SerializeToString(&Bytes));
+  spit(Path.string(), Bytes);
+}
+
+onnx::TensorProto int64Tensor(const std::vector<int64_t> &Dims,
+                              const std::vector<int64_t> &Values) {
+  onnx::TensorProto T;
+  T.set_data_type(onnx::TensorProto::INT64);
+  for (int64_t D : Dims)
+    T.add_dims(D);
+  for (int64_t V : Values)
+    T.add_int64_data(V);
+  return T;
+}
+
+onnx::TensorProto floatTensor(const std::vector<int64_t> &Dims, const std::vector<float> &Values) {
+  onnx::TensorProto T;
+  T.set_data_type(onnx::TensorProto::FLOAT);
+  for (int64_t D : Dims)
+    T.add_dims(D);
+  for (float V : Values)
+    T.add_float_data(V);
+  return T;
+}
+
+/// A node-test directory: a model of one \p Op node over inputs "data" and
+/// "indices" with an integer attribute, and one data set.
+void writeTest(const fs::path &Dir, const std::string &Op, const std::string &Attr,
+               int64_t Value, const onnx::TensorProto &Data, const onnx::TensorProto &Indices,
+               const onnx::TensorProto &Output) {
+  fs::create_directories(Dir / "test_data_set_0");
+  onnx::ModelProto M;
+  M.set_ir_version(7);
+  M.add_opset_import()->set_version(13);
+  onnx::GraphProto *G = M.mutable_graph();
+  onnx::NodeProto *N = G->add_node();
+  N->set_op_type(Op);
+  N->add_input("data");
+  N->add_input("indices");
+  N->add_output("y");
+  if (!Attr.empty()) {
+    onnx::AttributeProto *A = N->add_attribute();
+    A->set_name(Attr);
+    A->set_type(onnx::AttributeProto::INT);
+    A->set_i(Value);
+  }
+  G->add_input()->set_name("data");
+  G->add_input()->set_name("indices");
+  G->add_output()->set_name("y");
+  writeProto(Dir / "model.onnx", M);
+  writeProto(Dir / "test_data_set_0" / "input_0.pb", Data);
+  writeProto(Dir / "test_data_set_0" / "input_1.pb", Indices);
+  writeProto(Dir / "test_data_set_0" / "output_0.pb", Output);
+}
+
+/// DirectML's GatherND1 example: 3 batches of 2x2, 2-tuples.
+void writeBatchedGatherND(const fs::path &Dir, const std::vector<float> &Expected) {
+  std::vector<float> Data(12);
+  for (int I = 0; I < 12; ++I)
+    Data[I] = static_cast<float>(I);
+  writeTest(Dir, "GatherND", "batch_dims", 1, floatTensor({3, 2, 2}, Data),
+            int64Tensor({3, 2, 2}, {0, 0, 1, 1, 1, 1, 0, 0, 0, 1, 1, 0}),
+            floatTensor({3, 2}, Expected));
+}
+
+TEST(OnnxTestCommand, EveryOfficialGatherNodeTestPasses) {
+  const fs::path Root = GATHERJIT_ONNX_NODE_TESTS;
+  if (Root.empty() || !fs::is_directory(Root))
+    GTEST_SKIP() << "libonnx-testdata is not installed";
+  std::string Args = "onnx-test";
+  int Count = 0;
+  for (const auto &Entry : fs::directory_iterator(Root)) {
+    const std::string Name = Entry.path().filename().string();
+    if (Name.rfind("test_gather", 0) == 0) {
+      Args += " " + Entry.path().string();
+      ++Count;
+    }
+  }
+  ASSERT_GE(Count, 10); // Gather, GatherElements and GatherND, 11-13.
+  ScratchDir Dir;
+  CliResult R = runCli(Dir, Args);
+  EXPECT_EQ(R.Exit, 0) << R.Out;
+  EXPECT_EQ(std::count(R.Out.begin(), R.Out.end(), '\n'), Count + 1);
+  EXPECT_THAT(R.Out, HasSubstr("PASS test_gathernd_example_int32_batch_dim1\n"));
+  EXPECT_THAT(R.Out, HasSubstr(std::to_string(Count) + " passed, 0 failed\n"));
+}
+
+TEST(OnnxTestCommand, TypedFieldsAndBatchDimensions) {
+  ScratchDir Dir;
+  writeBatchedGatherND(Dir.Path / "nd_batch", {0, 3, 7, 4, 9, 10});
+  writeTest(Dir.Path / "ge_axis1", "GatherElements", "axis", 1,
+            floatTensor({2, 2}, {1, 2, 3, 4}), int64Tensor({2, 2}, {0, 0, 1, -2}),
+            floatTensor({2, 2}, {1, 1, 4, 3}));
+  CliResult R = runCli(Dir, "onnx-test " + (Dir / "nd_batch") + " " + (Dir / "ge_axis1"));
+  EXPECT_EQ(R.Exit, 0) << R.Out << R.Err;
+  EXPECT_EQ(R.Out, "PASS nd_batch\nPASS ge_axis1\n2 passed, 0 failed\n");
+}
+
+TEST(OnnxTestCommand, FailuresAreOneLineEachAndTheRestStillRun) {
+  ScratchDir Dir;
+  writeBatchedGatherND(Dir.Path / "wrong", {0, 3, 7, 4, 9, 11}); // 10 is right.
+  writeTest(Dir.Path / "test_add", "Add", "", 0, floatTensor({1}, {1}), floatTensor({1}, {2}),
+            floatTensor({1}, {3}));
+  writeBatchedGatherND(Dir.Path / "corrupt", {0, 3, 7, 4, 9, 10});
+  spit((Dir.Path / "corrupt" / "model.onnx").string(), "\x08\xff\xff\xff garbage");
+  writeBatchedGatherND(Dir.Path / "bad_index", {0, 3, 7, 4, 9, 10});
+  writeProto(Dir.Path / "bad_index" / "test_data_set_0" / "input_1.pb",
+             int64Tensor({3, 2, 2}, {0, 0, 1, 1, 1, 1, 0, 0, 0, 1, 1, 5}));
+  writeBatchedGatherND(Dir.Path / "ok", {0, 3, 7, 4, 9, 10});
+  CliResult R = runCli(Dir, "onnx-test " + (Dir / "wrong") + " " + (Dir / "test_add") + " " +
+                                (Dir / "corrupt") + " " + (Dir / "missing") + " " +
+                                (Dir / "bad_index") + " " + (Dir / "ok"));
+  EXPECT_EQ(R.Exit, 1);
+  EXPECT_EQ(R.Err, "");
+  std::vector<std::string> Lines;
+  std::istringstream In(R.Out);
+  for (std::string Line; std::getline(In, Line);)
+    Lines.push_back(Line);
+  ASSERT_EQ(Lines.size(), 7u) << R.Out;
+  EXPECT_EQ(Lines[0], "FAIL wrong: test_data_set_0: output[2,1]: got 10, expected 11");
+  EXPECT_THAT(Lines[1], HasSubstr("FAIL test_add: "));
+  EXPECT_THAT(Lines[1], HasSubstr("'Add'"));
+  EXPECT_THAT(Lines[2], HasSubstr("FAIL corrupt: model.onnx: not a valid onnx.ModelProto"));
+  EXPECT_THAT(Lines[3], HasSubstr("FAIL missing: "));
+  EXPECT_THAT(Lines[4], HasSubstr("FAIL bad_index: test_data_set_0: GatherND: "));
+  EXPECT_THAT(Lines[4], HasSubstr("(1, 5)"));
+  EXPECT_EQ(Lines[5], "PASS ok");
+  EXPECT_EQ(Lines[6], "1 passed, 5 failed");
+}
+
+} // namespace
