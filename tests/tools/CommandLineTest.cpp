@@ -56,6 +56,55 @@ TEST_F(CommandLine, OnnxGather) {
   EXPECT_EQ(Shape, (std::vector<uint64_t>{2, 3}));
 }
 
+TEST_F(CommandLine, OnnxGatherNDWithBatchDims) {
+  // ONNX's GatherND example 5: batch_dims = 1.
+  writeArray<int32_t>(Dir / "cube.npy", "<i4", {2, 2, 2}, {0, 1, 2, 3, 4, 5, 6, 7});
+  writeArray<int64_t>(Dir / "tuples.npy", "<i8", {2, 1}, {1, 0});
+  for (const char *Engine : {"jit", "interp"}) {
+    CliResult R = runCli(Dir, "gather-nd --data " + Dir / "cube.npy" + " --indices " +
+                                  Dir / "tuples.npy" + " --batch-dims 1 --engine " + Engine +
+                                  " -o " + Dir / "out.npy");
+    ASSERT_EQ(R.Exit, 0) << R.Err;
+    std::vector<uint64_t> Shape;
+    EXPECT_EQ(readArray<int32_t>(Dir / "out.npy", &Shape), (std::vector<int32_t>{2, 3, 4, 5}));
+    EXPECT_EQ(Shape, (std::vector<uint64_t>{2, 2}));
+  }
+  writeArray<int64_t>(Dir / "bad.npy", "<i8", {2, 1}, {1, 2});
+  CliResult R = runCli(Dir, "gather-nd --data " + Dir / "cube.npy" + " --indices " +
+                                Dir / "bad.npy" + " --batch-dims 1 -o " + Dir / "bad_out.npy");
+  expectBadInput(R, "GatherND: the index tuple IndicesTensor[0,1,:] = (2) (position 1)");
+  EXPECT_FALSE(std::filesystem::exists(Dir / "bad_out.npy"));
+  R = runCli(Dir, "gather-nd --data " + Dir / "cube.npy" + " --indices " + Dir / "bad.npy" +
+                      " --batch-dims 1 --oob clamp -o " + Dir / "out.npy");
+  ASSERT_EQ(R.Exit, 0) << R.Err;
+  EXPECT_EQ(readArray<int32_t>(Dir / "out.npy"), (std::vector<int32_t>{2, 3, 6, 7}));
+  expectBadInput(runCli(Dir, "gather-nd --data " + Dir / "cube.npy" + " --indices " +
+                                 Dir / "tuples.npy" + " --batch-dims 2 -o " + Dir / "o.npy"),
+                 "batch_dims = 2 is out of range");
+  expectBadInput(runCli(Dir, "gather-nd --data " + Dir / "cube.npy" + " --indices " +
+                                 Dir / "tuples.npy" + " --axis 1 -o " + Dir / "o.npy"),
+                 "--axis");
+}
+
+TEST_F(CommandLine, RunGatherND1Descriptor) {
+  spit(Dir / "nd1.json", R"({"operator": "GATHER_ND1", "batch_dimension_count": 1,
+    "input_dimension_count": 3, "indices_dimension_count": 3,
+    "input": {"data_type": "FLOAT32", "sizes": [1, 3, 2, 2]},
+    "indices": {"data_type": "UINT32", "sizes": [1, 3, 2, 2]},
+    "output": {"data_type": "FLOAT32", "sizes": [1, 1, 3, 2]}})");
+  std::vector<float> In(12);
+  for (int I = 0; I < 12; ++I)
+    In[I] = static_cast<float>(I);
+  writeArray<float>(Dir / "in.npy", "<f4", {1, 3, 2, 2}, In);
+  writeArray<uint32_t>(Dir / "t.npy", "<u4", {1, 3, 2, 2}, {0, 0, 1, 1, 1, 1, 0, 0, 0, 1, 1, 0});
+  CliResult R = runCli(Dir, "run " + Dir / "nd1.json" + " --input " + Dir / "in.npy" +
+                                " --indices " + Dir / "t.npy" + " -o " + Dir / "out.npy");
+  ASSERT_EQ(R.Exit, 0) << R.Err;
+  std::vector<uint64_t> Shape;
+  EXPECT_EQ(readArray<float>(Dir / "out.npy", &Shape), (std::vector<float>{0, 3, 7, 4, 9, 10}));
+  EXPECT_EQ(Shape, (std::vector<uint64_t>{1, 1, 3, 2}));
+}
+
 TEST_F(CommandLine, FortranOrderDataIsReadCorrectly) {
   // data.T stored in Fortran order is data again, logically transposed.
   std::string Header = "{'descr': '<f4', 'fortran_order': True, 'shape': (3, 3), }";

@@ -46,6 +46,37 @@ TEST(DescJson, OptionalFields) {
   EXPECT_EQ(D->Options.Level, FeatureLevel::L3_0);
 }
 
+TEST(DescJson, GatherNDAndGatherND1) {
+  const std::string Nd1 = R"({"operator": "GATHER_ND1", "batch_dimension_count": 1,
+    "input_dimension_count": 3, "indices_dimension_count": 3,
+    "input": {"data_type": "FLOAT32", "sizes": [1, 3, 2, 2]},
+    "indices": {"data_type": "UINT32", "sizes": [1, 3, 2, 2]},
+    "output": {"data_type": "FLOAT32", "sizes": [1, 1, 3, 2]}})";
+  Expected<JsonDescriptor> D = parseDescriptorJson(Nd1);
+  ASSERT_TRUE(D.isOk()) << D.status().message();
+  EXPECT_EQ(D->Op, OpKind::GatherND);
+  EXPECT_EQ(D->GatherND.BatchDimensionCount, 1u);
+  EXPECT_EQ(D->GatherND.InputDimensionCount, 3u);
+  EXPECT_TRUE(D->validate().isOk()) << D->validate().status().message();
+  // The dimension counts default to the tensors' own.
+  Expected<JsonDescriptor> Plain = parseDescriptorJson(R"({"operator": "GATHER_ND",
+    "input": {"data_type": "FLOAT32", "sizes": [2, 2]},
+    "indices": {"data_type": "INT64", "sizes": [2, 1]},
+    "output": {"data_type": "FLOAT32", "sizes": [2, 2]}})");
+  ASSERT_TRUE(Plain.isOk()) << Plain.status().message();
+  EXPECT_EQ(Plain->GatherND.InputDimensionCount, 2u);
+  EXPECT_EQ(Plain->GatherND.IndicesDimensionCount, 2u);
+  EXPECT_EQ(Plain->GatherND.BatchDimensionCount, 0u);
+  EXPECT_THAT(errorOf(replace(Nd1, "GATHER_ND1", "GATHER_ND")),
+              HasSubstr("\"batch_dimension_count\" applies to GATHER_ND1 only"));
+  EXPECT_THAT(errorOf(replace(Nd1, "\"batch_dimension_count\": 1", "\"axis\": 1")),
+              HasSubstr("\"axis\" does not apply to GATHER_ND1"));
+  EXPECT_THAT(errorOf(replace(Good, "\"axis\": 0", "\"axis\": 0, \"input_dimension_count\": 2")),
+              HasSubstr("\"input_dimension_count\" applies to GATHER_ND and GATHER_ND1 only"));
+  EXPECT_THAT(errorOf(replace(Nd1, "\"input_dimension_count\": 3", "\"input_dimension_count\": -3")),
+              HasSubstr("\"input_dimension_count\" = -3 must be non-negative"));
+}
+
 TEST(DescJson, Errors) {
   EXPECT_THAT(errorOf("{"), HasSubstr("not valid JSON"));
   EXPECT_THAT(errorOf("[]"), HasSubstr("top level must be an object"));
