@@ -17,12 +17,12 @@ namespace gatherjit::bench {
 
 struct BenchCase {
   const char *Name;
-  OpKind Op; ///< ONNX GatherElements or Gather.
+  OpKind Op; ///< ONNX GatherElements, Gather or GatherND.
   DataType Data;
   std::vector<uint64_t> DataShape;
   DataType Index;
   std::vector<uint64_t> IndexShape;
-  int64_t Axis;
+  int64_t Axis; ///< GatherND: batch_dims.
   OobPolicy Policy;
 };
 
@@ -41,6 +41,11 @@ inline const std::vector<BenchCase> &benchCases() {
       {"G2", OpKind::Gather, DT::Float32, {1024, 4096}, DT::Int32, {1024}, 1, OobPolicy::Check},
       {"G3", OpKind::Gather, DT::Float32, {256, 1024}, DT::Int64, {64, 32}, 1, OobPolicy::Check},
       {"G4", OpKind::Gather, DT::Float32, {4}, DT::Int64, {5}, 0, OobPolicy::Check},
+      // A paged KV-cache read: 256 sequences of 16 block numbers pick 4 KiB
+      // blocks of 16 tokens x 128 FLOAT16 from a pool of 4096.
+      {"GN1", OpKind::GatherND, DT::Float16, {4096, 16, 128}, DT::Int32, {256, 16, 1}, 0, OobPolicy::Check},
+      // Point reads: 1,048,576 (row, column) pairs into a 4 MiB matrix.
+      {"GN2", OpKind::GatherND, DT::Float32, {1024, 1024}, DT::Int64, {1048576, 2}, 0, OobPolicy::Check},
   };
   return Cases;
 }
@@ -63,6 +68,10 @@ inline Expected<ValidDesc> benchDesc(const BenchCase &C) {
     Expected<GatherElementsDesc> D = onnxGatherElements(Data, Idx, C.Axis);
     return D ? validate(*D, Options) : Expected<ValidDesc>(D.status());
   }
+  if (C.Op == OpKind::GatherND) {
+    Expected<GatherNDDesc> D = onnxGatherND(Data, Idx, C.Axis);
+    return D ? validate(*D, Options) : Expected<ValidDesc>(D.status());
+  }
   Expected<GatherDesc> D = onnxGather(Data, Idx, C.Axis);
   return D ? validate(*D, Options) : Expected<ValidDesc>(D.status());
 }
@@ -81,10 +90,14 @@ inline BenchData benchData(const ValidDesc &V) {
     const uint64_t R = Rng();
     std::memcpy(&B.Input[I], &R, std::min<size_t>(8, B.Input.size() - I));
   }
-  const uint64_t Count = requiredElements(V.Indices), Size = V.axisSize();
+  const uint64_t Count = requiredElements(V.Indices);
   const unsigned Bytes = V.Indices.elementBytes();
   B.Indices.resize(Count * Bytes);
   for (uint64_t I = 0; I < Count; ++I) {
+    // Packed indices: GatherND's tuple components take turns.
+    const uint64_t Size = V.Op == OpKind::GatherND
+                              ? V.Input.Sizes[V.firstTupleDim() + I % V.tupleSize()]
+                              : V.axisSize();
     const uint64_t Index = Rng() % Size;
     std::memcpy(&B.Indices[I * Bytes], &Index, Bytes); // Little-endian.
   }

@@ -325,8 +325,9 @@ Expected<SuiteReport> runSuite(const SuiteOptions &Options,
       Row.MemcpyGbps = Line;
       R.Rows.push_back(Row);
     }
-    if (std::string(C->Name) == "GE2") {
-      Progress("GE2 random-read floor");
+    if ((std::string(C->Name) == "GE2" || std::string(C->Name) == "GN2") &&
+        R.RandomReadNs == 0) {
+      Progress("random-read floor");
       R.RandomReadNs = randomReadNs();
     }
   }

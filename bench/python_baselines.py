@@ -1,9 +1,11 @@
 # What users would pick instead of gatherjit, timed on the benchmark cases:
-# numpy.take_along_axis / numpy.take and torch.gather / torch.index_select,
-# single-threaded, output preallocated where the API allows it.
+# numpy.take_along_axis / numpy.take / advanced indexing and torch.gather /
+# torch.index_select / advanced indexing, single-threaded, output
+# preallocated where the API allows it.
 #
 # Input (argv[1]): a JSON list of {"case", "op", "data_type", "data_shape",
-# "index_type", "index_shape", "axis"}. Output (stdout): a JSON object
+# "index_type", "index_shape", "axis"} ("axis" is GatherND's batch_dims).
+# Output (stdout): a JSON object
 # {"numpy": {case: median_ns}, "torch": {case: median_ns}} holding the
 # libraries that are installed. `gatherjit bench` runs this when python3 is
 # available.
@@ -33,6 +35,15 @@ def median_ns(call):
     return samples[n // 2] if n % 2 else (samples[n // 2 - 1] + samples[n // 2]) / 2
 
 
+def random_indices(rng, c):
+    """Valid indices: along the axis, or per GatherND tuple component."""
+    import numpy as np
+    if c["op"] != "GatherND":
+        return rng.integers(0, c["data_shape"][c["axis"]], size=c["index_shape"])
+    sizes = np.array(c["data_shape"][c["axis"]:c["axis"] + c["index_shape"][-1]])
+    return (rng.random(size=c["index_shape"]) * sizes).astype(np.int64)
+
+
 def main():
     cases = json.loads(sys.argv[1])
     results = {}
@@ -42,9 +53,14 @@ def main():
         out = {}
         for c in cases:
             data = rng.integers(0, 100, size=c["data_shape"]).astype(DTYPES[c["data_type"]])
-            axis_size = c["data_shape"][c["axis"]]
-            idx = rng.integers(0, axis_size, size=c["index_shape"]).astype(DTYPES[c["index_type"]])
-            if c["op"] == "GatherElements":
+            idx = random_indices(rng, c).astype(DTYPES[c["index_type"]])
+            if c["op"] == "GatherND":
+                if c["axis"] != 0:
+                    continue
+                # data[tuple(idx.T)]: advanced indexing, one array per component.
+                parts = tuple(np.moveaxis(idx, -1, 0))
+                out[c["case"]] = median_ns(lambda: data[parts])
+            elif c["op"] == "GatherElements":
                 out[c["case"]] = median_ns(lambda: np.take_along_axis(data, idx, c["axis"]))
             else:
                 shape = (c["data_shape"][:c["axis"]] + c["index_shape"] +
@@ -56,15 +72,20 @@ def main():
     except ImportError:
         pass
     try:
+        import numpy as np
         import torch
         torch.set_num_threads(1)
         out = {}
         for c in cases:
             dtype = getattr(torch, DTYPES[c["data_type"]])
             data = torch.randint(0, 100, c["data_shape"]).to(dtype)
-            axis_size = c["data_shape"][c["axis"]]
-            idx = torch.randint(0, axis_size, c["index_shape"], dtype=torch.int64)
-            if c["op"] == "GatherElements":
+            idx = torch.from_numpy(random_indices(np.random.default_rng(12345), c))
+            if c["op"] == "GatherND":
+                if c["axis"] != 0:
+                    continue
+                parts = tuple(idx.movedim(-1, 0))
+                out[c["case"]] = median_ns(lambda: data[parts])
+            elif c["op"] == "GatherElements":
                 dst = torch.empty(c["index_shape"], dtype=dtype)
                 out[c["case"]] = median_ns(lambda: torch.gather(data, c["axis"], idx, out=dst))
             elif len(c["index_shape"]) == 1:

@@ -65,6 +65,24 @@ TEST(AotCommand, CrossCompilesForAarch64) {
   EXPECT_THAT(slurp(Dir / "a.h"), HasSubstr("aarch64"));
 }
 
+TEST(AotCommand, GatherNDFromShapeFlags) {
+  ScratchDir Dir;
+  CliResult R = runCli(Dir, "aot gather-nd --data-shape 8,4096,64 --data-type FLOAT16 "
+                            "--indices-shape 8,16,1 --indices-type INT32 --batch-dims 1 "
+                            "--name pages -o " + (Dir / "p.o") + " --header " + (Dir / "p.h"));
+  ASSERT_EQ(R.Exit, 0) << R.Err;
+  const std::string Header = slurp(Dir / "p.h");
+  EXPECT_THAT(Header, HasSubstr("GatherND input=FLOAT16{8,4096,64}"));
+  EXPECT_THAT(Header, HasSubstr("batch_dimension_count=1"));
+  EXPECT_THAT(Header, HasSubstr("#define pages_OUTPUT_BYTES 16384u")); // 8*16*64*2
+  R = runCli(Dir, "aot gather-nd --data-shape 4,4 --indices-shape 2,1 --axis 1 --name x -o " +
+                      (Dir / "x.o") + " --header " + (Dir / "x.h"));
+  expectOneErrorLine(R, 2, "--axis does not apply to gather-nd; use --batch-dims");
+  R = runCli(Dir, "aot gather --data-shape 4,4 --indices-shape 2 --batch-dims 1 --name x -o " +
+                      (Dir / "x.o") + " --header " + (Dir / "x.h"));
+  expectOneErrorLine(R, 2, "--batch-dims applies to gather-nd only");
+}
+
 TEST(AotCommand, BadInputExitsTwoAndWritesNothing) {
   ScratchDir Dir;
   spit(Dir / "keep.o", "old object");

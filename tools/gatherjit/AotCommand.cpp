@@ -16,10 +16,10 @@ CLI::App *addAotCommand(CLI::App &App, AotFlags &F) {
   CLI::App *Sub = App.add_subcommand(
       "aot", "compile kernels ahead of time into an object file and a C header");
   Sub->add_option("operands", F.Positional,
-                  "gather-elements (default) or gather, for the shape flags; "
+                  "gather-elements (default), gather or gather-nd, for the shape flags; "
                   "run DESC.json or DESC.json, the same as --desc");
   Sub->add_option("--op", F.Operator, "the same as the positional operator")
-      ->check(CLI::IsMember({"gather-elements", "gather"}));
+      ->check(CLI::IsMember({"gather-elements", "gather", "gather-nd"}));
   Sub->add_option("--data-shape", F.DataShape, "data sizes, e.g. 4096,4096");
   Sub->add_option("--data-type", F.DataType, "data element type (default FLOAT32)");
   Sub->add_option("--data-strides", F.DataStrides, "data strides in elements (default packed)");
@@ -31,6 +31,8 @@ CLI::App *addAotCommand(CLI::App &App, AotFlags &F) {
                   "indices strides in elements (default packed)");
   Sub->add_option("--axis", F.Axis, "axis, negative counts from the back")
       ->check(integerIn(INT32_MIN, INT32_MAX));
+  Sub->add_option("--batch-dims", F.BatchDims, "gather-nd: leading batch dimensions (default 0)")
+      ->check(integerIn(0, MaxRank));
   Sub->add_option("--oob", F.Oob, "out-of-range indices: check (error, default) or clamp")
       ->check(CLI::IsMember({"check", "clamp"}));
   Sub->add_option("--desc", F.Descs, "descriptor JSON, once per kernel");
@@ -124,7 +126,7 @@ Expected<std::vector<AotKernel>> collectKernels(AotFlags F) {
   // files (optionally after "run", as `gatherjit run` takes them).
   std::vector<std::string> PositionalDescs;
   for (const std::string &Op : F.Positional) {
-    if (Op == "gather-elements" || Op == "gather")
+    if (Op == "gather-elements" || Op == "gather" || Op == "gather-nd")
       F.Operator = Op;
     else if (Op != "run")
       PositionalDescs.push_back(Op);
@@ -142,9 +144,15 @@ Expected<std::vector<AotKernel>> collectKernels(AotFlags F) {
         tensorFromFlags(F.IndicesShape, F.IndicesType, F.IndicesStrides, "indices");
     if (!Indices)
       return Indices.status();
-    const ProblemSource Kind = F.Operator == "gather" ? ProblemSource::OnnxGather
-                                                      : ProblemSource::OnnxGatherElements;
-    Expected<ValidDesc> V = validateOnnx(Kind, *Data, *Indices, F.Axis,
+    const ProblemSource Kind = F.Operator == "gather"      ? ProblemSource::OnnxGather
+                               : F.Operator == "gather-nd" ? ProblemSource::OnnxGatherND
+                                                           : ProblemSource::OnnxGatherElements;
+    if (Kind == ProblemSource::OnnxGatherND && F.Axis != 0)
+      return Status::invalidArgument("--axis does not apply to gather-nd; use --batch-dims");
+    if (Kind != ProblemSource::OnnxGatherND && F.BatchDims != 0)
+      return Status::invalidArgument("--batch-dims applies to gather-nd only");
+    Expected<ValidDesc> V = validateOnnx(Kind, *Data, *Indices,
+                                         Kind == ProblemSource::OnnxGatherND ? F.BatchDims : F.Axis,
                                          F.Oob == "clamp" ? OobPolicy::Clamp : OobPolicy::Check);
     if (!V)
       return V.status();

@@ -22,6 +22,7 @@ struct AotFlags {
   std::string DataShape, DataType = "FLOAT32", IndicesShape, IndicesType = "INT64";
   std::string DataStrides, IndicesStrides;
   int64_t Axis = 0;
+  int64_t BatchDims = 0;
   std::string Oob = "check";
   std::vector<std::string> Descs, Names;
   std::string Triple, Cpu, Features, Opt = "O2";

@@ -264,7 +264,7 @@ std::string markdown(const SuiteReport &R, const LibraryTimes &Libraries,
   for (size_t L = 0; L < Libraries.size(); ++L)
     M << "---|---|";
   M << "\n";
-  double Ge2Jit = 0;
+  std::vector<std::pair<std::string, double>> RandomCases;
   for (const auto &[Name, C] : byCase(R)) {
     if (!C.Interp || !C.Generic || !C.Jit)
       continue;
@@ -285,13 +285,17 @@ std::string markdown(const SuiteReport &R, const LibraryTimes &Libraries,
           << " |";
     }
     M << "\n";
-    if (Name == "GE2")
-      Ge2Jit = C.Jit->MedianNs;
+    if (Name == "GE2" || Name == "GN2")
+      RandomCases.emplace_back(Name, C.Jit->MedianNs);
   }
-  if (Ge2Jit > 0 && R.RandomReadNs > 0) {
-    const double Floor = R.RandomReadNs * 4096.0 * 4096.0;
-    M << "\nGE2 random-read floor (random 4-byte reads from a 64 MiB table, same run): "
-      << duration(Floor) << "; jit takes " << fmt("%.2fx", Ge2Jit / Floor) << " of it.\n";
+  // GE2 reads 4096 x 4096 random elements, GN2 1,048,576 random points.
+  for (const auto &[Name, Ns] : RandomCases) {
+    if (R.RandomReadNs <= 0)
+      break;
+    const double Floor = R.RandomReadNs * (Name == "GE2" ? 4096.0 * 4096.0 : 1048576.0);
+    M << "\n" << Name
+      << " random-read floor (random 4-byte reads from a 64 MiB table, same run): "
+      << duration(Floor) << "; jit takes " << fmt("%.2fx", Ns / Floor) << " of it.\n";
   }
   M << "\nCompile latency (medians): a new small kernel (the quick tier) "
     << fmt("%.2f ms", R.ColdGatherElementsMs) << " GatherElements, "
@@ -377,8 +381,9 @@ Status runBench(const BenchFlags &F) {
   if (Libraries.empty())
     Md += "\nNeither numpy nor PyTorch is installed: no columns for them.\n";
   else
-    Md += "\nnumpy: take_along_axis (GatherElements) and take (Gather); PyTorch: gather and "
-          "index_select, one thread; same cases, same run.\n";
+    Md += "\nnumpy: take_along_axis (GatherElements), take (Gather) and data[tuple(idx.T)] "
+          "(GatherND); PyTorch: gather, index_select and data[tuple(idx.T)], one thread; same "
+          "cases, same run.\n";
   for (const auto &[Path, Text] : {std::pair<std::string, const std::string &>{Base + ".json", Json},
                                    {Base + ".md", Md}})
     if (Status S = writeFileAtomic(Path, Text); !S)
