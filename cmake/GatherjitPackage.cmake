@@ -34,6 +34,7 @@ add_executable(gatherjit::cli ALIAS gatherjit_cli)
 install(TARGETS gatherjit_shared gatherjit_cli EXPORT gatherjitTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS gatherjit_onnx_test RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(DIRECTORY include/gatherjit DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 set(GATHERJIT_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/gatherjit)
 install(EXPORT gatherjitTargets NAMESPACE gatherjit:: DESTINATION ${GATHERJIT_CMAKE_DIR})

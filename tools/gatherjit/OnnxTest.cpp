@@ -12,7 +12,6 @@
 #include "gatherjit/Runtime.h"
 #include "runtime/System.h"
 
-#include <CLI/CLI.hpp>
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
@@ -365,15 +364,7 @@ std::string runDirectory(Runtime &RT, const fs::path &Dir) {
 
 } // namespace
 
-CLI::App *addOnnxTestCommand(CLI::App &App, OnnxTestFlags &Flags) {
-  CLI::App *Sub =
-      App.add_subcommand("onnx-test", "run ONNX backend node-test directories through the JIT");
-  Sub->add_option("dirs", Flags.Dirs, "test directories (model.onnx, test_data_set_N/)")
-      ->required();
-  return Sub;
-}
-
-int runOnnxTest(const OnnxTestFlags &Flags, Status &Error) {
+int runOnnxTest(const std::vector<std::string> &Dirs, Status &Error) {
   RuntimeOptions Options;
   Options.Threads = 1;
   Expected<std::unique_ptr<Runtime>> RT = Runtime::create(Options);
@@ -382,7 +373,7 @@ int runOnnxTest(const OnnxTestFlags &Flags, Status &Error) {
     return 1;
   }
   unsigned Passed = 0, Failed = 0;
-  for (const std::string &Dir : Flags.Dirs) {
+  for (const std::string &Dir : Dirs) {
     fs::path Path(Dir);
     std::string Name = (Path.has_filename() ? Path : Path.parent_path()).filename().string();
     const std::string Why = runDirectory(**RT, Path);
