@@ -3,7 +3,7 @@
 #include "Suite.h"
 
 #include "gatherjit/Interpreter.h"
-#include "runtime/GenericKernel.h"
+#include "bench/GenericKernel.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -38,14 +38,14 @@ add_library(gatherjit_lib STATIC
   compiler/spec/KernelSpec.cpp
   compiler/emit/EmitKernel.cpp
   compiler/optimize/Optimize.cpp
+  compiler/optimize/OptLevel.cpp
   compiler/backend/Target.cpp
   compiler/backend/Jit.cpp
   compiler/backend/Aot.cpp
   runtime/Runtime.cpp
   runtime/DiskCache.cpp
   runtime/CApi.cpp
-  runtime/ThreadPool.cpp
-  runtime/GenericKernel.cpp)
+  runtime/ThreadPool.cpp)
 set_target_properties(gatherjit_lib PROPERTIES POSITION_INDEPENDENT_CODE ON)
 target_include_directories(gatherjit_lib
   PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include> $<INSTALL_INTERFACE:include>

@@ -110,7 +110,7 @@ Expected<AotResult> compileAot(const std::vector<AotKernel> &Kernels,
                                        "', which another kernel also defines");
   }
   Expected<std::unique_ptr<llvm::TargetMachine>> TM =
-      createTargetMachine({Target.Triple, Target.Cpu, Target.Features}, Level);
+      createTargetMachine(Target, Level);
   if (!TM)
     return TM.status();
   llvm::LLVMContext Ctx;

@@ -8,8 +8,7 @@
 #ifndef GATHERJIT_COMPILER_BACKEND_JIT_H
 #define GATHERJIT_COMPILER_BACKEND_JIT_H
 
-#include "gatherjit/Runtime.h"
-
+#include "gatherjit/Status.h"
 
 #include <atomic>
 #include <memory>
@@ -30,6 +29,13 @@ using KernelRangeFn = int64_t (*)(const void *, const void *, void *, int64_t,
 
 class JitEngine;
 
+struct JitOptions {
+  /// Write /tmp/perf-<pid>.map entries so `perf report` names kernels.
+  bool PerfMap = false;
+  /// Register code with the GDB JIT interface.
+  bool Debugger = false;
+};
+
 /// Linked code; freed when the last holder lets go.
 class JitCode {
 public:
@@ -45,7 +51,7 @@ private:
 
 class JitEngine : public std::enable_shared_from_this<JitEngine> {
 public:
-  static Expected<std::shared_ptr<JitEngine>> create(const RuntimeOptions &Options);
+  static Expected<std::shared_ptr<JitEngine>> create(const JitOptions &Options);
   ~JitEngine();
 
   /// Links \p Object and returns its NAME_range entry.

@@ -55,7 +55,7 @@ static llvm::CodeGenOptLevel codeGenLevel(OptLevel Level) {
 }
 
 Expected<std::unique_ptr<llvm::TargetMachine>>
-createTargetMachine(const TargetChoice &Choice, OptLevel Level) {
+createTargetMachine(const TargetDesc &Choice, OptLevel Level) {
   initializeTargets();
   std::optional<llvm::orc::JITTargetMachineBuilder> Builder;
   if (Choice.Triple.empty() && (Choice.Cpu.empty() || Choice.Cpu == "host")) {

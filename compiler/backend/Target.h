@@ -6,7 +6,8 @@
 #ifndef GATHERJIT_COMPILER_BACKEND_TARGET_H
 #define GATHERJIT_COMPILER_BACKEND_TARGET_H
 
-#include "gatherjit/Runtime.h"
+#include "gatherjit/Compile.h"
+#include "gatherjit/Status.h"
 
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/Support/Error.h>
@@ -21,18 +22,11 @@ class TargetMachine;
 
 namespace gatherjit {
 
-/// An empty Triple and Cpu mean the host, with all its CPU features.
-struct TargetChoice {
-  std::string Triple;
-  std::string Cpu;
-  std::string Features;
-};
-
 /// Converts an llvm::Error into an Internal status with context.
 Status toStatus(llvm::Error Err, const std::string &Context);
 
 Expected<std::unique_ptr<llvm::TargetMachine>>
-createTargetMachine(const TargetChoice &Choice, OptLevel Level);
+createTargetMachine(const TargetDesc &Target, OptLevel Level);
 
 /// Sets the module's triple, data layout and, on every function, the
 /// target CPU and features, so the optimizer sees the real machine.

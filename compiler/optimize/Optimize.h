@@ -5,7 +5,8 @@
 #ifndef GATHERJIT_COMPILER_OPTIMIZE_OPTIMIZE_H
 #define GATHERJIT_COMPILER_OPTIMIZE_OPTIMIZE_H
 
-#include "gatherjit/Runtime.h"
+#include "gatherjit/OptLevel.h"
+#include "gatherjit/Status.h"
 
 #include <cstdint>
 #include <string>

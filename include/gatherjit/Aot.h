@@ -16,7 +16,8 @@
 #ifndef GATHERJIT_AOT_H
 #define GATHERJIT_AOT_H
 
-#include "gatherjit/Runtime.h"
+#include "gatherjit/Compile.h"
+#include "gatherjit/Validate.h"
 
 #include <string>
 #include <vector>
@@ -29,15 +30,8 @@ struct AotKernel {
   ValidDesc Desc;
 };
 
-/// Where the object will run. An empty Triple is the host's; an empty Cpu
-/// with an empty Triple is the host CPU with all its features, otherwise the
-/// target's generic CPU. Cpu "host" names the host CPU explicitly.
-struct AotTarget {
-  std::string Triple;
-  std::string Cpu;
-  /// Extra features, LLVM's spelling: "+avx2,-avx512f".
-  std::string Features;
-};
+/// Where the object will run (the JIT's target description).
+using AotTarget = TargetDesc;
 
 struct AotResult {
   std::vector<char> Object;

@@ -11,6 +11,8 @@
 #ifndef GATHERJIT_RUNTIME_H
 #define GATHERJIT_RUNTIME_H
 
+#include "gatherjit/Compile.h"
+#include "gatherjit/OptLevel.h"
 #include "gatherjit/Validate.h"
 
 #include <cstddef>
@@ -20,15 +22,6 @@
 #include <string_view>
 
 namespace gatherjit {
-
-/// O0: no optimization. O1: the quick tier (clean-up only, fast code
-/// generation). O2 (the default): loop optimization and vectorization, with
-/// small kernels starting at O1 (see RuntimeOptions::QuickTier). O3: LLVM's
-/// full default pipeline.
-enum class OptLevel { O0, O1, O2, O3 };
-const char *optLevelName(OptLevel Level); // "O0".."O3"
-/// Parses "O0".."O3" (or "0".."3"); std::nullopt otherwise.
-std::optional<OptLevel> parseOptLevel(std::string_view Name);
 
 struct RuntimeOptions {
   OptLevel Opt = OptLevel::O2;
@@ -78,13 +71,6 @@ struct CacheStats {
   /// Milliseconds spent compiling (or loading), summed over every miss and
   /// upgrade.
   double CompileMs = 0;
-};
-
-/// Where one compile spent its time, in milliseconds. A kernel loaded from
-/// the persistent cache has Load set and no Optimize or Codegen.
-struct CompileTimes {
-  double Emit = 0, Optimize = 0, Codegen = 0, Load = 0, Link = 0;
-  double total() const { return Emit + Optimize + Codegen + Load + Link; }
 };
 
 class Runtime;

@@ -1,6 +1,6 @@
-//===- runtime/GenericKernel.cpp - The generic precompiled baseline ------===//
+//===- bench/GenericKernel.cpp - The generic precompiled baseline -----------===//
 
-#include "runtime/GenericKernel.h"
+#include "bench/GenericKernel.h"
 
 #include <cstring>
 
