@@ -36,7 +36,9 @@ endif()
 
 add_library(gatherjit_lib STATIC
   compiler/spec/KernelSpec.cpp
+  compiler/plan/KernelPlan.cpp
   compiler/emit/EmitKernel.cpp
+  compiler/pipeline/Pipeline.cpp
   compiler/optimize/Optimize.cpp
   compiler/optimize/OptLevel.cpp
   compiler/backend/Target.cpp

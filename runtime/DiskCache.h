@@ -25,6 +25,7 @@
 #ifndef GATHERJIT_RUNTIME_DISKCACHE_H
 #define GATHERJIT_RUNTIME_DISKCACHE_H
 
+#include "compiler/pipeline/Pipeline.h"
 #include "gatherjit/Status.h"
 
 #include <optional>
@@ -34,7 +35,7 @@
 
 namespace gatherjit {
 
-class DiskCache {
+class DiskCache : public ObjectCache {
 public:
   /// Opens (creating it 0700 if needed) the cache in \p Dir. \p
   /// Environment: the key lines shared by every kernel of one runtime.
@@ -47,19 +48,19 @@ public:
   DiskCache &operator=(DiskCache &&) = default;
 
   /// The full key of one kernel: the environment plus its own lines.
-  std::string key(std::string_view KernelLines) const;
+  std::string key(std::string_view KernelLines) const override;
   /// The entry's path for \p Key.
   std::string path(const std::string &Key) const;
 
   /// The object stored under \p Key, or std::nullopt if there is no valid
   /// entry (missing, truncated, corrupted, written for another key, or not
   /// a regular file of the current user's).
-  std::optional<std::vector<char>> load(const std::string &Key) const;
+  std::optional<std::vector<char>> load(const std::string &Key) const override;
   /// Stores \p Object under \p Key (mode 0600), then trims the directory
   /// if no process has in the last hour (the stamp file LastTrimName says
   /// when one did: scanning a full cache costs more than a compile). A
   /// failure is warned about once; the kernel runs all the same.
-  Status store(const std::string &Key, const std::vector<char> &Object) const;
+  Status store(const std::string &Key, const std::vector<char> &Object) const override;
   /// Past the limit, removes the least recently used entries (a load marks
   /// an entry used) down to 90% of it; also removes temporary files that a
   /// killed process left over an hour ago.

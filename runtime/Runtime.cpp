@@ -1,9 +1,8 @@
 //===- runtime/Runtime.cpp - Compile, cache and run kernels --------------===//
 //
-// The pipeline per cache miss:
-//   ValidDesc -canonicalize-> KernelSpec -emit-> Module -optimize-> Module
-//     -codegen-> object -link-> native entry
-// One TargetMachine and one LLJIT per runtime. Code generation shares the
+// Per cache miss: ValidDesc -canonicalize-> KernelSpec, the compile
+// pipeline (compiler/pipeline/Pipeline.h) to an object, perhaps from the
+// persistent cache, then -link-> native entry. One TargetMachine and one LLJIT per runtime. Code generation shares the
 // TargetMachine, so compiles are serialized; cache lookups are not.
 //
 //===----------------------------------------------------------------------===//
@@ -12,8 +11,8 @@
 
 #include "compiler/backend/Jit.h"
 #include "compiler/backend/Target.h"
-#include "compiler/emit/EmitKernel.h"
 #include "compiler/optimize/Optimize.h"
+#include "compiler/pipeline/Pipeline.h"
 #include "compiler/spec/KernelSpec.h"
 #include "gatherjit/Interpreter.h"
 #include "runtime/DiskCache.h"
@@ -21,10 +20,6 @@
 #include "runtime/ThreadPool.h"
 
 #include <llvm/Config/llvm-config.h>
-#include <llvm/IR/LLVMContext.h>
-#include <llvm/IR/Module.h>
-#include <llvm/Support/raw_ostream.h>
-#include <llvm/Support/xxhash.h>
 #include <llvm/Target/TargetMachine.h>
 
 #include <chrono>
@@ -151,83 +146,26 @@ struct Runtime::Impl {
     return Options.QuickTier ? kernelLevel(Spec, Options.Opt) : Options.Opt;
   }
 
-  /// Emits the module for \p Spec, configured for the target.
-  std::unique_ptr<llvm::Module> emitModule(const KernelSpec &Spec, llvm::LLVMContext &Ctx,
-                                           CompileTimes &Times) {
-    Clock::time_point T0 = Clock::now();
-    std::unique_ptr<llvm::Module> M = emitKernel(Spec, Spec.symbolName(), Ctx);
-    configureModule(*M, *TM);
-    Times.Emit = msSince(T0);
-    return M;
-  }
-
-  /// Emits and optimizes the module for \p Spec.
-  Expected<std::unique_ptr<llvm::Module>>
-  buildModule(const KernelSpec &Spec, llvm::LLVMContext &Ctx, CompileTimes &Times) {
-    std::unique_ptr<llvm::Module> M = emitModule(Spec, Ctx, Times);
-    Clock::time_point T0 = Clock::now();
-    if (Status S = optimize(*M, *TM, firstLevel(Spec)); !S)
-      return S;
-    Times.Optimize = msSince(T0);
-    return M;
-  }
-
-  /// The persistent cache's key for \p M, the unoptimized module of \p Spec.
-  std::string diskKey(const KernelSpec &Spec, const llvm::Module &M, OptLevel Level) const {
-    std::string IR;
-    llvm::raw_string_ostream OS(IR);
-    M.print(OS, nullptr);
-    char Hash[24];
-    std::snprintf(Hash, sizeof(Hash), "%016llx",
-                  static_cast<unsigned long long>(llvm::xxh3_64bits(OS.str())));
-    return Disk->key("spec " + Spec.describe() + "\nir " + Hash + "\nlevel " +
-                     optLevelName(Level) + "\npipeline " + pipelineText(Level) + "\n");
-  }
-
   /// Produces the object for \p Spec: from the persistent cache if it holds
-  /// a valid entry, else by optimizing and generating code (and storing it).
-  Expected<std::vector<char>> objectFor(const KernelSpec &Spec, OptLevel Level,
-                                        CompileTimes &Times, bool &FromDisk, bool &Stored) {
+  /// a valid entry, else through the whole pipeline (and stored).
+  Expected<PipelineResult> objectFor(const KernelSpec &Spec, OptLevel Level,
+                                     PipelineOutput Output = PipelineOutput::Object) {
     std::lock_guard<std::mutex> Lock(CompileMutex);
-    llvm::LLVMContext Ctx;
-    std::unique_ptr<llvm::Module> M = emitModule(Spec, Ctx, Times);
-    std::string Key;
-    if (Disk) {
-      Clock::time_point T0 = Clock::now();
-      Key = diskKey(Spec, *M, Level);
-      std::optional<std::vector<char>> Cached = Disk->load(Key);
-      Times.Load = msSince(T0);
-      if (Cached) {
-        FromDisk = true;
-        return std::move(*Cached);
-      }
-    }
-    Clock::time_point T0 = Clock::now();
-    if (Status S = optimize(*M, *TM, Level); !S)
-      return S;
-    Times.Optimize = msSince(T0);
-    T0 = Clock::now();
-    Expected<llvm::SmallVector<char, 0>> Obj = emitObject(*M, *TM, Level);
-    if (!Obj)
-      return Obj.status();
-    std::vector<char> Object(Obj->begin(), Obj->end());
-    Times.Codegen = msSince(T0);
-    if (Disk) {
-      // A cache that cannot be written costs speed, not correctness (the
-      // cache warns once).
-      Stored = Disk->store(Key, Object).isOk();
-    }
-    return Object;
+    return runPipeline({{Spec, Spec.symbolName()}}, *TM, Level, Output,
+                       Disk ? &*Disk : nullptr);
   }
 
   LinkResult compileSpec(const KernelSpec &Spec, OptLevel Level, CompileTimes &Times,
                          bool &FromDisk, bool &Stored) {
     const std::string Name = Spec.symbolName();
-    Expected<std::vector<char>> Object = objectFor(Spec, Level, Times, FromDisk, Stored);
+    Expected<PipelineResult> Object = objectFor(Spec, Level);
     if (!Object)
       return Object.status();
+    Times = Object->Times;
+    FromDisk = Object->FromCache;
+    Stored = Object->Stored;
     Clock::time_point T0 = Clock::now();
-    LinkResult Code = Jit->link(Name, Object.take());
+    LinkResult Code = Jit->link(Name, Object->Bytes);
     Times.Link = msSince(T0);
     if (Log)
       std::fprintf(stderr,
@@ -432,33 +370,22 @@ Expected<Kernel> Runtime::compile(const ValidDesc &Desc) {
   return K;
 }
 
-/// Builds the optimized module for \p Desc (not cached) and renders it.
-static Expected<std::string>
-renderModule(Runtime::Impl &I, const ValidDesc &Desc,
-             const std::function<Expected<std::string>(llvm::Module &, OptLevel)> &Render) {
-  std::lock_guard<std::mutex> Lock(I.CompileMutex);
-  llvm::LLVMContext Ctx;
-  CompileTimes Times;
+/// The optimized IR or assembly of \p Desc's kernel (not cached).
+static Expected<std::string> render(Runtime::Impl &I, const ValidDesc &Desc,
+                                    PipelineOutput Output) {
   const KernelSpec Spec = canonicalize(Desc);
-  Expected<std::unique_ptr<llvm::Module>> M = I.buildModule(Spec, Ctx, Times);
-  if (!M)
-    return M.status();
-  return Render(**M, I.firstLevel(Spec));
+  Expected<PipelineResult> R = I.objectFor(Spec, I.firstLevel(Spec), Output);
+  if (!R)
+    return R.status();
+  return std::string(R->Bytes.begin(), R->Bytes.end());
 }
 
 Expected<std::string> Runtime::optimizedIR(const ValidDesc &Desc) {
-  return renderModule(*I, Desc, [](llvm::Module &M, OptLevel) -> Expected<std::string> {
-    std::string Text;
-    llvm::raw_string_ostream OS(Text);
-    M.print(OS, nullptr);
-    return OS.str();
-  });
+  return render(*I, Desc, PipelineOutput::OptimizedIR);
 }
 
 Expected<std::string> Runtime::assembly(const ValidDesc &Desc) {
-  return renderModule(*I, Desc, [this](llvm::Module &M, OptLevel Level) {
-    return emitAssembly(M, *I->TM, Level);
-  });
+  return render(*I, Desc, PipelineOutput::Assembly);
 }
 
 CacheStats Runtime::stats() const {

@@ -9,13 +9,9 @@
 #include "gatherjit/Aot.h"
 
 #include "compiler/backend/Target.h"
-#include "compiler/emit/EmitKernel.h"
-#include "compiler/optimize/Optimize.h"
-#include "compiler/spec/KernelSpec.h"
+#include "compiler/pipeline/Pipeline.h"
 
 #include <llvm/Config/llvm-config.h>
-#include <llvm/IR/LLVMContext.h>
-#include <llvm/IR/Module.h>
 #include <llvm/Target/TargetMachine.h>
 
 #include <cctype>
@@ -113,18 +109,14 @@ Expected<AotResult> compileAot(const std::vector<AotKernel> &Kernels,
       createTargetMachine(Target, Level);
   if (!TM)
     return TM.status();
-  llvm::LLVMContext Ctx;
-  llvm::Module M("gatherjit_aot", Ctx);
+  std::vector<PipelineKernel> Specs;
   for (const AotKernel &K : Kernels)
-    emitKernelInto(canonicalize(K.Desc), K.Name, M);
-  configureModule(M, **TM);
-  if (Status S = optimize(M, **TM, Level); !S)
-    return S;
-  Expected<llvm::SmallVector<char, 0>> Object = emitObject(M, **TM, Level);
+    Specs.push_back({canonicalize(K.Desc), K.Name});
+  Expected<PipelineResult> Object = runPipeline(Specs, **TM, Level);
   if (!Object)
     return Object.status();
   AotResult R;
-  R.Object.assign(Object->begin(), Object->end());
+  R.Object = std::move(Object->Bytes);
   R.Triple = (*TM)->getTargetTriple().str();
   R.Cpu = (*TM)->getTargetCPU().str();
   R.Header = header(Kernels, R, Level, HeaderName);

@@ -40,45 +40,10 @@ namespace {
 
 using namespace llvm;
 
-/// Outputs of at least this many bytes do not stay in a cache; writing them
-/// with non-temporal stores saves reading each line before overwriting it.
-constexpr uint64_t NonTemporalBytes = 16u << 20;
-/// Block rows are prefetched from tables of at least this many bytes, this
-/// many bytes ahead (whole rows of up to MaxPrefetchRowBytes).
-constexpr uint64_t PrefetchTableBytes = 1u << 20;
-constexpr uint64_t PrefetchAheadBytes = 12u << 10;
-constexpr uint64_t MaxPrefetchRowBytes = 4u << 10;
-/// Element rows gathering along the innermost dimension, reading at least
-/// this many index bytes in all, contiguous along rows of at least
-/// MinStreamedRow elements, run in blocks of StreamBlock elements, each
-/// prefetching the indices IndexAheadBytes ahead and, when the input row
-/// they gather from is contiguous, an equal share of the next row's input
-/// row (spread out: prefetching a whole row before each row measured 15-28%
-/// slower on GE1 and GE4, and 10-25% on G2). Together these keep more
-/// misses in flight than the hardware prefetcher does alone. Rows sharing
-/// their indices (below) prefetch the next input row in the same way.
-constexpr uint64_t StreamedIndexBytes = 4u << 20;
-constexpr uint64_t MinStreamedRow = 256;
-constexpr uint64_t StreamBlock = 64;
-constexpr uint64_t IndexAheadBytes = 8u << 10;
-/// A block prefetches at most this many lines of the next input row.
-constexpr uint64_t MaxShareLines = 16;
-/// Rows that all gather from one region of at least this many bytes
-/// prefetch the next region, at most MaxRegionShareLines lines per row.
-constexpr uint64_t RegionBytes = 64u << 10;
-constexpr uint64_t MaxRegionShareLines = 64;
-/// Element rows that all read the same indices (a Gather's dimensions
-/// before the axis), of at most this many elements, read them once per call
-/// into a table of input offsets on the stack (32 KiB), checked once.
-constexpr uint64_t MaxSharedRow = 4096;
-
-/// Loops of at most this many iterations, of constant count, are unrolled.
-constexpr uint64_t MaxStraightLoop = 4;
-
 class KernelEmitter {
 public:
-  KernelEmitter(const KernelSpec &Spec, Module &M)
-      : S(Spec), M(M), Ctx(M.getContext()), B(Ctx), I64(Type::getInt64Ty(Ctx)),
+  KernelEmitter(const KernelSpec &Spec, const KernelPlan &Plan, Module &M)
+      : S(Spec), P(Plan), M(M), Ctx(M.getContext()), B(Ctx), I64(Type::getInt64Ty(Ctx)),
         PtrTy(PointerType::getUnqual(Ctx)) {}
 
   void emit(const std::string &Name);
@@ -153,7 +118,7 @@ private:
   /// Returns \p V, after a fence that orders any non-temporal stores before
   /// whatever the caller does next.
   void emitReturn(Value *V) {
-    if (NonTemporal)
+    if (P.NonTemporal)
       B.CreateFence(AtomicOrdering::SequentiallyConsistent);
     B.CreateRet(V);
   }
@@ -166,7 +131,7 @@ private:
   /// Runs \p Body on IV + \p Distance if that is below \p Hi.
   void emitAhead(Value *IV, Value *Hi, uint64_t Distance,
                  const std::function<void(Value *)> &Body);
-  /// Prefetches the input block row (up to MaxPrefetchRowBytes) of row
+  /// Prefetches the input block row (its first PrefetchRowBytes) of row
   /// \p Ahead of dimension \p D.
   void emitPrefetchRow(const Offsets &O, Value *Ahead, unsigned D);
   void emitBlockRow(const Offsets &O, Value *Lo, Value *Hi);
@@ -179,26 +144,7 @@ private:
   uint64_t indexBytes() const {
     return S.IndexType == DataType::Int64 || S.IndexType == DataType::UInt64 ? 8 : 4;
   }
-  /// True if every row reads the same indices through a table of offsets
-  /// (see MaxSharedRow).
-  bool sharesRowIndices() const {
-    if (S.Rank < 2 || S.innerIsBlock() || S.emptyAxis() || S.rows() < 2 ||
-        S.Sizes[S.Rank - 1] > MaxSharedRow)
-      return false;
-    for (unsigned D = 0; D + 1 < S.Rank; ++D)
-      if (S.IdxStride[D] != 0 || S.PosStride[D] != 0)
-        return false;
-    return true;
-  }
-  /// Elements of the input the rows of blocks gather from: the largest
-  /// span of one tuple component (the outermost one's, in practice).
-  uint64_t tableElements() const {
-    uint64_t Max = 0;
-    for (unsigned C = 0; C < S.TupleSize; ++C)
-      Max = std::max(Max, S.AxisSize[C] * S.AxisStride[C]);
-    return Max;
-  }
-  /// Fills the table of sharesRowIndices(); under Check, returns the first
+  /// Fills the table of a shared-index row; under Check, returns the first
   /// out-of-range index's position if there is one.
   void emitIndexTable();
   /// Under Check, a flag (set to false here) that element checks OR into.
@@ -209,42 +155,6 @@ private:
   /// If \p BadFlag is set, finds the first out-of-range index of the row
   /// [Lo, Hi) at \p O (or rank 0's element) and returns its position.
   void emitReturnFirstBad(AllocaInst *BadFlag, const Offsets &O, Value *Lo, Value *Hi);
-  /// True if element rows stream their indices (see StreamedIndexBytes).
-  bool streamsIndices() const {
-    if (S.Rank < 2 || S.innerIsBlock() || S.TupleSize != 1 || sharesRowIndices())
-      return false;
-    const unsigned L = S.Rank - 1;
-    // Measured to pay where the innermost dimension is the gathered axis
-    // (GE1, GE4, GE6: 20-25% faster); along other axes it cost about 3%.
-    return S.InStride[L] == 0 && S.IdxStride[L] == 1 && S.Sizes[L] >= MinStreamedRow &&
-           S.elements() * indexBytes() >= StreamedIndexBytes;
-  }
-  /// True if rows sharing their indices, each gathering from one contiguous
-  /// input row, from an input of PrefetchTableBytes or more, run in blocks
-  /// that prefetch the next input row (see emitNextRowShare).
-  bool prefetchesNextInputRow() const {
-    return sharesRowIndices() && S.TupleSize == 1 && S.AxisStride[0] == 1 &&
-           S.InStride[S.Rank - 1] == 0 && S.Sizes[S.Rank - 1] >= StreamBlock &&
-           S.rows() * S.AxisSize[0] * S.ElemBytes >= PrefetchTableBytes;
-  }
-  /// Elements of the input that the rows of dimension Rank-2 gather from
-  /// when they all gather from the same region (its index is replaced by
-  /// the gathered one: InStride 0).
-  uint64_t regionElements() const {
-    const unsigned L = S.Rank - 1;
-    return (S.AxisSize[0] - 1) * S.AxisStride[0] + (S.Sizes[L] - 1) * S.InStride[L] + 1;
-  }
-  /// True if element rows whose dimension Rank-2 shares one region of the
-  /// input (GE3: a slice), of dimension Rank-3, prefetch the next region in
-  /// equal shares per row.
-  bool prefetchesNextRegion() const {
-    if (S.Rank < 3 || S.innerIsBlock() || S.TupleSize != 1 || S.AxisSize[0] == 0 ||
-        S.InStride[S.Rank - 2] != 0 ||
-        S.InStride[S.Rank - 3] == 0)
-      return false;
-    return regionElements() * S.ElemBytes >= RegionBytes &&
-           S.Sizes[S.Rank - 3] * regionElements() * S.ElemBytes >= PrefetchTableBytes;
-  }
   /// Prefetches block \p Block's share of the contiguous input row that the
   /// row after the one at \p O gathers from (of a row of another dimension
   /// past the last one: a prefetch never faults).
@@ -260,6 +170,7 @@ private:
   void emitElementRow(const Offsets &O, Value *Lo, Value *Hi);
 
   const KernelSpec &S;
+  const KernelPlan &P;
   Module &M;
   LLVMContext &Ctx;
   IRBuilder<> B;
@@ -267,10 +178,7 @@ private:
   PointerType *PtrTy;
   Function *F = nullptr;
   Value *In = nullptr, *Idx = nullptr, *Out = nullptr;
-  /// True if the output is written with non-temporal stores: block rows,
-  /// or streamed element rows, of an output of at least NonTemporalBytes.
-  bool NonTemporal = false;
-  /// The input offsets of one row's elements, if sharesRowIndices().
+  /// The input offsets of one row's elements, for shared-index rows.
   AllocaInst *Table = nullptr;
 };
 
@@ -279,7 +187,7 @@ void KernelEmitter::emitLoop(Value *Lo, Value *Hi, const Twine &Name,
   // A few iterations of constant count are straight-line code: a tiny
   // kernel's row pays no loop overhead (the pipeline has no unroller).
   auto *CLo = dyn_cast<ConstantInt>(Lo), *CHi = dyn_cast<ConstantInt>(Hi);
-  if (CLo && CHi && CHi->getZExtValue() - CLo->getZExtValue() <= MaxStraightLoop &&
+  if (CLo && CHi && CHi->getZExtValue() - CLo->getZExtValue() <= P.MaxStraightLoop &&
       CLo->getZExtValue() <= CHi->getZExtValue()) {
     for (uint64_t I = CLo->getZExtValue(); I < CHi->getZExtValue(); ++I)
       Body(c(I));
@@ -425,7 +333,7 @@ void KernelEmitter::emitBlockCopy(Value *Dst, Value *Src, uint64_t Bytes) {
     B.CreateMemCpy(D, MaybeAlign(1), Sr, MaybeAlign(1), N);
   };
   auto At = [&](Value *P, Value *Off) { return B.CreateInBoundsGEP(B.getInt8Ty(), P, Off); };
-  if (NonTemporal) {
+  if (P.NonTemporal) {
     // Streaming stores need 64-byte alignment, which the caller does not
     // promise. The row's first and last 64 bytes are stored plainly, then
     // its aligned 64-byte lines are streamed, rewriting the same bytes where
@@ -457,18 +365,18 @@ void KernelEmitter::emitElementRow(const Offsets &O, Value *Lo, Value *Hi) {
       Value *Off = B.CreateAlignedLoad(I64, B.CreateInBoundsGEP(I64, Table, IV), Align(8));
       copyElement(B.CreateAdd(O.In, Off, "", true, true), mulAdd(O.Out, IV, S.OutStride[L]));
     };
-    if (!prefetchesNextInputRow()) {
+    if (!P.PrefetchNextInputRow) {
       emitLoop(c(0), c(S.Sizes[L]), "inner", Element);
       return;
     }
-    const uint64_t Blocks = S.Sizes[L] / StreamBlock;
+    const uint64_t Blocks = S.Sizes[L] / P.BlockElements;
     emitLoop(c(0), c(Blocks), "blocks", [&](Value *Block) {
       emitNextRowShare(O, Block);
-      Value *J0 = B.CreateMul(Block, c(StreamBlock), "", true, true);
-      emitLoop(c(0), c(StreamBlock), "inner",
+      Value *J0 = B.CreateMul(Block, c(P.BlockElements), "", true, true);
+      emitLoop(c(0), c(P.BlockElements), "inner",
                [&](Value *IV) { Element(B.CreateAdd(J0, IV, "", true, true)); });
     });
-    emitLoop(c(Blocks * StreamBlock), c(S.Sizes[L]), "inner.tail", Element);
+    emitLoop(c(Blocks * P.BlockElements), c(S.Sizes[L]), "inner.tail", Element);
     return;
   }
   AllocaInst *BadFlag = emitBadFlag();
@@ -482,7 +390,7 @@ void KernelEmitter::emitElementRow(const Offsets &O, Value *Lo, Value *Hi) {
   };
   if (S.Rank == 0) {
     Element(O);
-  } else if (streamsIndices()) {
+  } else if (P.StreamIndices) {
     // Rows of rank >= 2 span the whole dimension: [Lo, Hi) = [0, Sizes[L]).
     // A streamed output row (contiguous, see emit()) stores its elements
     // plainly up to its first 64-byte line; each block then gathers into a
@@ -490,9 +398,9 @@ void KernelEmitter::emitElementRow(const Offsets &O, Value *Lo, Value *Hi) {
     const uint64_t N = S.Sizes[L];
     Value *Head = c(0);
     AllocaInst *Buf = nullptr;
-    if (NonTemporal) {
+    if (P.NonTemporal) {
       IRBuilder<> Entry(&F->getEntryBlock(), F->getEntryBlock().begin());
-      Buf = Entry.CreateAlloca(ArrayType::get(B.getInt8Ty(), StreamBlock * S.ElemBytes),
+      Buf = Entry.CreateAlloca(ArrayType::get(B.getInt8Ty(), P.BlockElements * S.ElemBytes),
                                nullptr, "block.buf");
       Buf->setAlignment(Align(64));
       Value *Start = B.CreatePtrToInt(bytePointer(Out, O.Out), I64);
@@ -506,25 +414,25 @@ void KernelEmitter::emitElementRow(const Offsets &O, Value *Lo, Value *Hi) {
                             c(N), "head");
       Plain(c(0), Head, "head");
     }
-    Value *Blocks = B.CreateUDiv(B.CreateSub(c(N), Head, "", true, true), c(StreamBlock));
+    Value *Blocks = B.CreateUDiv(B.CreateSub(c(N), Head, "", true, true), c(P.BlockElements));
     emitLoop(c(0), Blocks, "blocks", [&](Value *Block) {
-      Value *J0 = B.CreateAdd(Head, B.CreateMul(Block, c(StreamBlock), "", true, true), "",
+      Value *J0 = B.CreateAdd(Head, B.CreateMul(Block, c(P.BlockElements), "", true, true), "",
                               true, true);
       emitPrefetchSpan(Idx,
                        B.CreateAdd(B.CreateMul(B.CreateAdd(O.Idx, J0, "", true, true),
                                                c(indexBytes()), "", true, true),
-                                   c(IndexAheadBytes)),
-                       StreamBlock * indexBytes());
-      if (S.AxisStride[0] == 1)
+                                   c(P.IndexAheadBytes)),
+                       P.BlockElements * indexBytes());
+      if (P.PrefetchNextInputRow)
         emitNextRowShare(O, Block);
-      emitLoop(c(0), c(StreamBlock), "inner", [&](Value *IV) {
+      emitLoop(c(0), c(P.BlockElements), "inner", [&](Value *IV) {
         Element(advance(O, B.CreateAdd(J0, IV, "", true, true), L), Buf, IV);
       });
       if (Buf)
         emitChunkCopy(bytePointer(Out, B.CreateAdd(O.Out, J0, "", true, true)), Buf,
                       c(S.ElemBytes), true);
     });
-    Plain(B.CreateAdd(Head, B.CreateMul(Blocks, c(StreamBlock), "", true, true), "", true, true),
+    Plain(B.CreateAdd(Head, B.CreateMul(Blocks, c(P.BlockElements), "", true, true), "", true, true),
           c(N), "inner.tail");
   } else {
     emitLoop(Lo, Hi, "inner", [&](Value *IV) { Element(advance(O, IV, L)); });
@@ -597,7 +505,7 @@ void KernelEmitter::emitNextRowShare(const Offsets &O, Value *Block) {
   const unsigned L = S.Rank - 1;
   // About the row's blocks (a head may take one); at least 1.
   emitShare(B.CreateAdd(O.In, c(S.InStride[L - 1]), "", true, true), S.AxisSize[0], Block,
-            S.Sizes[L] / StreamBlock, MaxShareLines);
+            S.Sizes[L] / P.BlockElements, P.MaxShareLines);
 }
 
 void KernelEmitter::emitShare(Value *Start, uint64_t Elements, Value *Part, uint64_t Parts,
@@ -644,16 +552,14 @@ void KernelEmitter::emitAhead(Value *IV, Value *Hi, uint64_t Distance,
 
 void KernelEmitter::emitPrefetchRow(const Offsets &O, Value *Ahead, unsigned D) {
   const Offsets A = advance(O, Ahead, D);
-  // The whole row (or its first MaxPrefetchRowBytes, the hardware prefetcher
-  // following the rest): a row's lines are not fetched in order otherwise.
   emitPrefetchSpan(In,
                    B.CreateMul(tupleOffset(A.In, loadTuple(A.Idx, nullptr)),
                                c(S.ElemBytes), "", true, true),
-                   std::min(MaxPrefetchRowBytes, S.Sizes[D + 1] * S.ElemBytes));
+                   P.PrefetchRowBytes);
 }
 
 void KernelEmitter::emitLevel(unsigned D, const Offsets &O, Value *Lo, Value *Hi) {
-  const bool Block = S.innerIsBlock();
+  const bool Block = P.Row == RowKind::Block;
   if (S.Rank == 0 || D == S.Rank - 1) {
     if (Block)
       emitBlockRow(O, Lo, Hi);
@@ -662,19 +568,14 @@ void KernelEmitter::emitLevel(unsigned D, const Offsets &O, Value *Lo, Value *Hi
     return;
   }
   emitLoop(Lo, Hi, "d" + Twine(D), [&](Value *IV) {
-    // Rows gathered from a table too large for the cache are misses the
-    // hardware prefetcher cannot predict: fetch them a few rows ahead.
-    if (Block && D + 2 == S.Rank &&
-        tableElements() * S.ElemBytes >= PrefetchTableBytes) {
-      const uint64_t RowBytes = S.Sizes[D + 1] * S.ElemBytes;
-      emitAhead(IV, Hi, std::clamp<uint64_t>(PrefetchAheadBytes / RowBytes, 1, 8),
+    if (Block && D + 2 == S.Rank && P.PrefetchRowsAhead)
+      emitAhead(IV, Hi, P.PrefetchRowsAhead,
                 [&](Value *Ahead) { emitPrefetchRow(O, Ahead, D); });
-    }
     // Rows sharing one region of the input: each fetches its share of the
     // next region.
-    if (D + 2 == S.Rank && prefetchesNextRegion())
-      emitShare(B.CreateAdd(O.In, c(S.InStride[D - 1]), "", true, true), regionElements(), IV,
-                S.Sizes[D], MaxRegionShareLines);
+    if (D + 2 == S.Rank && P.PrefetchNextRegion)
+      emitShare(B.CreateAdd(O.In, c(S.InStride[D - 1]), "", true, true), P.RegionElements, IV,
+                S.Sizes[D], P.MaxRegionShareLines);
     emitLevel(D + 1, advance(O, IV, D), c(0), c(S.Sizes[D + 1]));
   });
 }
@@ -684,14 +585,8 @@ void KernelEmitter::emit(const std::string &Name) {
   FunctionType *RangeTy =
       FunctionType::get(I64, {PtrTy, PtrTy, PtrTy, I64, I64}, false);
   F = Function::Create(RangeTy, GlobalValue::ExternalLinkage, Name + "_range", M);
-  const bool LargeOutput = S.elements() * S.ElemBytes >= NonTemporalBytes;
-  const bool StreamedBlockRows = S.innerIsBlock() && S.Rank >= 2 && !S.emptyAxis() &&
-                                 S.Sizes[S.Rank - 1] * S.ElemBytes >= 128;
-  const bool StreamedElementRows = streamsIndices() && S.OutStride[S.Rank - 1] == 1 &&
-                                   isPowerOfTwoElement();
-  NonTemporal = LargeOutput && (StreamedBlockRows || StreamedElementRows);
   F->addFnAttr(Attribute::NoUnwind);
-  if (!NonTemporal) // Its closing fence synchronizes.
+  if (!P.NonTemporal) // Its closing fence synchronizes.
     F->addFnAttr(Attribute::NoSync);
   F->addFnAttr(Attribute::WillReturn);
   // A frame larger than a page (the offset table) touches each page in
@@ -720,7 +615,7 @@ void KernelEmitter::emit(const std::string &Name) {
   Value *Hi = B.CreateBinaryIntrinsic(
       Intrinsic::smin, B.CreateBinaryIntrinsic(Intrinsic::smax, F->getArg(4), c(0)), c(Rows));
   Offsets Zero{c(0), c(0), c(0), c(0)};
-  if (sharesRowIndices()) {
+  if (P.Row == RowKind::SharedIndices) {
     // Read (and check) the indices only if there are rows to gather.
     BasicBlock *Fill = BasicBlock::Create(Ctx, "table.fill", F);
     BasicBlock *Rows = BasicBlock::Create(Ctx, "rows", F);
@@ -753,14 +648,15 @@ void KernelEmitter::emit(const std::string &Name) {
 
 } // namespace
 
-void emitKernelInto(const KernelSpec &Spec, const std::string &Name, Module &M) {
-  KernelEmitter(Spec, M).emit(Name);
+void emitKernelInto(const KernelSpec &Spec, const KernelPlan &Plan, const std::string &Name,
+                    Module &M) {
+  KernelEmitter(Spec, Plan, M).emit(Name);
 }
 
-std::unique_ptr<Module> emitKernel(const KernelSpec &Spec, const std::string &Name,
-                                   LLVMContext &Ctx) {
+std::unique_ptr<Module> emitKernel(const KernelSpec &Spec, const KernelPlan &Plan,
+                                   const std::string &Name, LLVMContext &Ctx) {
   auto M = std::make_unique<Module>(Name, Ctx);
-  emitKernelInto(Spec, Name, *M);
+  emitKernelInto(Spec, Plan, Name, *M);
   return M;
 }
 

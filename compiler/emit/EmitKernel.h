@@ -7,10 +7,13 @@
 ///   i64 NAME_rows                               ; constant row count
 /// returning 0, or under Check 1 + the row-major position in the indices
 /// tensor of the first out-of-range index. Rows are the outermost loop.
+/// How the rows run is the plan's choice (compiler/plan/KernelPlan.h); the
+/// emitter follows it.
 //===----------------------------------------------------------------------===//
 #ifndef GATHERJIT_COMPILER_EMIT_EMITKERNEL_H
 #define GATHERJIT_COMPILER_EMIT_EMITKERNEL_H
 
+#include "compiler/plan/KernelPlan.h"
 #include "compiler/spec/KernelSpec.h"
 
 #include <memory>
@@ -24,13 +27,12 @@ class Module;
 namespace gatherjit {
 
 /// Adds the kernel's three symbols to \p M (which may hold other kernels).
-void emitKernelInto(const KernelSpec &Spec, const std::string &Name,
+void emitKernelInto(const KernelSpec &Spec, const KernelPlan &Plan, const std::string &Name,
                     llvm::Module &M);
 
 /// A fresh module holding one kernel named \p Name.
-std::unique_ptr<llvm::Module> emitKernel(const KernelSpec &Spec,
-                                         const std::string &Name,
-                                         llvm::LLVMContext &Ctx);
+std::unique_ptr<llvm::Module> emitKernel(const KernelSpec &Spec, const KernelPlan &Plan,
+                                         const std::string &Name, llvm::LLVMContext &Ctx);
 
 } // namespace gatherjit
 

@@ -1,0 +1,105 @@
+//===- compiler/pipeline/Pipeline.cpp - Specs to machine code ------------===//
+
+#include "compiler/pipeline/Pipeline.h"
+
+#include "compiler/backend/Target.h"
+#include "compiler/emit/EmitKernel.h"
+#include "compiler/optimize/Optimize.h"
+
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Support/xxhash.h>
+#include <llvm/Target/TargetMachine.h>
+
+#include <chrono>
+#include <cstdio>
+
+namespace gatherjit {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double msSince(Clock::time_point T0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - T0).count();
+}
+
+/// The cache's key lines for \p M, the unoptimized module of \p Spec: a
+/// changed emitter or pipeline never reuses old code.
+std::string cacheLines(const KernelSpec &Spec, const llvm::Module &M, OptLevel Level) {
+  std::string IR;
+  llvm::raw_string_ostream OS(IR);
+  M.print(OS, nullptr);
+  char Hash[24];
+  std::snprintf(Hash, sizeof(Hash), "%016llx",
+                static_cast<unsigned long long>(llvm::xxh3_64bits(OS.str())));
+  return "spec " + Spec.describe() + "\nir " + Hash + "\nlevel " + optLevelName(Level) +
+         "\npipeline " + pipelineText(Level) + "\n";
+}
+
+} // namespace
+
+TargetFacts targetFacts(const llvm::TargetMachine &) {
+  // The CPUs gatherjit generates code for (x86-64, AArch64) have 64-byte
+  // lines, and copies use 64-byte vectors (split where narrower).
+  return TargetFacts{};
+}
+
+Expected<PipelineResult> runPipeline(const std::vector<PipelineKernel> &Kernels,
+                                     llvm::TargetMachine &TM, OptLevel Level,
+                                     PipelineOutput Output, const ObjectCache *Cache) {
+  PipelineResult R;
+  llvm::LLVMContext Ctx;
+  Clock::time_point T0 = Clock::now();
+  llvm::Module M(Kernels.size() == 1 ? Kernels[0].Name : "gatherjit_aot", Ctx);
+  const TargetFacts Facts = targetFacts(TM);
+  for (const PipelineKernel &K : Kernels)
+    emitKernelInto(K.Spec, planKernel(K.Spec, Facts), K.Name, M);
+  configureModule(M, TM);
+  R.Times.Emit = msSince(T0);
+  std::string Key;
+  if (Cache && Kernels.size() == 1 && Output == PipelineOutput::Object) {
+    T0 = Clock::now();
+    Key = Cache->key(cacheLines(Kernels[0].Spec, M, Level));
+    std::optional<std::vector<char>> Cached = Cache->load(Key);
+    R.Times.Load = msSince(T0);
+    if (Cached) {
+      R.Bytes = std::move(*Cached);
+      R.FromCache = true;
+      return R;
+    }
+  }
+  T0 = Clock::now();
+  if (Status S = optimize(M, TM, Level); !S)
+    return S;
+  R.Times.Optimize = msSince(T0);
+  T0 = Clock::now();
+  switch (Output) {
+  case PipelineOutput::OptimizedIR: {
+    std::string Text;
+    llvm::raw_string_ostream OS(Text);
+    M.print(OS, nullptr);
+    R.Bytes.assign(OS.str().begin(), OS.str().end());
+    return R;
+  }
+  case PipelineOutput::Assembly: {
+    Expected<std::string> Asm = emitAssembly(M, TM, Level);
+    if (!Asm)
+      return Asm.status();
+    R.Bytes.assign(Asm->begin(), Asm->end());
+    break;
+  }
+  case PipelineOutput::Object: {
+    Expected<llvm::SmallVector<char, 0>> Obj = emitObject(M, TM, Level);
+    if (!Obj)
+      return Obj.status();
+    R.Bytes.assign(Obj->begin(), Obj->end());
+    break;
+  }
+  }
+  R.Times.Codegen = msSince(T0);
+  if (!Key.empty())
+    R.Stored = Cache->store(Key, R.Bytes).isOk();
+  return R;
+}
+
+} // namespace gatherjit

@@ -1,0 +1,72 @@
+//===- compiler/pipeline/Pipeline.h - Specs to machine code --------------===//
+/// \file
+/// The one compile pipeline, used by the JIT, ahead-of-time compilation and
+/// the IR and assembly printers:
+///   KernelSpec -plan-> KernelPlan -emit-> Module -optimize-> Module
+///     -codegen(target)-> object (or assembly, or the optimized IR)
+/// with an optional object cache consulted between emission and
+/// optimization, and the time each stage took.
+//===----------------------------------------------------------------------===//
+#ifndef GATHERJIT_COMPILER_PIPELINE_PIPELINE_H
+#define GATHERJIT_COMPILER_PIPELINE_PIPELINE_H
+
+#include "compiler/plan/KernelPlan.h"
+#include "compiler/spec/KernelSpec.h"
+#include "gatherjit/Compile.h"
+#include "gatherjit/Status.h"
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace llvm {
+class TargetMachine;
+} // namespace llvm
+
+namespace gatherjit {
+
+/// Where compiled objects persist (the runtime's kernel cache directory).
+class ObjectCache {
+public:
+  virtual ~ObjectCache() = default;
+  /// The full key of a kernel described by \p KernelLines.
+  virtual std::string key(std::string_view KernelLines) const = 0;
+  virtual std::optional<std::vector<char>> load(const std::string &Key) const = 0;
+  /// A failure costs speed, not correctness: the pipeline goes on.
+  virtual Status store(const std::string &Key, const std::vector<char> &Object) const = 0;
+};
+
+struct PipelineKernel {
+  KernelSpec Spec;
+  /// Its symbols' name (NAME, NAME_range, NAME_rows).
+  std::string Name;
+};
+
+enum class PipelineOutput { Object, Assembly, OptimizedIR };
+
+struct PipelineResult {
+  /// The object file, or the assembly or IR as text.
+  std::vector<char> Bytes;
+  CompileTimes Times;
+  /// The object came from the cache (no optimization or code generation).
+  bool FromCache = false;
+  /// The object was written to the cache.
+  bool Stored = false;
+};
+
+/// Compiles \p Kernels into one module for \p TM at \p Level. \p TM must not
+/// generate code on another thread meanwhile. Only a single-kernel object is
+/// cached. Fails only on a bug (a module that does not verify) or a target
+/// that cannot emit the output, as Internal.
+Expected<PipelineResult> runPipeline(const std::vector<PipelineKernel> &Kernels,
+                                     llvm::TargetMachine &TM, OptLevel Level,
+                                     PipelineOutput Output = PipelineOutput::Object,
+                                     const ObjectCache *Cache = nullptr);
+
+/// The facts of \p TM that plans depend on.
+TargetFacts targetFacts(const llvm::TargetMachine &TM);
+
+} // namespace gatherjit
+
+#endif

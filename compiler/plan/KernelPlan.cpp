@@ -1,0 +1,193 @@
+//===- compiler/plan/KernelPlan.cpp - How a kernel runs its rows ---------===//
+//
+// Every tuning constant of the kernels, with what was measured to choose
+// it. Figures are from the suite's cases (bench/Cases.h) on a 2-core AMD
+// EPYC; GE and G cases named as there.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/plan/KernelPlan.h"
+
+#include <algorithm>
+#include <sstream>
+
+namespace gatherjit {
+namespace {
+
+/// Outputs of at least this many bytes do not stay in a cache; writing them
+/// with non-temporal stores saves reading each line before overwriting it.
+constexpr uint64_t NonTemporalBytes = 16u << 20;
+/// Block rows are prefetched from tables of at least this many bytes, this
+/// many bytes ahead (whole rows of up to MaxPrefetchRowBytes).
+constexpr uint64_t PrefetchTableBytes = 1u << 20;
+constexpr uint64_t PrefetchAheadBytes = 12u << 10;
+constexpr uint64_t MaxPrefetchRowBytes = 4u << 10;
+constexpr uint64_t MaxRowsAhead = 8;
+/// Element rows gathering along the innermost dimension, reading at least
+/// this many index bytes in all, contiguous along rows of at least
+/// MinStreamedRow elements, run in blocks of StreamBlock elements, each
+/// prefetching the indices IndexAheadBytes ahead and, when the input row
+/// they gather from is contiguous, an equal share of the next row's input
+/// row (spread out: prefetching a whole row before each row measured 15-28%
+/// slower on GE1 and GE4, and 10-25% on G2). Together these keep more
+/// misses in flight than the hardware prefetcher does alone. Rows sharing
+/// their indices (below) prefetch the next input row in the same way.
+/// Streaming was measured to pay where the innermost dimension is the
+/// gathered axis (GE1, GE4, GE6: 20-25% faster); along other axes it cost
+/// about 3%.
+constexpr uint64_t StreamedIndexBytes = 4u << 20;
+constexpr uint64_t MinStreamedRow = 256;
+constexpr uint64_t StreamBlock = 64;
+constexpr uint64_t IndexAheadBytes = 8u << 10;
+/// A block prefetches at most this many lines of the next input row.
+constexpr uint64_t MaxShareLines = 16;
+/// Rows that all gather from one region of at least this many bytes
+/// prefetch the next region, at most MaxRegionShareLines lines per row.
+constexpr uint64_t RegionBytes = 64u << 10;
+constexpr uint64_t MaxRegionShareLines = 64;
+/// Element rows that all read the same indices (a Gather's dimensions
+/// before the axis), of at most this many elements, read them once per call
+/// into a table of input offsets on the stack (32 KiB), checked once.
+constexpr uint64_t MaxSharedRow = 4096;
+/// Loops of at most this many iterations, of constant count, are unrolled
+/// (the pipeline has no unroller; a tiny kernel's row pays no loop
+/// overhead).
+constexpr uint64_t MaxStraightLoop = 4;
+
+bool sharesRowIndices(const KernelSpec &S) {
+  if (S.Rank < 2 || S.innerIsBlock() || S.emptyAxis() || S.rows() < 2 ||
+      S.Sizes[S.Rank - 1] > MaxSharedRow)
+    return false;
+  for (unsigned D = 0; D + 1 < S.Rank; ++D)
+    if (S.IdxStride[D] != 0 || S.PosStride[D] != 0)
+      return false;
+  return true;
+}
+
+uint64_t indexBytes(const KernelSpec &S) {
+  return S.IndexType == DataType::Int64 || S.IndexType == DataType::UInt64 ? 8 : 4;
+}
+
+bool streamsIndices(const KernelSpec &S) {
+  if (S.Rank < 2 || S.innerIsBlock() || S.TupleSize != 1 || sharesRowIndices(S))
+    return false;
+  const unsigned L = S.Rank - 1;
+  return S.InStride[L] == 0 && S.IdxStride[L] == 1 && S.Sizes[L] >= MinStreamedRow &&
+         S.elements() * indexBytes(S) >= StreamedIndexBytes;
+}
+
+/// Elements of the input that the rows of dimension Rank-2 gather from
+/// when they all gather from the same region (its index is replaced by the
+/// gathered one: InStride 0).
+uint64_t regionElements(const KernelSpec &S) {
+  const unsigned L = S.Rank - 1;
+  return (S.AxisSize[0] - 1) * S.AxisStride[0] + (S.Sizes[L] - 1) * S.InStride[L] + 1;
+}
+
+/// Element rows whose dimension Rank-2 shares one region of the input (GE3:
+/// a slice), of dimension Rank-3, prefetch the next region in shares.
+bool prefetchesNextRegion(const KernelSpec &S) {
+  if (S.Rank < 3 || S.innerIsBlock() || S.TupleSize != 1 || S.AxisSize[0] == 0 ||
+      S.InStride[S.Rank - 2] != 0 || S.InStride[S.Rank - 3] == 0)
+    return false;
+  return regionElements(S) * S.ElemBytes >= RegionBytes &&
+         S.Sizes[S.Rank - 3] * regionElements(S) * S.ElemBytes >= PrefetchTableBytes;
+}
+
+/// Elements of the input block rows gather from: the largest span of one
+/// tuple component (the outermost one's, in practice).
+uint64_t tableElements(const KernelSpec &S) {
+  uint64_t Max = 0;
+  for (unsigned C = 0; C < S.TupleSize; ++C)
+    Max = std::max(Max, S.AxisSize[C] * S.AxisStride[C]);
+  return Max;
+}
+
+bool isPowerOfTwoElement(unsigned EB) {
+  return EB == 1 || EB == 2 || EB == 4 || EB == 8 || EB == 16;
+}
+
+} // namespace
+
+const char *rowKindName(RowKind Kind) {
+  switch (Kind) {
+  case RowKind::Block:
+    return "block";
+  case RowKind::Element:
+    return "element";
+  case RowKind::SharedIndices:
+    return "shared-indices";
+  }
+  return "?";
+}
+
+KernelPlan planKernel(const KernelSpec &S, const TargetFacts &T) {
+  KernelPlan P;
+  P.MaxStraightLoop = MaxStraightLoop;
+  P.LineBytes = T.CacheLineBytes;
+  P.Row = S.innerIsBlock()       ? RowKind::Block
+          : sharesRowIndices(S) ? RowKind::SharedIndices
+                                : RowKind::Element;
+  if (T.Gpu)
+    return P; // The CPU's memory strategies below do not apply.
+  const unsigned L = S.Rank == 0 ? 0 : S.Rank - 1;
+  if (P.Row == RowKind::Block && S.Rank >= 2 &&
+      tableElements(S) * S.ElemBytes >= PrefetchTableBytes) {
+    // Rows gathered from a table too large for the cache are misses the
+    // hardware prefetcher cannot predict: fetch them a few rows ahead.
+    const uint64_t RowBytes = S.Sizes[L] * S.ElemBytes;
+    P.PrefetchRowsAhead = std::clamp<uint64_t>(PrefetchAheadBytes / RowBytes, 1, MaxRowsAhead);
+    // The whole row, or its first MaxPrefetchRowBytes (the hardware
+    // prefetcher following the rest): a row's lines are not fetched in
+    // order otherwise.
+    P.PrefetchRowBytes = std::min(MaxPrefetchRowBytes, RowBytes);
+  }
+  P.StreamIndices = streamsIndices(S);
+  if (P.StreamIndices) {
+    P.IndexAheadBytes = IndexAheadBytes;
+    P.PrefetchNextInputRow = S.AxisStride[0] == 1;
+  } else if (P.Row == RowKind::SharedIndices) {
+    P.PrefetchNextInputRow = S.TupleSize == 1 && S.AxisStride[0] == 1 &&
+                             S.InStride[L] == 0 && S.Sizes[L] >= StreamBlock &&
+                             S.rows() * S.AxisSize[0] * S.ElemBytes >= PrefetchTableBytes;
+  }
+  if (P.StreamIndices || P.PrefetchNextInputRow)
+    P.BlockElements = StreamBlock;
+  if (P.PrefetchNextInputRow)
+    P.MaxShareLines = MaxShareLines;
+  if (prefetchesNextRegion(S)) {
+    P.PrefetchNextRegion = true;
+    P.RegionElements = regionElements(S);
+    P.MaxRegionShareLines = MaxRegionShareLines;
+  }
+  // Non-temporal stores for a large output written in whole lines: block
+  // rows of at least two vectors, or streamed element rows into a
+  // contiguous output of integer-sized elements (buffered a block at a
+  // time).
+  const bool LargeOutput = S.elements() * S.ElemBytes >= NonTemporalBytes;
+  const bool StreamedBlockRows = P.Row == RowKind::Block && S.Rank >= 2 && !S.emptyAxis() &&
+                                 S.Sizes[L] * S.ElemBytes >= 2 * T.VectorBytes;
+  const bool StreamedElementRows =
+      P.StreamIndices && S.OutStride[L] == 1 && isPowerOfTwoElement(S.ElemBytes);
+  P.NonTemporal = LargeOutput && (StreamedBlockRows || StreamedElementRows);
+  return P;
+}
+
+std::string KernelPlan::describe() const {
+  std::ostringstream OS;
+  OS << "row=" << rowKindName(Row);
+  if (StreamIndices)
+    OS << " stream-indices(block=" << BlockElements << ",ahead=" << IndexAheadBytes << ")";
+  if (PrefetchNextInputRow)
+    OS << " prefetch-next-row(block=" << BlockElements << ",lines<=" << MaxShareLines << ")";
+  if (PrefetchNextRegion)
+    OS << " prefetch-next-region(elements=" << RegionElements
+       << ",lines<=" << MaxRegionShareLines << ")";
+  if (PrefetchRowsAhead)
+    OS << " prefetch-rows(ahead=" << PrefetchRowsAhead << ",bytes=" << PrefetchRowBytes << ")";
+  if (NonTemporal)
+    OS << " non-temporal";
+  return OS.str();
+}
+
+} // namespace gatherjit

@@ -1,0 +1,84 @@
+//===- compiler/plan/KernelPlan.h - How a kernel runs its rows -----------===//
+/// \file
+/// A pure function from a KernelSpec and the target's facts to a
+/// KernelPlan: what the innermost dimension is (a block copy, an element
+/// loop, or an element loop through a table of offsets shared by every
+/// row), whether indices stream in blocks, what is prefetched how far
+/// ahead, and whether stores bypass the cache. The emitters follow the plan
+/// and decide nothing; the tuning constants and their measurements live in
+/// KernelPlan.cpp.
+//===----------------------------------------------------------------------===//
+#ifndef GATHERJIT_COMPILER_PLAN_KERNELPLAN_H
+#define GATHERJIT_COMPILER_PLAN_KERNELPLAN_H
+
+#include "compiler/spec/KernelSpec.h"
+
+#include <cstdint>
+#include <string>
+
+namespace gatherjit {
+
+/// What the plan needs to know of the machine.
+struct TargetFacts {
+  unsigned CacheLineBytes = 64;
+  /// The widest vector a copy uses.
+  unsigned VectorBytes = 64;
+  /// A GPU runs each element on a thread of its own: no prefetching,
+  /// streaming or offset tables, which are CPU strategies.
+  bool Gpu = false;
+};
+
+/// The innermost dimension's loop.
+enum class RowKind {
+  /// One index per row, the row a contiguous block (an embedding row):
+  /// copied in vectors.
+  Block,
+  /// One index per element.
+  Element,
+  /// One index per element, the same indices for every row (a Gather's
+  /// dimensions before the axis): read and checked once per call into a
+  /// table of input offsets.
+  SharedIndices,
+};
+const char *rowKindName(RowKind Kind); // "block", "element", "shared-indices"
+
+struct KernelPlan {
+  RowKind Row = RowKind::Element;
+  /// The output is written with non-temporal stores (and the kernel ends
+  /// with a fence).
+  bool NonTemporal = false;
+  /// Element rows run in blocks of BlockElements, each prefetching the
+  /// indices IndexAheadBytes ahead.
+  bool StreamIndices = false;
+  uint64_t BlockElements = 0;
+  uint64_t IndexAheadBytes = 0;
+  /// Element or shared-index rows run in blocks of BlockElements, each
+  /// prefetching its share (at most MaxShareLines lines) of the contiguous
+  /// input row the next row gathers from.
+  bool PrefetchNextInputRow = false;
+  uint64_t MaxShareLines = 0;
+  /// Rows of dimension Rank-2 gather from one region of RegionElements
+  /// input elements: each prefetches its share (at most MaxRegionShareLines
+  /// lines) of the next region.
+  bool PrefetchNextRegion = false;
+  uint64_t RegionElements = 0;
+  uint64_t MaxRegionShareLines = 0;
+  /// Block rows: the row this many rows ahead is prefetched (its first
+  /// PrefetchRowBytes); 0 for none.
+  uint64_t PrefetchRowsAhead = 0;
+  uint64_t PrefetchRowBytes = 0;
+  /// Loops of at most this many iterations, of constant count, are emitted
+  /// as straight-line code.
+  uint64_t MaxStraightLoop = 0;
+  unsigned LineBytes = 64;
+
+  bool operator==(const KernelPlan &) const = default;
+  /// One line naming each decision, for logs and tests.
+  std::string describe() const;
+};
+
+KernelPlan planKernel(const KernelSpec &Spec, const TargetFacts &Target = {});
+
+} // namespace gatherjit
+
+#endif
