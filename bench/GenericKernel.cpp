@@ -1,4 +1,4 @@
-//===- bench/GenericKernel.cpp - The generic precompiled baseline -----------===//
+//===- bench/GenericKernel.cpp - The generic precompiled baseline --------===//
 
 #include "bench/GenericKernel.h"
 

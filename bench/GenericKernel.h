@@ -1,4 +1,4 @@
-//===- bench/GenericKernel.h - The generic precompiled baseline -------------===//
+//===- bench/GenericKernel.h - The generic precompiled baseline ----------===//
 /// \file
 /// A gather with run-time sizes and strides, written as a library writes its
 /// generic loop (dispatch on element size and index type once, a tight

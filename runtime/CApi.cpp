@@ -1,4 +1,4 @@
-//===- runtime/CApi.cpp - The C embedding API -----------------------------===//
+//===- runtime/CApi.cpp - The C embedding API ----------------------------===//
 //
 // Thin wrappers over the C++ API: convert, call, record the status for
 // gj_last_error(). No exception crosses into C.

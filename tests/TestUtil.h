@@ -4,10 +4,39 @@
 
 #include "gatherjit/Validate.h"
 
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <vector>
 
 namespace gatherjit::test {
+
+/// A scratch directory removed when the test ends.
+class ScratchDir {
+public:
+  ScratchDir() {
+    std::string Template =
+        (std::filesystem::temp_directory_path() / "gatherjit-test-XXXXXX").string();
+    Path = mkdtemp(Template.data());
+  }
+  ~ScratchDir() { std::filesystem::remove_all(Path); }
+  std::string operator/(const std::string &Name) const { return (Path / Name).string(); }
+  std::filesystem::path Path;
+};
+
+inline std::string slurp(const std::string &Path) {
+  std::ifstream In(Path, std::ios::binary);
+  std::stringstream SS;
+  SS << In.rdbuf();
+  return SS.str();
+}
+
+inline void spit(const std::string &Path, const std::string &Contents) {
+  std::ofstream(Path, std::ios::binary) << Contents;
+}
 
 inline TensorDesc tensor(DataType Type, std::vector<uint64_t> Sizes,
                          std::optional<std::vector<uint64_t>> Strides = std::nullopt) {

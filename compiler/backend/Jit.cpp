@@ -35,6 +35,7 @@ JitCode::~JitCode() {
 JitEngine::~JitEngine() = default;
 
 Expected<std::shared_ptr<JitEngine>> JitEngine::create(const JitOptions &Options) {
+  initializeTargets();
   // Code generation happens before linking (see Runtime); the JIT only
   // links objects, so it needs the host's target for relocations alone.
   // LLJIT would also build a target machine for IR it never sees (about

@@ -22,7 +22,7 @@ Status toStatus(llvm::Error Err, const std::string &Context) {
   return Status::internal(Context + ": " + llvm::toString(std::move(Err)));
 }
 
-static void initializeTargets() {
+void initializeTargets() {
   static std::once_flag Once;
   std::call_once(Once, [] {
     // The targets gatherjit generates code for, and no others: each one

@@ -22,6 +22,9 @@ class TargetMachine;
 
 namespace gatherjit {
 
+/// Registers the targets gatherjit generates code for (once per process).
+void initializeTargets();
+
 /// Converts an llvm::Error into an Internal status with context.
 Status toStatus(llvm::Error Err, const std::string &Context);
 

@@ -1,4 +1,4 @@
-//===- compiler/validate/Descriptor.cpp - Data types and ONNX builders ----===//
+//===- compiler/validate/Descriptor.cpp - Data types and ONNX builders ---===//
 
 #include "gatherjit/Descriptor.h"
 

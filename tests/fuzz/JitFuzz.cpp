@@ -1,4 +1,4 @@
-//===- tests/fuzz/JitFuzz.cpp - libFuzzer target: JIT against interpreter -===//
+//===- tests/fuzz/JitFuzz.cpp - libFuzzer target: JIT against interpreter ===//
 //
 // The fuzzer's bytes choose a descriptor field by field (operator, data and
 // index types, ranks 1..8, sizes, strides with broadcast and padding, axis,

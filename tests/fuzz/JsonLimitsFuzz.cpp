@@ -1,4 +1,4 @@
-//===- tests/fuzz/JsonLimitsFuzz.cpp - libFuzzer target: deep, large JSON -===//
+//===- tests/fuzz/JsonLimitsFuzz.cpp - libFuzzer target: deep, large JSON ===//
 //
 // Descriptor JSON built to exhaust the parser: the fuzzer's text wrapped in
 // up to tens of thousands of brackets, or repeated past the size limit.

@@ -1,4 +1,4 @@
-//===- tests/runtime/AtomicFileTest.cpp - Writing what the user points at -===//
+//===- tests/runtime/AtomicFileTest.cpp - Writing what the user points at ===//
 //
 // Device nodes are made with mknod inside the test's scratch directory (the
 // tests skip where that is not allowed); the machine's own are never the

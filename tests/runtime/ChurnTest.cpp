@@ -1,4 +1,4 @@
-//===- tests/runtime/ChurnTest.cpp - Memory under a stream of new kernels -===//
+//===- tests/runtime/ChurnTest.cpp - Memory under a stream of new kernels ===//
 //
 // A server that keeps seeing new shapes must not grow without bound: 5,000
 // distinct kernels through the C API with a cache of 16, from 4 threads that

@@ -1,4 +1,4 @@
-//===- tests/runtime/GuardPageTest.cpp - Kernels stay inside their buffers -===//
+//===- tests/runtime/GuardPageTest.cpp - Reads stay inside buffers -------===//
 //
 // Compiled code is not instrumented by AddressSanitizer, so this is the
 // proof that it never reads or writes outside its buffers: every buffer of

@@ -25,7 +25,7 @@ TEST(Interpreter, SeedExamplesGiveTheDocumentsOutputs) {
   for (const SeedExample &E : Examples) {
     SCOPED_TRACE(E.Name);
     ASSERT_TRUE(E.Desc.isOk()) << E.Desc.status().message();
-    EXPECT_EQ(E.Desc->Output.Sizes.size() >= 1, true);
+    EXPECT_EQ(E.Desc->outputElements(), E.ExpectedOutput.size());
     std::vector<float> Out(E.ExpectedOutput.size(), -1);
     std::vector<char> Idx = E.indexBytes();
     ASSERT_TRUE(interpret(*E.Desc, E.Input.data(), Idx.data(), Out.data()).isOk());

@@ -3,6 +3,7 @@
 #define GATHERJIT_TESTS_CLITESTUTIL_H
 
 #include "Npy.h"
+#include "TestUtil.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -20,30 +21,6 @@ struct CliResult {
   int Exit = -1;
   std::string Out, Err;
 };
-
-/// A scratch directory removed when the test ends.
-class ScratchDir {
-public:
-  ScratchDir() {
-    std::string Template =
-        (std::filesystem::temp_directory_path() / "gatherjit-test-XXXXXX").string();
-    Path = mkdtemp(Template.data());
-  }
-  ~ScratchDir() { std::filesystem::remove_all(Path); }
-  std::string operator/(const std::string &Name) const { return (Path / Name).string(); }
-  std::filesystem::path Path;
-};
-
-inline std::string slurp(const std::string &Path) {
-  std::ifstream In(Path, std::ios::binary);
-  std::stringstream SS;
-  SS << In.rdbuf();
-  return SS.str();
-}
-
-inline void spit(const std::string &Path, const std::string &Contents) {
-  std::ofstream(Path, std::ios::binary) << Contents;
-}
 
 inline CliResult runCli(const ScratchDir &Dir, const std::string &Args) {
   const std::string Out = Dir / "stdout.txt", Err = Dir / "stderr.txt";

@@ -1,4 +1,4 @@
-//===- tests/tools/HostileInputTest.cpp - The command line against abuse --===//
+//===- tests/tools/HostileInputTest.cpp - The command line against abuse -===//
 //
 // What a hostile or careless user can hand the command line: outputs that
 // are devices, pipes or standard output, inputs that never end or announce

@@ -1,4 +1,4 @@
-//===- tests/compiler/AotTest.cpp - Kernels compiled ahead of time -------===//
+//===- tests/compiler/backend/AotTest.cpp - Ahead-of-time kernels -------===//
 //
 // Random configurations compiled into one object, linked into a shared
 // library with the system C compiler and loaded: every kernel must match the

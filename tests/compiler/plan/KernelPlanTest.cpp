@@ -1,0 +1,125 @@
+//===- tests/compiler/plan/KernelPlanTest.cpp - Plans, decided by hand ---===//
+//
+// The plan of every benchmark case, worked out from the rules in
+// compiler/plan/KernelPlan.cpp, and the edges of those rules.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Cases.h"
+#include "compiler/plan/KernelPlan.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+using namespace gatherjit;
+
+namespace {
+
+KernelPlan planOfCase(const std::string &Name, const TargetFacts &Facts = {}) {
+  for (const bench::BenchCase &C : bench::benchCases())
+    if (Name == C.Name) {
+      Expected<ValidDesc> V = bench::benchDesc(C);
+      EXPECT_TRUE(V.isOk()) << V.status().message();
+      return planKernel(canonicalize(*V), Facts);
+    }
+  ADD_FAILURE() << "no case " << Name;
+  return {};
+}
+
+TEST(KernelPlan, EveryBenchmarkCase) {
+  // What each case is planned as, one line each (KernelPlan::describe).
+  const std::map<std::string, std::string> Expected = {
+      // GatherElements along the innermost axis of large indices: streamed
+      // in blocks, the next input row prefetched, written non-temporally
+      // when the output is over 16 MiB (GE6's 8 MiB is not).
+      {"GE1", "row=element stream-indices(block=64,ahead=8192) "
+              "prefetch-next-row(block=64,lines<=16) non-temporal"},
+      {"GE1_clamp", "row=element stream-indices(block=64,ahead=8192) "
+                    "prefetch-next-row(block=64,lines<=16) non-temporal"},
+      {"GE4", "row=element stream-indices(block=64,ahead=8192) "
+              "prefetch-next-row(block=64,lines<=16) non-temporal"},
+      {"GE6", "row=element stream-indices(block=64,ahead=8192) "
+              "prefetch-next-row(block=64,lines<=16)"},
+      // Along axis 0 the innermost dimension reads the input contiguously.
+      {"GE2", "row=element"},
+      // 256 rows per slice gather from one 1 MiB slice of 512 x 512.
+      {"GE3", "row=element prefetch-next-region(elements=262144,lines<=64)"},
+      {"GE5", "row=element"},
+      // Embedding rows of 3 KiB from a 153 MB table: 4 rows ahead.
+      {"G1", "row=block prefetch-rows(ahead=4,bytes=3072) non-temporal"},
+      {"G1_clamp", "row=block prefetch-rows(ahead=4,bytes=3072) non-temporal"},
+      // Every row reads the same 1024 (G2) or 64 x 32 (G3) indices.
+      {"G2", "row=shared-indices prefetch-next-row(block=64,lines<=16)"},
+      {"G3", "row=shared-indices prefetch-next-row(block=64,lines<=16)"},
+      {"G4", "row=element"},
+      // 4 KiB blocks of a 16 MiB pool into a 16 MiB output.
+      {"GN1", "row=block prefetch-rows(ahead=3,bytes=4096) non-temporal"},
+      // Point reads: two-component tuples, one element each.
+      {"GN2", "row=element"},
+  };
+  ASSERT_EQ(Expected.size(), bench::benchCases().size());
+  for (const auto &[Name, Plan] : Expected)
+    EXPECT_EQ(planOfCase(Name).describe(), Plan) << Name;
+}
+
+TEST(KernelPlan, AGpuTargetGetsNoCpuMemoryStrategies) {
+  TargetFacts Gpu;
+  Gpu.Gpu = true;
+  for (const char *Name : {"GE1", "GE3", "G1", "G2", "GN1"}) {
+    const KernelPlan P = planOfCase(Name, Gpu);
+    EXPECT_EQ(P.Row, planOfCase(Name).Row) << Name;
+    EXPECT_FALSE(P.StreamIndices || P.PrefetchNextInputRow || P.PrefetchNextRegion ||
+                 P.PrefetchRowsAhead || P.NonTemporal)
+        << Name << ": " << P.describe();
+  }
+}
+
+KernelSpec rows(uint64_t Rows, uint64_t Cols, unsigned ElemBytes = 4) {
+  // GatherElements along the inner axis of a packed [Rows, Cols], INT64.
+  KernelSpec S;
+  S.ElemBytes = ElemBytes;
+  S.Rank = 2;
+  S.Sizes = {Rows, Cols};
+  S.OutStride = {Cols, 1};
+  S.IdxStride = {Cols, 1};
+  S.PosStride = {Cols, 1};
+  S.InStride = {Cols, 0};
+  S.AxisSize[0] = Cols;
+  S.AxisStride[0] = 1;
+  return S;
+}
+
+TEST(KernelPlan, StreamingThresholds) {
+  // 4 MiB of INT64 indices in rows of at least 256.
+  EXPECT_TRUE(planKernel(rows(2048, 256)).StreamIndices);    // 4 MiB
+  EXPECT_FALSE(planKernel(rows(2047, 256)).StreamIndices);   // Just under.
+  EXPECT_FALSE(planKernel(rows(65536, 255)).StreamIndices);  // Rows too short.
+  KernelSpec Tuple = rows(2048, 256);
+  Tuple.TupleSize = 2;
+  Tuple.AxisSize[1] = 4;
+  Tuple.AxisStride[1] = 256;
+  EXPECT_FALSE(planKernel(Tuple).StreamIndices); // GatherND's tuples are not streamed.
+  // Non-temporal from 16 MiB of output, for integer-sized elements only.
+  EXPECT_TRUE(planKernel(rows(4096, 1024)).NonTemporal);
+  EXPECT_FALSE(planKernel(rows(4095, 1024)).NonTemporal);
+  EXPECT_FALSE(planKernel(rows(4096, 1024, 3)).NonTemporal);
+}
+
+TEST(KernelPlan, DegenerateSpecs) {
+  KernelSpec One; // Rank 0: a single element.
+  One.ElemBytes = 4;
+  One.AxisSize[0] = 3;
+  EXPECT_EQ(planKernel(One).describe(), "row=element");
+  // An empty axis: nothing is read, so no offset table and no prefetch.
+  KernelSpec Empty = rows(8, 16);
+  Empty.IdxStride = {0, 1};
+  Empty.PosStride = {0, 1};
+  EXPECT_EQ(planKernel(rows(8, 16)).Row, RowKind::Element);
+  EXPECT_EQ(planKernel(Empty).Row, RowKind::SharedIndices);
+  Empty.AxisSize[0] = 0;
+  EXPECT_EQ(planKernel(Empty).Row, RowKind::Element);
+  EXPECT_EQ(planKernel(rows(8, 16)).MaxStraightLoop, 4u);
+}
+
+} // namespace

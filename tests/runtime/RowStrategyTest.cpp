@@ -1,0 +1,260 @@
+//===- tests/runtime/RowStrategyTest.cpp - Each plan against the oracle --===//
+//
+// One test per strategy of compiler/plan/KernelPlan.h, on a case the plan
+// chooses it for (asserted), run through the JIT against the interpreter:
+// results, the first bad index, ranges of rows and output alignments.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RuntimeTestUtil.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+using namespace gatherjit;
+using namespace gatherjit::test;
+
+namespace {
+
+TEST(Runtime, PrefetchingRowsFromALargeTableKeepsResultsAndErrors) {
+  // A 1 MiB table: block rows prefetch rows ahead. The lookahead must
+  // read no index past the range it was given and change no result.
+  auto RT = makeRuntime();
+  const uint64_t Rows = 2048, Cols = 128, Ids = 37;
+  Expected<GatherDesc> D = onnxGather(tensor(DataType::Float32, {Rows, Cols}),
+                                      tensor(DataType::Int32, {Ids}), 0);
+  ASSERT_TRUE(D.isOk());
+  Expected<ValidDesc> V = validate(*D);
+  ASSERT_TRUE(V.isOk());
+  EXPECT_EQ(planOf(*V).PrefetchRowsAhead, 8u); // 12 KiB of 512-byte rows, at most 8.
+  Expected<Kernel> K = RT->compile(*V);
+  ASSERT_TRUE(K.isOk());
+  ASSERT_EQ(K->rows(), Ids);
+  std::vector<char> Table = patternBuffer(Rows * Cols, 4);
+  std::vector<int32_t> Idx(Ids);
+  for (uint64_t I = 0; I < Ids; ++I)
+    Idx[I] = static_cast<int32_t>((I * 977) % Rows) - (I % 4 == 1 ? static_cast<int32_t>(Rows) : 0);
+  std::vector<char> Ref(Ids * Cols * 4), Out(Ref.size()), Split(Ref.size());
+  ASSERT_TRUE(interpret(*V, Table.data(), Idx.data(), Ref.data()).isOk());
+  ASSERT_TRUE(K->run(Table.data(), Idx.data(), Out.data()).isOk());
+  EXPECT_EQ(Ref, Out);
+  // Rows run in ranges, each reading only its own indices: the index
+  // buffer is cut right after the range's last row.
+  for (uint64_t Begin = 0; Begin < Ids; Begin += 5) {
+    const uint64_t End = std::min(Ids, Begin + 5);
+    std::vector<int32_t> Cut(Idx.begin(), Idx.begin() + End);
+    ASSERT_TRUE(K->runRows(Table.data(), Cut.data(), Split.data(), Begin, End).isOk());
+  }
+  EXPECT_EQ(Ref, Split);
+  // A bad index after a good one, inside the prefetch distance.
+  Idx[30] = static_cast<int32_t>(Rows);
+  Status S = K->run(Table.data(), Idx.data(), Out.data());
+  ASSERT_FALSE(S);
+  EXPECT_EQ(S.position(), 30u);
+}
+
+/// Gathers rows of a [Rows, Cols] table of \p Type by \p Ids INT64 indices
+/// into \p Out (which may be misaligned) and compares with the interpreter,
+/// then with one bad index at \p BadAt.
+void expectBlockGatherMatches(Runtime &RT, DataType Type, uint64_t Rows, uint64_t Cols,
+                              uint64_t Ids, char *Out, uint64_t BadAt) {
+  SCOPED_TRACE(std::string(dataTypeName(Type)) + " [" + std::to_string(Rows) + ", " +
+               std::to_string(Cols) + "] by " + std::to_string(Ids));
+  Expected<GatherDesc> D = onnxGather(tensor(Type, {Rows, Cols}), tensor(DataType::Int64, {Ids}), 0);
+  ASSERT_TRUE(D.isOk());
+  Expected<ValidDesc> V = validate(*D);
+  ASSERT_TRUE(V.isOk());
+  Expected<Kernel> K = RT.compile(*V);
+  ASSERT_TRUE(K.isOk());
+  const size_t Elem = dataTypeSize(Type);
+  std::vector<char> Table = patternBuffer(Rows * Cols, Elem);
+  std::vector<int64_t> Idx(Ids);
+  for (uint64_t I = 0; I < Ids; ++I)
+    Idx[I] = static_cast<int64_t>((I * 7919) % Rows) - (I % 3 == 1 ? static_cast<int64_t>(Rows) : 0);
+  std::vector<char> Ref(Ids * Cols * Elem);
+  ASSERT_TRUE(interpret(*V, Table.data(), Idx.data(), Ref.data()).isOk());
+  ASSERT_TRUE(K->run(Table.data(), Idx.data(), Out).isOk());
+  EXPECT_EQ(0, std::memcmp(Ref.data(), Out, Ref.size()));
+  Idx[BadAt] = static_cast<int64_t>(Rows);
+  Status S = K->run(Table.data(), Idx.data(), Out);
+  ASSERT_EQ(S.code(), ErrorCode::IndexOutOfRange);
+  EXPECT_EQ(S.position(), BadAt);
+}
+
+TEST(Runtime, BlockRowsOfAnyLengthMatchTheInterpreter) {
+  auto RT = makeRuntime();
+  for (DataType Type : {DataType::UInt8, DataType::Float16, DataType::Float32, DataType::Float64})
+    for (uint64_t Cols : {1, 15, 16, 17, 63, 64, 65, 129, 1000, 1500})
+      for (uint64_t Rows : {40, 9000}) { // A small table and one over 1 MiB (prefetched).
+        std::vector<char> Out(33 * Cols * 8 + 64);
+        expectBlockGatherMatches(*RT, Type, Rows, Cols, 33, Out.data() + 3, 20);
+        if (HasFatalFailure())
+          return;
+      }
+}
+
+TEST(Runtime, StreamedBlockRowsMatchTheInterpreterAtAnyOutputAlignment) {
+  // Over 16 MiB of output: rows are written with non-temporal stores,
+  // whatever the output's alignment. 2080-byte rows end off a 64-byte line.
+  auto RT = makeRuntime();
+  const uint64_t Rows = 2048, Cols = 520, Ids = 8100;
+  Expected<GatherDesc> D =
+      onnxGather(tensor(DataType::Float32, {Rows, Cols}), tensor(DataType::Int64, {Ids}), 0);
+  ASSERT_TRUE(D.isOk());
+  Expected<ValidDesc> V = validate(*D);
+  ASSERT_TRUE(V.isOk());
+  EXPECT_TRUE(planOf(*V).NonTemporal);
+  std::vector<char> Buffer(Ids * Cols * 4 + 128);
+  char *Aligned = Buffer.data() + (64 - reinterpret_cast<uintptr_t>(Buffer.data()) % 64);
+  for (size_t Skew : {0, 4, 33, 60}) {
+    SCOPED_TRACE("output 64-byte aligned + " + std::to_string(Skew));
+    expectBlockGatherMatches(*RT, DataType::Float32, Rows, Cols, Ids, Aligned + Skew, 5000);
+  }
+}
+
+TEST(Runtime, StreamedElementRowsMatchTheInterpreter) {
+  // 2048 x 300 INT64 indices (4.9 MB) gathered along rows of 300: blocks of
+  // 64 that prefetch indices ahead, a tail of 44, the next input row
+  // prefetched. (ThreadsGiveTheSameBytesAndTheSameFirstError splits such
+  // rows across threads.)
+  {
+    auto RT = makeRuntime();
+    GeCase C(2048, 300);
+    Expected<ValidDesc> V = validate(C.Desc);
+    ASSERT_TRUE(V.isOk());
+    EXPECT_TRUE(planOf(*V).StreamIndices);
+    EXPECT_TRUE(planOf(*V).PrefetchNextInputRow);
+    Expected<Kernel> K = RT->compile(C.Desc);
+    ASSERT_TRUE(K.isOk());
+    EXPECT_TRUE(C.agrees(*K));
+    for (uint64_t Bad : {uint64_t(1000 * 300 + 70), uint64_t(1500 * 300 + 290)}) {
+      GeCase B = C;
+      B.Idx[Bad] = 300;
+      B.Idx[Bad + 5] = -301;
+      EXPECT_TRUE(B.agrees(*K)) << "bad index at " << Bad;
+    }
+  }
+}
+
+TEST(Runtime, StreamedElementRowsWriteLargeOutputsAtAnyAlignment) {
+  // Over 16 MiB of output gathered along rows of 300 INT32 indices: each row
+  // stores plainly up to its first 64-byte line, then streams blocks of 64
+  // elements; an output not aligned to its elements is stored plainly.
+  auto RT = makeRuntime();
+  const uint64_t Cols = 300;
+  for (DataType Type : {DataType::UInt8, DataType::Float16, DataType::Float32, DataType::Float64}) {
+    const size_t Elem = dataTypeSize(Type);
+    const uint64_t Rows = (16u << 20) / (Cols * Elem) + 1;
+    SCOPED_TRACE(std::string(dataTypeName(Type)) + " [" + std::to_string(Rows) + ", 300]");
+    GatherElementsDesc D{tensor(Type, {Rows, Cols}), tensor(DataType::Int32, {Rows, Cols}),
+                         tensor(Type, {Rows, Cols}), 1};
+    Expected<ValidDesc> V = validate(D);
+    ASSERT_TRUE(V.isOk());
+    EXPECT_TRUE(planOf(*V).NonTemporal);
+    Expected<Kernel> K = RT->compile(*V);
+    ASSERT_TRUE(K.isOk());
+    std::vector<char> In = patternBuffer(Rows * Cols, Elem);
+    const std::vector<int64_t> Idx = validIndices(Rows * Cols, Cols, Elem);
+    std::vector<char> Bytes = encodeIndices(DataType::Int32, Idx);
+    std::vector<char> Ref(Rows * Cols * Elem);
+    ASSERT_TRUE(interpret(*V, In.data(), Bytes.data(), Ref.data()).isOk());
+    std::vector<char> Buffer(Ref.size() + 128);
+    char *Aligned = Buffer.data() + (64 - reinterpret_cast<uintptr_t>(Buffer.data()) % 64);
+    for (size_t Skew : {size_t(0), size_t(1), Elem, size_t(60)}) {
+      SCOPED_TRACE("output 64-byte aligned + " + std::to_string(Skew));
+      std::memset(Buffer.data(), 0x5a, Buffer.size());
+      ASSERT_TRUE(K->run(In.data(), Bytes.data(), Aligned + Skew).isOk());
+      EXPECT_EQ(0, std::memcmp(Ref.data(), Aligned + Skew, Ref.size()));
+      // Nothing written before or after the output.
+      EXPECT_EQ(std::string(Aligned + Skew - Buffer.data(), 0x5a),
+                std::string(Buffer.data(), Aligned + Skew));
+      EXPECT_EQ(std::string(Buffer.data() + Buffer.size() - (Aligned + Skew + Ref.size()), 0x5a),
+                std::string(Aligned + Skew + Ref.size(), Buffer.data() + Buffer.size()));
+    }
+    // The first bad index, in a row's head (before its first line) or in a
+    // block, is the one reported.
+    for (uint64_t Bad : {(Rows / 2) * Cols + 1, (Rows / 3) * Cols + 150}) {
+      std::vector<int64_t> BadIdx = Idx;
+      BadIdx[Bad] = static_cast<int64_t>(Cols);
+      BadIdx[Bad + 3] = -static_cast<int64_t>(Cols) - 1;
+      std::vector<char> BadBytes = encodeIndices(DataType::Int32, BadIdx);
+      Status S = K->run(In.data(), BadBytes.data(), Aligned + 4);
+      ASSERT_EQ(S.code(), ErrorCode::IndexOutOfRange);
+      EXPECT_EQ(S.position(), Bad);
+    }
+  }
+}
+
+TEST(Runtime, RowsSharingTheirIndicesCheckThemOnceAndMatchTheInterpreter) {
+  // Gather along axis 1 of [300, 1000] by [50, 40]: all 300 rows read the
+  // same 2000 indices, through one table of offsets filled per call.
+  auto RT = makeRuntime();
+  const uint64_t Rows = 300, Cols = 1000;
+  for (OobPolicy Policy : {OobPolicy::Check, OobPolicy::Clamp}) {
+    SCOPED_TRACE(Policy == OobPolicy::Check ? "check" : "clamp");
+    Expected<GatherDesc> D = onnxGather(tensor(DataType::Float32, {Rows, Cols}),
+                                        tensor(DataType::Int32, {50, 40}), 1);
+    ASSERT_TRUE(D.isOk());
+    ValidateOptions O;
+    O.Policy = Policy;
+    Expected<ValidDesc> V = validate(*D, O);
+    ASSERT_TRUE(V.isOk());
+    EXPECT_EQ(planOf(*V).Row, RowKind::SharedIndices);
+    Expected<Kernel> K = RT->compile(*V);
+    ASSERT_TRUE(K.isOk());
+    std::vector<char> In = patternBuffer(Rows * Cols, 4);
+    const std::vector<int64_t> Idx = validIndices(2000, Cols, 7);
+    // Two bad indices (the first at position 777) under Check; under Clamp
+    // they read the row's ends.
+    for (bool Bad : {false, true}) {
+      std::vector<int64_t> Used = Idx;
+      if (Bad) {
+        Used[1500] = -static_cast<int64_t>(Cols) - 1;
+        Used[777] = static_cast<int64_t>(Cols);
+      }
+      std::vector<char> Bytes = encodeIndices(DataType::Int32, Used);
+      std::vector<char> Out(Rows * 2000 * 4), Ref(Out.size());
+      Status JS = K->run(In.data(), Bytes.data(), Out.data());
+      Status RS = interpret(*V, In.data(), Bytes.data(), Ref.data());
+      ASSERT_EQ(JS.code(), RS.code()) << JS.message();
+      if (Bad && Policy == OobPolicy::Check) {
+        ASSERT_EQ(JS.code(), ErrorCode::IndexOutOfRange);
+        EXPECT_EQ(JS.position(), 777u);
+        // A range of rows reports it too; an empty one reads no index.
+        EXPECT_EQ(K->runRows(In.data(), Bytes.data(), Out.data(), 299, 300).position(), 777u);
+        EXPECT_TRUE(K->runRows(In.data(), Bytes.data(), Out.data(), 5, 5).isOk());
+      } else {
+        ASSERT_TRUE(JS.isOk()) << JS.message();
+        EXPECT_EQ(Out, Ref);
+      }
+    }
+  }
+}
+
+TEST(Runtime, RowsGatheringAcrossASlicePrefetchTheNextSliceAndMatchTheInterpreter) {
+  // GatherElements along axis 1 of [16, 256, 128] by [16, 100, 128]: the
+  // 100 rows of each slice gather from the same 128 KiB slice, and prefetch
+  // the next one in shares.
+  auto RT = makeRuntime();
+  const uint64_t A = 16, N = 256, K = 128, I = 100;
+  GatherElementsDesc D{tensor(DataType::Float32, {A, N, K}), tensor(DataType::Int64, {A, I, K}),
+                       tensor(DataType::Float32, {A, I, K}), 1};
+  Expected<ValidDesc> V = validate(D);
+  ASSERT_TRUE(V.isOk());
+  EXPECT_TRUE(planOf(*V).PrefetchNextRegion);
+  Expected<Kernel> Kn = RT->compile(*V);
+  ASSERT_TRUE(Kn.isOk());
+  std::vector<char> In = patternBuffer(A * N * K, 4);
+  std::vector<int64_t> Idx = validIndices(A * I * K, N, 11);
+  std::vector<char> Out(Idx.size() * 4), Ref(Out.size());
+  ASSERT_TRUE(Kn->run(In.data(), Idx.data(), Out.data()).isOk());
+  ASSERT_TRUE(interpret(*V, In.data(), Idx.data(), Ref.data()).isOk());
+  EXPECT_EQ(Out, Ref);
+  Idx[(A - 1) * I * K + 5] = static_cast<int64_t>(N);
+  Status S = Kn->run(In.data(), Idx.data(), Out.data());
+  ASSERT_EQ(S.code(), ErrorCode::IndexOutOfRange);
+  EXPECT_EQ(S.position(), (A - 1) * I * K + 5);
+}
+
+} // namespace

@@ -1,0 +1,103 @@
+//===- tests/runtime/ThreadPoolTest.cpp - Splitting rows, background jobs ===//
+
+#include "runtime/ThreadPool.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <future>
+#include <mutex>
+#include <set>
+#include <vector>
+
+using namespace gatherjit;
+
+namespace {
+
+TEST(ThreadPool, ChunksCoverEveryRowOnce) {
+  ThreadPool Pool(4);
+  for (uint64_t Rows : {uint64_t(1), uint64_t(3), uint64_t(1000), uint64_t(100003)}) {
+    std::vector<std::atomic<int>> Seen(Rows);
+    EXPECT_EQ(Pool.parallelMin(Rows,
+                               [&](uint64_t Begin, uint64_t End) {
+                                 EXPECT_LT(Begin, End);
+                                 for (uint64_t R = Begin; R < End; ++R)
+                                   ++Seen[R];
+                                 return int64_t(0);
+                               }),
+              0);
+    for (uint64_t R = 0; R < Rows; ++R)
+      ASSERT_EQ(Seen[R].load(), 1) << "row " << R << " of " << Rows;
+  }
+}
+
+TEST(ThreadPool, TheSmallestNonZeroResultWins) {
+  ThreadPool Pool(4);
+  // Each chunk reports 1 + the first "bad" row in it; rows 70,000 and
+  // 90,000 are bad, so 70,001 is the answer whatever the chunking.
+  const int64_t R = Pool.parallelMin(100000, [](uint64_t Begin, uint64_t End) -> int64_t {
+    for (uint64_t Row : {uint64_t(70000), uint64_t(90000)})
+      if (Row >= Begin && Row < End)
+        return static_cast<int64_t>(Row) + 1;
+    return 0;
+  });
+  EXPECT_EQ(R, 70001);
+}
+
+TEST(ThreadPool, OnlyLargeOutputsAreSplit) {
+  EXPECT_FALSE(ThreadPool(1).worthSplitting(1u << 30));
+  EXPECT_FALSE(ThreadPool(4).worthSplitting((1u << 20) - 1));
+  EXPECT_TRUE(ThreadPool(4).worthSplitting(1u << 20));
+}
+
+TEST(BackgroundQueue, RunsJobsInOrderOffTheCallersThread) {
+  BackgroundQueue Q;
+  std::mutex M;
+  std::vector<int> Order;
+  std::set<std::thread::id> Threads;
+  std::promise<void> Done;
+  for (int I = 0; I < 5; ++I)
+    Q.push([&, I] {
+      std::lock_guard<std::mutex> Lock(M);
+      Order.push_back(I);
+      Threads.insert(std::this_thread::get_id());
+      if (I == 4)
+        Done.set_value();
+    });
+  Done.get_future().wait();
+  Q.stop();
+  EXPECT_EQ(Order, (std::vector<int>{0, 1, 2, 3, 4}));
+  ASSERT_EQ(Threads.size(), 1u);
+  EXPECT_NE(*Threads.begin(), std::this_thread::get_id());
+}
+
+TEST(BackgroundQueue, StopDropsWhatHasNotStartedAndRefusesMore) {
+  std::atomic<int> Ran{0};
+  {
+    BackgroundQueue Q;
+    std::promise<void> Release;
+    std::shared_future<void> Gate = Release.get_future().share();
+    std::promise<void> Started;
+    Q.push([&] {
+      Started.set_value();
+      Gate.wait();
+      ++Ran;
+    });
+    Started.get_future().wait();
+    for (int I = 0; I < 10; ++I)
+      Q.push([&] { ++Ran; });
+    // stop() drops the ten queued jobs at once, then waits for the running
+    // one, released a while later.
+    std::thread Stopper([&] { Q.stop(); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    Release.set_value();
+    Stopper.join();
+    EXPECT_EQ(Ran.load(), 1);
+    Q.push([&] { ++Ran; }); // After stop: never runs.
+    EXPECT_EQ(Ran.load(), 1);
+  }
+}
+
+} // namespace
