@@ -45,6 +45,7 @@ add_library(gatherjit_lib STATIC
   compiler/backend/Jit.cpp
   compiler/backend/Aot.cpp
   runtime/Runtime.cpp
+  runtime/Kernel.cpp
   runtime/DiskCache.cpp
   runtime/CApi.cpp
   runtime/ThreadPool.cpp)

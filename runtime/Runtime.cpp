@@ -14,8 +14,8 @@
 #include "compiler/optimize/Optimize.h"
 #include "compiler/pipeline/Pipeline.h"
 #include "compiler/spec/KernelSpec.h"
-#include "gatherjit/Interpreter.h"
 #include "runtime/DiskCache.h"
+#include "runtime/KernelState.h"
 #include "runtime/System.h"
 #include "runtime/ThreadPool.h"
 
@@ -24,8 +24,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <functional>
 #include <future>
 #include <list>
 #include <optional>
@@ -45,75 +43,9 @@ using LinkResult = Expected<std::shared_ptr<JitCode>>;
 constexpr uint64_t UpgradeAfterBytes = 16u << 20;
 } // namespace
 
-/// The code every handle of one spec calls. It starts at one level and may
-/// be upgraded once, on the runtime's background thread, while handles run
-/// it.
-class TieredCode : public std::enable_shared_from_this<TieredCode> {
-public:
-  /// \p UpgradeAfter: runs before an upgrade is due; 0 for never.
-  TieredCode(std::shared_ptr<JitCode> First, OptLevel Level, uint64_t UpgradeAfter,
-             const KernelSpec &Spec, Runtime::Impl *Owner,
-             std::weak_ptr<BackgroundQueue> Queue)
-      : First(std::move(First)), Entry(this->First->entry()), Level(Level),
-        UpgradeAfter(UpgradeAfter), Spec(Spec), Owner(Owner), Queue(std::move(Queue)) {}
-
-  KernelRangeFn entry() const { return Entry.load(std::memory_order_acquire); }
-  OptLevel level() const { return Level.load(std::memory_order_acquire); }
-
-  /// Counts one run; queues the upgrade on the run that makes it due.
-  void countRun() {
-    if (UpgradeAfter == 0)
-      return;
-    // Racing runs may lose counts: this only decides when to upgrade.
-    const uint64_t N = Runs.load(std::memory_order_relaxed) + 1;
-    Runs.store(N, std::memory_order_relaxed);
-    if (N >= UpgradeAfter && !Due.load(std::memory_order_relaxed) &&
-        !Due.exchange(true, std::memory_order_relaxed))
-      requestUpgrade();
-  }
-
-  /// Switches every handle to \p Code. Calls already in the first code
-  /// finish there; it stays linked while this object lives.
-  void upgrade(std::shared_ptr<JitCode> Code, OptLevel NewLevel) {
-    Upgraded = std::move(Code);
-    Entry.store(Upgraded->entry(), std::memory_order_release);
-    Level.store(NewLevel, std::memory_order_release);
-  }
-
-private:
-  void requestUpgrade();
-
-  std::shared_ptr<JitCode> First, Upgraded;
-  std::atomic<KernelRangeFn> Entry;
-  std::atomic<OptLevel> Level;
-  const uint64_t UpgradeAfter;
-  std::atomic<uint64_t> Runs{0};
-  std::atomic<bool> Due{false};
-  const KernelSpec Spec;
-  /// Used only by the queue's jobs, which the runtime stops before it goes.
-  Runtime::Impl *const Owner;
-  const std::weak_ptr<BackgroundQueue> Queue;
-};
-
 namespace {
 using CodeResult = Expected<std::shared_ptr<TieredCode>>;
 } // namespace
-
-/// Everything a Kernel handle needs, shared by the handles of one
-/// descriptor: a cache hit for an equal descriptor copies one pointer.
-struct Kernel::State {
-  ValidDesc Desc;
-  KernelSpec Spec;
-  std::shared_ptr<TieredCode> Code; ///< Null for an empty output.
-  std::string Symbol;
-  bool FromDisk = false;
-  CompileTimes Times; ///< Of the compile that made Code, if this one did.
-  uint64_t Rows = 0;
-  /// True if run() splits the rows across the pool (decided once: a tiny
-  /// kernel's run is a few nanoseconds).
-  bool Split = false;
-  std::shared_ptr<ThreadPool> Pool;
-};
 
 struct Runtime::Impl {
   RuntimeOptions Options;
@@ -188,8 +120,9 @@ struct Runtime::Impl {
     const uint64_t Bytes = std::max<uint64_t>(1, Spec.elements() * Spec.ElemBytes);
     const uint64_t UpgradeAfter =
         Level == Options.Opt ? 0 : std::max<uint64_t>(1, UpgradeAfterBytes / Bytes);
-    return std::make_shared<TieredCode>(Code.take(), Level, UpgradeAfter, Spec, this,
-                                        Upgrades);
+    return std::make_shared<TieredCode>(
+        Code.take(), Level, UpgradeAfter,
+        [this, Spec](TieredCode &Tiered) { upgrade(Spec, Tiered); }, Upgrades);
   }
 
   /// Recompiles \p Spec at the runtime's level and switches \p Code to it
@@ -275,14 +208,6 @@ struct Runtime::Impl {
     return Result;
   }
 };
-
-void TieredCode::requestUpgrade() {
-  if (std::shared_ptr<BackgroundQueue> Q = Queue.lock())
-    Q->push([Owner = Owner, Weak = weak_from_this()] {
-      if (std::shared_ptr<TieredCode> Code = Weak.lock())
-        Owner->upgrade(Code->Spec, *Code);
-    });
-}
 
 Runtime::Runtime(std::unique_ptr<Impl> I) : I(std::move(I)) {}
 Runtime::~Runtime() = default;
@@ -398,61 +323,5 @@ CacheStats Runtime::stats() const {
 
 double Runtime::initMs() const { return I->InitMs; }
 const RuntimeOptions &Runtime::options() const { return I->Options; }
-
-//===----------------------------------------------------------------------===//
-// Kernel
-//===----------------------------------------------------------------------===//
-
-const ValidDesc &Kernel::desc() const { return S->Desc; }
-uint64_t Kernel::rows() const { return S->Rows; }
-const std::string &Kernel::symbolName() const { return S->Symbol; }
-bool Kernel::cacheHit() const { return Hit; }
-bool Kernel::fromDiskCache() const { return !Hit && S->FromDisk; }
-OptLevel Kernel::optLevel() const {
-  return S && S->Code ? S->Code->level() : OptLevel::O0;
-}
-
-const CompileTimes &Kernel::compileTimes() const {
-  static const CompileTimes None;
-  return Hit ? None : S->Times;
-}
-
-Status Kernel::runRows(const void *Input, const void *Indices, void *Output,
-                       uint64_t Begin, uint64_t End) const {
-  if (!S)
-    return Status::invalidArgument("Kernel::run on an empty kernel handle");
-  if (!S->Code)
-    return Status::ok();
-  S->Code->countRun();
-  const int64_t R = S->Code->entry()(Input, Indices, Output,
-                                     static_cast<int64_t>(Begin),
-                                     static_cast<int64_t>(End));
-  if (R == 0)
-    return Status::ok();
-  return indexOutOfRangeError(S->Desc, Indices, static_cast<uint64_t>(R - 1));
-}
-
-Status Kernel::run(const void *Input, const void *Indices, void *Output) const {
-  if (!S)
-    return Status::invalidArgument("Kernel::run on an empty kernel handle");
-  if (!S->Code)
-    return Status::ok();
-  S->Code->countRun();
-  KernelRangeFn Entry = S->Code->entry();
-  int64_t R;
-  if (!S->Split) {
-    R = Entry(Input, Indices, Output, 0, static_cast<int64_t>(S->Rows));
-  } else {
-    // Each chunk reports its first bad position (+1); the smallest wins, as
-    // positions grow with the rows.
-    R = S->Pool->parallelMin(S->Rows, [&](uint64_t Begin, uint64_t End) {
-      return Entry(Input, Indices, Output, static_cast<int64_t>(Begin),
-                   static_cast<int64_t>(End));
-    });
-  }
-  if (R == 0)
-    return Status::ok();
-  return indexOutOfRangeError(S->Desc, Indices, static_cast<uint64_t>(R - 1));
-}
 
 } // namespace gatherjit

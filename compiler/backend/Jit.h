@@ -8,6 +8,7 @@
 #ifndef GATHERJIT_COMPILER_BACKEND_JIT_H
 #define GATHERJIT_COMPILER_BACKEND_JIT_H
 
+#include "compiler/backend/Executable.h"
 #include "gatherjit/Status.h"
 
 #include <atomic>
@@ -36,11 +37,15 @@ struct JitOptions {
   bool Debugger = false;
 };
 
-/// Linked code; freed when the last holder lets go.
-class JitCode {
+/// Linked host code; freed when the last holder lets go.
+class JitCode final : public Executable {
 public:
-  ~JitCode();
+  ~JitCode() override;
   KernelRangeFn entry() const { return Entry; }
+  int64_t runRows(const void *Input, const void *Indices, void *Output, int64_t Begin,
+                  int64_t End) const override {
+    return Entry(Input, Indices, Output, Begin, End);
+  }
 
 private:
   friend class JitEngine;

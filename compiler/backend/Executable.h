@@ -1,0 +1,26 @@
+//===- compiler/backend/Executable.h - Code a kernel handle runs ---------===//
+/// \file
+/// What the runtime's cache and Kernel handles hold and run: compiled code
+/// for one spec, behind one call. Host code linked by the JIT is one kind
+/// (compiler/backend/Jit.h); a device function is another.
+//===----------------------------------------------------------------------===//
+#ifndef GATHERJIT_COMPILER_BACKEND_EXECUTABLE_H
+#define GATHERJIT_COMPILER_BACKEND_EXECUTABLE_H
+
+#include <cstdint>
+
+namespace gatherjit {
+
+class Executable {
+public:
+  virtual ~Executable() = default;
+  /// Runs rows [Begin, End) of the outermost loop (clamped to the kernel's
+  /// rows). Returns 0, or under Check 1 + the row-major position in the
+  /// indices of the first out-of-range index.
+  virtual int64_t runRows(const void *Input, const void *Indices, void *Output, int64_t Begin,
+                          int64_t End) const = 0;
+};
+
+} // namespace gatherjit
+
+#endif

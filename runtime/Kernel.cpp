@@ -1,0 +1,62 @@
+//===- runtime/Kernel.cpp - Kernel handles -------------------------------===//
+
+#include "gatherjit/Interpreter.h"
+#include "runtime/KernelState.h"
+
+namespace gatherjit {
+namespace {
+
+/// What run() and runRows() share: an empty handle is an error and an empty
+/// output runs nothing; otherwise the run is counted (for the tier
+/// upgrade), \p Body runs the current code and its result becomes a status.
+template <typename StateT, typename BodyT>
+Status runKernel(const StateT *S, const void *Indices, BodyT &&Body) {
+  if (!S)
+    return Status::invalidArgument("Kernel::run on an empty kernel handle");
+  if (!S->Code)
+    return Status::ok();
+  S->Code->countRun();
+  const int64_t R = Body(*S, S->Code->current());
+  if (R == 0)
+    return Status::ok();
+  return indexOutOfRangeError(S->Desc, Indices, static_cast<uint64_t>(R - 1));
+}
+
+} // namespace
+
+const ValidDesc &Kernel::desc() const { return S->Desc; }
+uint64_t Kernel::rows() const { return S->Rows; }
+const std::string &Kernel::symbolName() const { return S->Symbol; }
+bool Kernel::cacheHit() const { return Hit; }
+bool Kernel::fromDiskCache() const { return !Hit && S->FromDisk; }
+OptLevel Kernel::optLevel() const {
+  return S && S->Code ? S->Code->level() : OptLevel::O0;
+}
+
+const CompileTimes &Kernel::compileTimes() const {
+  static const CompileTimes None;
+  return Hit ? None : S->Times;
+}
+
+Status Kernel::runRows(const void *Input, const void *Indices, void *Output,
+                       uint64_t Begin, uint64_t End) const {
+  return runKernel(S.get(), Indices, [&](const State &, const Executable &Code) {
+    return Code.runRows(Input, Indices, Output, static_cast<int64_t>(Begin),
+                        static_cast<int64_t>(End));
+  });
+}
+
+Status Kernel::run(const void *Input, const void *Indices, void *Output) const {
+  return runKernel(S.get(), Indices, [&](const State &St, const Executable &Code) {
+    if (!St.Split)
+      return Code.runRows(Input, Indices, Output, 0, static_cast<int64_t>(St.Rows));
+    // Each chunk reports its first bad position (+1); the smallest wins, as
+    // positions grow with the rows.
+    return St.Pool->parallelMin(St.Rows, [&](uint64_t Begin, uint64_t End) {
+      return Code.runRows(Input, Indices, Output, static_cast<int64_t>(Begin),
+                          static_cast<int64_t>(End));
+    });
+  });
+}
+
+} // namespace gatherjit
