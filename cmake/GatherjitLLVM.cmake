@@ -38,6 +38,7 @@ add_library(gatherjit_lib STATIC
   compiler/spec/KernelSpec.cpp
   compiler/plan/KernelPlan.cpp
   compiler/emit/EmitKernel.cpp
+  compiler/emit/EmitRows.cpp
   compiler/pipeline/Pipeline.cpp
   compiler/optimize/Optimize.cpp
   compiler/optimize/OptLevel.cpp

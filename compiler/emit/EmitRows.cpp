@@ -1,0 +1,287 @@
+//===- compiler/emit/EmitRows.cpp - Innermost rows and prefetching -------===//
+//
+// The innermost dimension as the plan says: block rows copied in vectors
+// (streamed past the cache for a large output), element rows (streamed in
+// blocks that prefetch their indices, or through a table of offsets shared
+// by every row), the cold rescan for a first bad index, and prefetches.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/emit/KernelEmitter.h"
+
+#include <algorithm>
+
+namespace gatherjit::emit {
+
+/// One index, then a contiguous block: the innermost dimension's [Lo, Hi).
+void KernelEmitter::emitBlockRow(const Offsets &O, Value *Lo, Value *Hi) {
+  BasicBlock *Skip = nullptr;
+  if (S.Rank == 1) {
+    // The block is the whole range: an empty range reads no index.
+    BasicBlock *Work = BasicBlock::Create(Ctx, "block", F);
+    Skip = BasicBlock::Create(Ctx, "block.skip", F);
+    B.CreateCondBr(B.CreateICmpULT(Lo, Hi), Work, Skip);
+    B.SetInsertPoint(Work);
+  }
+  SmallVector<Value *, MaxRank> Tuple = loadTuple(O.Idx, nullptr);
+  if (S.Policy == OobPolicy::Check)
+    emitReturnIfBad(Tuple, O.Pos);
+  const unsigned L = S.Rank - 1;
+  Value *InOff = tupleOffset(O.In, Tuple);
+  if (InOff)
+    InOff = mulAdd(InOff, Lo, S.InStride[L]);
+  Value *OutOff = mulAdd(O.Out, Lo, S.OutStride[L]);
+  if (S.Rank >= 2 && InOff) // A whole row of constant length.
+    emitBlockCopy(bytePointer(Out, OutOff), bytePointer(In, InOff), S.Sizes[L] * S.ElemBytes);
+  else
+    copyElements(InOff, OutOff, B.CreateSub(Hi, Lo, "", true, true));
+  if (Skip) {
+    B.CreateBr(Skip);
+    B.SetInsertPoint(Skip);
+  }
+}
+
+void KernelEmitter::emitChunkCopy(Value *Dst, Value *Src, Value *Chunks, bool Streaming) {
+  Type *Chunk = FixedVectorType::get(B.getInt8Ty(), 64);
+  emitLoop(c(0), Chunks, Streaming ? "stream" : "copy", [&](Value *IV) {
+    Value *Off = B.CreateMul(IV, c(64), "", true, true);
+    Value *V = B.CreateAlignedLoad(Chunk, B.CreateInBoundsGEP(B.getInt8Ty(), Src, Off), Align(1));
+    StoreInst *St = B.CreateAlignedStore(V, B.CreateInBoundsGEP(B.getInt8Ty(), Dst, Off),
+                                         Align(Streaming ? 64 : 1));
+    if (Streaming)
+      St->setMetadata(LLVMContext::MD_nontemporal,
+                      MDNode::get(Ctx, ConstantAsMetadata::get(B.getInt32(1))));
+  });
+}
+
+void KernelEmitter::emitBlockCopy(Value *Dst, Value *Src, uint64_t Bytes) {
+  auto Plain = [&](Value *D, Value *Sr, uint64_t N) {
+    B.CreateMemCpy(D, MaybeAlign(1), Sr, MaybeAlign(1), N);
+  };
+  auto At = [&](Value *P, Value *Off) { return B.CreateInBoundsGEP(B.getInt8Ty(), P, Off); };
+  if (P.NonTemporal) {
+    // Streaming stores need 64-byte alignment, which the caller does not
+    // promise. The row's first and last 64 bytes are stored plainly, then
+    // its aligned 64-byte lines are streamed, rewriting the same bytes where
+    // they overlap. (In this order: a plain store to a line just streamed
+    // would wait for the line to reach memory and read it back.)
+    Value *DstInt = B.CreatePtrToInt(Dst, I64);
+    Value *Skew = B.CreateSub(B.CreateAnd(B.CreateAdd(DstInt, c(63)), c(~uint64_t(63))),
+                              DstInt, "skew", true, true); // In [0, 64).
+    Plain(Dst, Src, 64);
+    Plain(At(Dst, c(Bytes - 64)), At(Src, c(Bytes - 64)), 64);
+    Value *Chunks = B.CreateUDiv(B.CreateSub(c(Bytes), Skew, "", true, true), c(64));
+    emitChunkCopy(At(Dst, Skew), At(Src, Skew), Chunks, true);
+    return;
+  }
+  const uint64_t Chunks = Bytes / 64, Tail = Bytes % 64;
+  if (Chunks > 0)
+    emitChunkCopy(Dst, Src, c(Chunks), false);
+  if (Tail)
+    Plain(At(Dst, c(Bytes - Tail)), At(Src, c(Bytes - Tail)), Tail);
+}
+
+/// The innermost element loop over [Lo, Hi) of dimension Rank-1 (or one
+/// element for rank 0).
+void KernelEmitter::emitElementRow(const Offsets &O, Value *Lo, Value *Hi) {
+  const unsigned L = S.Rank == 0 ? 0 : S.Rank - 1;
+  if (Table) {
+    // The indices were read and checked once: a row is offsets and copies.
+    auto Element = [&](Value *IV) {
+      Value *Off = B.CreateAlignedLoad(I64, B.CreateInBoundsGEP(I64, Table, IV), Align(8));
+      copyElement(B.CreateAdd(O.In, Off, "", true, true), mulAdd(O.Out, IV, S.OutStride[L]));
+    };
+    if (!P.PrefetchNextInputRow) {
+      emitLoop(c(0), c(S.Sizes[L]), "inner", Element);
+      return;
+    }
+    const uint64_t Blocks = S.Sizes[L] / P.BlockElements;
+    emitLoop(c(0), c(Blocks), "blocks", [&](Value *Block) {
+      emitNextRowShare(O, Block);
+      Value *J0 = B.CreateMul(Block, c(P.BlockElements), "", true, true);
+      emitLoop(c(0), c(P.BlockElements), "inner",
+               [&](Value *IV) { Element(B.CreateAdd(J0, IV, "", true, true)); });
+    });
+    emitLoop(c(Blocks * P.BlockElements), c(S.Sizes[L]), "inner.tail", Element);
+    return;
+  }
+  AllocaInst *BadFlag = emitBadFlag();
+  // Element E, stored at element offset DstOff of Dst if given.
+  auto Element = [&](const Offsets &E, Value *Dst = nullptr, Value *DstOff = nullptr) {
+    copyElement(tupleOffset(E.In, loadTuple(E.Idx, BadFlag)),
+                Dst ? DstOff : E.Out, Dst);
+  };
+  auto Plain = [&](Value *From, Value *To, const Twine &Name) {
+    emitLoop(From, To, Name, [&](Value *IV) { Element(advance(O, IV, L)); });
+  };
+  if (S.Rank == 0) {
+    Element(O);
+  } else if (P.StreamIndices) {
+    // Rows of rank >= 2 span the whole dimension: [Lo, Hi) = [0, Sizes[L]).
+    // A streamed output row (contiguous, see emit()) stores its elements
+    // plainly up to its first 64-byte line; each block then gathers into a
+    // buffer and streams it out in whole lines.
+    const uint64_t N = S.Sizes[L];
+    Value *Head = c(0);
+    AllocaInst *Buf = nullptr;
+    if (P.NonTemporal) {
+      IRBuilder<> Entry(&F->getEntryBlock(), F->getEntryBlock().begin());
+      Buf = Entry.CreateAlloca(ArrayType::get(B.getInt8Ty(), P.BlockElements * S.ElemBytes),
+                               nullptr, "block.buf");
+      Buf->setAlignment(Align(64));
+      Value *Start = B.CreatePtrToInt(bytePointer(Out, O.Out), I64);
+      Value *Skew = B.CreateAnd(B.CreateNeg(Start), c(63)); // Bytes to the next line.
+      // An output not aligned to its elements never reaches a line boundary
+      // between them: the whole row is stored plainly.
+      Value *ElemAligned = B.CreateICmpEQ(B.CreateAnd(Start, c(S.ElemBytes - 1)), c(0));
+      Head = B.CreateSelect(ElemAligned,
+                            B.CreateBinaryIntrinsic(Intrinsic::umin,
+                                                    B.CreateUDiv(Skew, c(S.ElemBytes)), c(N)),
+                            c(N), "head");
+      Plain(c(0), Head, "head");
+    }
+    Value *Blocks = B.CreateUDiv(B.CreateSub(c(N), Head, "", true, true), c(P.BlockElements));
+    emitLoop(c(0), Blocks, "blocks", [&](Value *Block) {
+      Value *J0 = B.CreateAdd(Head, B.CreateMul(Block, c(P.BlockElements), "", true, true), "",
+                              true, true);
+      emitPrefetchSpan(Idx,
+                       B.CreateAdd(B.CreateMul(B.CreateAdd(O.Idx, J0, "", true, true),
+                                               c(indexBytes()), "", true, true),
+                                   c(P.IndexAheadBytes)),
+                       P.BlockElements * indexBytes());
+      if (P.PrefetchNextInputRow)
+        emitNextRowShare(O, Block);
+      emitLoop(c(0), c(P.BlockElements), "inner", [&](Value *IV) {
+        Element(advance(O, B.CreateAdd(J0, IV, "", true, true), L), Buf, IV);
+      });
+      if (Buf)
+        emitChunkCopy(bytePointer(Out, B.CreateAdd(O.Out, J0, "", true, true)), Buf,
+                      c(S.ElemBytes), true);
+    });
+    Plain(B.CreateAdd(Head, B.CreateMul(Blocks, c(P.BlockElements), "", true, true), "", true, true),
+          c(N), "inner.tail");
+  } else {
+    emitLoop(Lo, Hi, "inner", [&](Value *IV) { Element(advance(O, IV, L)); });
+  }
+  emitReturnFirstBad(BadFlag, O, Lo, Hi);
+}
+
+AllocaInst *KernelEmitter::emitBadFlag() {
+  if (S.Policy != OobPolicy::Check)
+    return nullptr;
+  IRBuilder<> Entry(&F->getEntryBlock(), F->getEntryBlock().begin());
+  AllocaInst *Flag = Entry.CreateAlloca(B.getInt1Ty(), nullptr, "bad.flag");
+  B.CreateStore(B.getFalse(), Flag);
+  return Flag;
+}
+
+void KernelEmitter::noteIfBad(AllocaInst *BadFlag, Value *Wrapped, unsigned C) {
+  if (BadFlag)
+    B.CreateStore(B.CreateOr(B.CreateLoad(B.getInt1Ty(), BadFlag), isOutOfRange(Wrapped, C)),
+                  BadFlag);
+}
+
+void KernelEmitter::emitReturnFirstBad(AllocaInst *BadFlag, const Offsets &O, Value *Lo,
+                                       Value *Hi) {
+  if (!BadFlag)
+    return;
+  const unsigned L = S.Rank == 0 ? 0 : S.Rank - 1;
+  // Cold path: rescan the row for the first out-of-range index.
+  BasicBlock *Rescan = BasicBlock::Create(Ctx, "rescan", F);
+  BasicBlock *Done = BasicBlock::Create(Ctx, "row.done", F);
+  B.CreateCondBr(B.CreateLoad(B.getInt1Ty(), BadFlag), Rescan, Done,
+                 MDBuilder(Ctx).createBranchWeights(1, 1 << 20));
+  B.SetInsertPoint(Rescan);
+  auto Probe = [&](const Offsets &E) {
+    for (unsigned C = 0; C < S.TupleSize; ++C) {
+      BasicBlock *Bad = BasicBlock::Create(Ctx, "bad", F);
+      BasicBlock *Next = BasicBlock::Create(Ctx, "rescan.next", F);
+      B.CreateCondBr(isOutOfRange(loadWrappedIndex(componentOffset(E.Idx, C), C), C), Bad,
+                     Next);
+      B.SetInsertPoint(Bad);
+      emitReturnBad(componentPosition(E.Pos, C));
+      B.SetInsertPoint(Next);
+    }
+  };
+  if (S.Rank == 0)
+    Probe(O);
+  else
+    emitLoop(Lo, Hi, "rescan", [&](Value *IV) { Probe(advance(O, IV, L)); });
+  B.CreateBr(Done);
+  B.SetInsertPoint(Done);
+}
+
+void KernelEmitter::emitIndexTable() {
+  const unsigned L = S.Rank - 1;
+  IRBuilder<> Entry(&F->getEntryBlock(), F->getEntryBlock().begin());
+  Table = Entry.CreateAlloca(ArrayType::get(I64, S.Sizes[L]), nullptr, "offsets");
+  Table->setAlignment(Align(64));
+  AllocaInst *BadFlag = emitBadFlag();
+  const Offsets Zero{c(0), c(0), c(0), c(0)};
+  emitLoop(c(0), c(S.Sizes[L]), "table", [&](Value *IV) {
+    const Offsets E = advance(Zero, IV, L);
+    const SmallVector<Value *, MaxRank> Tuple = loadTuple(E.Idx, BadFlag);
+    Value *Slot = B.CreateInBoundsGEP(I64, Table, IV);
+    B.CreateAlignedStore(tupleOffset(E.In, Tuple), Slot, Align(8));
+  });
+  emitReturnFirstBad(BadFlag, Zero, c(0), c(S.Sizes[L]));
+}
+
+void KernelEmitter::emitNextRowShare(const Offsets &O, Value *Block) {
+  const unsigned L = S.Rank - 1;
+  // About the row's blocks (a head may take one); at least 1.
+  emitShare(B.CreateAdd(O.In, c(S.InStride[L - 1]), "", true, true), S.AxisSize[0], Block,
+            S.Sizes[L] / P.BlockElements, P.MaxShareLines);
+}
+
+void KernelEmitter::emitShare(Value *Start, uint64_t Elements, Value *Part, uint64_t Parts,
+                              uint64_t MaxLines) {
+  const uint64_t Lines = (Elements * S.ElemBytes + 63) / 64;
+  const uint64_t Share = std::min((Lines + Parts - 1) / Parts, MaxLines);
+  emitPrefetchSpan(In,
+                   B.CreateAdd(B.CreateMul(Start, c(S.ElemBytes), "", true, true),
+                               B.CreateMul(Part, c(Share * 64), "", true, true)),
+                   Share * 64);
+}
+
+void KernelEmitter::emitPrefetchSpan(Value *Base, Value *Offset, uint64_t Bytes) {
+  Value *P = B.CreateGEP(B.getInt8Ty(), Base, Offset);
+  auto Fetch = [&](Value *LineOffset) {
+    B.CreateIntrinsic(Intrinsic::prefetch, {PtrTy},
+                      {B.CreateGEP(B.getInt8Ty(), P, LineOffset), B.getInt32(0),
+                       B.getInt32(3), B.getInt32(1)});
+  };
+  // A few lines inline; more in a loop (a long straight run of prefetches
+  // makes instruction scheduling, quadratic in a block's length, slow).
+  const uint64_t Lines = (Bytes + 63) / 64;
+  if (Lines <= 16) {
+    for (uint64_t Line = 0; Line < Lines; ++Line)
+      Fetch(c(64 * Line));
+    return;
+  }
+  emitLoop(c(0), c(Lines), "fetch", [&](Value *Line) {
+    Fetch(B.CreateMul(Line, c(64), "", true, true));
+  });
+}
+
+void KernelEmitter::emitAhead(Value *IV, Value *Hi, uint64_t Distance,
+                              const std::function<void(Value *)> &Body) {
+  BasicBlock *Then = BasicBlock::Create(Ctx, "prefetch", F);
+  BasicBlock *Next = BasicBlock::Create(Ctx, "prefetch.done", F);
+  Value *Ahead = B.CreateAdd(IV, c(Distance), "", true, true);
+  B.CreateCondBr(B.CreateICmpULT(Ahead, Hi), Then, Next);
+  B.SetInsertPoint(Then);
+  Body(Ahead);
+  B.CreateBr(Next);
+  B.SetInsertPoint(Next);
+}
+
+void KernelEmitter::emitPrefetchRow(const Offsets &O, Value *Ahead, unsigned D) {
+  const Offsets A = advance(O, Ahead, D);
+  emitPrefetchSpan(In,
+                   B.CreateMul(tupleOffset(A.In, loadTuple(A.Idx, nullptr)),
+                               c(S.ElemBytes), "", true, true),
+                   P.PrefetchRowBytes);
+}
+
+} // namespace gatherjit::emit

@@ -1,0 +1,175 @@
+//===- compiler/emit/KernelEmitter.h - The emitter's state and parts -----===//
+/// \file
+/// The emitter of compiler/emit/EmitKernel.h as a class whose parts live in
+/// two files: EmitKernel.cpp (the function, its loop nest, indices and
+/// element copies) and EmitRows.cpp (the innermost rows and prefetching).
+/// Private to compiler/emit/.
+//===----------------------------------------------------------------------===//
+#ifndef GATHERJIT_COMPILER_EMIT_KERNELEMITTER_H
+#define GATHERJIT_COMPILER_EMIT_KERNELEMITTER_H
+
+#include "compiler/plan/KernelPlan.h"
+#include "compiler/spec/KernelSpec.h"
+
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/DerivedTypes.h>
+#include <llvm/IR/Function.h>
+#include <llvm/IR/GlobalVariable.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/MDBuilder.h>
+#include <llvm/IR/Module.h>
+
+#include <functional>
+#include <string>
+
+/// The emitter's own namespace, where LLVM's names need no prefix.
+namespace gatherjit::emit {
+
+using namespace llvm;
+
+class KernelEmitter {
+public:
+  KernelEmitter(const KernelSpec &Spec, const KernelPlan &Plan, Module &M)
+      : S(Spec), P(Plan), M(M), Ctx(M.getContext()), B(Ctx), I64(Type::getInt64Ty(Ctx)),
+        PtrTy(PointerType::getUnqual(Ctx)) {}
+
+  void emit(const std::string &Name);
+
+private:
+  struct Offsets {
+    Value *In, *Idx, *Out, *Pos;
+  };
+
+  Value *c(uint64_t V) { return ConstantInt::get(I64, V); }
+  Value *mulAdd(Value *Base, Value *IV, uint64_t Stride) {
+    if (Stride == 0)
+      return Base;
+    Value *Term = Stride == 1 ? IV : B.CreateMul(IV, c(Stride), "", true, true);
+    return B.CreateAdd(Base, Term, "", true, true);
+  }
+  Offsets advance(const Offsets &O, Value *IV, unsigned D) {
+    return {mulAdd(O.In, IV, S.InStride[D]), mulAdd(O.Idx, IV, S.IdxStride[D]),
+            mulAdd(O.Out, IV, S.OutStride[D]), mulAdd(O.Pos, IV, S.PosStride[D])};
+  }
+
+  /// for (IV = Lo; IV < Hi; ++IV) Body(IV). Leaves the builder after it.
+  void emitLoop(Value *Lo, Value *Hi, const Twine &Name,
+                const std::function<void(Value *)> &Body);
+
+  /// The index at element offset \p Off, extended to i64 and wrapped for
+  /// component \p C's axis.
+  Value *loadWrappedIndex(Value *Off, unsigned C = 0);
+  /// The wrapped components of the index tuple at element offset \p Off
+  /// (one for the gathers other than GatherND), each ORed into \p BadFlag
+  /// if given.
+  SmallVector<Value *, MaxRank> loadTuple(Value *Off, AllocaInst *BadFlag);
+  /// Returns 1 + \p Pos + C from the kernel if component C of \p Tuple is
+  /// out of range (unlikely).
+  void emitReturnIfBad(ArrayRef<Value *> Tuple, Value *Pos);
+  /// The element offset of component C of the tuple at \p Off.
+  Value *componentOffset(Value *Off, unsigned C) {
+    return C == 0 ? Off : B.CreateAdd(Off, c(C * S.TupleStride), "", true, true);
+  }
+  /// The row-major position of component C of the tuple at \p Pos (the
+  /// indices' last dimension, so adjacent).
+  Value *componentPosition(Value *Pos, unsigned C) {
+    return C == 0 ? Pos : B.CreateAdd(Pos, c(C), "", true, true);
+  }
+  /// The input element offset \p Base plus the offset \p Tuple selects,
+  /// each component made safe; null if an axis is empty (nothing to read).
+  Value *tupleOffset(Value *Base, ArrayRef<Value *> Tuple) {
+    if (S.emptyAxis())
+      return nullptr;
+    for (unsigned C = 0; C < Tuple.size(); ++C)
+      Base = mulAdd(Base, safeIndex(Tuple[C], C), S.AxisStride[C]);
+    return Base;
+  }
+  /// \p Base plus \p ElemOff elements, as a byte pointer.
+  Value *bytePointer(Value *Base, Value *ElemOff) {
+    return B.CreateInBoundsGEP(B.getInt8Ty(), Base,
+                               B.CreateMul(ElemOff, c(S.ElemBytes), "", true, true));
+  }
+  Value *isOutOfRange(Value *Wrapped, unsigned C) {
+    return B.CreateICmpUGE(Wrapped, c(S.AxisSize[C]));
+  }
+  /// An index in [0, AxisSize[C]) for any input (requires AxisSize[C] > 0).
+  Value *safeIndex(Value *Wrapped, unsigned C);
+  /// Copies \p Count elements (a constant or run-time count) from the input
+  /// at element offset \p InOff to the output at \p OutOff.
+  void copyElements(Value *InOff, Value *OutOff, Value *Count);
+  /// Copies one element to element offset \p OutOff of \p Dst (the output
+  /// unless given).
+  void copyElement(Value *InOff, Value *OutOff, Value *Dst = nullptr);
+  /// Returns 1 + Pos from the kernel.
+  void emitReturnBad(Value *Pos) { emitReturn(B.CreateAdd(Pos, c(1))); }
+  /// Returns \p V, after a fence that orders any non-temporal stores before
+  /// whatever the caller does next.
+  void emitReturn(Value *V) {
+    if (P.NonTemporal)
+      B.CreateFence(AtomicOrdering::SequentiallyConsistent);
+    B.CreateRet(V);
+  }
+  /// Copies \p Bytes (a constant) from \p Src to \p Dst in 64-byte vectors.
+  void emitBlockCopy(Value *Dst, Value *Src, uint64_t Bytes);
+  /// Copies \p Chunks 64-byte vectors; streamed ones need \p Dst aligned.
+  void emitChunkCopy(Value *Dst, Value *Src, Value *Chunks, bool Streaming);
+
+  void emitLevel(unsigned D, const Offsets &O, Value *Lo, Value *Hi);
+  /// Runs \p Body on IV + \p Distance if that is below \p Hi.
+  void emitAhead(Value *IV, Value *Hi, uint64_t Distance,
+                 const std::function<void(Value *)> &Body);
+  /// Prefetches the input block row (its first PrefetchRowBytes) of row
+  /// \p Ahead of dimension \p D.
+  void emitPrefetchRow(const Offsets &O, Value *Ahead, unsigned D);
+  void emitBlockRow(const Offsets &O, Value *Lo, Value *Hi);
+  /// True if an element is 1, 2, 4, 8 or 16 bytes (an integer type).
+  bool isPowerOfTwoElement() const {
+    const unsigned EB = S.ElemBytes;
+    return EB == 1 || EB == 2 || EB == 4 || EB == 8 || EB == 16;
+  }
+  /// Bytes of one index.
+  uint64_t indexBytes() const {
+    return S.IndexType == DataType::Int64 || S.IndexType == DataType::UInt64 ? 8 : 4;
+  }
+  /// Fills the table of a shared-index row; under Check, returns the first
+  /// out-of-range index's position if there is one.
+  void emitIndexTable();
+  /// Under Check, a flag (set to false here) that element checks OR into.
+  AllocaInst *emitBadFlag();
+  /// ORs whether the wrapped index \p Wrapped is out of range into
+  /// \p BadFlag, if there is one.
+  void noteIfBad(AllocaInst *BadFlag, Value *Wrapped, unsigned C);
+  /// If \p BadFlag is set, finds the first out-of-range index of the row
+  /// [Lo, Hi) at \p O (or rank 0's element) and returns its position.
+  void emitReturnFirstBad(AllocaInst *BadFlag, const Offsets &O, Value *Lo, Value *Hi);
+  /// Prefetches block \p Block's share of the contiguous input row that the
+  /// row after the one at \p O gathers from (of a row of another dimension
+  /// past the last one: a prefetch never faults).
+  void emitNextRowShare(const Offsets &O, Value *Block);
+  /// Prefetches share \p Part of \p Parts equal shares, each of at most
+  /// \p MaxLines lines, of the \p Elements input elements from element
+  /// offset \p Start (which may lie past the input).
+  void emitShare(Value *Start, uint64_t Elements, Value *Part, uint64_t Parts,
+                 uint64_t MaxLines);
+  /// Prefetches \p Bytes from \p Base plus \p Offset bytes, one per line;
+  /// the address may lie past the buffer (a prefetch never faults).
+  void emitPrefetchSpan(Value *Base, Value *Offset, uint64_t Bytes);
+  void emitElementRow(const Offsets &O, Value *Lo, Value *Hi);
+
+  const KernelSpec &S;
+  const KernelPlan &P;
+  Module &M;
+  LLVMContext &Ctx;
+  IRBuilder<> B;
+  Type *I64;
+  PointerType *PtrTy;
+  Function *F = nullptr;
+  Value *In = nullptr, *Idx = nullptr, *Out = nullptr;
+  /// The input offsets of one row's elements, for shared-index rows.
+  AllocaInst *Table = nullptr;
+};
+
+} // namespace gatherjit::emit
+
+#endif
