@@ -40,9 +40,16 @@ inline bool resolve(IndexT Raw, uint64_t Size, OobPolicy Policy, uint64_t &Out) 
 
 /// Resolves the index tuple at \p Idx into the input offset it selects
 /// (\p Off). Returns -1 if it may be read, else the component that is out of
-/// range (under Check) or that clamps into an empty axis.
-template <typename IndexT>
+/// range (under Check) or that clamps into an empty axis. \p Tuples is
+/// false for the gathers with one index per element (a loop less).
+template <bool Tuples, typename IndexT>
 inline int tupleOffset(const KernelSpec &S, const IndexT *Idx, uint64_t &Off) {
+  if constexpr (!Tuples) {
+    if (!resolve(Idx[0], S.AxisSize[0], S.Policy, Off))
+      return 0;
+    Off *= S.AxisStride[0];
+    return -1;
+  }
   Off = 0;
   for (unsigned C = 0; C < S.TupleSize; ++C) {
     uint64_t I;
@@ -53,7 +60,7 @@ inline int tupleOffset(const KernelSpec &S, const IndexT *Idx, uint64_t &Off) {
   return -1;
 }
 
-template <typename ElemT, typename IndexT>
+template <typename ElemT, bool Tuples, typename IndexT>
 int64_t run(const KernelSpec &S, const char *In, const IndexT *Idx, char *Out,
             uint64_t Begin, uint64_t End) {
   const unsigned R = S.Rank;
@@ -79,7 +86,7 @@ int64_t run(const KernelSpec &S, const char *In, const IndexT *Idx, char *Out,
     }
     if (Block) {
       uint64_t I;
-      if (const int Bad = tupleOffset(S, Idx + IdxOff, I); Bad >= 0) {
+      if (const int Bad = tupleOffset<Tuples>(S, Idx + IdxOff, I); Bad >= 0) {
         if (S.Policy == OobPolicy::Check)
           return static_cast<int64_t>(Pos) + Bad + 1;
         std::memset(Out + (OutOff + InnerBegin) * EB, 0, (InnerEnd - InnerBegin) * EB);
@@ -93,7 +100,7 @@ int64_t run(const KernelSpec &S, const char *In, const IndexT *Idx, char *Out,
       for (uint64_t J = InnerBegin; J < InnerEnd; ++J) {
         uint64_t I;
         char *Dst = Out + (OutOff + J * SOut) * EB;
-        if (const int Bad = tupleOffset(S, Idx + IdxOff + J * SIdx, I); Bad >= 0) {
+        if (const int Bad = tupleOffset<Tuples>(S, Idx + IdxOff + J * SIdx, I); Bad >= 0) {
           if (S.Policy == OobPolicy::Check)
             return static_cast<int64_t>(Pos + J * S.PosStride[L]) + Bad + 1;
           std::memset(Dst, 0, EB);
@@ -127,17 +134,23 @@ int64_t dispatchElem(const KernelSpec &S, const void *In, const void *Idx, void 
   auto *O = static_cast<char *>(Out);
   switch (S.ElemBytes) {
   case 1:
-    return run<uint8_t>(S, I, X, O, Begin, End);
+    return S.TupleSize == 1 ? run<uint8_t, false>(S, I, X, O, Begin, End)
+                            : run<uint8_t, true>(S, I, X, O, Begin, End);
   case 2:
-    return run<uint16_t>(S, I, X, O, Begin, End);
+    return S.TupleSize == 1 ? run<uint16_t, false>(S, I, X, O, Begin, End)
+                            : run<uint16_t, true>(S, I, X, O, Begin, End);
   case 4:
-    return run<uint32_t>(S, I, X, O, Begin, End);
+    return S.TupleSize == 1 ? run<uint32_t, false>(S, I, X, O, Begin, End)
+                            : run<uint32_t, true>(S, I, X, O, Begin, End);
   case 8:
-    return run<uint64_t>(S, I, X, O, Begin, End);
+    return S.TupleSize == 1 ? run<uint64_t, false>(S, I, X, O, Begin, End)
+                            : run<uint64_t, true>(S, I, X, O, Begin, End);
   case 16:
-    return run<Bytes16>(S, I, X, O, Begin, End);
+    return S.TupleSize == 1 ? run<Bytes16, false>(S, I, X, O, Begin, End)
+                            : run<Bytes16, true>(S, I, X, O, Begin, End);
   default:
-    return run<void>(S, I, X, O, Begin, End);
+    return S.TupleSize == 1 ? run<void, false>(S, I, X, O, Begin, End)
+                            : run<void, true>(S, I, X, O, Begin, End);
   }
 }
 

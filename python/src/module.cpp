@@ -1,0 +1,390 @@
+//===- python/src/module.cpp - gatherjit._native -------------------------===//
+//
+// The Python binding of the C++ API: arrays in through the buffer protocol
+// (numpy and anything exporting buffers, with their strides: no copy of a
+// view), descriptors built as the ONNX builders do, one Runtime per process,
+// kernels called with the GIL released. Errors are Python exceptions:
+// ValueError for descriptors, shapes and dtypes, IndexError for an
+// out-of-range index, RuntimeError for what gatherjit itself failed at.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gatherjit/Aot.h"
+#include "gatherjit/Runtime.h"
+#include "runtime/AtomicFile.h"
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <mutex>
+#include <optional>
+
+namespace py = pybind11;
+using namespace gatherjit;
+
+namespace {
+
+/// Raises \p S as the Python exception its code calls for.
+[[noreturn]] void raise(const Status &S) {
+  switch (S.code()) {
+  case ErrorCode::IndexOutOfRange:
+    throw py::index_error(S.message());
+  case ErrorCode::InvalidArgument:
+  case ErrorCode::Unsupported:
+    throw py::value_error(S.message());
+  default:
+    throw std::runtime_error(S.message());
+  }
+}
+
+template <typename T> T take(Expected<T> E) {
+  if (!E)
+    raise(E.status());
+  return E.take();
+}
+
+/// The process's runtime, created on first use.
+Runtime &runtime() {
+  static std::once_flag Once;
+  static std::unique_ptr<Runtime> RT;
+  std::call_once(Once, [] { RT = take(Runtime::create()); });
+  return *RT;
+}
+
+/// gatherjit's element type for a numpy dtype.
+DataType dataTypeOf(const py::dtype &D, unsigned &OpaqueBytes) {
+  const char K = D.kind();
+  const size_t N = D.itemsize();
+  OpaqueBytes = 0;
+  switch (K) {
+  case 'f':
+    if (N == 2) return DataType::Float16;
+    if (N == 4) return DataType::Float32;
+    if (N == 8) return DataType::Float64;
+    break;
+  case 'i':
+    if (N == 1) return DataType::Int8;
+    if (N == 2) return DataType::Int16;
+    if (N == 4) return DataType::Int32;
+    if (N == 8) return DataType::Int64;
+    break;
+  case 'u':
+    if (N == 1) return DataType::UInt8;
+    if (N == 2) return DataType::UInt16;
+    if (N == 4) return DataType::UInt32;
+    if (N == 8) return DataType::UInt64;
+    break;
+  case 'b':
+    return DataType::Bool;
+  case 'c':
+    if (N == 8) return DataType::Complex64;
+    if (N == 16) return DataType::Complex128;
+    break;
+  case 'S':
+  case 'U':
+  case 'V':
+    // Fixed-width strings and void: moved whole, never looked at.
+    if (N > 0) {
+      OpaqueBytes = static_cast<unsigned>(N);
+      return DataType::Opaque;
+    }
+    break;
+  default:
+    break;
+  }
+  throw py::value_error("dtype " + py::repr(static_cast<const py::object &>(D)).cast<std::string>() +
+                        " is not supported by gatherjit");
+}
+
+/// A tensor viewing \p A's memory: its sizes and its strides in elements.
+TensorDesc tensorOf(const py::array &A, const char *Name) {
+  TensorDesc T;
+  T.Type = dataTypeOf(A.dtype(), T.OpaqueBytes);
+  const size_t Item = A.itemsize();
+  T.Strides.emplace();
+  for (py::ssize_t D = 0; D < A.ndim(); ++D) {
+    T.Sizes.push_back(static_cast<uint64_t>(A.shape(D)));
+    const py::ssize_t S = A.strides(D);
+    if (A.shape(D) <= 1) {
+      T.Strides->push_back(0);
+      continue;
+    }
+    if (S < 0 || S % static_cast<py::ssize_t>(Item) != 0)
+      throw py::value_error(std::string(Name) + ": strides " +
+                            std::string(py::str(py::cast(std::vector<py::ssize_t>(
+                                A.strides(), A.strides() + A.ndim())))) +
+                            " are negative or not a multiple of the itemsize " +
+                            std::to_string(Item) + "; pass a copy (numpy.ascontiguousarray)");
+    T.Strides->push_back(static_cast<uint64_t>(S) / Item);
+  }
+  return T;
+}
+
+/// \p A as an array viewing the same memory, or a C-ordered copy when its
+/// strides cannot be described (negative, or not whole elements).
+py::array viewOrCopy(py::array A) {
+  for (py::ssize_t D = 0; D < A.ndim(); ++D)
+    if (A.shape(D) > 1 &&
+        (A.strides(D) < 0 || A.strides(D) % static_cast<py::ssize_t>(A.itemsize()) != 0))
+      return py::array::ensure(A, py::array::c_style | py::array::forcecast);
+  return A;
+}
+
+OobPolicy policyOf(const std::string &Mode) {
+  if (Mode == "raise")
+    return OobPolicy::Check;
+  if (Mode == "clamp")
+    return OobPolicy::Clamp;
+  throw py::value_error("mode = '" + Mode +
+                        "' is not 'raise' (an error naming the first out-of-range index) "
+                        "or 'clamp' (negative indices wrap once, then every index is "
+                        "clamped into range, as DirectML does)");
+}
+
+/// A compiled kernel and the layouts it takes.
+class PyKernel {
+public:
+  PyKernel(Kernel K, std::string Op) : K(std::move(K)), Op(std::move(Op)) {}
+
+  /// Checks \p Data, \p Indices and \p Out against the kernel's tensors
+  /// (sizes, types and strides) and runs it without the GIL.
+  py::object call(const py::array &Data, const py::array &Indices, std::optional<py::array> Out) {
+    const ValidDesc &V = K.desc();
+    expectLayout(Data, V.Input, "data");
+    expectLayout(Indices, V.Indices, "indices");
+    py::array Result = Out ? *Out : newOutput();
+    if (!Result.writeable())
+      throw py::value_error("out is read-only");
+    expectLayout(Result, V.Output, "out");
+    return run(Data, Indices, Result);
+  }
+
+  /// Runs on arrays the kernel was compiled for (no layout check).
+  py::object run(const py::array &Data, const py::array &Indices, std::optional<py::array> Out) {
+    py::array Result = Out ? *Out : newOutput();
+    if (!Result.writeable())
+      throw py::value_error("out is read-only");
+    const void *In = Data.data(), *Idx = Indices.data();
+    void *Dst = Result.mutable_data();
+    Status S = Status::ok();
+    {
+      py::gil_scoped_release Release;
+      S = K.run(In, Idx, Dst);
+    }
+    if (!S)
+      raise(S);
+    return Result;
+  }
+
+  std::string ir() { return take(runtime().optimizedIR(K.desc())); }
+  std::string assembly() { return take(runtime().assembly(K.desc())); }
+
+  /// Compiles the kernel ahead of time into an object file (and its C
+  /// header if \p Header is given), for the host, under the C name \p Name.
+  void saveObject(const std::string &Path, const std::string &Name, const std::string &Header) {
+    AotResult R = take(compileAot({{Name, K.desc()}}, {}, OptLevel::O2,
+                                  Header.empty() ? Name + ".h" : Header));
+    if (Status S = writeFileAtomic(Path, std::string_view(R.Object.data(), R.Object.size()));
+        !S)
+      raise(S);
+    if (!Header.empty())
+      if (Status S = writeFileAtomic(Header, R.Header); !S)
+        raise(S);
+  }
+
+  /// The output's shape as the ONNX operator gives it (leading ones that
+  /// pad the descriptor dropped to the data's and indices' ranks).
+  std::vector<py::ssize_t> outputShape() const { return OutShape; }
+  const Kernel &kernel() const { return K; }
+  const std::string &op() const { return Op; }
+
+  std::vector<py::ssize_t> OutShape;
+  py::dtype OutType = py::dtype("float32");
+  /// How the data and indices were described, to pickle the kernel.
+  py::tuple Spec;
+
+private:
+  py::array newOutput() { return py::array(OutType, OutShape); }
+
+  static void expectLayout(const py::array &A, const TensorDesc &T, const char *Name) {
+    // The descriptor may pad with leading ones; compare what remains.
+    const size_t Pad = T.rank() - static_cast<size_t>(A.ndim());
+    bool Same = static_cast<size_t>(A.ndim()) <= T.rank() && A.itemsize() == T.elementBytes();
+    for (py::ssize_t D = 0; Same && D < A.ndim(); ++D) {
+      const uint64_t Size = T.Sizes[Pad + D];
+      Same = static_cast<uint64_t>(A.shape(D)) == Size &&
+             (Size <= 1 ||
+              static_cast<uint64_t>(A.strides(D)) == (*T.Strides)[Pad + D] * A.itemsize());
+    }
+    if (Same) {
+      unsigned Opaque;
+      Same = dataTypeOf(A.dtype(), Opaque) == T.Type;
+    }
+    if (!Same)
+      throw py::value_error(std::string(Name) + ": the array's shape, dtype or strides differ "
+                            "from the kernel's (" + dataTypeName(T.Type) +
+                            shapeString(T.Sizes) + " strides " +
+                            shapeString(*T.Strides) + " elements); compile a kernel for it");
+  }
+
+  Kernel K;
+  std::string Op;
+};
+
+/// \p OutT, if given, is the output array's layout (any strides).
+std::shared_ptr<PyKernel> compileFor(const std::string &Op, TensorDesc Data, TensorDesc Indices,
+                                     int64_t Axis, const std::string &Mode,
+                                     const py::dtype &DataType,
+                                     const std::optional<TensorDesc> &OutT = std::nullopt) {
+  ValidateOptions O;
+  O.Policy = policyOf(Mode);
+  Expected<Kernel> K = Status::internal("unset");
+  std::vector<uint64_t> Shape;
+  // The output as the caller's array lays it out, padded as the
+  // descriptor's tensors are.
+  auto UseOut = [&](TensorDesc &Output) {
+    if (!OutT)
+      return;
+    if (OutT->Sizes != Shape)
+      throw py::value_error("out has shape " + shapeString(OutT->Sizes) + "; the result's is " +
+                            shapeString(Shape));
+    if (OutT->Type != Output.Type || OutT->elementBytes() != Output.elementBytes())
+      throw py::value_error(std::string("out has dtype ") + dataTypeName(OutT->Type) +
+                            "; the result's is " + dataTypeName(Output.Type));
+    std::vector<uint64_t> Strides = *OutT->Strides;
+    Strides.insert(Strides.begin(), Output.rank() - Strides.size(), 0);
+    Output.Strides = std::move(Strides);
+  };
+  if (Op == "gather_elements") {
+    O.AllowSmallerIndices = true;
+    Expected<GatherElementsDesc> D = onnxGatherElements(Data, Indices, Axis);
+    if (!D)
+      raise(D.status());
+    Shape = D->Output.Sizes;
+    UseOut(D->Output);
+    K = runtime().compile(*D, O);
+  } else if (Op == "gather") {
+    Expected<GatherDesc> D = onnxGather(Data, Indices, Axis);
+    if (!D)
+      raise(D.status());
+    Shape = onnxGatherOutputShape(Data.Sizes, Indices.Sizes,
+                                  static_cast<unsigned>(Axis < 0 ? Axis + Data.rank() : Axis));
+    UseOut(D->Output);
+    K = runtime().compile(*D, O);
+  } else if (Op == "gather_nd") {
+    Expected<GatherNDDesc> D = onnxGatherND(Data, Indices, Axis);
+    if (!D)
+      raise(D.status());
+    Shape = onnxGatherNDOutputShape(Data.Sizes, Indices.Sizes, static_cast<unsigned>(Axis));
+    UseOut(D->Output);
+    K = runtime().compile(*D, O);
+  } else {
+    throw py::value_error("op = '" + Op +
+                          "' is not 'gather_elements', 'gather' or 'gather_nd'");
+  }
+  auto P = std::make_shared<PyKernel>(take(std::move(K)), Op);
+  P->OutShape.assign(Shape.begin(), Shape.end());
+  P->OutType = DataType;
+  return P;
+}
+
+/// A tensor from a (shape, dtype[, strides]) tuple; strides in elements.
+TensorDesc tensorFromSpec(const py::tuple &Spec, py::dtype &Type, const char *Name) {
+  if (Spec.size() < 2 || Spec.size() > 3)
+    throw py::value_error(std::string(Name) + " must be (shape, dtype) or (shape, dtype, strides)");
+  TensorDesc T;
+  for (py::handle S : Spec[0].cast<py::sequence>())
+    T.Sizes.push_back(S.cast<uint64_t>());
+  Type = py::dtype::from_args(Spec[1]);
+  T.Type = dataTypeOf(Type, T.OpaqueBytes);
+  if (Spec.size() == 3 && !Spec[2].is_none())
+    T.Strides = Spec[2].cast<std::vector<uint64_t>>();
+  return T;
+}
+
+/// The kernel for arrays \p Data and \p Indices (cached by the runtime),
+/// run into \p Out or a new array.
+py::object gatherArrays(const std::string &Op, py::array Data, py::array Indices, int64_t Axis,
+                        std::optional<py::array> Out, const std::string &Mode) {
+  Data = viewOrCopy(Data);
+  Indices = viewOrCopy(Indices);
+  TensorDesc DataT = tensorOf(Data, "data"), IdxT = tensorOf(Indices, "indices");
+  if (Op == "gather_elements" && DataT.rank() == IdxT.rank() && DataT.rank() > 0) {
+    // numpy broadcasts the dimensions other than the axis: a size of 1
+    // repeats, through a stride of 0 (no copy).
+    const int64_t R = DataT.rank(), A = Axis < 0 ? Axis + R : Axis;
+    for (int64_t D = 0; D < R; ++D) {
+      if (D == A)
+        continue;
+      uint64_t &DS = DataT.Sizes[D], &IS = IdxT.Sizes[D];
+      if (DS == 1 && IS > 1) {
+        DS = IS;
+        (*DataT.Strides)[D] = 0;
+      } else if (IS == 1 && DS > 1) {
+        IS = DS;
+        (*IdxT.Strides)[D] = 0;
+      } else if (IS != DS) {
+        throw py::value_error("take_along_axis: data " + shapeString(DataT.Sizes) +
+                              " and indices " + shapeString(IdxT.Sizes) +
+                              " do not broadcast at dimension " + std::to_string(D));
+      }
+    }
+  }
+  std::optional<TensorDesc> OutT;
+  if (Out)
+    OutT = tensorOf(*Out, "out");
+  std::shared_ptr<PyKernel> K = compileFor(Op, DataT, IdxT, Axis, Mode, Data.dtype(), OutT);
+  return K->run(Data, Indices, Out);
+}
+
+} // namespace
+
+PYBIND11_MODULE(_native, M) {
+  M.doc() = "gatherjit's native binding (use the gatherjit package)";
+
+  py::class_<PyKernel, std::shared_ptr<PyKernel>>(M, "Kernel",
+                                                  "A gather compiled for one layout of its "
+                                                  "operands; call it as k(data, indices, out=None).")
+      .def("__call__", &PyKernel::call, py::arg("data"), py::arg("indices"),
+           py::arg("out") = py::none(),
+           "Runs the kernel (the GIL released) on arrays of the compiled shapes, dtypes and "
+           "strides; returns out, or a new array.")
+      .def("ir", &PyKernel::ir, "The optimized LLVM IR.")
+      .def("asm", &PyKernel::assembly, "The machine code, as assembly.")
+      .def("save_object", &PyKernel::saveObject, py::arg("path"), py::arg("name") = "gather",
+           py::arg("header") = "",
+           "Compiles the kernel ahead of time into an object file (and a C header) for this "
+           "machine, with the C ABI of `gatherjit aot`.")
+      .def_property_readonly("op", &PyKernel::op)
+      .def_property_readonly("output_shape", &PyKernel::outputShape)
+      .def_property_readonly("symbol", [](const PyKernel &K) { return K.kernel().symbolName(); })
+      .def_property_readonly("opt_level",
+                             [](const PyKernel &K) { return optLevelName(K.kernel().optLevel()); })
+      .def_readwrite("_spec", &PyKernel::Spec);
+
+  M.def(
+      "compile",
+      [](const std::string &Op, py::tuple Data, py::tuple Indices, int64_t Axis,
+         const std::string &Mode) {
+        py::dtype DataType("float32"), IndexType("int64");
+        TensorDesc D = tensorFromSpec(Data, DataType, "data");
+        TensorDesc I = tensorFromSpec(Indices, IndexType, "indices");
+        std::shared_ptr<PyKernel> K = compileFor(Op, D, I, Axis, Mode, DataType);
+        K->Spec = py::make_tuple(Op, Data, Indices, Axis, Mode);
+        return K;
+      },
+      py::arg("op"), py::arg("data"), py::arg("indices"), py::arg("axis") = 0,
+      py::arg("mode") = "raise");
+  M.def("gather_arrays", &gatherArrays, py::arg("op"), py::arg("data"), py::arg("indices"),
+        py::arg("axis"), py::arg("out") = py::none(), py::arg("mode") = "raise");
+  M.def("stats", [] {
+    const CacheStats S = runtime().stats();
+    py::dict D;
+    D["hits"] = S.Hits;
+    D["misses"] = S.Misses;
+    D["entries"] = S.Entries;
+    D["compile_ms"] = S.CompileMs;
+    return D;
+  });
+}

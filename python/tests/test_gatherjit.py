@@ -1,0 +1,161 @@
+"""gatherjit's Python package against numpy: every dtype, ranks, axes,
+strided views, both policies, out=, errors, compiled kernels and pickling."""
+
+import pickle
+
+import numpy as np
+import pytest
+
+import gatherjit as gj
+
+DTYPES = ["float64", "float32", "float16", "int64", "int32", "int16", "int8",
+          "uint64", "uint32", "uint16", "uint8", "bool", "complex64", "complex128", "S5"]
+INDEX_DTYPES = ["int64", "int32", "uint64", "uint32"]
+
+
+def random_array(rng, shape, dtype):
+    if np.dtype(dtype).kind == "S":
+        return rng.integers(0, 1000, size=shape).astype(dtype)
+    return (rng.standard_normal(shape) * 100).astype(dtype)
+
+
+def valid_indices(rng, shape, size, dtype):
+    signed = np.dtype(dtype).kind == "i"
+    low = -size if signed else 0
+    return rng.integers(low, size, size=shape).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+def test_take_along_axis_matches_numpy(dtype, index_dtype):
+    rng = np.random.default_rng(abs(hash((dtype, index_dtype))) % 2**32)
+    for rank in range(1, 5):
+        shape = tuple(int(s) for s in rng.integers(1, 5, size=rank))
+        data = random_array(rng, shape, dtype)
+        for axis in range(-rank, rank):
+            ishape = list(shape)
+            ishape[axis] = int(rng.integers(1, 6))
+            idx = valid_indices(rng, ishape, shape[axis], index_dtype)
+            np.testing.assert_array_equal(gj.take_along_axis(data, idx, axis),
+                                          np.take_along_axis(data, idx.astype(np.int64), axis))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int8", "complex128"])
+def test_take_matches_numpy(dtype):
+    rng = np.random.default_rng(7)
+    data = random_array(rng, (5, 6, 7), dtype)
+    for axis in (0, 1, 2, -1):
+        for ishape in ((), (3,), (2, 4)):
+            idx = valid_indices(rng, ishape, data.shape[axis], "int64")
+            np.testing.assert_array_equal(gj.take(data, idx, axis), np.take(data, idx, axis))
+    idx = valid_indices(rng, (9,), data.size, "int32")
+    np.testing.assert_array_equal(gj.take(data, idx, axis=None), np.take(data, idx))
+
+
+def test_gather_nd_matches_advanced_indexing():
+    rng = np.random.default_rng(3)
+    data = random_array(rng, (6, 5, 4), "float32")
+    for t in (1, 2, 3):
+        idx = np.stack([rng.integers(0, data.shape[k], size=(7, 2)) for k in range(t)], -1)
+        np.testing.assert_array_equal(gj.gather_nd(data, idx), data[tuple(np.moveaxis(idx, -1, 0))])
+    # batch_dims = 1: each batch gathers from its own slice.
+    idx = rng.integers(0, 5, size=(6, 3, 1))
+    expected = np.stack([data[b][idx[b, :, 0]] for b in range(6)])
+    np.testing.assert_array_equal(gj.gather_nd(data, idx, batch_dims=1), expected)
+
+
+def test_strided_views_run_in_place_without_copies():
+    rng = np.random.default_rng(11)
+    base = random_array(rng, (40, 30), "float32")
+    view = base.T[::2, 1:]  # Transposed, stepped, offset: no copy is made.
+    idx = valid_indices(rng, (15, 7), view.shape[1], "int64")
+    out_base = np.zeros((20, 15), dtype=np.float32)
+    out = out_base.T[:, ::2][:, :7]  # A strided output.
+    assert out.shape == (15, 7)
+    result = gj.take_along_axis(view, idx, 1, out=out)
+    assert result is out
+    np.testing.assert_array_equal(out, np.take_along_axis(view, idx, 1))
+    # Only out's elements were written.
+    untouched = np.ones_like(out_base, dtype=bool)
+    untouched.T[:, ::2][:, :7] = False
+    assert not out_base[untouched].any()
+
+
+def test_numpy_broadcasting_of_take_along_axis():
+    data = np.arange(12.0).reshape(3, 4)
+    idx = np.array([[0, 3]])  # Broadcast over the rows.
+    np.testing.assert_array_equal(gj.take_along_axis(data, idx, 1),
+                                  np.take_along_axis(data, idx, 1))
+
+
+def test_modes():
+    data = np.arange(5.0)
+    idx = np.array([0, 7, -1, -9])
+    with pytest.raises(IndexError, match=r"IndicesTensor\[1\] = 7 \(position 1\)"):
+        gj.take(data, idx)
+    # clamp: negative indices wrap once, then every index is clamped.
+    np.testing.assert_array_equal(gj.take(data, idx, mode="clamp"), [0.0, 4.0, 4.0, 0.0])
+    with pytest.raises(ValueError, match="mode"):
+        gj.take(data, idx, mode="wrap")
+
+
+def test_bad_input_is_an_exception():
+    data = np.zeros((3, 4), dtype=np.float32)
+    with pytest.raises(ValueError, match="axis"):
+        gj.take_along_axis(data, np.zeros((3, 4), dtype=np.int64), 2)
+    with pytest.raises(ValueError, match="index type"):
+        gj.take(data, np.zeros(2, dtype=np.float32))
+    with pytest.raises(ValueError, match="not supported"):
+        gj.take(np.zeros(3, dtype=object), np.zeros(1, dtype=np.int64))
+    with pytest.raises(ValueError, match="out has shape"):
+        gj.take(data, np.zeros(2, dtype=np.int64), out=np.zeros((3, 3), dtype=np.float32))
+    with pytest.raises(ValueError, match="read-only"):
+        out = np.zeros((2, 4), dtype=np.float32)
+        out.flags.writeable = False
+        gj.take(data, np.zeros(2, dtype=np.int64), out=out)
+
+
+def test_negative_strides_are_copied_not_misread():
+    data = np.arange(10.0)[::-1]
+    idx = np.array([0, 9, 4])
+    np.testing.assert_array_equal(gj.take(data, idx), np.take(data, idx))
+
+
+def test_compiled_kernels_check_layouts_and_pickle():
+    k = gj.compile("gather", data=((100, 8), "float32"), indices=((5,), "int32"), axis=0)
+    data = np.arange(800, dtype=np.float32).reshape(100, 8)
+    idx = np.array([99, 0, -1, 50, 3], dtype=np.int32)
+    out = np.empty((5, 8), dtype=np.float32)
+    assert k(data, idx, out=out) is out
+    np.testing.assert_array_equal(out, data[idx])
+    assert k.output_shape == [5, 8]
+    assert "define" in k.ir() and k.symbol in k.asm()
+    again = pickle.loads(pickle.dumps(k))
+    np.testing.assert_array_equal(again(data, idx), data[idx])
+    with pytest.raises(ValueError, match="compile a kernel for it"):
+        k(data[:, ::2], idx)
+    with pytest.raises(ValueError, match="compile a kernel for it"):
+        k(data, idx.astype(np.int64))
+    nd = gj.compile("gather_nd", data=((4, 5), "int16"), indices=((3, 2), "int64"))
+    d = np.arange(20, dtype=np.int16).reshape(4, 5)
+    t = np.array([[0, 0], [3, 4], [-1, -2]])
+    np.testing.assert_array_equal(nd(d, t), [0, 19, 18])
+
+
+def test_save_object_writes_an_elf_object(tmp_path):
+    k = gj.compile("gather_elements", data=((4, 4), "float32"), indices=((4, 2), "int64"), axis=1)
+    k.save_object(str(tmp_path / "k.o"), "my_gather", str(tmp_path / "k.h"))
+    assert (tmp_path / "k.o").read_bytes()[:4] == b"\x7fELF"
+    assert "my_gather_range" in (tmp_path / "k.h").read_text()
+
+
+def test_the_cache_serves_repeated_calls():
+    data = np.zeros((7, 3), dtype=np.float64)
+    idx = np.zeros((7, 3), dtype=np.int64)
+    gj.take_along_axis(data, idx, 0)
+    before = gj.stats()
+    for _ in range(10):
+        gj.take_along_axis(data, idx, 0)
+    after = gj.stats()
+    assert after["misses"] == before["misses"]
+    assert after["hits"] == before["hits"] + 10
