@@ -105,3 +105,5 @@ def stats():
 import copyreg as _copyreg
 
 _copyreg.pickle(Kernel, _reduce)
+# dask names a task by its arguments: a kernel by its spec.
+Kernel.__dask_tokenize__ = lambda self: ("gatherjit.Kernel",) + tuple(map(repr, self._spec))

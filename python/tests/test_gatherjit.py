@@ -159,3 +159,10 @@ def test_the_cache_serves_repeated_calls():
     after = gj.stats()
     assert after["misses"] == before["misses"]
     assert after["hits"] == before["hits"] + 10
+
+
+def test_kernels_tokenize_by_their_spec_for_dask():
+    a = gj.compile("gather", ((10, 2), "float32"), ((3,), "int64"))
+    b = gj.compile("gather", ((10, 2), "float32"), ((3,), "int64"))
+    c = gj.compile("gather", ((10, 2), "float32"), ((4,), "int64"))
+    assert a.__dask_tokenize__() == b.__dask_tokenize__() != c.__dask_tokenize__()
