@@ -57,8 +57,9 @@ void expectFollowsPlan(const KernelSpec &Spec, const KernelPlan &Plan, const std
   EXPECT_EQ(has(E.IR, "%offsets = alloca"), Plan.Row == RowKind::SharedIndices);
   // Only Check has blocks that return a bad index's position. (An empty
   // output, which the runtime never compiles, may have or lack them.)
-  if (Spec.elements() > 0)
+  if (Spec.elements() > 0) {
     EXPECT_EQ(has(E.IR, "\nbad"), Spec.Policy == OobPolicy::Check) << "a bad-index block";
+  }
 }
 
 TEST(EmitKernel, BenchmarkCasesFollowTheirPlans) {
