@@ -15,7 +15,7 @@ template <typename IndexT>
 inline bool resolve(IndexT Raw, uint64_t Size, OobPolicy Policy, uint64_t &Out) {
   int64_t V = static_cast<int64_t>(Raw);
   if constexpr (std::is_signed_v<IndexT>) {
-    if (V < 0)
+    if (V < 0 && Policy != OobPolicy::Clip)
       V += static_cast<int64_t>(Size);
     if (V >= 0 && static_cast<uint64_t>(V) < Size) {
       Out = static_cast<uint64_t>(V);

@@ -306,11 +306,14 @@ gj_status gj_compile(gj_runtime *Runtime, const gj_descriptor *Desc, gj_kernel *
       if (!*T)
         return record(T->status());
     const int32_t Policy = raw(Desc->policy), Op = raw(Desc->op);
-    if (Policy != GJ_OOB_CHECK && Policy != GJ_OOB_CLAMP)
+    if (Policy != GJ_OOB_CHECK && Policy != GJ_OOB_CLAMP && Policy != GJ_OOB_CLIP)
       return record(Status::invalidArgument("policy = " + std::to_string(Policy) +
-                                            " is not GJ_OOB_CHECK or GJ_OOB_CLAMP"));
+                                            " is not GJ_OOB_CHECK, GJ_OOB_CLAMP or GJ_OOB_CLIP"));
     ValidateOptions Options;
-    Options.Policy = Policy == GJ_OOB_CLAMP ? OobPolicy::Clamp : OobPolicy::Check;
+    static_assert(GJ_OOB_CHECK == static_cast<int>(OobPolicy::Check) &&
+                  GJ_OOB_CLAMP == static_cast<int>(OobPolicy::Clamp) &&
+                  GJ_OOB_CLIP == static_cast<int>(OobPolicy::Clip));
+    Options.Policy = static_cast<OobPolicy>(Policy);
     Options.AllowSmallerIndices = Desc->allow_smaller_indices != 0;
     Expected<Kernel> K = Status::internal("unset");
     if (Op == GJ_GATHER_ELEMENTS) {

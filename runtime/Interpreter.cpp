@@ -169,7 +169,7 @@ static bool resolveIndex(const ValidDesc &V, const void *Indices, const Coord &I
                   __int128 &Index) {
   const __int128 Axis = static_cast<__int128>(Size);
   Index = loadIndex(V.Indices, Indices, offsetOf(Idx, V.Indices));
-  if (isSignedIndexType(V.Indices.Type) && Index < 0)
+  if (isSignedIndexType(V.Indices.Type) && Index < 0 && V.Policy != OobPolicy::Clip)
     Index += Axis;
   if (Index >= 0 && Index < Axis)
     return true;

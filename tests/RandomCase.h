@@ -101,7 +101,9 @@ private:
     TensorDesc Idx;
     Idx.Type = IndexTypes[pick(4)];
     ValidateOptions Options;
-    Options.Policy = chance(0.5) ? OobPolicy::Check : OobPolicy::Clamp;
+    Options.Policy = chance(0.5)    ? OobPolicy::Check
+                     : chance(0.5) ? OobPolicy::Clamp
+                                   : OobPolicy::Clip;
     if (chance(0.6)) {
       // GatherElements, DirectML-equal or ONNX-smaller indices.
       const unsigned Rank = 1 + static_cast<unsigned>(pick(8));

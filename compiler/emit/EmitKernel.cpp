@@ -62,6 +62,8 @@ Value *KernelEmitter::loadWrappedIndex(Value *Off, unsigned C) {
   if (!isSignedIndexType(S.IndexType))
     return B.CreateZExt(Raw, I64);
   Value *V = B.CreateSExt(Raw, I64);
+  if (S.Policy == OobPolicy::Clip)
+    return V; // numpy's clip: no wrap-around; safeIndex clamps.
   // Negative indices count from the end of the axis.
   return B.CreateSelect(B.CreateICmpSLT(V, c(0)), B.CreateAdd(V, c(S.AxisSize[C])), V,
                         "wrapped");
@@ -90,10 +92,10 @@ void KernelEmitter::emitReturnIfBad(ArrayRef<Value *> Tuple, Value *Pos) {
 
 Value *KernelEmitter::safeIndex(Value *W, unsigned C) {
   Value *Last = c(S.AxisSize[C] - 1);
-  // A signed index still negative after wrap-around clamps to 0 under Clamp;
-  // under Check it is an error anyway and any in-range read will do, so the
+  // A signed index still negative (after wrap-around, under Clamp) clamps
+  // to 0 under Clamp and Clip; under Check it is an error anyway and any in-range read will do, so the
   // unsigned minimum (one instruction) suffices.
-  if (S.Policy == OobPolicy::Clamp && isSignedIndexType(S.IndexType))
+  if (S.Policy != OobPolicy::Check && isSignedIndexType(S.IndexType))
     return B.CreateBinaryIntrinsic(Intrinsic::smax,
                                    B.CreateBinaryIntrinsic(Intrinsic::smin, W, Last),
                                    c(0));

@@ -58,7 +58,7 @@ private:
                 const std::function<void(Value *)> &Body);
 
   /// The index at element offset \p Off, extended to i64 and wrapped for
-  /// component \p C's axis.
+  /// component \p C's axis (not under Clip).
   Value *loadWrappedIndex(Value *Off, unsigned C = 0);
   /// The wrapped components of the index tuple at element offset \p Off
   /// (one for the gathers other than GatherND), each ORed into \p BadFlag

@@ -78,7 +78,7 @@ std::string KernelSpec::symbolName() const {
   char Buf[96];
   const std::string Tuple = TupleSize > 1 ? "_t" + std::to_string(TupleSize) : "";
   std::snprintf(Buf, sizeof(Buf), "gj_b%u_%s_r%u%s_%s_%016llx", ElemBytes, Idx, Rank,
-                Tuple.c_str(), Policy == OobPolicy::Check ? "check" : "clamp",
+                Tuple.c_str(), oobPolicyName(Policy),
                 static_cast<unsigned long long>(hashValue()));
   return Buf;
 }
@@ -92,7 +92,7 @@ std::string KernelSpec::describe() const {
     OS << "}";
   };
   OS << "elem_bytes=" << ElemBytes << " index=" << dataTypeName(IndexType)
-     << " oob=" << (Policy == OobPolicy::Check ? "check" : "clamp")
+     << " oob=" << oobPolicyName(Policy)
      << " rank=" << Rank;
   List("sizes", Sizes);
   List("out", OutStride);

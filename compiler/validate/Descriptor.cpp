@@ -106,6 +106,25 @@ bool isSignedIndexType(DataType Type) {
   return Type == DataType::Int32 || Type == DataType::Int64;
 }
 
+const char *oobPolicyName(OobPolicy Policy) {
+  switch (Policy) {
+  case OobPolicy::Check:
+    return "check";
+  case OobPolicy::Clamp:
+    return "clamp";
+  case OobPolicy::Clip:
+    return "clip";
+  }
+  return "?";
+}
+
+std::optional<OobPolicy> parseOobPolicy(std::string_view Name) {
+  for (OobPolicy P : {OobPolicy::Check, OobPolicy::Clamp, OobPolicy::Clip})
+    if (Name == oobPolicyName(P))
+      return P;
+  return std::nullopt;
+}
+
 const char *featureLevelName(FeatureLevel Level) {
   switch (Level) {
   case FeatureLevel::L1_0:

@@ -273,7 +273,7 @@ std::string ValidDesc::describe() const {
     OS << " input_dimension_count=" << InputDimensionCount
        << " indices_dimension_count=" << IndicesDimensionCount
        << " batch_dimension_count=" << BatchDimensionCount;
-  OS << " oob=" << (Policy == OobPolicy::Check ? "check" : "clamp");
+  OS << " oob=" << oobPolicyName(Policy);
   return OS.str();
 }
 

@@ -79,7 +79,12 @@ struct TensorDesc {
 enum class OobPolicy {
   Check, ///< ONNX: an error naming the first offending index.
   Clamp, ///< DirectML: clamped into range; never fails.
+  /// numpy's mode="clip": no wrap-around (a negative index reads element
+  /// 0), too large reads the last; never fails.
+  Clip,
 };
+const char *oobPolicyName(OobPolicy Policy); // "check", "clamp", "clip"
+std::optional<OobPolicy> parseOobPolicy(std::string_view Name);
 
 /// DirectML feature levels with their own tensor-support tables.
 enum class FeatureLevel { L1_0, L2_1, L3_0, L4_1 };

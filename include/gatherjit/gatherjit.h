@@ -55,8 +55,11 @@ typedef enum gj_operator {
 } gj_operator;
 
 /* Out-of-range indices (after negative wrap-around): an error naming the
- * first one (ONNX), or clamped into range (DirectML). */
-typedef enum gj_oob_policy { GJ_OOB_CHECK = 0, GJ_OOB_CLAMP = 1 } gj_oob_policy;
+ * first one (ONNX), or clamped into range (DirectML); or numpy's "clip",
+ * which does not wrap negative indices (they read element 0). */
+typedef enum gj_oob_policy {
+  GJ_OOB_CHECK = 0, GJ_OOB_CLAMP = 1, GJ_OOB_CLIP = 2
+} gj_oob_policy;
 
 typedef enum gj_opt_level { GJ_O0 = 0, GJ_O1 = 1, GJ_O2 = 2, GJ_O3 = 3 } gj_opt_level;
 

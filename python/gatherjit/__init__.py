@@ -15,8 +15,9 @@ and kernels compiled once for calls that repeat:
 
 Arrays are used where they lie: any strides (a transposed or sliced view is
 not copied), the output written in place when `out` is given. mode="raise"
-raises IndexError naming the first out-of-range index; mode="clamp" wraps
-negative indices once and clamps the rest into range (DirectML's rule).
+raises IndexError naming the first out-of-range index; mode="clip" is
+numpy's (too large reads the last element, negative the first); mode="clamp"
+wraps negative indices once and clamps the rest into range (DirectML's).
 Bad shapes, dtypes and axes raise ValueError. The kernels run with the GIL
 released.
 """

@@ -134,12 +134,15 @@ py::array viewOrCopy(py::array A) {
 OobPolicy policyOf(const std::string &Mode) {
   if (Mode == "raise")
     return OobPolicy::Check;
+  if (Mode == "clip")
+    return OobPolicy::Clip;
   if (Mode == "clamp")
     return OobPolicy::Clamp;
   throw py::value_error("mode = '" + Mode +
-                        "' is not 'raise' (an error naming the first out-of-range index) "
-                        "or 'clamp' (negative indices wrap once, then every index is "
-                        "clamped into range, as DirectML does)");
+                        "' is not 'raise' (an error naming the first out-of-range index), "
+                        "'clip' (numpy's: too large reads the last element, negative the "
+                        "first) or 'clamp' (DirectML's: negative indices wrap once, then "
+                        "every index is clamped)");
 }
 
 /// A compiled kernel and the layouts it takes.

@@ -95,6 +95,16 @@ def test_modes():
         gj.take(data, idx)
     # clamp: negative indices wrap once, then every index is clamped.
     np.testing.assert_array_equal(gj.take(data, idx, mode="clamp"), [0.0, 4.0, 4.0, 0.0])
+    # clip: numpy's, which does not wrap negative indices.
+    for dtype in INDEX_DTYPES:
+        i = np.array([0, 7, 2, 4], dtype=dtype) if dtype[0] == "u" else idx.astype(dtype)
+        np.testing.assert_array_equal(gj.take(data, i, mode="clip"),
+                                      np.take(data, i.astype(np.int64), mode="clip"))
+    rng = np.random.default_rng(2)
+    grid = rng.standard_normal((6, 9))
+    far = rng.integers(-20, 20, size=(6, 12))
+    np.testing.assert_array_equal(gj.take_along_axis(grid, far, 1, mode="clip"),
+                                  np.take_along_axis(grid, np.clip(far, 0, 8), 1))
     with pytest.raises(ValueError, match="mode"):
         gj.take(data, idx, mode="wrap")
 

@@ -42,7 +42,8 @@ gj_descriptor toC(const ValidDesc &V) {
   D.input_dimension_count = V.InputDimensionCount;
   D.indices_dimension_count = V.IndicesDimensionCount;
   D.batch_dimension_count = V.BatchDimensionCount;
-  D.policy = V.Policy == OobPolicy::Clamp ? GJ_OOB_CLAMP : GJ_OOB_CHECK;
+  D.policy = static_cast<gj_oob_policy>(V.Policy); // The enumerations agree.
+  static_assert(GJ_OOB_CLIP == static_cast<int>(OobPolicy::Clip));
   D.allow_smaller_indices = 1;
   return D;
 }

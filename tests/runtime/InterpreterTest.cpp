@@ -162,6 +162,20 @@ TEST(Interpreter, ClampWrapsNegativesThenClamps) {
   EXPECT_EQ(Out, (std::vector<int32_t>{30, 30, 10, 10, 10}));
 }
 
+TEST(Interpreter, ClipDoesNotWrapNegativesAsNumpysClipDoes) {
+  // numpy.take([10, 20, 30], [5, -1, -3, -10, 1], mode="clip") is
+  // [30, 10, 10, 10, 20].
+  Expected<ValidDesc> V = validate(
+      GatherElementsDesc{tensor(DataType::Int32, {3}), tensor(DataType::Int64, {5}),
+                         tensor(DataType::Int32, {5}), 0},
+      {OobPolicy::Clip, std::nullopt, true});
+  ASSERT_TRUE(V.isOk());
+  std::vector<int32_t> In = {10, 20, 30}, Out(5);
+  std::vector<char> Idx = encodeIndices(DataType::Int64, {5, -1, -3, -10, 1});
+  ASSERT_TRUE(interpret(*V, In.data(), Idx.data(), Out.data()).isOk());
+  EXPECT_EQ(Out, (std::vector<int32_t>{30, 10, 10, 10, 20}));
+}
+
 TEST(Interpreter, ClampTreatsHugeUnsignedAsTooLarge) {
   Expected<ValidDesc> V = validate(
       GatherElementsDesc{tensor(DataType::Int32, {3}), tensor(DataType::UInt64, {2}),

@@ -33,8 +33,9 @@ CLI::App *addAotCommand(CLI::App &App, AotFlags &F) {
       ->check(integerIn(INT32_MIN, INT32_MAX));
   Sub->add_option("--batch-dims", F.BatchDims, "gather-nd: leading batch dimensions (default 0)")
       ->check(integerIn(0, MaxRank));
-  Sub->add_option("--oob", F.Oob, "out-of-range indices: check (error, default) or clamp")
-      ->check(CLI::IsMember({"check", "clamp"}));
+  Sub->add_option("--oob", F.Oob, "out-of-range indices: check (error, default), clamp (wrap negatives "
+                    "once, then clamp: DirectML) or clip (no wrap: numpy)")
+      ->check(CLI::IsMember({"check", "clamp", "clip"}));
   Sub->add_option("--desc", F.Descs, "descriptor JSON, once per kernel");
   Sub->add_option("--name", F.Names,
                   "C name of each kernel, in order: the shape-flag kernel first, "
@@ -153,7 +154,7 @@ Expected<std::vector<AotKernel>> collectKernels(AotFlags F) {
       return Status::invalidArgument("--batch-dims applies to gather-nd only");
     Expected<ValidDesc> V = validateOnnx(Kind, *Data, *Indices,
                                          Kind == ProblemSource::OnnxGatherND ? F.BatchDims : F.Axis,
-                                         F.Oob == "clamp" ? OobPolicy::Clamp : OobPolicy::Check);
+                                         *parseOobPolicy(F.Oob));
     if (!V)
       return V.status();
     Kernels.push_back({"", V.take()});

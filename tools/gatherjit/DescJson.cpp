@@ -232,9 +232,7 @@ Expected<JsonDescriptor> parseDescriptorJson(std::string_view Text) {
     if (Status S = readUInt(*AxisIt, "axis", UINT32_MAX, Axis); !S)
       return S;
   auto IndexDims = Root.find("index_dimensions");
-  if (D.Op == OpKind::GatherND) {
-    // Read with the tensors below.
-  } else if (D.Op == OpKind::Gather) {
+  if (D.Op == OpKind::Gather) {
     if (IndexDims == Root.end())
       return fieldError("index_dimensions", "is missing (GATHER needs it)");
     uint64_t K;
@@ -242,7 +240,7 @@ Expected<JsonDescriptor> parseDescriptorJson(std::string_view Text) {
       return S;
     D.Gather.Axis = static_cast<uint32_t>(Axis);
     D.Gather.IndexDimensions = static_cast<uint32_t>(K);
-  } else {
+  } else if (D.Op == OpKind::GatherElements) {
     if (IndexDims != Root.end())
       return fieldError("index_dimensions", "applies to GATHER only");
     D.GatherElements.Axis = static_cast<uint32_t>(Axis);
@@ -258,12 +256,13 @@ Expected<JsonDescriptor> parseDescriptorJson(std::string_view Text) {
     D.Options.Level = L;
   }
   if (auto Oob = Root.find("oob"); Oob != Root.end()) {
-    if (*Oob == "check")
-      D.Options.Policy = OobPolicy::Check;
-    else if (*Oob == "clamp")
-      D.Options.Policy = OobPolicy::Clamp;
-    else
-      return fieldError("oob", "= " + shown(*Oob) + " must be \"check\" or \"clamp\"");
+    std::optional<OobPolicy> Policy;
+    if (Oob->is_string())
+      Policy = parseOobPolicy(Oob->get<std::string>());
+    if (!Policy)
+      return fieldError("oob", "= " + shown(*Oob) +
+                                   " must be \"check\", \"clamp\" or \"clip\"");
+    D.Options.Policy = *Policy;
   }
   if (Status S = readTensor(Root, "input", D.input()); !S)
     return S;

@@ -28,7 +28,7 @@ Expected<Problem> loadOnnx(const OperandFlags &F) {
     return Indices.status().withContext("--indices");
   const TensorDesc DataT = Data->tensor(), IdxT = Indices->tensor();
   Expected<ValidDesc> V = validateOnnx(
-      F.Kind, DataT, IdxT, F.Axis, F.Oob == "clamp" ? OobPolicy::Clamp : OobPolicy::Check);
+      F.Kind, DataT, IdxT, F.Axis, *parseOobPolicy(F.Oob));
   if (!V)
     return V.status();
   Problem P;

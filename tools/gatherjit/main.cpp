@@ -254,8 +254,9 @@ CLI::App *addOperands(CLI::App *Parent, ProblemSource Kind, OperandFlags &F,
     else
       Sub->add_option("--axis", F.Axis, "axis, negative counts from the back")
           ->check(integerIn(INT32_MIN, INT32_MAX));
-    Sub->add_option("--oob", F.Oob, "out-of-range indices: check (error, default) or clamp")
-        ->check(CLI::IsMember({"check", "clamp"}));
+    Sub->add_option("--oob", F.Oob, "out-of-range indices: check (error, default), clamp (wrap negatives "
+                    "once, then clamp: DirectML) or clip (no wrap: numpy)")
+        ->check(CLI::IsMember({"check", "clamp", "clip"}));
   }
   Sub->add_option("--indices", F.Indices, "indices (.npy)")->required();
   CLI::Option *Out = Sub->add_option("-o,--output", F.Out, "output file");
