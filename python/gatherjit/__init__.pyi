@@ -1,0 +1,31 @@
+# Type stubs of the gatherjit package (see __init__.py for the docstrings).
+from typing import Any, Dict, Literal, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import numpy.typing as npt
+
+Mode = Literal["raise", "clip", "clamp"]
+Layout = Union[Tuple[Sequence[int], npt.DTypeLike], Tuple[Sequence[int], npt.DTypeLike, Optional[Sequence[int]]]]
+
+class Kernel:
+    """A gather compiled for one layout of its operands."""
+    op: str
+    output_shape: list[int]
+    symbol: str
+    opt_level: str
+    def __call__(self, data: npt.ArrayLike, indices: npt.ArrayLike,
+                 out: Optional[np.ndarray] = ...) -> np.ndarray: ...
+    def ir(self) -> str: ...
+    def asm(self) -> str: ...
+    def save_object(self, path: str, name: str = ..., header: str = ...) -> None: ...
+
+def take_along_axis(data: npt.ArrayLike, indices: npt.ArrayLike, axis: Optional[int],
+                    out: Optional[np.ndarray] = ..., mode: Mode = ...) -> np.ndarray: ...
+def take(data: npt.ArrayLike, indices: npt.ArrayLike, axis: Optional[int] = ...,
+         out: Optional[np.ndarray] = ..., mode: Mode = ...) -> np.ndarray: ...
+def gather_nd(data: npt.ArrayLike, indices: npt.ArrayLike, batch_dims: int = ...,
+              out: Optional[np.ndarray] = ..., mode: Mode = ...) -> np.ndarray: ...
+def compile(op: Literal["gather_elements", "gather", "gather_nd"], data: Layout,
+            indices: Layout, axis: int = ..., mode: Mode = ...,
+            batch_dims: Optional[int] = ...) -> Kernel: ...
+def stats() -> Dict[str, Any]: ...
