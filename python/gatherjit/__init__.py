@@ -22,6 +22,8 @@ Bad shapes, dtypes and axes raise ValueError. The kernels run with the GIL
 released.
 """
 
+import json as _json
+
 import numpy as _np
 
 from . import _native
@@ -63,12 +65,21 @@ def gather_nd(data, indices, batch_dims=0, out=None, mode="raise"):
                                  out, mode)
 
 
-def compile(op, data, indices, axis=0, mode="raise", batch_dims=None):
+def compile(op, data=None, indices=None, axis=0, mode="raise", batch_dims=None):
     """A kernel for one layout: `op` is "gather_elements", "gather" or
     "gather_nd"; `data` and `indices` are (shape, dtype) or (shape, dtype,
     strides in elements). For "gather_nd", `batch_dims` replaces `axis`.
+    `op` may instead be a descriptor dict in the format of `gatherjit run`
+    ({"operator": "GATHER_ND1", "input": {...}, ...}, DirectML's tensors).
     Call it as k(data, indices, out=None); k.ir() and k.asm() show its code,
     k.save_object(path, name, header) compiles it ahead of time."""
+    if isinstance(op, dict):
+        text = _json.dumps(op)
+        kernel = _native.compile_descriptor(text)
+        kernel._spec = ("descriptor", text)
+        return kernel
+    if data is None or indices is None:
+        raise ValueError("compile: give data and indices layouts, or a descriptor dict")
     if batch_dims is not None:
         axis = batch_dims
     spec = (tuple(data), tuple(indices))
@@ -88,6 +99,8 @@ def _layout(spec):
 
 
 def _rebuild(spec):
+    if spec[0] == "descriptor":
+        return compile(_json.loads(spec[1]))
     op, data, indices, axis, mode = spec
     return compile(op, data, indices, axis, mode)
 

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "DescJson.h"
 #include "gatherjit/Aot.h"
 #include "gatherjit/Runtime.h"
 #include "runtime/AtomicFile.h"
@@ -292,6 +293,43 @@ std::shared_ptr<PyKernel> compileFor(const std::string &Op, TensorDesc Data, Ten
   return P;
 }
 
+/// numpy's name for \p Type.
+const char *numpyName(DataType Type) {
+  switch (Type) {
+  case DataType::Float64: return "float64";
+  case DataType::Float32: return "float32";
+  case DataType::Float16: return "float16";
+  case DataType::Int64: return "int64";
+  case DataType::Int32: return "int32";
+  case DataType::Int16: return "int16";
+  case DataType::Int8: return "int8";
+  case DataType::UInt64: return "uint64";
+  case DataType::UInt32: return "uint32";
+  case DataType::UInt16: return "uint16";
+  case DataType::UInt8: return "uint8";
+  case DataType::Bool: return "bool";
+  case DataType::Complex64: return "complex64";
+  case DataType::Complex128: return "complex128";
+  default: return nullptr;
+  }
+}
+
+/// A kernel for a DirectML-style descriptor in `gatherjit run`'s JSON.
+std::shared_ptr<PyKernel> compileDescriptor(const std::string &Json) {
+  Expected<JsonDescriptor> D = parseDescriptorJson(Json);
+  if (!D)
+    raise(D.status());
+  ValidDesc V = take(D->validate());
+  const char *Type = numpyName(V.Output.Type);
+  if (!Type)
+    throw py::value_error(std::string("descriptor: numpy has no dtype for ") +
+                          dataTypeName(V.Output.Type));
+  auto P = std::make_shared<PyKernel>(take(runtime().compile(V)), opKindName(V.Op));
+  P->OutShape.assign(V.Output.Sizes.begin(), V.Output.Sizes.end());
+  P->OutType = py::dtype(Type);
+  return P;
+}
+
 /// A tensor from a (shape, dtype[, strides]) tuple; strides in elements.
 TensorDesc tensorFromSpec(const py::tuple &Spec, py::dtype &Type, const char *Name) {
   if (Spec.size() < 2 || Spec.size() > 3)
@@ -379,6 +417,7 @@ PYBIND11_MODULE(_native, M) {
       },
       py::arg("op"), py::arg("data"), py::arg("indices"), py::arg("axis") = 0,
       py::arg("mode") = "raise");
+  M.def("compile_descriptor", &compileDescriptor, py::arg("json"));
   M.def("gather_arrays", &gatherArrays, py::arg("op"), py::arg("data"), py::arg("indices"),
         py::arg("axis"), py::arg("out") = py::none(), py::arg("mode") = "raise");
   M.def("stats", [] {

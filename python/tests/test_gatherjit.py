@@ -176,3 +176,21 @@ def test_kernels_tokenize_by_their_spec_for_dask():
     b = gj.compile("gather", ((10, 2), "float32"), ((3,), "int64"))
     c = gj.compile("gather", ((10, 2), "float32"), ((4,), "int64"))
     assert a.__dask_tokenize__() == b.__dask_tokenize__() != c.__dask_tokenize__()
+
+
+def test_descriptor_dicts_in_the_format_of_run():
+    # DirectML's GATHER_ND1 Example 2: 3 batches of 2x2, 2-coordinate tuples.
+    k = gj.compile({"operator": "GATHER_ND1", "batch_dimension_count": 1,
+                    "input_dimension_count": 3, "indices_dimension_count": 3,
+                    "input": {"data_type": "FLOAT32", "sizes": [1, 3, 2, 2]},
+                    "indices": {"data_type": "UINT32", "sizes": [1, 3, 2, 2]},
+                    "output": {"data_type": "FLOAT32", "sizes": [1, 1, 3, 2]}})
+    data = np.arange(12, dtype=np.float32).reshape(1, 3, 2, 2)
+    idx = np.array([0, 0, 1, 1, 1, 1, 0, 0, 0, 1, 1, 0], dtype=np.uint32).reshape(1, 3, 2, 2)
+    expected = np.array([0, 3, 7, 4, 9, 10], dtype=np.float32).reshape(1, 1, 3, 2)
+    np.testing.assert_array_equal(k(data, idx), expected)
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(k))(data, idx), expected)
+    # DirectML's default policy is clamp: 5 reads the last element.
+    np.testing.assert_array_equal(k(data, np.full_like(idx, 5))[0, 0, 0], [3, 3])
+    with pytest.raises(ValueError, match="operator"):
+        gj.compile({"operator": "SCATTER"})
