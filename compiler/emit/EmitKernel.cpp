@@ -55,8 +55,7 @@ void KernelEmitter::emitLoop(Value *Lo, Value *Hi, const Twine &Name,
 }
 
 Value *KernelEmitter::loadWrappedIndex(Value *Off, unsigned C) {
-  const bool Wide = S.IndexType == DataType::Int64 || S.IndexType == DataType::UInt64;
-  Type *IdxTy = Wide ? I64 : Type::getInt32Ty(Ctx);
+  Type *IdxTy = S.indexBytes() == 8 ? I64 : Type::getInt32Ty(Ctx);
   LoadInst *Raw = B.CreateAlignedLoad(IdxTy, B.CreateInBoundsGEP(IdxTy, Idx, Off),
                                       Align(1), "index");
   if (!isSignedIndexType(S.IndexType))
@@ -106,7 +105,7 @@ void KernelEmitter::copyElement(Value *InOff, Value *OutOff, Value *Dst) {
   const unsigned EB = S.ElemBytes;
   if (!Dst)
     Dst = Out;
-  if (isPowerOfTwoElement()) {
+  if (S.integerSizedElement()) {
     Type *Ty = Type::getIntNTy(Ctx, EB * 8);
     Value *V = InOff ? static_cast<Value *>(B.CreateAlignedLoad(
                            Ty, B.CreateInBoundsGEP(Ty, In, InOff), Align(1)))

@@ -146,9 +146,9 @@ void KernelEmitter::emitElementRow(const Offsets &O, Value *Lo, Value *Hi) {
                               true, true);
       emitPrefetchSpan(Idx,
                        B.CreateAdd(B.CreateMul(B.CreateAdd(O.Idx, J0, "", true, true),
-                                               c(indexBytes()), "", true, true),
+                                               c(S.indexBytes()), "", true, true),
                                    c(P.IndexAheadBytes)),
-                       P.BlockElements * indexBytes());
+                       P.BlockElements * S.indexBytes());
       if (P.PrefetchNextInputRow)
         emitNextRowShare(O, Block);
       emitLoop(c(0), c(P.BlockElements), "inner", [&](Value *IV) {

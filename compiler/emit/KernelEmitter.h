@@ -123,15 +123,6 @@ private:
   /// \p Ahead of dimension \p D.
   void emitPrefetchRow(const Offsets &O, Value *Ahead, unsigned D);
   void emitBlockRow(const Offsets &O, Value *Lo, Value *Hi);
-  /// True if an element is 1, 2, 4, 8 or 16 bytes (an integer type).
-  bool isPowerOfTwoElement() const {
-    const unsigned EB = S.ElemBytes;
-    return EB == 1 || EB == 2 || EB == 4 || EB == 8 || EB == 16;
-  }
-  /// Bytes of one index.
-  uint64_t indexBytes() const {
-    return S.IndexType == DataType::Int64 || S.IndexType == DataType::UInt64 ? 8 : 4;
-  }
   /// Fills the table of a shared-index row; under Check, returns the first
   /// out-of-range index's position if there is one.
   void emitIndexTable();

@@ -64,16 +64,12 @@ bool sharesRowIndices(const KernelSpec &S) {
   return true;
 }
 
-uint64_t indexBytes(const KernelSpec &S) {
-  return S.IndexType == DataType::Int64 || S.IndexType == DataType::UInt64 ? 8 : 4;
-}
-
 bool streamsIndices(const KernelSpec &S) {
   if (S.Rank < 2 || S.innerIsBlock() || S.TupleSize != 1 || sharesRowIndices(S))
     return false;
   const unsigned L = S.Rank - 1;
   return S.InStride[L] == 0 && S.IdxStride[L] == 1 && S.Sizes[L] >= MinStreamedRow &&
-         S.elements() * indexBytes(S) >= StreamedIndexBytes;
+         S.elements() * S.indexBytes() >= StreamedIndexBytes;
 }
 
 /// Elements of the input that the rows of dimension Rank-2 gather from
@@ -101,10 +97,6 @@ uint64_t tableElements(const KernelSpec &S) {
   for (unsigned C = 0; C < S.TupleSize; ++C)
     Max = std::max(Max, S.AxisSize[C] * S.AxisStride[C]);
   return Max;
-}
-
-bool isPowerOfTwoElement(unsigned EB) {
-  return EB == 1 || EB == 2 || EB == 4 || EB == 8 || EB == 16;
 }
 
 } // namespace
@@ -168,7 +160,7 @@ KernelPlan planKernel(const KernelSpec &S, const TargetFacts &T) {
   const bool StreamedBlockRows = P.Row == RowKind::Block && S.Rank >= 2 && !S.emptyAxis() &&
                                  S.Sizes[L] * S.ElemBytes >= 2 * T.VectorBytes;
   const bool StreamedElementRows =
-      P.StreamIndices && S.OutStride[L] == 1 && isPowerOfTwoElement(S.ElemBytes);
+      P.StreamIndices && S.OutStride[L] == 1 && S.integerSizedElement();
   P.NonTemporal = LargeOutput && (StreamedBlockRows || StreamedElementRows);
   return P;
 }

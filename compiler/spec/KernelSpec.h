@@ -48,6 +48,15 @@ struct KernelSpec {
   /// The trip count of the outermost loop: the unit of [begin, end).
   uint64_t rows() const { return Rank == 0 ? 1 : Sizes[0]; }
   uint64_t elements() const;
+  /// Bytes of one index: 8 for INT64 and UINT64, else 4.
+  unsigned indexBytes() const {
+    return IndexType == DataType::Int64 || IndexType == DataType::UInt64 ? 8 : 4;
+  }
+  /// True if an element is 1, 2, 4, 8 or 16 bytes: moved as one integer.
+  bool integerSizedElement() const {
+    return ElemBytes == 1 || ElemBytes == 2 || ElemBytes == 4 || ElemBytes == 8 ||
+           ElemBytes == 16;
+  }
   /// True if some component's axis is empty: no index is valid, nothing is
   /// read (Clamp writes zeros).
   bool emptyAxis() const;
