@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "DescJson.h"
+#include "Npy.h"
 #include "gatherjit/Aot.h"
 #include "gatherjit/Runtime.h"
 #include "runtime/AtomicFile.h"
@@ -53,49 +54,37 @@ Runtime &runtime() {
   return *RT;
 }
 
-/// gatherjit's element type for a numpy dtype.
+/// gatherjit's element type for a numpy dtype, decoded as a .npy file's
+/// dtype is. numpy's raw void of any width other than bfloat16's two bytes
+/// is moved whole too (a .npy file's must be bfloat16).
 DataType dataTypeOf(const py::dtype &D, unsigned &OpaqueBytes) {
-  const char K = D.kind();
-  const size_t N = D.itemsize();
   OpaqueBytes = 0;
-  switch (K) {
-  case 'f':
-    if (N == 2) return DataType::Float16;
-    if (N == 4) return DataType::Float32;
-    if (N == 8) return DataType::Float64;
-    break;
-  case 'i':
-    if (N == 1) return DataType::Int8;
-    if (N == 2) return DataType::Int16;
-    if (N == 4) return DataType::Int32;
-    if (N == 8) return DataType::Int64;
-    break;
-  case 'u':
-    if (N == 1) return DataType::UInt8;
-    if (N == 2) return DataType::UInt16;
-    if (N == 4) return DataType::UInt32;
-    if (N == 8) return DataType::UInt64;
-    break;
-  case 'b':
-    return DataType::Bool;
-  case 'c':
-    if (N == 8) return DataType::Complex64;
-    if (N == 16) return DataType::Complex128;
-    break;
-  case 'S':
-  case 'U':
-  case 'V':
-    // Fixed-width strings and void: moved whole, never looked at.
-    if (N > 0) {
-      OpaqueBytes = static_cast<unsigned>(N);
-      return DataType::Opaque;
-    }
-    break;
-  default:
-    break;
+  if (D.kind() == 'V' && D.itemsize() != 2 && D.itemsize() > 0) {
+    OpaqueBytes = static_cast<unsigned>(D.itemsize());
+    return DataType::Opaque;
   }
-  throw py::value_error("dtype " + py::repr(static_cast<const py::object &>(D)).cast<std::string>() +
-                        " is not supported by gatherjit");
+  Expected<NpyDtype> T = parseNpyDescr(D.attr("str").cast<std::string>());
+  if (!T)
+    throw py::value_error("dtype " + py::repr(static_cast<const py::object &>(D)).cast<std::string>() +
+                          " is not supported by gatherjit: " + T.status().message());
+  if (T->Type == DataType::Opaque)
+    OpaqueBytes = T->ElementBytes;
+  return T->Type;
+}
+
+/// \p Indices in the machine's byte order: a big-endian array is copied
+/// (the kernels read indices as native integers; data is moved unread).
+py::array nativeIndices(py::array Indices) {
+  if (Indices.dtype().attr("isnative").cast<bool>())
+    return Indices;
+  return Indices.attr("astype")(Indices.dtype().attr("newbyteorder")("="));
+}
+
+/// True if dimension \p D of \p A steps over whole elements, forwards (or
+/// does not step at all): a stride a TensorDesc can say.
+bool describableStride(const py::array &A, py::ssize_t D) {
+  const py::ssize_t S = A.strides(D);
+  return A.shape(D) <= 1 || (S >= 0 && S % static_cast<py::ssize_t>(A.itemsize()) == 0);
 }
 
 /// A tensor viewing \p A's memory: its sizes and its strides in elements.
@@ -106,18 +95,17 @@ TensorDesc tensorOf(const py::array &A, const char *Name) {
   T.Strides.emplace();
   for (py::ssize_t D = 0; D < A.ndim(); ++D) {
     T.Sizes.push_back(static_cast<uint64_t>(A.shape(D)));
-    const py::ssize_t S = A.strides(D);
     if (A.shape(D) <= 1) {
       T.Strides->push_back(0);
       continue;
     }
-    if (S < 0 || S % static_cast<py::ssize_t>(Item) != 0)
+    if (!describableStride(A, D))
       throw py::value_error(std::string(Name) + ": strides " +
                             std::string(py::str(py::cast(std::vector<py::ssize_t>(
                                 A.strides(), A.strides() + A.ndim())))) +
                             " are negative or not a multiple of the itemsize " +
                             std::to_string(Item) + "; pass a copy (numpy.ascontiguousarray)");
-    T.Strides->push_back(static_cast<uint64_t>(S) / Item);
+    T.Strides->push_back(static_cast<uint64_t>(A.strides(D)) / Item);
   }
   return T;
 }
@@ -126,8 +114,7 @@ TensorDesc tensorOf(const py::array &A, const char *Name) {
 /// strides cannot be described (negative, or not whole elements).
 py::array viewOrCopy(py::array A) {
   for (py::ssize_t D = 0; D < A.ndim(); ++D)
-    if (A.shape(D) > 1 &&
-        (A.strides(D) < 0 || A.strides(D) % static_cast<py::ssize_t>(A.itemsize()) != 0))
+    if (!describableStride(A, D))
       return py::array::ensure(A, py::array::c_style | py::array::forcecast);
   return A;
 }
@@ -153,8 +140,9 @@ public:
 
   /// Checks \p Data, \p Indices and \p Out against the kernel's tensors
   /// (sizes, types and strides) and runs it without the GIL.
-  py::object call(const py::array &Data, const py::array &Indices, std::optional<py::array> Out) {
+  py::object call(const py::array &Data, py::array Indices, std::optional<py::array> Out) {
     const ValidDesc &V = K.desc();
+    Indices = nativeIndices(Indices);
     expectLayout(Data, V.Input, "data");
     expectLayout(Indices, V.Indices, "indices");
     py::array Result = Out ? *Out : newOutput();
@@ -293,40 +281,15 @@ std::shared_ptr<PyKernel> compileFor(const std::string &Op, TensorDesc Data, Ten
   return P;
 }
 
-/// numpy's name for \p Type.
-const char *numpyName(DataType Type) {
-  switch (Type) {
-  case DataType::Float64: return "float64";
-  case DataType::Float32: return "float32";
-  case DataType::Float16: return "float16";
-  case DataType::Int64: return "int64";
-  case DataType::Int32: return "int32";
-  case DataType::Int16: return "int16";
-  case DataType::Int8: return "int8";
-  case DataType::UInt64: return "uint64";
-  case DataType::UInt32: return "uint32";
-  case DataType::UInt16: return "uint16";
-  case DataType::UInt8: return "uint8";
-  case DataType::Bool: return "bool";
-  case DataType::Complex64: return "complex64";
-  case DataType::Complex128: return "complex128";
-  default: return nullptr;
-  }
-}
-
 /// A kernel for a DirectML-style descriptor in `gatherjit run`'s JSON.
 std::shared_ptr<PyKernel> compileDescriptor(const std::string &Json) {
   Expected<JsonDescriptor> D = parseDescriptorJson(Json);
   if (!D)
     raise(D.status());
   ValidDesc V = take(D->validate());
-  const char *Type = numpyName(V.Output.Type);
-  if (!Type)
-    throw py::value_error(std::string("descriptor: numpy has no dtype for ") +
-                          dataTypeName(V.Output.Type));
   auto P = std::make_shared<PyKernel>(take(runtime().compile(V)), opKindName(V.Op));
   P->OutShape.assign(V.Output.Sizes.begin(), V.Output.Sizes.end());
-  P->OutType = py::dtype(Type);
+  P->OutType = py::dtype(npyDescr(V.Output.Type)); // Descriptor JSON has no OPAQUE.
   return P;
 }
 
@@ -349,7 +312,7 @@ TensorDesc tensorFromSpec(const py::tuple &Spec, py::dtype &Type, const char *Na
 py::object gatherArrays(const std::string &Op, py::array Data, py::array Indices, int64_t Axis,
                         std::optional<py::array> Out, const std::string &Mode) {
   Data = viewOrCopy(Data);
-  Indices = viewOrCopy(Indices);
+  Indices = nativeIndices(viewOrCopy(Indices));
   TensorDesc DataT = tensorOf(Data, "data"), IdxT = tensorOf(Indices, "indices");
   if (Op == "gather_elements" && DataT.rank() == IdxT.rank() && DataT.rank() > 0) {
     // numpy broadcasts the dimensions other than the axis: a size of 1

@@ -194,3 +194,16 @@ def test_descriptor_dicts_in_the_format_of_run():
     np.testing.assert_array_equal(k(data, np.full_like(idx, 5))[0, 0, 0], [3, 3])
     with pytest.raises(ValueError, match="operator"):
         gj.compile({"operator": "SCATTER"})
+
+
+def test_big_endian_arrays_give_numpys_results():
+    # Indices are read as native integers: a big-endian array is converted,
+    # never misread. Big-endian data is moved as it is, dtype and all.
+    rng = np.random.default_rng(4)
+    data = rng.standard_normal((6, 5)).astype(">f4")
+    idx = rng.integers(-6, 6, size=(3,)).astype(">i8")
+    got = gj.take(data, idx)
+    np.testing.assert_array_equal(got, np.take(data, idx, axis=0))
+    assert got.dtype == np.dtype(">f4")
+    k = gj.compile("gather", ((6, 5), "float32"), ((3,), "int64"))
+    np.testing.assert_array_equal(k(data.astype("<f4"), idx), np.take(data, idx, axis=0))

@@ -227,6 +227,16 @@ void byteSwap(std::vector<char> &Data, DataType Type) {
 
 } // namespace
 
+Expected<NpyDtype> parseNpyDescr(const std::string &Descr) {
+  NpyArray A;
+  NpyDtype D;
+  if (Status S = decodeDescr(Descr, A, D.BigEndian); !S)
+    return S;
+  D.Type = A.Type;
+  D.ElementBytes = A.ElementBytes;
+  return D;
+}
+
 std::string npyDescr(DataType Type) {
   switch (Type) {
   case DataType::Float64: return "<f8";

@@ -54,6 +54,16 @@ Expected<NpyArray> parseNpy(std::string_view Bytes);
 /// announces and the machine's memory can hold it.
 Expected<NpyArray> readNpy(const std::string &Path);
 
+/// What a numpy dtype string ('<f4', '>i8', '|S5', '<V2', ...) names: the
+/// element type, its bytes, and whether its numbers are big-endian.
+/// InvalidArgument for a dtype gatherjit has no type for.
+struct NpyDtype {
+  DataType Type = DataType::Float32;
+  unsigned ElementBytes = 0;
+  bool BigEndian = false;
+};
+Expected<NpyDtype> parseNpyDescr(const std::string &Descr);
+
 /// The .npy dtype string for \p Type ('<f4', '|b1', ...); empty for Opaque.
 std::string npyDescr(DataType Type);
 
