@@ -34,9 +34,50 @@ else()
   message(STATUS "gatherjit: LLVM ${LLVM_PACKAGE_VERSION} from ${LLVM_DIR}, static components")
 endif()
 
+# Fused C epilogues (compiler/epilogue): clang's libraries, linked the way
+# LLVM is. Static: Debian's libclang*.a beside the static components (its
+# CMake targets name the shared libLLVM.so, so the archives are named here).
+# Shared: libclang-cpp.so, which uses the same libLLVM.so. Never a static
+# LLVM with libclang-cpp.so: two LLVMs abort at start-up.
+option(GATHERJIT_EPILOGUES "Fused C epilogues (needs clang's libraries: libclang-19-dev, libclang-cpp19-dev)" ON)
+add_library(gatherjit_clang INTERFACE)
+if(GATHERJIT_EPILOGUES)
+  if(GATHERJIT_SHARED_LLVM)
+    find_library(GATHERJIT_CLANG_CPP clang-cpp HINTS ${LLVM_LIBRARY_DIR} NO_DEFAULT_PATH)
+    if(NOT GATHERJIT_CLANG_CPP)
+      message(FATAL_ERROR "GATHERJIT_EPILOGUES needs libclang-cpp19-dev (or -DGATHERJIT_EPILOGUES=OFF)")
+    endif()
+    target_link_libraries(gatherjit_clang INTERFACE ${GATHERJIT_CLANG_CPP})
+  else()
+    set(GATHERJIT_CLANG_ARCHIVES)
+    foreach(lib clangCodeGen clangFrontend clangDriver clangParse clangSerialization clangSema
+        clangAPINotes clangAnalysis clangASTMatchers clangAST clangEdit clangLex clangSupport
+        clangBasic)
+      find_library(GATHERJIT_LIB_${lib} NAMES lib${lib}.a HINTS ${LLVM_LIBRARY_DIR} NO_DEFAULT_PATH)
+      if(NOT GATHERJIT_LIB_${lib})
+        message(FATAL_ERROR "GATHERJIT_EPILOGUES needs lib${lib}.a from libclang-19-dev (or -DGATHERJIT_EPILOGUES=OFF)")
+      endif()
+      list(APPEND GATHERJIT_CLANG_ARCHIVES ${GATHERJIT_LIB_${lib}})
+    endforeach()
+    llvm_map_components_to_libnames(GATHERJIT_CLANG_LLVM_LIBS
+      bitreader bitwriter linker irreader option profiledata coverage frontendopenmp
+      frontendhlsl frontenddriver frontendoffloading windowsdriver lto demangle)
+    # The archives refer to one another in circles.
+    target_link_libraries(gatherjit_clang INTERFACE
+      -Wl,--start-group ${GATHERJIT_CLANG_ARCHIVES} -Wl,--end-group ${GATHERJIT_CLANG_LLVM_LIBS})
+  endif()
+  target_compile_definitions(gatherjit_clang INTERFACE GATHERJIT_HAVE_CLANG)
+  message(STATUS "gatherjit: fused C epilogues with clang's libraries")
+else()
+  llvm_map_components_to_libnames(GATHERJIT_CLANG_LLVM_LIBS bitreader bitwriter linker)
+  target_link_libraries(gatherjit_clang INTERFACE ${GATHERJIT_CLANG_LLVM_LIBS})
+  message(STATUS "gatherjit: no fused C epilogues (GATHERJIT_EPILOGUES=OFF)")
+endif()
+
 add_library(gatherjit_lib STATIC
   compiler/spec/KernelSpec.cpp
   compiler/plan/KernelPlan.cpp
+  compiler/epilogue/Epilogue.cpp
   compiler/emit/EmitKernel.cpp
   compiler/emit/EmitRows.cpp
   compiler/pipeline/Pipeline.cpp
@@ -61,4 +102,5 @@ target_compile_definitions(gatherjit_lib PRIVATE ${GATHERJIT_LLVM_DEFINITIONS})
 # LLVM's inline functions instantiated here stay hidden, like the static
 # components themselves (see GatherjitPackage.cmake).
 target_compile_options(gatherjit_lib PRIVATE -fno-rtti -fvisibility-inlines-hidden)
-target_link_libraries(gatherjit_lib PUBLIC gatherjit_frontend PRIVATE gatherjit_llvm TBB::tbb)
+target_link_libraries(gatherjit_lib PUBLIC gatherjit_frontend PRIVATE gatherjit_clang gatherjit_llvm TBB::tbb)
+

@@ -12,7 +12,7 @@ include(CMakePackageConfigHelpers)
 # process may load another LLVM beside this library.
 add_library(gatherjit_shared SHARED
   $<TARGET_OBJECTS:gatherjit_lib> $<TARGET_OBJECTS:gatherjit_frontend>)
-target_link_libraries(gatherjit_shared PRIVATE gatherjit_llvm TBB::tbb)
+target_link_libraries(gatherjit_shared PRIVATE gatherjit_clang gatherjit_llvm TBB::tbb)
 # Sections nothing reaches are dropped (a third of the components' code);
 # the version script exports gatherjit's names alone.
 target_link_options(gatherjit_shared PRIVATE -Wl,--exclude-libs,ALL -Wl,--gc-sections

@@ -181,16 +181,35 @@ static bool resolveIndex(const ValidDesc &V, const void *Indices, const Coord &I
 
 Status interpret(const ValidDesc &V, const void *Input, const void *Indices,
                  void *Output) {
+  if (V.Epilogue.Kind != EpilogueKind::None)
+    return Status::invalidArgument("the descriptor has an epilogue: interpret it with the "
+                                   "epilogue's function");
+  return interpret(V, Input, Indices, Output, nullptr);
+}
+
+Status interpret(const ValidDesc &V, const void *Input, const void *Indices, void *Output,
+                 const EpilogueApply &Apply) {
+  if (V.Epilogue.Kind != EpilogueKind::None && !Apply)
+    return Status::invalidArgument("the descriptor has an epilogue but no function was given");
   const unsigned N = V.rank();
-  const uint64_t Count = V.outputElements();
-  const unsigned ElemBytes = V.Input.elementBytes();
+  const unsigned ElemBytes = V.Input.elementBytes(), OutBytes = V.Output.elementBytes();
+  // A row epilogue's unit is a row of the last dimension: the loop runs
+  // over the other dimensions, the last coordinate 0 (the row's start).
+  const bool Rows = V.Epilogue.Kind == EpilogueKind::Row;
+  const unsigned Looped = Rows ? N - 1 : N;
+  const uint64_t Unit = Rows ? V.Output.Sizes.back() * OutBytes : OutBytes;
+  uint64_t Count = 1;
+  for (unsigned D = 0; D < Looped; ++D)
+    Count *= V.Output.Sizes[D];
+  if (V.outputElements() == 0)
+    Count = 0;
   // The input dimensions the index (or GatherND's tuple) selects along.
   const unsigned First = V.Op == OpKind::GatherND ? V.firstTupleDim() : V.Axis;
   const unsigned Components = V.Op == OpKind::GatherND ? V.tupleSize() : 1;
   Coord Out(N, 0), Idx, In;
   for (uint64_t Linear = 0; Linear < Count; ++Linear) {
     mapCoordinate(V, Out, Idx, In);
-    char *Dst = static_cast<char *>(Output) + offsetOf(Out, V.Output) * ElemBytes;
+    char *Dst = static_cast<char *>(Output) + offsetOf(Out, V.Output) * OutBytes;
     bool Read = true;
     for (unsigned K = 0; K < Components; ++K) {
       if (V.Op == OpKind::GatherND)
@@ -204,14 +223,15 @@ Status interpret(const ValidDesc &V, const void *Input, const void *Indices,
       }
       In[First + K] = static_cast<uint64_t>(Index);
     }
-    if (Read)
-      std::memcpy(Dst,
-                  static_cast<const char *>(Input) + offsetOf(In, V.Input) * ElemBytes,
-                  ElemBytes);
+    const char *Src = static_cast<const char *>(Input) + offsetOf(In, V.Input) * ElemBytes;
+    if (!Read)
+      std::memset(Dst, 0, Unit);
+    else if (Apply)
+      Apply(Src, Dst);
     else
-      std::memset(Dst, 0, ElemBytes);
-    // Next output coordinate, row-major.
-    for (unsigned D = N; D-- > 0;) {
+      std::memcpy(Dst, Src, ElemBytes);
+    // Next output coordinate (or row), row-major.
+    for (unsigned D = Looped; D-- > 0;) {
       if (++Out[D] < V.Output.Sizes[D])
         break;
       Out[D] = 0;

@@ -11,6 +11,7 @@
 
 #include "compiler/backend/Jit.h"
 #include "compiler/backend/Target.h"
+#include "compiler/epilogue/Epilogue.h"
 #include "compiler/optimize/Optimize.h"
 #include "compiler/pipeline/Pipeline.h"
 #include "compiler/spec/KernelSpec.h"
@@ -65,6 +66,9 @@ struct Runtime::Impl {
     std::shared_ptr<const Kernel::State> Last;
   };
   std::unordered_map<KernelSpec, Entry, KernelSpecHash> Cache;
+  /// Compiled epilogues by key (see epilogue()).
+  std::mutex EpilogueMutex;
+  std::unordered_map<uint64_t, std::shared_ptr<const EpilogueCode>> Epilogues;
   std::list<KernelSpec> Lru; ///< Most recently used first.
   CacheStats Stats;
   std::optional<DiskCache> Disk;
@@ -143,6 +147,57 @@ struct Runtime::Impl {
     }
     Code.upgrade(Full.take(), Options.Opt);
     ++Stats.Upgrades;
+  }
+
+  /// \p E compiled for this runtime's CPU and the given row lengths; clang
+  /// runs once per key. (Entries are small; past the kernel cache's
+  /// capacity the table starts over, kernels keep what they hold.)
+  Expected<std::shared_ptr<const EpilogueCode>> epilogue(const Epilogue &E, uint64_t RowIn,
+                                                         uint64_t RowOut) {
+    const EpilogueTarget Target{TM->getTargetTriple().str(), TM->getTargetCPU().str(),
+                                TM->getTargetFeatureString().str(), RowIn, RowOut};
+    const uint64_t Key = epilogueKey(E, Target);
+    if (auto Known = epilogueByKey(Key))
+      return Known;
+    Expected<std::shared_ptr<const EpilogueCode>> Code = compileEpilogue(E, Target);
+    if (!Code)
+      return Code;
+    std::lock_guard<std::mutex> Lock(EpilogueMutex);
+    if (Epilogues.size() >= Options.CacheCapacity)
+      Epilogues.clear();
+    Epilogues.emplace(Key, *Code);
+    return Code;
+  }
+
+  std::shared_ptr<const EpilogueCode> epilogueByKey(uint64_t Key) {
+    std::lock_guard<std::mutex> Lock(EpilogueMutex);
+    auto It = Epilogues.find(Key);
+    return It == Epilogues.end() ? nullptr : It->second;
+  }
+
+  /// Validates \p Desc with \p E's signature (E compiled for the rows of
+  /// the descriptor's last dimensions).
+  template <class OpDesc>
+  Expected<ValidDesc> validateWith(const OpDesc &Desc, const Epilogue &E,
+                                   const ValidateOptions &Options) {
+    auto Last = [](const TensorDesc &T) { return T.Sizes.empty() ? 1 : T.Sizes.back(); };
+    Expected<std::shared_ptr<const EpilogueCode>> Code =
+        epilogue(E, Last(Desc.Input), Last(Desc.Output));
+    if (!Code)
+      return Code.status();
+    ValidateOptions With = Options;
+    With.Epilogue = (*Code)->Signature;
+    return validate(Desc, With);
+  }
+
+  /// The spec of \p Desc, with its epilogue's code.
+  Expected<KernelSpec> specFor(const ValidDesc &Desc) {
+    KernelSpec Spec = canonicalize(Desc);
+    if (Spec.hasEpilogue() && !(Spec.Code = epilogueByKey(Spec.Epilogue.Key)))
+      return Status::invalidArgument(
+          "the descriptor's epilogue was not compiled by this runtime; compile it with "
+          "Runtime::compile(descriptor, options, epilogue)");
+    return Spec;
   }
 
   /// A hit for a descriptor equal to the last one compiled for its spec:
@@ -263,9 +318,56 @@ Expected<Kernel> Runtime::compile(const GatherNDDesc &Desc, const ValidateOption
   return compile(*V);
 }
 
+Expected<Kernel> Runtime::compile(const GatherElementsDesc &Desc, const ValidateOptions &Options,
+                                  const Epilogue &E) {
+  Expected<ValidDesc> V = I->validateWith(Desc, E, Options);
+  if (!V)
+    return V.status();
+  return compile(*V);
+}
+
+Expected<Kernel> Runtime::compile(const GatherDesc &Desc, const ValidateOptions &Options,
+                                  const Epilogue &E) {
+  Expected<ValidDesc> V = I->validateWith(Desc, E, Options);
+  if (!V)
+    return V.status();
+  return compile(*V);
+}
+
+Expected<Kernel> Runtime::compile(const GatherNDDesc &Desc, const ValidateOptions &Options,
+                                  const Epilogue &E) {
+  Expected<ValidDesc> V = I->validateWith(Desc, E, Options);
+  if (!V)
+    return V.status();
+  return compile(*V);
+}
+
+Expected<EpilogueApply> Runtime::epilogueFunction(const Kernel &K) {
+  if (!K.S || !K.S->Spec.Code)
+    return Status::invalidArgument("the kernel has no epilogue");
+  const EpilogueCode &Code = *K.S->Spec.Code;
+  char Name[40];
+  std::snprintf(Name, sizeof(Name), "gj_epilogue_%016llx",
+                static_cast<unsigned long long>(Code.Signature.Key));
+  Expected<PipelineResult> Object = [&] {
+    std::lock_guard<std::mutex> Lock(I->CompileMutex);
+    return runEpiloguePipeline(Code, Name, *I->TM, OptLevel::O1);
+  }();
+  if (!Object)
+    return Object.status();
+  LinkResult Linked = I->Jit->link(Name, Object->Bytes);
+  if (!Linked)
+    return Linked.status();
+  std::shared_ptr<JitCode> Fn = Linked.take();
+  return EpilogueApply([Fn](const void *In, void *Out) { Fn->runRows(In, nullptr, Out, 0, 1); });
+}
+
 Expected<Kernel> Runtime::compile(const ValidDesc &Desc) {
   Kernel K;
-  const KernelSpec Spec = canonicalize(Desc);
+  Expected<KernelSpec> Made = I->specFor(Desc);
+  if (!Made)
+    return Made.status();
+  const KernelSpec &Spec = *Made;
   if (Desc.outputElements() != 0) {
     if (auto Shared = I->lookupEqual(Spec, Desc)) {
       K.S = std::move(Shared);
@@ -295,22 +397,31 @@ Expected<Kernel> Runtime::compile(const ValidDesc &Desc) {
   return K;
 }
 
-/// The optimized IR or assembly of \p Desc's kernel (not cached).
-static Expected<std::string> render(Runtime::Impl &I, const ValidDesc &Desc,
+/// The optimized IR or assembly of \p Spec's kernel (not cached).
+static Expected<std::string> render(Runtime::Impl &I, const Expected<KernelSpec> &Spec,
                                     PipelineOutput Output) {
-  const KernelSpec Spec = canonicalize(Desc);
-  Expected<PipelineResult> R = I.objectFor(Spec, I.firstLevel(Spec), Output);
+  if (!Spec)
+    return Spec.status();
+  Expected<PipelineResult> R = I.objectFor(*Spec, I.firstLevel(*Spec), Output);
   if (!R)
     return R.status();
   return std::string(R->Bytes.begin(), R->Bytes.end());
 }
 
 Expected<std::string> Runtime::optimizedIR(const ValidDesc &Desc) {
-  return render(*I, Desc, PipelineOutput::OptimizedIR);
+  return render(*I, I->specFor(Desc), PipelineOutput::OptimizedIR);
 }
 
 Expected<std::string> Runtime::assembly(const ValidDesc &Desc) {
-  return render(*I, Desc, PipelineOutput::Assembly);
+  return render(*I, I->specFor(Desc), PipelineOutput::Assembly);
+}
+
+Expected<std::string> Runtime::optimizedIR(const Kernel &K) {
+  return render(*I, K.S->Spec, PipelineOutput::OptimizedIR);
+}
+
+Expected<std::string> Runtime::assembly(const Kernel &K) {
+  return render(*I, K.S->Spec, PipelineOutput::Assembly);
 }
 
 CacheStats Runtime::stats() const {

@@ -23,6 +23,7 @@
 
 #include "compiler/emit/EmitKernel.h"
 #include "compiler/emit/KernelEmitter.h"
+#include "compiler/epilogue/Epilogue.h"
 
 #include <algorithm>
 
@@ -105,6 +106,17 @@ void KernelEmitter::copyElement(Value *InOff, Value *OutOff, Value *Dst) {
   const unsigned EB = S.ElemBytes;
   if (!Dst)
     Dst = Out;
+  if (Epi) {
+    const uint64_t OutBytes =
+        S.OutElemBytes * (S.Epilogue.Kind == EpilogueKind::Row ? S.RowOut : 1);
+    Value *To = B.CreateInBoundsGEP(B.getInt8Ty(), Dst,
+                                    B.CreateMul(OutOff, c(S.OutElemBytes), "", true, true));
+    if (!InOff)
+      B.CreateMemSet(To, B.getInt8(0), OutBytes, MaybeAlign(1));
+    else
+      emitEpilogueCall(B, S.Epilogue, Epi, EpiParams, bytePointer(In, InOff), To);
+    return;
+  }
   if (S.integerSizedElement()) {
     Type *Ty = Type::getIntNTy(Ctx, EB * 8);
     Value *V = InOff ? static_cast<Value *>(B.CreateAlignedLoad(
@@ -184,6 +196,11 @@ void KernelEmitter::emit(const std::string &Name) {
   Out->setName("output");
   F->getArg(3)->setName("begin");
   F->getArg(4)->setName("end");
+  if (S.hasEpilogue()) {
+    Epi = M.getFunction(Name + ".epilogue");
+    EpiParams = M.getNamedGlobal(Name + ".epilogue.params");
+    assert(Epi && "the pipeline links the epilogue first");
+  }
   B.SetInsertPoint(BasicBlock::Create(Ctx, "entry", F));
   // Callers from C may pass any range: keep it inside [0, rows].
   const uint64_t Rows = S.rows();

@@ -161,7 +161,12 @@ void KernelEmitter::emitElementRow(const Offsets &O, Value *Lo, Value *Hi) {
     Plain(B.CreateAdd(Head, B.CreateMul(Blocks, c(P.BlockElements), "", true, true), "", true, true),
           c(N), "inner.tail");
   } else {
-    emitLoop(Lo, Hi, "inner", [&](Value *IV) { Element(advance(O, IV, L)); });
+    emitLoop(Lo, Hi, "inner", [&](Value *IV) {
+      if (P.PrefetchRowsAhead) // A row epilogue's rows, from a large table.
+        emitAhead(IV, Hi, P.PrefetchRowsAhead,
+                  [&](Value *Ahead) { emitPrefetchRow(O, Ahead, L); });
+      Element(advance(O, IV, L));
+    });
   }
   emitReturnFirstBad(BadFlag, O, Lo, Hi);
 }

@@ -34,6 +34,8 @@ public:
       : S(Spec), P(Plan), M(M), Ctx(M.getContext()), B(Ctx), I64(Type::getInt64Ty(Ctx)),
         PtrTy(PointerType::getUnqual(Ctx)) {}
 
+  /// Emits NAME, NAME_range and NAME_rows; a spec with an epilogue calls
+  /// NAME.epilogue, which must be linked into the module already.
   void emit(const std::string &Name);
 
 private:
@@ -99,7 +101,8 @@ private:
   /// at element offset \p InOff to the output at \p OutOff.
   void copyElements(Value *InOff, Value *OutOff, Value *Count);
   /// Copies one element to element offset \p OutOff of \p Dst (the output
-  /// unless given).
+  /// unless given); through the epilogue if there is one. A null \p InOff
+  /// (an empty axis) writes zeros.
   void copyElement(Value *InOff, Value *OutOff, Value *Dst = nullptr);
   /// Returns 1 + Pos from the kernel.
   void emitReturnBad(Value *Pos) { emitReturn(B.CreateAdd(Pos, c(1))); }
@@ -159,6 +162,9 @@ private:
   Value *In = nullptr, *Idx = nullptr, *Out = nullptr;
   /// The input offsets of one row's elements, for shared-index rows.
   AllocaInst *Table = nullptr;
+  /// The linked epilogue and its parameter block (see linkEpilogue).
+  Function *Epi = nullptr;
+  Value *EpiParams = nullptr;
 };
 
 } // namespace gatherjit::emit

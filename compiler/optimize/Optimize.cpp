@@ -10,6 +10,7 @@
 #include <llvm/IR/PassManager.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Transforms/IPO/AlwaysInliner.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 
@@ -80,6 +81,12 @@ Status optimize(llvm::Module &M, llvm::TargetMachine &TM, OptLevel Level) {
     break;
   case OptLevel::O1:
   case OptLevel::O2:
+    // A fused epilogue is inlined first (these pipelines have no inliner).
+    for (const llvm::Function &F : M)
+      if (F.hasFnAttribute(llvm::Attribute::AlwaysInline) && !F.isDeclaration()) {
+        MPM.addPass(llvm::AlwaysInlinerPass());
+        break;
+      }
     // A kernel is one loop nest without calls: the passes that matter are
     // promotion, loop canonicalization, hoisting and vectorization. This
     // pipeline runs just those (a fraction of the default pipeline's time);

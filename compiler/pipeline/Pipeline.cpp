@@ -4,8 +4,10 @@
 
 #include "compiler/backend/Target.h"
 #include "compiler/emit/EmitKernel.h"
+#include "compiler/epilogue/Epilogue.h"
 #include "compiler/optimize/Optimize.h"
 
+#include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Support/raw_ostream.h>
@@ -44,22 +46,19 @@ TargetFacts targetFacts(const llvm::TargetMachine &) {
   return TargetFacts{};
 }
 
-Expected<PipelineResult> runPipeline(const std::vector<PipelineKernel> &Kernels,
-                                     llvm::TargetMachine &TM, OptLevel Level,
-                                     PipelineOutput Output, const ObjectCache *Cache) {
-  PipelineResult R;
-  llvm::LLVMContext Ctx;
-  Clock::time_point T0 = Clock::now();
-  llvm::Module M(Kernels.size() == 1 ? Kernels[0].Name : "gatherjit_aot", Ctx);
-  const TargetFacts Facts = targetFacts(TM);
-  for (const PipelineKernel &K : Kernels)
-    emitKernelInto(K.Spec, planKernel(K.Spec, Facts), K.Name, M);
+namespace {
+
+/// The stages after emission: configure \p M for \p TM, look it up in
+/// \p Cache (if given, under the spec \p Keyed), optimize, generate.
+Expected<PipelineResult> finish(llvm::Module &M, PipelineResult R, Clock::time_point T0,
+                                llvm::TargetMachine &TM, OptLevel Level, PipelineOutput Output,
+                                const ObjectCache *Cache, const KernelSpec *Keyed) {
   configureModule(M, TM);
   R.Times.Emit = msSince(T0);
   std::string Key;
-  if (Cache && Kernels.size() == 1 && Output == PipelineOutput::Object) {
+  if (Cache && Keyed && Output == PipelineOutput::Object) {
     T0 = Clock::now();
-    Key = Cache->key(cacheLines(Kernels[0].Spec, M, Level));
+    Key = Cache->key(cacheLines(*Keyed, M, Level));
     std::optional<std::vector<char>> Cached = Cache->load(Key);
     R.Times.Load = msSince(T0);
     if (Cached) {
@@ -100,6 +99,52 @@ Expected<PipelineResult> runPipeline(const std::vector<PipelineKernel> &Kernels,
   if (!Key.empty())
     R.Stored = Cache->store(Key, R.Bytes).isOk();
   return R;
+}
+
+} // namespace
+
+Expected<PipelineResult> runPipeline(const std::vector<PipelineKernel> &Kernels,
+                                     llvm::TargetMachine &TM, OptLevel Level,
+                                     PipelineOutput Output, const ObjectCache *Cache) {
+  llvm::LLVMContext Ctx;
+  Clock::time_point T0 = Clock::now();
+  llvm::Module M(Kernels.size() == 1 ? Kernels[0].Name : "gatherjit_aot", Ctx);
+  const TargetFacts Facts = targetFacts(TM);
+  for (const PipelineKernel &K : Kernels) {
+    if (K.Spec.hasEpilogue()) {
+      if (!K.Spec.Code)
+        return Status::internal(K.Name + ": the spec's epilogue was not compiled");
+      llvm::Value *Params = nullptr;
+      if (Expected<llvm::Function *> F = linkEpilogue(M, *K.Spec.Code, K.Name + ".epilogue", Params);
+          !F)
+        return F.status();
+    }
+    emitKernelInto(K.Spec, planKernel(K.Spec, Facts), K.Name, M);
+  }
+  return finish(M, PipelineResult{}, T0, TM, Level, Output, Cache,
+                Kernels.size() == 1 ? &Kernels[0].Spec : nullptr);
+}
+
+Expected<PipelineResult> runEpiloguePipeline(const EpilogueCode &Code, const std::string &Name,
+                                             llvm::TargetMachine &TM, OptLevel Level) {
+  llvm::LLVMContext Ctx;
+  Clock::time_point T0 = Clock::now();
+  llvm::Module M(Name, Ctx);
+  llvm::Value *Params = nullptr;
+  Expected<llvm::Function *> Epi = linkEpilogue(M, Code, Name + ".epilogue", Params);
+  if (!Epi)
+    return Epi.status();
+  // NAME_range(in, unused, out, begin, end), the kernels' signature:
+  // applies the epilogue once, to the element or row at in.
+  llvm::Type *I64 = llvm::Type::getInt64Ty(Ctx);
+  llvm::Type *Ptr = llvm::PointerType::getUnqual(Ctx);
+  llvm::Function *F = llvm::Function::Create(
+      llvm::FunctionType::get(I64, {Ptr, Ptr, Ptr, I64, I64}, false),
+      llvm::GlobalValue::ExternalLinkage, Name + "_range", M);
+  llvm::IRBuilder<> B(llvm::BasicBlock::Create(Ctx, "entry", F));
+  emitEpilogueCall(B, Code.Signature, *Epi, Params, F->getArg(0), F->getArg(2));
+  B.CreateRet(B.getInt64(0));
+  return finish(M, PipelineResult{}, T0, TM, Level, PipelineOutput::Object, nullptr, nullptr);
 }
 
 } // namespace gatherjit

@@ -64,6 +64,12 @@ Expected<PipelineResult> runPipeline(const std::vector<PipelineKernel> &Kernels,
                                      PipelineOutput Output = PipelineOutput::Object,
                                      const ObjectCache *Cache = nullptr);
 
+/// The epilogue \p Code alone as an object whose NAME_range(in, unused, out,
+/// begin, end) applies it once to the element or row at in: the
+/// interpreter's reference, compiled and inlined as in a kernel.
+Expected<PipelineResult> runEpiloguePipeline(const EpilogueCode &Code, const std::string &Name,
+                                             llvm::TargetMachine &TM, OptLevel Level);
+
 /// The facts of \p TM that plans depend on.
 TargetFacts targetFacts(const llvm::TargetMachine &TM);
 

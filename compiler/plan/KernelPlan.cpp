@@ -134,6 +134,13 @@ KernelPlan planKernel(const KernelSpec &S, const TargetFacts &T) {
     // order otherwise.
     P.PrefetchRowBytes = std::min(MaxPrefetchRowBytes, RowBytes);
   }
+  if (S.Epilogue.Kind == EpilogueKind::Row && S.Rank >= 1 && !S.emptyAxis() &&
+      tableElements(S) * S.ElemBytes >= PrefetchTableBytes) {
+    // The same for a row epilogue's rows, each one "element".
+    const uint64_t RowBytes = std::max<uint64_t>(1, S.RowIn * S.ElemBytes);
+    P.PrefetchRowsAhead = std::clamp<uint64_t>(PrefetchAheadBytes / RowBytes, 1, MaxRowsAhead);
+    P.PrefetchRowBytes = std::min(MaxPrefetchRowBytes, RowBytes);
+  }
   P.StreamIndices = streamsIndices(S);
   if (P.StreamIndices) {
     P.IndexAheadBytes = IndexAheadBytes;
@@ -161,7 +168,9 @@ KernelPlan planKernel(const KernelSpec &S, const TargetFacts &T) {
                                  S.Sizes[L] * S.ElemBytes >= 2 * T.VectorBytes;
   const bool StreamedElementRows =
       P.StreamIndices && S.OutStride[L] == 1 && S.integerSizedElement();
-  P.NonTemporal = LargeOutput && (StreamedBlockRows || StreamedElementRows);
+  // (An epilogue's output is written by its code, element by element.)
+  P.NonTemporal =
+      LargeOutput && (StreamedBlockRows || StreamedElementRows) && !S.hasEpilogue();
   return P;
 }
 

@@ -63,8 +63,8 @@ struct KernelPlan {
   bool PrefetchNextRegion = false;
   uint64_t RegionElements = 0;
   uint64_t MaxRegionShareLines = 0;
-  /// Block rows: the row this many rows ahead is prefetched (its first
-  /// PrefetchRowBytes); 0 for none.
+  /// Block rows (or a row epilogue's rows): the row this many rows ahead is
+  /// prefetched (its first PrefetchRowBytes); 0 for none.
   uint64_t PrefetchRowsAhead = 0;
   uint64_t PrefetchRowBytes = 0;
   /// Loops of at most this many iterations, of constant count, are emitted

@@ -13,7 +13,9 @@ bool KernelSpec::operator==(const KernelSpec &O) const {
                   const std::array<uint64_t, MaxRank> &B) {
     return std::equal(A.begin(), A.begin() + Rank, B.begin());
   };
-  return ElemBytes == O.ElemBytes && IndexType == O.IndexType &&
+  return ElemBytes == O.ElemBytes && OutElemBytes == O.OutElemBytes &&
+         Epilogue == O.Epilogue && RowIn == O.RowIn && RowOut == O.RowOut &&
+         IndexType == O.IndexType &&
          Policy == O.Policy && Rank == O.Rank && Same(Sizes, O.Sizes) &&
          Same(OutStride, O.OutStride) && Same(IdxStride, O.IdxStride) &&
          Same(InStride, O.InStride) && Same(PosStride, O.PosStride) &&
@@ -44,6 +46,8 @@ size_t KernelSpec::hashValue() const {
     H = (H ^ (AxisSize[C] * 0x165667b19e3779f9ull + AxisStride[C] * 0xd6e8feb86659fd93ull +
               TupleStride * 0x27d4eb2f165667c5ull + C)) *
         K;
+  if (hasEpilogue())
+    H = (H ^ Epilogue.Key ^ (OutElemBytes | RowIn << 8) * 0x9fb21c651e98df25ull ^ RowOut) * K;
   H ^= H >> 29;
   H *= K;
   H ^= H >> 32;
@@ -63,7 +67,7 @@ bool KernelSpec::emptyAxis() const {
 }
 
 bool KernelSpec::innerIsBlock() const {
-  if (Rank == 0)
+  if (Rank == 0 || hasEpilogue()) // An epilogue reads each element (or row).
     return false;
   const unsigned L = Rank - 1;
   return IdxStride[L] == 0 && PosStride[L] == 0 && InStride[L] == 1 &&
@@ -101,21 +105,37 @@ std::string KernelSpec::describe() const {
   List("pos", PosStride);
   if (TupleSize == 1) {
     OS << " axis_size=" << AxisSize[0] << " axis_stride=" << AxisStride[0];
-    return OS.str();
+  } else {
+    OS << " tuple=" << TupleSize << " tuple_stride=" << TupleStride << " axis_sizes={";
+    for (unsigned C = 0; C < TupleSize; ++C)
+      OS << (C ? "," : "") << AxisSize[C];
+    OS << "} axis_strides={";
+    for (unsigned C = 0; C < TupleSize; ++C)
+      OS << (C ? "," : "") << AxisStride[C];
+    OS << "}";
   }
-  OS << " tuple=" << TupleSize << " tuple_stride=" << TupleStride << " axis_sizes={";
-  for (unsigned C = 0; C < TupleSize; ++C)
-    OS << (C ? "," : "") << AxisSize[C];
-  OS << "} axis_strides={";
-  for (unsigned C = 0; C < TupleSize; ++C)
-    OS << (C ? "," : "") << AxisStride[C];
-  OS << "}";
+  if (hasEpilogue()) {
+    char Key[24];
+    std::snprintf(Key, sizeof(Key), "%016llx", static_cast<unsigned long long>(Epilogue.Key));
+    OS << " epilogue=" << epilogueKindName(Epilogue.Kind) << ":" << dataTypeName(Epilogue.In)
+       << "->" << dataTypeName(Epilogue.Out) << ":" << Key
+       << " out_elem_bytes=" << OutElemBytes;
+    if (Epilogue.Kind == EpilogueKind::Row)
+      OS << " row_in=" << RowIn << " row_out=" << RowOut;
+  }
   return OS.str();
 }
 
 KernelSpec canonicalize(const ValidDesc &V) {
   KernelSpec S;
   S.ElemBytes = V.Input.elementBytes();
+  S.OutElemBytes = V.Output.elementBytes();
+  S.Epilogue = V.Epilogue;
+  const bool Rows = V.Epilogue.Kind == EpilogueKind::Row;
+  if (Rows) {
+    S.RowIn = V.Input.Sizes.back();
+    S.RowOut = V.Output.Sizes.back();
+  }
   S.IndexType = V.Indices.Type;
   S.Policy = V.Policy;
   const unsigned N = V.rank();
@@ -149,8 +169,8 @@ KernelSpec canonicalize(const ValidDesc &V) {
   const int Axis = static_cast<int>(V.Axis);
   for (unsigned D = 0; D < N; ++D) {
     const uint64_t Size = V.Output.Sizes[D];
-    if (Size == 1)
-      continue; // Contributes nothing to any offset.
+    if (Size == 1 || (Rows && D == N - 1))
+      continue; // Contributes nothing to any offset (a row is one element).
     unsigned R = S.Rank++;
     assert(R < MaxRank && "output rank is at most MaxRank");
     S.Sizes[R] = Size;

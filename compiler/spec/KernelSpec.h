@@ -22,12 +22,18 @@
 
 #include <array>
 #include <cstddef>
+#include <memory>
 #include <string>
 
 namespace gatherjit {
 
+struct EpilogueCode;
+
 struct KernelSpec {
+  /// Bytes of an input element, and of an output element (the same unless
+  /// an epilogue converts).
   unsigned ElemBytes = 0;
+  unsigned OutElemBytes = 0;
   DataType IndexType = DataType::Int64;
   OobPolicy Policy = OobPolicy::Check;
   /// Dimensions left after canonicalization; 0 means a single element.
@@ -41,6 +47,14 @@ struct KernelSpec {
   uint64_t TupleStride = 0;
   std::array<uint64_t, MaxRank> AxisSize{};
   std::array<uint64_t, MaxRank> AxisStride{};
+  /// A fused epilogue, applied to every element; or, for a row epilogue, to
+  /// every row of RowIn input elements, written as RowOut output elements:
+  /// the spec then leaves the rows' dimension out, and its "elements" are
+  /// rows (strides still count input and output elements). Specs compare
+  /// the signature (its key); Code is what the emitter links.
+  EpilogueSignature Epilogue;
+  uint64_t RowIn = 0, RowOut = 0;
+  std::shared_ptr<const EpilogueCode> Code;
 
   bool operator==(const KernelSpec &Other) const;
   size_t hashValue() const;
@@ -52,6 +66,7 @@ struct KernelSpec {
   unsigned indexBytes() const {
     return IndexType == DataType::Int64 || IndexType == DataType::UInt64 ? 8 : 4;
   }
+  bool hasEpilogue() const { return Epilogue.Kind != EpilogueKind::None; }
   /// True if an element is 1, 2, 4, 8 or 16 bytes: moved as one integer.
   bool integerSizedElement() const {
     return ElemBytes == 1 || ElemBytes == 2 || ElemBytes == 4 || ElemBytes == 8 ||
@@ -73,7 +88,8 @@ struct KernelSpecHash {
   size_t operator()(const KernelSpec &S) const { return S.hashValue(); }
 };
 
-/// Canonicalizes a validated descriptor. Cannot fail.
+/// Canonicalizes a validated descriptor. Cannot fail. An epilogue's Code is
+/// left for the caller, who compiled it.
 KernelSpec canonicalize(const ValidDesc &Desc);
 
 } // namespace gatherjit

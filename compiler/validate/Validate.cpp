@@ -207,11 +207,22 @@ Status checkCommon(OpKind Op, ValidDesc &V, const ValidateOptions &Options) {
     return Status::invalidArgument(
         P + "IndicesTensor.DataType = " + dataTypeName(V.Indices.Type) +
         " is not an index type; use INT32, INT64, UINT32 or UINT64");
-  if (V.Output.Type != V.Input.Type)
+  const EpilogueSignature &E = Options.Epilogue;
+  V.Epilogue = E;
+  if (E.Kind != EpilogueKind::None) {
+    for (auto [T, Name, Want, Role] :
+         {std::tuple{&V.Input, "InputTensor", E.In, "takes"},
+          std::tuple{&V.Output, "OutputTensor", E.Out, "returns"}})
+      if (T->Type != Want)
+        return Status::invalidArgument(P + Name + ".DataType = " + dataTypeName(T->Type) +
+                                       " does not match the epilogue, which " + Role + " " +
+                                       dataTypeName(Want));
+  } else if (V.Output.Type != V.Input.Type) {
     return Status::invalidArgument(
         P + "OutputTensor.DataType = " + dataTypeName(V.Output.Type) +
         " must equal InputTensor.DataType = " + dataTypeName(V.Input.Type));
-  if (V.Output.elementBytes() != V.Input.elementBytes())
+  }
+  if (E.Kind == EpilogueKind::None && V.Output.elementBytes() != V.Input.elementBytes())
     return Status::invalidArgument(
         P + "OutputTensor element size = " + std::to_string(V.Output.elementBytes()) +
         " bytes must equal InputTensor element size = " +
@@ -274,11 +285,14 @@ std::string ValidDesc::describe() const {
        << " indices_dimension_count=" << IndicesDimensionCount
        << " batch_dimension_count=" << BatchDimensionCount;
   OS << " oob=" << oobPolicyName(Policy);
+  if (Epilogue.Kind != EpilogueKind::None)
+    OS << " epilogue=" << epilogueKindName(Epilogue.Kind);
   return OS.str();
 }
 
-Expected<ValidDesc> validate(const GatherElementsDesc &Desc,
-                             const ValidateOptions &Options) {
+namespace {
+
+Expected<ValidDesc> validateOp(const GatherElementsDesc &Desc, const ValidateOptions &Options) {
   const OpKind Op = OpKind::GatherElements;
   const std::string P = "GatherElements: ";
   ValidDesc V;
@@ -316,8 +330,7 @@ Expected<ValidDesc> validate(const GatherElementsDesc &Desc,
   return V;
 }
 
-Expected<ValidDesc> validate(const GatherDesc &Desc,
-                             const ValidateOptions &Options) {
+Expected<ValidDesc> validateOp(const GatherDesc &Desc, const ValidateOptions &Options) {
   const OpKind Op = OpKind::Gather;
   const std::string P = "Gather: ";
   ValidDesc V;
@@ -387,7 +400,7 @@ Expected<ValidDesc> validate(const GatherDesc &Desc,
   return V;
 }
 
-Expected<ValidDesc> validate(const GatherNDDesc &Desc, const ValidateOptions &Options) {
+Expected<ValidDesc> validateOp(const GatherNDDesc &Desc, const ValidateOptions &Options) {
   const OpKind Op = OpKind::GatherND;
   const std::string P = "GatherND: ";
   ValidDesc V;
@@ -469,6 +482,95 @@ Expected<ValidDesc> validate(const GatherNDDesc &Desc, const ValidateOptions &Op
       return S;
   }
   return V;
+}
+
+/// A row epilogue's descriptor: the operator's rules hold for the output
+/// whose rows are the input's (of its type, packed); then the real output
+/// (its own row length, type and strides) is checked as a tensor.
+template <class OpDesc>
+Expected<ValidDesc> validateRows(const OpDesc &Desc, OpKind Op, const ValidateOptions &Options) {
+  const std::string P = std::string(opKindName(Op)) + ": ";
+  if (Op == OpKind::GatherElements)
+    return Status::invalidArgument(P + "a row epilogue needs rows that are gathered whole; "
+                                       "use Gather or GatherND, or an element epilogue");
+  OpDesc Rows = Desc;
+  if (Rows.Output.Sizes.empty() || Rows.Input.Sizes.empty() ||
+      Rows.Output.rank() != Rows.Input.rank())
+    return validateOp(Rows, ValidateOptions{Options.Policy, Options.Level,
+                                            Options.AllowSmallerIndices, {}});
+  for (auto [T, Name] : {std::pair{&Desc.Input, "InputTensor"},
+                         std::pair{&Desc.Output, "OutputTensor"}})
+    if (T->Strides && !T->Strides->empty() && T->Strides->back() != 1 && T->Sizes.back() > 1)
+      return Status::invalidArgument(P + Name + ".Strides = " + shapeString(*T->Strides) +
+                                     ": a row epilogue's rows (the last dimension) must be "
+                                     "contiguous, stride 1");
+  Rows.Output.Type = Rows.Input.Type;
+  Rows.Output.OpaqueBytes = Rows.Input.OpaqueBytes;
+  Rows.Output.Sizes.back() = Rows.Input.Sizes.back();
+  Rows.Output.Strides.reset();
+  Rows.Output.TotalBytes.reset();
+  ValidateOptions Plain = Options;
+  Plain.Epilogue = {};
+  Expected<ValidDesc> V = validateOp(Rows, Plain);
+  if (!V)
+    return V;
+  const unsigned Last = V->rank() - 1;
+  const bool Whole = Op == OpKind::Gather ? V->Axis < Last
+                                          : V->InputDimensionCount - V->BatchDimensionCount -
+                                                    V->tupleSize() >= 1;
+  if (!Whole)
+    return Status::invalidArgument(
+        P + "a row epilogue's rows are the input's last dimension, which this " +
+        (Op == OpKind::Gather ? "Gather gathers along (Axis = " + std::to_string(V->Axis) + ")"
+                              : std::string("GatherND's index tuples select along")) +
+        "; the rows must be copied whole");
+  V->Output = Desc.Output;
+  V->Epilogue = Options.Epilogue;
+  TensorChecker Checker(opKindName(Op));
+  if (Status S = Checker.check(V->Output, "OutputTensor"); !S)
+    return S;
+  if (V->Output.Type != Options.Epilogue.Out || V->Input.Type != Options.Epilogue.In)
+    return Status::invalidArgument(
+        P + "the epilogue takes rows of " + dataTypeName(Options.Epilogue.In) +
+        " and writes rows of " + dataTypeName(Options.Epilogue.Out) +
+        ", but InputTensor.DataType = " + dataTypeName(V->Input.Type) +
+        " and OutputTensor.DataType = " + dataTypeName(V->Output.Type));
+  if (Status S = checkOutputLayout(Op, *V); !S)
+    return S;
+  return V;
+}
+
+template <class OpDesc>
+Expected<ValidDesc> validateAny(const OpDesc &Desc, OpKind Op, const ValidateOptions &Options) {
+  if (Options.Epilogue.Kind == EpilogueKind::Row)
+    return validateRows(Desc, Op, Options);
+  return validateOp(Desc, Options);
+}
+
+} // namespace
+
+Expected<ValidDesc> validate(const GatherElementsDesc &Desc, const ValidateOptions &Options) {
+  return validateAny(Desc, OpKind::GatherElements, Options);
+}
+
+Expected<ValidDesc> validate(const GatherDesc &Desc, const ValidateOptions &Options) {
+  return validateAny(Desc, OpKind::Gather, Options);
+}
+
+Expected<ValidDesc> validate(const GatherNDDesc &Desc, const ValidateOptions &Options) {
+  return validateAny(Desc, OpKind::GatherND, Options);
+}
+
+const char *epilogueKindName(EpilogueKind Kind) {
+  switch (Kind) {
+  case EpilogueKind::None:
+    return "none";
+  case EpilogueKind::Element:
+    return "element";
+  case EpilogueKind::Row:
+    return "row";
+  }
+  return "?";
 }
 
 } // namespace gatherjit

@@ -127,6 +127,28 @@ struct GatherNDDesc {
   uint32_t BatchDimensionCount = 0;
 };
 
+/// A fused epilogue's shape (see Epilogue in gatherjit/Runtime.h): a C
+/// function applied to every gathered element, OUT f(IN x), or to every
+/// gathered row of the input's last dimension, void f(const IN *row, OUT
+/// *out), either optionally with a last parameter const P *params.
+enum class EpilogueKind { None, Element, Row };
+const char *epilogueKindName(EpilogueKind Kind); // "none", "element", "row"
+
+/// What a compiled epilogue's signature says. Validation checks the tensors
+/// against it: IN is the input's type, OUT the output's; a row epilogue's
+/// rows are the input's and output's last dimensions (contiguous, of any
+/// two lengths), which a Gather or GatherND copies whole.
+struct EpilogueSignature {
+  EpilogueKind Kind = EpilogueKind::None;
+  DataType In = DataType::Float32;
+  DataType Out = DataType::Float32;
+  bool HasParams = false;
+  /// Identifies the compiled epilogue (a hash of its source, function,
+  /// parameters, flags and clang's version).
+  uint64_t Key = 0;
+  bool operator==(const EpilogueSignature &) const = default;
+};
+
 /// How a descriptor is validated.
 struct ValidateOptions {
   OobPolicy Policy = OobPolicy::Check;
@@ -137,6 +159,9 @@ struct ValidateOptions {
   /// InputTensor.Sizes on dimensions other than Axis (as ONNX Runtime and
   /// PyTorch allow). DirectML requires equality.
   bool AllowSmallerIndices = false;
+  /// The fused epilogue's signature; Kind None for a plain gather (whose
+  /// output has the input's type and shape rules).
+  EpilogueSignature Epilogue;
 };
 
 //===----------------------------------------------------------------------===//

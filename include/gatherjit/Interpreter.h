@@ -9,6 +9,8 @@
 
 #include "gatherjit/Validate.h"
 
+#include <functional>
+
 namespace gatherjit {
 
 /// Runs \p Desc on the three buffers, which must hold requiredElements() of
@@ -17,6 +19,17 @@ namespace gatherjit {
 /// output elements before it are written, the rest are unspecified.
 Status interpret(const ValidDesc &Desc, const void *Input, const void *Indices,
                  void *Output);
+
+/// A fused epilogue applied once: to the input element at \p In, storing
+/// the result at \p Out, or to the row at \p In, writing the row at \p Out
+/// (Runtime::epilogueFunction compiles one).
+using EpilogueApply = std::function<void(const void *In, void *Out)>;
+
+/// interpret() for a descriptor with an epilogue: \p Apply is called per
+/// gathered element or row; where Clamp finds an empty axis, the output
+/// element or row is zeros, as without one.
+Status interpret(const ValidDesc &Desc, const void *Input, const void *Indices, void *Output,
+                 const EpilogueApply &Apply);
 
 /// The IndexOutOfRange status for the index at row-major \p Position of the
 /// indices tensor: names its coordinate, value and the valid range.

@@ -12,14 +12,17 @@
 #define GATHERJIT_RUNTIME_H
 
 #include "gatherjit/Compile.h"
+#include "gatherjit/Interpreter.h"
 #include "gatherjit/OptLevel.h"
 #include "gatherjit/Validate.h"
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace gatherjit {
 
@@ -50,6 +53,29 @@ struct RuntimeOptions {
   /// Bytes of entries CacheDir keeps: past it, the least recently used are
   /// removed. 0: no limit.
   uint64_t CacheDirLimit = uint64_t(256) << 20;
+};
+
+/// A fused epilogue: C source that clang compiles in-process (freestanding,
+/// for the kernel's CPU) and the kernel's pipeline inlines into its loop.
+/// Function names one of
+///   OUT f(IN x)                         applied to every element
+///   OUT f(IN x, const P *params)
+///   void f(const IN *row, OUT *out)     applied to every row
+///   void f(const IN *row, OUT *out, const P *params)
+/// where IN is the input's element type and OUT the output's, as C types
+/// (float, double, float16_t, bfloat16_t, int8_t...uint64_t, bool). A row
+/// is the input's last dimension (GJ_ROW_IN elements, a macro the source
+/// reads) and the output's (GJ_ROW_OUT). The source may call only functions
+/// it defines and clang's builtins that are instructions (__builtin_fabsf,
+/// __builtin_sqrtf, __builtin_memcpy...), and read only const global data.
+struct Epilogue {
+  std::string Source;
+  std::string Function;
+  /// The file name diagnostics give.
+  std::string FileName = "epilogue.c";
+  /// The bytes params points at, copied into the kernel (a compile-time
+  /// constant there: different parameters make a different kernel).
+  std::vector<unsigned char> Params;
 };
 
 struct CacheStats {
@@ -133,10 +159,28 @@ public:
                            const ValidateOptions &Options = {});
   Expected<Kernel> compile(const ValidDesc &Desc);
 
+  /// The same, with \p E fused into the kernel. The output's type is the
+  /// epilogue's OUT; a row epilogue's output rows may differ in length from
+  /// the input's. A bad epilogue is InvalidArgument with one line
+  /// "FILE:LINE:COL: error: ..."; without clang's libraries, Unsupported.
+  Expected<Kernel> compile(const GatherElementsDesc &Desc, const ValidateOptions &Options,
+                           const Epilogue &E);
+  Expected<Kernel> compile(const GatherDesc &Desc, const ValidateOptions &Options,
+                           const Epilogue &E);
+  Expected<Kernel> compile(const GatherNDDesc &Desc, const ValidateOptions &Options,
+                           const Epilogue &E);
+
+  /// The epilogue of \p K alone, compiled the same way and called per
+  /// element or row, without the gather: the interpreter's reference.
+  Expected<EpilogueApply> epilogueFunction(const Kernel &K);
+
   /// The optimized LLVM IR, or the machine code as assembly, of the kernel
   /// for \p Desc (not cached).
   Expected<std::string> optimizedIR(const ValidDesc &Desc);
   Expected<std::string> assembly(const ValidDesc &Desc);
+  /// The same for a kernel, with its epilogue if it has one.
+  Expected<std::string> optimizedIR(const Kernel &K);
+  Expected<std::string> assembly(const Kernel &K);
 
   CacheStats stats() const;
   /// Milliseconds create() spent setting up the JIT.

@@ -27,6 +27,8 @@ struct ValidDesc {
   /// (the last ones; the others are 1) and the batch dimensions among them.
   unsigned InputDimensionCount = 0, IndicesDimensionCount = 0, BatchDimensionCount = 0;
   OobPolicy Policy = OobPolicy::Check;
+  /// The fused epilogue, if any (Kind None otherwise).
+  EpilogueSignature Epilogue;
 
   bool operator==(const ValidDesc &) const = default;
   unsigned rank() const { return Input.rank(); }

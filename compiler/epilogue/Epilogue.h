@@ -1,0 +1,74 @@
+//===- compiler/epilogue/Epilogue.h - Users' C epilogues -----------------===//
+/// \file
+/// A user's C epilogue compiled in-process by clang's libraries to LLVM
+/// bitcode, unoptimized and checked (its signature, no calls out of the
+/// source, no mutable global state), and the one way it enters a module:
+/// linked, made internal and always-inline, so the kernel's pipeline
+/// inlines it into the loop and optimizes the whole.
+//===----------------------------------------------------------------------===//
+#ifndef GATHERJIT_COMPILER_EPILOGUE_EPILOGUE_H
+#define GATHERJIT_COMPILER_EPILOGUE_EPILOGUE_H
+
+#include "gatherjit/Compile.h"
+#include "gatherjit/Runtime.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace llvm {
+class Function;
+class IRBuilderBase;
+class Module;
+class Value;
+} // namespace llvm
+
+namespace gatherjit {
+
+/// A compiled epilogue: what a KernelSpec points at.
+struct EpilogueCode {
+  EpilogueSignature Signature;
+  std::string Function;
+  /// The source's module as bitcode (clang's output, before any
+  /// optimization).
+  std::string Bitcode;
+  /// The bytes the parameter pointer points at, as given.
+  std::vector<unsigned char> Params;
+};
+
+/// What the epilogue is compiled for: the kernel's target and the row
+/// lengths its source reads as GJ_ROW_IN and GJ_ROW_OUT.
+struct EpilogueTarget {
+  std::string Triple, Cpu, Features;
+  uint64_t RowIn = 1, RowOut = 1;
+};
+
+/// True if this build has clang's libraries (GATHERJIT_EPILOGUES).
+bool epiloguesSupported();
+
+/// The key of \p E compiled for \p T: a hash of the source, function,
+/// parameters, flags and clang's version.
+uint64_t epilogueKey(const Epilogue &E, const EpilogueTarget &T);
+
+/// Compiles \p E. Errors are InvalidArgument with one line
+/// "FILE:LINE:COL: error: ..." (clang's first diagnostic, or a rule of
+/// epilogues broken), or Unsupported without clang's libraries.
+Expected<std::shared_ptr<const EpilogueCode>> compileEpilogue(const Epilogue &E,
+                                                               const EpilogueTarget &T);
+
+/// Links \p Code into \p M with its entry renamed \p Name (internal,
+/// always-inline, like every function of the source) and returns it, with
+/// \p Params set to the parameter block (a private constant of \p M), or
+/// null if the function takes none.
+Expected<llvm::Function *> linkEpilogue(llvm::Module &M, const EpilogueCode &Code,
+                                        const std::string &Name, llvm::Value *&Params);
+
+/// Applies the linked epilogue \p Fn once: to the element at \p In,
+/// storing its result at \p Out, or to the row at \p In, writing the row at
+/// \p Out.
+void emitEpilogueCall(llvm::IRBuilderBase &B, const EpilogueSignature &Sig, llvm::Function *Fn,
+                      llvm::Value *Params, llvm::Value *In, llvm::Value *Out);
+
+} // namespace gatherjit
+
+#endif
