@@ -18,6 +18,7 @@
 #include <llvm/IR/GlobalVariable.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
 #include <llvm/Linker/Linker.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/raw_ostream.h>
@@ -394,9 +395,15 @@ Expected<std::shared_ptr<const EpilogueCode>> compileEpilogue(const Epilogue &E,
 
   FirstError Errors(File);
   CompilerInstance CI;
+  {
+    DiagnosticsEngine ArgDiags(new DiagnosticIDs, new DiagnosticOptions, &Errors,
+                               /*ShouldOwnClient=*/false);
+    if (!CompilerInvocation::CreateFromArgs(CI.getInvocation(), Argv, ArgDiags))
+      return Status::internal("epilogue: clang rejected gatherjit's flags: " + Errors.Message);
+  }
+  CI.getDiagnosticOpts().ShowCarets = false; // Nor "N errors generated." on stderr.
+  // After the flags: the engine takes its warning options from them.
   CI.createDiagnostics(&Errors, /*ShouldOwnClient=*/false);
-  if (!CompilerInvocation::CreateFromArgs(CI.getInvocation(), Argv, CI.getDiagnostics()))
-    return Status::internal("epilogue: clang rejected gatherjit's flags: " + Errors.Message);
   std::unique_ptr<llvm::MemoryBuffer> Buffer = llvm::MemoryBuffer::getMemBufferCopy(
       std::string(Prelude) + "#line 1 \"" + File + "\"\n" + E.Source, File);
   CI.getFrontendOpts().Inputs.clear();
@@ -415,6 +422,19 @@ Expected<std::shared_ptr<const EpilogueCode>> compileEpilogue(const Epilogue &E,
   if (!Ran || !M || Sig.Kind == EpilogueKind::None)
     return Status::internal(File + ": clang produced no module");
 
+  // clang 19 emits invalid casts for some conversions (bfloat16_t to
+  // float16_t directly): refuse such a module here, not in the kernel.
+  {
+    std::string Problem;
+    llvm::raw_string_ostream OS(Problem);
+    if (llvm::verifyModule(*M, &OS)) {
+      OS.flush();
+      const std::string First = Problem.substr(0, Problem.find('\n'));
+      return Status::unsupported(File + ": error: clang generated invalid code for this "
+                                        "epilogue (" + First +
+                                 "); convert between 16-bit float types through float");
+    }
+  }
   const std::string Where = File + ": error: '" + E.Function + "'";
   if (Sig.HasParams && E.Params.empty())
     return Status::invalidArgument(Where + " takes a parameter pointer but no parameters "

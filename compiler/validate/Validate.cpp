@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <numeric>
 #include <sstream>
+#include <type_traits>
 #include <tuple>
 
 namespace gatherjit {
@@ -509,21 +510,25 @@ Expected<ValidDesc> validateRows(const OpDesc &Desc, OpKind Op, const ValidateOp
   Rows.Output.Sizes.back() = Rows.Input.Sizes.back();
   Rows.Output.Strides.reset();
   Rows.Output.TotalBytes.reset();
+  // The rows must be copied whole: not gathered along.
+  std::string Along;
+  if constexpr (std::is_same_v<OpDesc, GatherDesc>) {
+    if (Desc.Axis + 1 == Desc.Input.rank())
+      Along = "this Gather gathers along (Axis = " + std::to_string(Desc.Axis) + ")";
+  } else if constexpr (std::is_same_v<OpDesc, GatherNDDesc>) {
+    if (!Desc.Indices.Sizes.empty() && Desc.BatchDimensionCount < Desc.InputDimensionCount &&
+        Desc.Indices.Sizes.back() >= Desc.InputDimensionCount - Desc.BatchDimensionCount)
+      Along = "this GatherND's index tuples select along";
+  }
+  if (!Along.empty())
+    return Status::invalidArgument(P + "a row epilogue's rows are the input's last "
+                                       "dimension, which " + Along +
+                                   "; the rows must be copied whole");
   ValidateOptions Plain = Options;
   Plain.Epilogue = {};
   Expected<ValidDesc> V = validateOp(Rows, Plain);
   if (!V)
     return V;
-  const unsigned Last = V->rank() - 1;
-  const bool Whole = Op == OpKind::Gather ? V->Axis < Last
-                                          : V->InputDimensionCount - V->BatchDimensionCount -
-                                                    V->tupleSize() >= 1;
-  if (!Whole)
-    return Status::invalidArgument(
-        P + "a row epilogue's rows are the input's last dimension, which this " +
-        (Op == OpKind::Gather ? "Gather gathers along (Axis = " + std::to_string(V->Axis) + ")"
-                              : std::string("GatherND's index tuples select along")) +
-        "; the rows must be copied whole");
   V->Output = Desc.Output;
   V->Epilogue = Options.Epilogue;
   TensorChecker Checker(opKindName(Op));
