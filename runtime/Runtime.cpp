@@ -154,8 +154,7 @@ struct Runtime::Impl {
   /// capacity the table starts over, kernels keep what they hold.)
   Expected<std::shared_ptr<const EpilogueCode>> epilogue(const Epilogue &E, uint64_t RowIn,
                                                          uint64_t RowOut) {
-    const EpilogueTarget Target{TM->getTargetTriple().str(), TM->getTargetCPU().str(),
-                                TM->getTargetFeatureString().str(), RowIn, RowOut};
+    const EpilogueTarget Target = epilogueTarget(*TM, RowIn, RowOut);
     const uint64_t Key = epilogueKey(E, Target);
     if (auto Known = epilogueByKey(Key))
       return Known;
@@ -337,6 +336,21 @@ Expected<Kernel> Runtime::compile(const GatherDesc &Desc, const ValidateOptions 
 Expected<Kernel> Runtime::compile(const GatherNDDesc &Desc, const ValidateOptions &Options,
                                   const Epilogue &E) {
   Expected<ValidDesc> V = I->validateWith(Desc, E, Options);
+  if (!V)
+    return V.status();
+  return compile(*V);
+}
+
+Expected<Kernel> Runtime::compile(const ValidDesc &Plain, const Epilogue &E, uint64_t RowOut) {
+  if (Plain.Epilogue.Kind != EpilogueKind::None)
+    return Status::invalidArgument("the descriptor has an epilogue already");
+  const uint64_t RowIn = Plain.Input.Sizes.back();
+  if (RowOut == 0)
+    RowOut = RowIn;
+  Expected<std::shared_ptr<const EpilogueCode>> Code = I->epilogue(E, RowIn, RowOut);
+  if (!Code)
+    return Code.status();
+  Expected<ValidDesc> V = withEpilogue(Plain, (*Code)->Signature, RowOut);
   if (!V)
     return V.status();
   return compile(*V);

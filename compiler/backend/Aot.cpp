@@ -9,6 +9,7 @@
 #include "gatherjit/Aot.h"
 
 #include "compiler/backend/Target.h"
+#include "compiler/epilogue/Epilogue.h"
 #include "compiler/pipeline/Pipeline.h"
 
 #include <llvm/Config/llvm-config.h>
@@ -109,9 +110,28 @@ Expected<AotResult> compileAot(const std::vector<AotKernel> &Kernels,
       createTargetMachine(Target, Level);
   if (!TM)
     return TM.status();
+  // Epilogues are compiled for the object's target; their kernels' header
+  // entries describe the fused tensors.
+  std::vector<AotKernel> Fused = Kernels;
   std::vector<PipelineKernel> Specs;
-  for (const AotKernel &K : Kernels)
+  for (AotKernel &K : Fused) {
+    std::shared_ptr<const EpilogueCode> Code;
+    if (!K.Fused.Function.empty()) {
+      const uint64_t RowIn = K.Desc.Input.Sizes.back();
+      const uint64_t RowOut = K.RowOut ? K.RowOut : RowIn;
+      Expected<std::shared_ptr<const EpilogueCode>> Compiled =
+          compileEpilogue(K.Fused, epilogueTarget(**TM, RowIn, RowOut));
+      if (!Compiled)
+        return Compiled.status();
+      Code = Compiled.take();
+      Expected<ValidDesc> V = withEpilogue(K.Desc, Code->Signature, RowOut);
+      if (!V)
+        return V.status();
+      K.Desc = V.take();
+    }
     Specs.push_back({canonicalize(K.Desc), K.Name});
+    Specs.back().Spec.Code = Code;
+  }
   Expected<PipelineResult> Object = runPipeline(Specs, **TM, Level);
   if (!Object)
     return Object.status();
@@ -119,7 +139,7 @@ Expected<AotResult> compileAot(const std::vector<AotKernel> &Kernels,
   R.Object = std::move(Object->Bytes);
   R.Triple = (*TM)->getTargetTriple().str();
   R.Cpu = (*TM)->getTargetCPU().str();
-  R.Header = header(Kernels, R, Level, HeaderName);
+  R.Header = header(Fused, R, Level, HeaderName);
   return R;
 }
 

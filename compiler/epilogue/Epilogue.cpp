@@ -23,6 +23,7 @@
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Support/xxhash.h>
+#include <llvm/Target/TargetMachine.h>
 
 #ifdef GATHERJIT_HAVE_CLANG
 #include <clang/AST/ASTConsumer.h>
@@ -79,6 +80,11 @@ constexpr const char *Flags[] = {"-x", "c", "-std=gnu17", "-O0", "-disable-O0-op
                                  "-Werror=implicit-int"};
 
 } // namespace
+
+EpilogueTarget epilogueTarget(const llvm::TargetMachine &TM, uint64_t RowIn, uint64_t RowOut) {
+  return {TM.getTargetTriple().str(), TM.getTargetCPU().str(),
+          TM.getTargetFeatureString().str(), RowIn, RowOut};
+}
 
 uint64_t epilogueKey(const Epilogue &E, const EpilogueTarget &T) {
   std::string Text = "gatherjit epilogue 1\n";

@@ -17,6 +17,7 @@
 #include <vector>
 
 namespace llvm {
+class TargetMachine;
 class Function;
 class IRBuilderBase;
 class Module;
@@ -42,6 +43,9 @@ struct EpilogueTarget {
   std::string Triple, Cpu, Features;
   uint64_t RowIn = 1, RowOut = 1;
 };
+
+/// The epilogue target of code for \p TM.
+EpilogueTarget epilogueTarget(const llvm::TargetMachine &TM, uint64_t RowIn, uint64_t RowOut);
 
 /// True if this build has clang's libraries (GATHERJIT_EPILOGUES).
 bool epiloguesSupported();

@@ -566,6 +566,33 @@ Expected<ValidDesc> validate(const GatherNDDesc &Desc, const ValidateOptions &Op
   return validateAny(Desc, OpKind::GatherND, Options);
 }
 
+Expected<ValidDesc> withEpilogue(const ValidDesc &Plain, const EpilogueSignature &Sig,
+                                 uint64_t RowOut) {
+  TensorDesc Output = Plain.Output;
+  Output.Type = Sig.Out;
+  Output.TotalBytes.reset();
+  if (Sig.Kind == EpilogueKind::Row) {
+    Output.Sizes.back() = RowOut;
+    Output.Strides.reset();
+  }
+  ValidateOptions O;
+  O.Policy = Plain.Policy;
+  O.AllowSmallerIndices = true; // Plain passed its own rule already.
+  O.Epilogue = Sig;
+  switch (Plain.Op) {
+  case OpKind::GatherElements:
+    return validate(GatherElementsDesc{Plain.Input, Plain.Indices, Output, Plain.Axis}, O);
+  case OpKind::Gather:
+    return validate(
+        GatherDesc{Plain.Input, Plain.Indices, Output, Plain.Axis, Plain.IndexDimensions}, O);
+  case OpKind::GatherND:
+    return validate(GatherNDDesc{Plain.Input, Plain.Indices, Output, Plain.InputDimensionCount,
+                                 Plain.IndicesDimensionCount, Plain.BatchDimensionCount},
+                    O);
+  }
+  return Status::internal("unknown operator");
+}
+
 const char *epilogueKindName(EpilogueKind Kind) {
   switch (Kind) {
   case EpilogueKind::None:

@@ -27,7 +27,13 @@ namespace gatherjit {
 struct AotKernel {
   /// A C identifier, unique within one object.
   std::string Name;
+  /// The gather; with an epilogue, the plain one it retypes (see
+  /// withEpilogue).
   ValidDesc Desc;
+  /// A fused epilogue (none if its Function is empty), compiled for the
+  /// object's target, and its output rows' length (0: the input's).
+  Epilogue Fused;
+  uint64_t RowOut = 0;
 };
 
 /// Where the object will run (the JIT's target description).

@@ -55,29 +55,6 @@ struct RuntimeOptions {
   uint64_t CacheDirLimit = uint64_t(256) << 20;
 };
 
-/// A fused epilogue: C source that clang compiles in-process (freestanding,
-/// for the kernel's CPU) and the kernel's pipeline inlines into its loop.
-/// Function names one of
-///   OUT f(IN x)                         applied to every element
-///   OUT f(IN x, const P *params)
-///   void f(const IN *row, OUT *out)     applied to every row
-///   void f(const IN *row, OUT *out, const P *params)
-/// where IN is the input's element type and OUT the output's, as C types
-/// (float, double, float16_t, bfloat16_t, int8_t...uint64_t, bool). A row
-/// is the input's last dimension (GJ_ROW_IN elements, a macro the source
-/// reads) and the output's (GJ_ROW_OUT). The source may call only functions
-/// it defines and clang's builtins that are instructions (__builtin_fabsf,
-/// __builtin_sqrtf, __builtin_memcpy...), and read only const global data.
-struct Epilogue {
-  std::string Source;
-  std::string Function;
-  /// The file name diagnostics give.
-  std::string FileName = "epilogue.c";
-  /// The bytes params points at, copied into the kernel (a compile-time
-  /// constant there: different parameters make a different kernel).
-  std::vector<unsigned char> Params;
-};
-
 struct CacheStats {
   uint64_t Hits = 0;
   uint64_t Misses = 0;
@@ -169,6 +146,11 @@ public:
                            const Epilogue &E);
   Expected<Kernel> compile(const GatherNDDesc &Desc, const ValidateOptions &Options,
                            const Epilogue &E);
+
+  /// Fuses \p E into the plain gather \p Plain (see withEpilogue): its
+  /// output takes the epilogue's type and, for a row epilogue, rows of
+  /// \p RowOut elements (0: as many as the input's rows).
+  Expected<Kernel> compile(const ValidDesc &Plain, const Epilogue &E, uint64_t RowOut = 0);
 
   /// The epilogue of \p K alone, compiled the same way and called per
   /// element or row, without the gather: the interpreter's reference.

@@ -59,6 +59,14 @@ Expected<ValidDesc> validate(const GatherDesc &Desc,
 /// DML_GATHER_ND1_OPERATOR_DESC's when BatchDimensionCount > 0).
 Expected<ValidDesc> validate(const GatherNDDesc &Desc, const ValidateOptions &Options = {});
 
+/// \p Plain, a gather validated without an epilogue, with a fused epilogue
+/// of signature \p Sig: the output takes the epilogue's type and, for a row
+/// epilogue, rows of \p RowOut elements (packed then), and the whole is
+/// validated again. For callers that describe the gather first (ONNX
+/// shapes) and fuse after.
+Expected<ValidDesc> withEpilogue(const ValidDesc &Plain, const EpilogueSignature &Sig,
+                                 uint64_t RowOut);
+
 /// Elements a buffer must hold for \p Desc's sizes and strides (0 when a
 /// size is 0). Only meaningful after validation (no overflow).
 uint64_t requiredElements(const TensorDesc &Desc);

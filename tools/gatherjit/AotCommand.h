@@ -27,6 +27,9 @@ struct AotFlags {
   std::vector<std::string> Descs, Names;
   std::string Triple, Cpu, Features, Opt = "O2";
   std::string Object, Header;
+  /// A fused epilogue for every kernel of the object.
+  std::string EpilogueFile, EpilogueFn, EpilogueParams;
+  uint64_t EpilogueRowOut = 0;
 };
 
 CLI::App *addAotCommand(CLI::App &App, AotFlags &F);

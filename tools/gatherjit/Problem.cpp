@@ -135,8 +135,35 @@ Status Problem::writeOutput(AtomicFile &File, const ByteBuffer &Buffer) const {
   return File.commit();
 }
 
+void Problem::fuse(const ValidDesc &V) {
+  Desc = V;
+  OutDescr = npyDescr(V.Output.Type);
+  if (V.Epilogue.Kind == EpilogueKind::Row && !OutShape.empty())
+    OutShape.back() = V.Output.Sizes.back();
+}
+
 Expected<Problem> loadProblem(const OperandFlags &F) {
-  return F.Kind == ProblemSource::Json ? loadJson(F) : loadOnnx(F);
+  if (F.EpilogueFile.empty() != F.EpilogueFn.empty())
+    return Status::invalidArgument("--epilogue FILE.c and --epilogue-fn NAME go together");
+  if (F.EpilogueFile.empty() && (!F.EpilogueParams.empty() || F.EpilogueRowOut))
+    return Status::invalidArgument("--epilogue-params and --epilogue-row-out need --epilogue");
+  Expected<Problem> P = F.Kind == ProblemSource::Json ? loadJson(F) : loadOnnx(F);
+  if (!P || F.EpilogueFile.empty())
+    return P;
+  Expected<std::string> Source = readTextFile(F.EpilogueFile, MaxEpilogueBytes);
+  if (!Source)
+    return Source.status().withContext("--epilogue");
+  P->Fused.Source = Source.take();
+  P->Fused.Function = F.EpilogueFn;
+  P->Fused.FileName = F.EpilogueFile;
+  if (!F.EpilogueParams.empty()) {
+    Expected<std::string> Params = readTextFile(F.EpilogueParams, MaxEpilogueBytes);
+    if (!Params)
+      return Params.status().withContext("--epilogue-params");
+    P->Fused.Params.assign(Params->begin(), Params->end());
+  }
+  P->RowOut = F.EpilogueRowOut;
+  return P;
 }
 
 } // namespace gatherjit

@@ -25,6 +25,10 @@ struct OperandFlags {
   /// --axis, or GatherND's --batch-dims.
   int64_t Axis = 0;
   std::string Oob = "check";
+  /// --epilogue FILE.c --epilogue-fn NAME [--epilogue-params FILE]
+  /// [--epilogue-row-out N]: a fused C epilogue.
+  std::string EpilogueFile, EpilogueFn, EpilogueParams;
+  uint64_t EpilogueRowOut = 0;
 };
 
 struct Problem {
@@ -33,7 +37,15 @@ struct Problem {
   /// The output file's shape and dtype.
   std::vector<uint64_t> OutShape;
   std::string OutDescr;
+  /// A fused epilogue (Function empty: none): Desc is the plain gather
+  /// until fuse() retypes it.
+  Epilogue Fused;
+  uint64_t RowOut = 0;
 
+  /// With an epilogue, the fused descriptor of \p K (compiled from Desc
+  /// and Fused) in place of the plain one, and the output file's shape and
+  /// dtype to match.
+  void fuse(const ValidDesc &Fused);
   /// A buffer the descriptor's output sizes and strides fit in, checked
   /// against the machine's memory first; uninitialized.
   Expected<ByteBuffer> outputBuffer() const;
@@ -41,6 +53,9 @@ struct Problem {
   /// the output is strided) and commits the file.
   Status writeOutput(AtomicFile &File, const ByteBuffer &Buffer) const;
 };
+
+/// Largest epilogue source or parameter file read.
+constexpr uint64_t MaxEpilogueBytes = 1u << 20;
 
 /// Reads and validates the operands. Every failure is InvalidArgument or
 /// Unsupported naming the flag, file or field at fault.

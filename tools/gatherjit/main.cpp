@@ -6,6 +6,8 @@
 // gatherjit gather-nd --data D.npy --indices I.npy [--batch-dims B]
 //                     [--oob check|clamp] -o OUT.npy
 // gatherjit run DESC.json --input D.npy --indices I.npy -o OUT.npy
+//   (each of these with [--epilogue F.c --epilogue-fn NAME
+//   [--epilogue-params P.bin] [--epilogue-row-out N]]: a fused C epilogue)
 // gatherjit ir {gather-elements|gather|gather-nd|run} ... [--asm]
 // gatherjit demo            (the seed documents' examples, checked)
 // gatherjit aot [gather-elements|gather] --data-shape S --data-type T
@@ -134,15 +136,14 @@ Status execute(Problem &P, const EngineFlags &E, const std::string &OutPath) {
   Expected<AtomicFile> File = AtomicFile::create(OutPath);
   if (!File)
     return File.status();
-  Expected<ByteBuffer> Out = P.outputBuffer();
-  if (!Out)
-    return Out.status();
   double InitMs = 0, CompileMs = 0;
   bool Hit = false;
   std::vector<double> RunMs;
   std::unique_ptr<Runtime> RT;
   Kernel K;
-  if (E.Engine == "jit") {
+  EpilogueApply Apply;
+  const bool Fused = !P.Fused.Function.empty();
+  if (E.Engine == "jit" || Fused) { // The interpreter's epilogue is compiled too.
     RuntimeOptions Options;
     Options.Opt = *parseOptLevel(E.Opt);
     Options.Threads = E.Threads;
@@ -158,17 +159,34 @@ Status execute(Problem &P, const EngineFlags &E, const std::string &OutPath) {
       return Created.status();
     RT = Created.take();
     InitMs = RT->initMs();
-    Expected<Kernel> Compiled = RT->compile(P.Desc);
+    Clock::time_point T0 = Clock::now();
+    Expected<Kernel> Compiled = Fused ? RT->compile(P.Desc, P.Fused, P.RowOut) : RT->compile(P.Desc);
     if (!Compiled)
       return Compiled.status();
     K = Compiled.take();
-    CompileMs = K.compileTimes().total();
+    // With an epilogue, clang's time too.
+    CompileMs = Fused ? std::chrono::duration<double, std::milli>(Clock::now() - T0).count()
+                      : K.compileTimes().total();
     Hit = K.cacheHit();
+    if (Fused) {
+      P.fuse(K.desc());
+      if (E.Engine == "interp") {
+        Expected<EpilogueApply> Made = RT->epilogueFunction(K);
+        if (!Made)
+          return Made.status();
+        Apply = Made.take();
+      }
+    }
   }
+  Expected<ByteBuffer> Out = P.outputBuffer();
+  if (!Out)
+    return Out.status();
+  const bool Jit = E.Engine == "jit";
   for (unsigned I = 0; I < E.Repeat; ++I) {
     Clock::time_point T0 = Clock::now();
-    Status S = RT ? K.run(P.Input.data(), P.Indices.data(), Out->data())
-                  : interpret(P.Desc, P.Input.data(), P.Indices.data(), Out->data());
+    Status S = Jit ? K.run(P.Input.data(), P.Indices.data(), Out->data())
+               : Apply ? interpret(P.Desc, P.Input.data(), P.Indices.data(), Out->data(), Apply)
+                       : interpret(P.Desc, P.Input.data(), P.Indices.data(), Out->data());
     RunMs.push_back(std::chrono::duration<double, std::milli>(Clock::now() - T0).count());
     if (!S)
       return S;
@@ -200,7 +218,16 @@ Status printIR(const Problem &P, const EngineFlags &E, bool Asm,
   Expected<std::unique_ptr<Runtime>> RT = Runtime::create(Options);
   if (!RT)
     return RT.status();
-  Expected<std::string> Text = Asm ? (*RT)->assembly(P.Desc) : (*RT)->optimizedIR(P.Desc);
+  Kernel K;
+  if (!P.Fused.Function.empty()) {
+    Expected<Kernel> Fused = (*RT)->compile(P.Desc, P.Fused, P.RowOut);
+    if (!Fused)
+      return Fused.status();
+    K = Fused.take();
+  }
+  Expected<std::string> Text = P.Fused.Function.empty()
+                                   ? (Asm ? (*RT)->assembly(P.Desc) : (*RT)->optimizedIR(P.Desc))
+                                   : (Asm ? (*RT)->assembly(K) : (*RT)->optimizedIR(K));
   if (!Text)
     return Text.status();
   if (OutPath.empty()) {
@@ -259,6 +286,16 @@ CLI::App *addOperands(CLI::App *Parent, ProblemSource Kind, OperandFlags &F,
         ->check(CLI::IsMember({"check", "clamp", "clip"}));
   }
   Sub->add_option("--indices", F.Indices, "indices (.npy)")->required();
+  Sub->add_option("--epilogue", F.EpilogueFile,
+                  "C source of an epilogue fused into the kernel (see --epilogue-fn)");
+  Sub->add_option("--epilogue-fn", F.EpilogueFn,
+                  "the epilogue's function: OUT f(IN x) per element or void f(const IN *row, "
+                  "OUT *out) per row, optionally with a last const P *params");
+  Sub->add_option("--epilogue-params", F.EpilogueParams,
+                  "a file of the bytes the epilogue's params pointer points at");
+  Sub->add_option("--epilogue-row-out", F.EpilogueRowOut,
+                  "a row epilogue's output row length (default: the input's)")
+      ->check(integerIn(1, int64_t(1) << 40));
   CLI::Option *Out = Sub->add_option("-o,--output", F.Out, "output file");
   if (OutputRequired)
     Out->required();
