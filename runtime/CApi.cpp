@@ -294,9 +294,11 @@ void gj_runtime_stats(const gj_runtime *Runtime, gj_cache_stats *Out) {
                         S.DiskLoads, S.DiskStores, S.CompileMs, S.Upgrades};
 }
 
-gj_status gj_compile(gj_runtime *Runtime, const gj_descriptor *Desc, gj_kernel **Out) {
-  if (!Runtime || !Desc || !Out)
-    return nullArgument("gj_compile", !Runtime ? "runtime" : !Desc ? "desc" : "out");
+namespace {
+
+/// gj_compile, with \p Fused if given.
+gj_status compileDesc(gj_runtime *Runtime, const gj_descriptor *Desc, const Epilogue *Fused,
+                      gj_kernel **Out) {
   *Out = nullptr;
   return guarded([&] {
     Expected<TensorDesc> In = toTensor(Desc->input, "input");
@@ -315,17 +317,17 @@ gj_status gj_compile(gj_runtime *Runtime, const gj_descriptor *Desc, gj_kernel *
                   GJ_OOB_CLIP == static_cast<int>(OobPolicy::Clip));
     Options.Policy = static_cast<OobPolicy>(Policy);
     Options.AllowSmallerIndices = Desc->allow_smaller_indices != 0;
+    auto Compile = [&](const auto &D) {
+      return Fused ? Runtime->R->compile(D, Options, *Fused) : Runtime->R->compile(D, Options);
+    };
     Expected<Kernel> K = Status::internal("unset");
     if (Op == GJ_GATHER_ELEMENTS) {
-      K = Runtime->R->compile(GatherElementsDesc{*In, *Idx, *Outp, Desc->axis}, Options);
+      K = Compile(GatherElementsDesc{*In, *Idx, *Outp, Desc->axis});
     } else if (Op == GJ_GATHER) {
-      K = Runtime->R->compile(
-          GatherDesc{*In, *Idx, *Outp, Desc->axis, Desc->index_dimensions}, Options);
+      K = Compile(GatherDesc{*In, *Idx, *Outp, Desc->axis, Desc->index_dimensions});
     } else if (Op == GJ_GATHER_ND) {
-      K = Runtime->R->compile(GatherNDDesc{*In, *Idx, *Outp, Desc->input_dimension_count,
-                                           Desc->indices_dimension_count,
-                                           Desc->batch_dimension_count},
-                              Options);
+      K = Compile(GatherNDDesc{*In, *Idx, *Outp, Desc->input_dimension_count,
+                               Desc->indices_dimension_count, Desc->batch_dimension_count});
     } else {
       return record(Status::invalidArgument(
           "op = " + std::to_string(Op) +
@@ -336,6 +338,36 @@ gj_status gj_compile(gj_runtime *Runtime, const gj_descriptor *Desc, gj_kernel *
     *Out = new gj_kernel{K.take()};
     return record(Status::ok());
   });
+}
+
+} // namespace
+
+gj_status gj_compile(gj_runtime *Runtime, const gj_descriptor *Desc, gj_kernel **Out) {
+  if (!Runtime || !Desc || !Out)
+    return nullArgument("gj_compile", !Runtime ? "runtime" : !Desc ? "desc" : "out");
+  return compileDesc(Runtime, Desc, nullptr, Out);
+}
+
+gj_status gj_compile_epilogue(gj_runtime *Runtime, const gj_descriptor *Desc,
+                              const gj_epilogue *E, gj_kernel **Out) {
+  if (!Runtime || !Desc || !E || !Out)
+    return nullArgument("gj_compile_epilogue", !Runtime ? "runtime"
+                                               : !Desc  ? "desc"
+                                               : !E     ? "epilogue"
+                                                        : "out");
+  if (!E->source || !E->function)
+    return nullArgument("gj_compile_epilogue", !E->source ? "epilogue->source"
+                                                          : "epilogue->function");
+  if (!E->params && E->params_size)
+    return nullArgument("gj_compile_epilogue", "epilogue->params");
+  Epilogue Fused;
+  Fused.Source = E->source;
+  Fused.Function = E->function;
+  if (E->file_name)
+    Fused.FileName = E->file_name;
+  const auto *P = static_cast<const unsigned char *>(E->params);
+  Fused.Params.assign(P, P + (P ? E->params_size : 0));
+  return compileDesc(Runtime, Desc, &Fused, Out);
 }
 
 gj_status gj_kernel_run(const gj_kernel *Kernel, const void *Input, const void *Indices,

@@ -148,6 +148,23 @@ void gj_runtime_stats(const gj_runtime *runtime, gj_cache_stats *out);
 
 /* Validates and compiles (or finds in the cache). */
 gj_status gj_compile(gj_runtime *runtime, const gj_descriptor *desc, gj_kernel **out);
+/* A fused epilogue (see Epilogue in gatherjit/Descriptor.h): C source that
+ * clang compiles in-process and the kernel inlines, applied to every
+ * gathered element (OUT f(IN x)) or row (void f(const IN *row, OUT *out)),
+ * optionally with a last const P *params. The descriptor's output has the
+ * epilogue's OUT type and, for a row epilogue, its own row length. */
+typedef struct gj_epilogue {
+  const char *source;    /* NUL-terminated C source */
+  const char *function;  /* the function's name */
+  const char *file_name; /* named in diagnostics; NULL: "epilogue.c" */
+  const void *params;    /* params_size bytes params points at, copied */
+  size_t params_size;
+} gj_epilogue;
+/* gj_compile with \p epilogue fused into the kernel. A bad epilogue is
+ * GJ_INVALID_ARGUMENT with one line "FILE:LINE:COL: error: ..."; a build
+ * without clang's libraries answers GJ_UNSUPPORTED. */
+gj_status gj_compile_epilogue(gj_runtime *runtime, const gj_descriptor *desc,
+                              const gj_epilogue *epilogue, gj_kernel **out);
 /* Runs on buffers holding the descriptor's tensors; large kernels are split
  * across the runtime's threads. */
 gj_status gj_kernel_run(const gj_kernel *kernel, const void *input, const void *indices,

@@ -257,3 +257,35 @@ TEST(CApi, KernelsOutliveTheRuntimeAndTheCacheDirectoryPersists) {
   EXPECT_EQ(S.disk_loads, 1u);
   gj_kernel_release(K);
 }
+
+TEST(CApi, EpilogueFusedIntoTheKernel) {
+  CRuntime RT;
+  // FLOAT32 table gathered into FLOAT64 rows, scaled by a parameter.
+  const uint64_t Table[2] = {3, 2}, Ids[1] = {2};
+  gj_tensor_desc T = gj_tensor(GJ_FLOAT32, 2, Table), I = gj_tensor(GJ_INT64, 1, Ids);
+  gj_descriptor D;
+  ASSERT_EQ(gj_onnx_gather(&T, &I, 0, &D), GJ_OK) << gj_last_error();
+  D.output.data_type = GJ_FLOAT64;
+  const double Scale = -2;
+  gj_epilogue E = {"double f(float x, const double *k) { return x * *k; }", "f", NULL, &Scale,
+                   sizeof Scale};
+  gj_kernel *K = nullptr;
+  const gj_status S = gj_compile_epilogue(RT.R, &D, &E, &K);
+  if (S == GJ_UNSUPPORTED)
+    GTEST_SKIP() << gj_last_error();
+  ASSERT_EQ(S, GJ_OK) << gj_last_error();
+  const float In[6] = {1, 2, 3, 4, 5, 6};
+  const int64_t Idx[2] = {2, -3};
+  double Out[4] = {};
+  ASSERT_EQ(gj_kernel_run(K, In, Idx, Out), GJ_OK) << gj_last_error();
+  EXPECT_THAT(Out, ::testing::ElementsAre(-10, -12, -2, -4));
+  gj_kernel_release(K);
+
+  gj_epilogue Bad = {"double f(float x) { return x +; }", "f", "mine.c", NULL, 0};
+  EXPECT_EQ(gj_compile_epilogue(RT.R, &D, &Bad, &K), GJ_INVALID_ARGUMENT);
+  EXPECT_STREQ(gj_last_error(), "mine.c:1:31: error: expected expression");
+  EXPECT_EQ(K, nullptr);
+  gj_epilogue NoSource = {NULL, "f", NULL, NULL, 0};
+  EXPECT_EQ(gj_compile_epilogue(RT.R, &D, &NoSource, &K), GJ_INVALID_ARGUMENT);
+  EXPECT_THAT(gj_last_error(), ::testing::HasSubstr("epilogue->source"));
+}
