@@ -121,7 +121,7 @@ struct Runtime::Impl {
     LinkResult Code = compileSpec(Spec, Level, Times, FromDisk, Stored);
     if (!Code)
       return Code.status();
-    const uint64_t Bytes = std::max<uint64_t>(1, Spec.elements() * Spec.ElemBytes);
+    const uint64_t Bytes = std::max<uint64_t>(1, Spec.outputBytes());
     const uint64_t UpgradeAfter =
         Level == Options.Opt ? 0 : std::max<uint64_t>(1, UpgradeAfterBytes / Bytes);
     return std::make_shared<TieredCode>(
@@ -402,7 +402,7 @@ Expected<Kernel> Runtime::compile(const ValidDesc &Desc) {
     State->Symbol = Spec.symbolName();
     State->Rows = Spec.rows();
     State->Split =
-        State->Rows >= 2 && State->Pool->worthSplitting(Spec.elements() * Spec.ElemBytes);
+        State->Rows >= 2 && State->Pool->worthSplitting(Spec.outputBytes());
     if (K.Hit)
       State->Times = CompileTimes{};
     I->remember(State);

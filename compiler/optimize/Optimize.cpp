@@ -51,7 +51,7 @@ std::string pipelineText(OptLevel Level) {
 }
 
 OptLevel kernelLevel(const KernelSpec &Spec, OptLevel Requested) {
-  if (Requested == OptLevel::O2 && Spec.elements() * Spec.ElemBytes <= QuickKernelBytes)
+  if (Requested == OptLevel::O2 && Spec.outputBytes() <= QuickKernelBytes)
     return OptLevel::O1;
   return Requested;
 }

@@ -163,7 +163,7 @@ KernelPlan planKernel(const KernelSpec &S, const TargetFacts &T) {
   // rows of at least two vectors, or streamed element rows into a
   // contiguous output of integer-sized elements (buffered a block at a
   // time).
-  const bool LargeOutput = S.elements() * S.ElemBytes >= NonTemporalBytes;
+  const bool LargeOutput = S.outputBytes() >= NonTemporalBytes;
   const bool StreamedBlockRows = P.Row == RowKind::Block && S.Rank >= 2 && !S.emptyAxis() &&
                                  S.Sizes[L] * S.ElemBytes >= 2 * T.VectorBytes;
   const bool StreamedElementRows =

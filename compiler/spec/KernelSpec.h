@@ -62,6 +62,10 @@ struct KernelSpec {
   /// The trip count of the outermost loop: the unit of [begin, end).
   uint64_t rows() const { return Rank == 0 ? 1 : Sizes[0]; }
   uint64_t elements() const;
+  /// Bytes the kernel writes (a row epilogue's "elements" are rows).
+  uint64_t outputBytes() const {
+    return elements() * OutElemBytes * (Epilogue.Kind == EpilogueKind::Row ? RowOut : 1);
+  }
   /// Bytes of one index: 8 for INT64 and UINT64, else 4.
   unsigned indexBytes() const {
     return IndexType == DataType::Int64 || IndexType == DataType::UInt64 ? 8 : 4;
