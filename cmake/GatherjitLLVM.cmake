@@ -62,7 +62,8 @@ if(GATHERJIT_EPILOGUES)
     llvm_map_components_to_libnames(GATHERJIT_CLANG_LLVM_LIBS
       bitreader bitwriter linker irreader option profiledata coverage frontendopenmp
       frontendhlsl frontenddriver frontendoffloading windowsdriver lto demangle)
-    # The archives refer to one another in circles.
+    # The archives refer to one another in circles; clang's code generator
+    # refers to LTO and (Debian links it into its tools) Polly: libpolly-19-dev.
     target_link_libraries(gatherjit_clang INTERFACE
       -Wl,--start-group ${GATHERJIT_CLANG_ARCHIVES} -Wl,--end-group ${GATHERJIT_CLANG_LLVM_LIBS})
   endif()

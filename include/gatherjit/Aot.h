@@ -32,7 +32,7 @@ struct AotKernel {
   ValidDesc Desc;
   /// A fused epilogue (none if its Function is empty), compiled for the
   /// object's target, and its output rows' length (0: the input's).
-  Epilogue Fused;
+  Epilogue Fused = {};
   uint64_t RowOut = 0;
 };
 

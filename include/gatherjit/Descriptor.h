@@ -184,7 +184,7 @@ struct ValidateOptions {
   bool AllowSmallerIndices = false;
   /// The fused epilogue's signature; Kind None for a plain gather (whose
   /// output has the input's type and shape rules).
-  EpilogueSignature Epilogue;
+  EpilogueSignature Epilogue = {};
 };
 
 //===----------------------------------------------------------------------===//

@@ -25,8 +25,10 @@ using ::testing::MatchesRegex;
 namespace {
 
 #define REQUIRE_EPILOGUES()                                                                  \
-  if (!epiloguesSupported())                                                                 \
-  GTEST_SKIP() << "built without clang's libraries"
+  do {                                                                                       \
+    if (!epiloguesSupported())                                                               \
+      GTEST_SKIP() << "built without clang's libraries";                                     \
+  } while (false)
 
 Epilogue epilogue(std::string Source, std::string Function = "f") {
   Epilogue E;
@@ -270,8 +272,9 @@ TEST(Epilogue, EveryRuleBrokenIsOneLineNamingIt) {
   Bf.Input.Type = DataType::BFloat16;
   Bf.Output.Type = DataType::Float16;
   Expected<Kernel> Cast = RT->compile(Bf, {}, epilogue("float16_t f(bfloat16_t x) { return (float16_t)x; }"));
-  if (!Cast)
+  if (!Cast) {
     EXPECT_THAT(Cast.status().message(), HasSubstr("through float"));
+  }
   for (const BadCase &C : Cases) {
     SCOPED_TRACE(C.Name);
     Epilogue E = epilogue(C.Source);

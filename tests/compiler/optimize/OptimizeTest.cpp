@@ -82,7 +82,7 @@ TEST(Optimize, EachLevelHasItsOwnPipelineText) {
 
 TEST(Optimize, TheQuickTierTakesKernelsOfAtMost64KiB) {
   KernelSpec S;
-  S.ElemBytes = 4;
+  S.ElemBytes = S.OutElemBytes = 4;
   S.Rank = 1;
   S.Sizes[0] = QuickKernelBytes / 4;
   EXPECT_EQ(kernelLevel(S, OptLevel::O2), OptLevel::O1);

@@ -78,7 +78,7 @@ TEST(KernelPlan, AGpuTargetGetsNoCpuMemoryStrategies) {
 KernelSpec rows(uint64_t Rows, uint64_t Cols, unsigned ElemBytes = 4) {
   // GatherElements along the inner axis of a packed [Rows, Cols], INT64.
   KernelSpec S;
-  S.ElemBytes = ElemBytes;
+  S.ElemBytes = S.OutElemBytes = ElemBytes;
   S.Rank = 2;
   S.Sizes = {Rows, Cols};
   S.OutStride = {Cols, 1};
@@ -108,7 +108,7 @@ TEST(KernelPlan, StreamingThresholds) {
 
 TEST(KernelPlan, DegenerateSpecs) {
   KernelSpec One; // Rank 0: a single element.
-  One.ElemBytes = 4;
+  One.ElemBytes = One.OutElemBytes = 4;
   One.AxisSize[0] = 3;
   EXPECT_EQ(planKernel(One).describe(), "row=element");
   // An empty axis: nothing is read, so no offset table and no prefetch.
