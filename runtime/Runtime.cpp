@@ -294,51 +294,40 @@ Expected<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions &Options
   return std::unique_ptr<Runtime>(new Runtime(std::move(I)));
 }
 
-Expected<Kernel> Runtime::compile(const GatherElementsDesc &Desc,
-                                  const ValidateOptions &Options) {
-  Expected<ValidDesc> V = validate(Desc, Options);
+/// Compiles a descriptor validation produced, or passes its error on.
+static Expected<Kernel> compileValid(Runtime &R, Expected<ValidDesc> V) {
   if (!V)
     return V.status();
-  return compile(*V);
+  return R.compile(*V);
+}
+
+Expected<Kernel> Runtime::compile(const GatherElementsDesc &Desc,
+                                  const ValidateOptions &Options) {
+  return compileValid(*this, validate(Desc, Options));
 }
 
 Expected<Kernel> Runtime::compile(const GatherDesc &Desc,
                                   const ValidateOptions &Options) {
-  Expected<ValidDesc> V = validate(Desc, Options);
-  if (!V)
-    return V.status();
-  return compile(*V);
+  return compileValid(*this, validate(Desc, Options));
 }
 
 Expected<Kernel> Runtime::compile(const GatherNDDesc &Desc, const ValidateOptions &Options) {
-  Expected<ValidDesc> V = validate(Desc, Options);
-  if (!V)
-    return V.status();
-  return compile(*V);
+  return compileValid(*this, validate(Desc, Options));
 }
 
 Expected<Kernel> Runtime::compile(const GatherElementsDesc &Desc, const ValidateOptions &Options,
                                   const Epilogue &E) {
-  Expected<ValidDesc> V = I->validateWith(Desc, E, Options);
-  if (!V)
-    return V.status();
-  return compile(*V);
+  return compileValid(*this, I->validateWith(Desc, E, Options));
 }
 
 Expected<Kernel> Runtime::compile(const GatherDesc &Desc, const ValidateOptions &Options,
                                   const Epilogue &E) {
-  Expected<ValidDesc> V = I->validateWith(Desc, E, Options);
-  if (!V)
-    return V.status();
-  return compile(*V);
+  return compileValid(*this, I->validateWith(Desc, E, Options));
 }
 
 Expected<Kernel> Runtime::compile(const GatherNDDesc &Desc, const ValidateOptions &Options,
                                   const Epilogue &E) {
-  Expected<ValidDesc> V = I->validateWith(Desc, E, Options);
-  if (!V)
-    return V.status();
-  return compile(*V);
+  return compileValid(*this, I->validateWith(Desc, E, Options));
 }
 
 Expected<Kernel> Runtime::compile(const ValidDesc &Plain, const Epilogue &E, uint64_t RowOut) {
@@ -350,10 +339,7 @@ Expected<Kernel> Runtime::compile(const ValidDesc &Plain, const Epilogue &E, uin
   Expected<std::shared_ptr<const EpilogueCode>> Code = I->epilogue(E, RowIn, RowOut);
   if (!Code)
     return Code.status();
-  Expected<ValidDesc> V = withEpilogue(Plain, (*Code)->Signature, RowOut);
-  if (!V)
-    return V.status();
-  return compile(*V);
+  return compileValid(*this, withEpilogue(Plain, (*Code)->Signature, RowOut));
 }
 
 Expected<EpilogueApply> Runtime::epilogueFunction(const Kernel &K) {

@@ -494,17 +494,19 @@ Expected<ValidDesc> validateRows(const OpDesc &Desc, OpKind Op, const ValidateOp
   if (Op == OpKind::GatherElements)
     return Status::invalidArgument(P + "a row epilogue needs rows that are gathered whole; "
                                        "use Gather or GatherND, or an element epilogue");
-  OpDesc Rows = Desc;
-  if (Rows.Output.Sizes.empty() || Rows.Input.Sizes.empty() ||
-      Rows.Output.rank() != Rows.Input.rank())
-    return validateOp(Rows, ValidateOptions{Options.Policy, Options.Level,
-                                            Options.AllowSmallerIndices, {}});
+  // The operator's own rules, without the epilogue, on the rows' shapes.
+  ValidateOptions Plain = Options;
+  Plain.Epilogue = {};
+  if (Desc.Output.Sizes.empty() || Desc.Input.Sizes.empty() ||
+      Desc.Output.rank() != Desc.Input.rank())
+    return validateOp(Desc, Plain); // Its rank errors.
   for (auto [T, Name] : {std::pair{&Desc.Input, "InputTensor"},
                          std::pair{&Desc.Output, "OutputTensor"}})
     if (T->Strides && !T->Strides->empty() && T->Strides->back() != 1 && T->Sizes.back() > 1)
       return Status::invalidArgument(P + Name + ".Strides = " + shapeString(*T->Strides) +
                                      ": a row epilogue's rows (the last dimension) must be "
                                      "contiguous, stride 1");
+  OpDesc Rows = Desc;
   Rows.Output.Type = Rows.Input.Type;
   Rows.Output.OpaqueBytes = Rows.Input.OpaqueBytes;
   Rows.Output.Sizes.back() = Rows.Input.Sizes.back();
@@ -524,8 +526,6 @@ Expected<ValidDesc> validateRows(const OpDesc &Desc, OpKind Op, const ValidateOp
     return Status::invalidArgument(P + "a row epilogue's rows are the input's last "
                                        "dimension, which " + Along +
                                    "; the rows must be copied whole");
-  ValidateOptions Plain = Options;
-  Plain.Epilogue = {};
   Expected<ValidDesc> V = validateOp(Rows, Plain);
   if (!V)
     return V;

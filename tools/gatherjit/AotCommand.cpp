@@ -46,13 +46,7 @@ CLI::App *addAotCommand(CLI::App &App, AotFlags &F) {
   Sub->add_option("--opt", F.Opt, "optimization level O0..O3 (default O2)")
       ->check(CLI::IsMember({"O0", "O1", "O2", "O3"}));
   Sub->add_option("-o,--output", F.Object, "object file to write")->required();
-  Sub->add_option("--epilogue", F.EpilogueFile, "C source of an epilogue fused into every kernel");
-  Sub->add_option("--epilogue-fn", F.EpilogueFn, "the epilogue's function (as for gather)");
-  Sub->add_option("--epilogue-params", F.EpilogueParams,
-                  "a file of the bytes the epilogue's params pointer points at");
-  Sub->add_option("--epilogue-row-out", F.EpilogueRowOut,
-                  "a row epilogue's output row length (default: the input's)")
-      ->check(integerIn(1, int64_t(1) << 40));
+  addEpilogueFlags(Sub, F.Epilogue);
   Sub->add_option("--header", F.Header, "C header to write");
   return Sub;
 }
@@ -178,26 +172,12 @@ Expected<std::vector<AotKernel>> collectKernels(AotFlags F) {
   if (Kernels.empty())
     return Status::invalidArgument(
         "no kernel given: use --data-shape/--indices-shape/--axis or --desc FILE");
-  if (F.EpilogueFile.empty() != F.EpilogueFn.empty())
-    return Status::invalidArgument("--epilogue FILE.c and --epilogue-fn NAME go together");
-  if (!F.EpilogueFile.empty()) {
-    Epilogue E;
-    Expected<std::string> Source = readTextFile(F.EpilogueFile, MaxEpilogueBytes);
-    if (!Source)
-      return Source.status().withContext("--epilogue");
-    E.Source = Source.take();
-    E.Function = F.EpilogueFn;
-    E.FileName = F.EpilogueFile;
-    if (!F.EpilogueParams.empty()) {
-      Expected<std::string> Params = readTextFile(F.EpilogueParams, MaxEpilogueBytes);
-      if (!Params)
-        return Params.status().withContext("--epilogue-params");
-      E.Params.assign(Params->begin(), Params->end());
-    }
-    for (AotKernel &K : Kernels) {
-      K.Fused = E;
-      K.RowOut = F.EpilogueRowOut;
-    }
+  Expected<Epilogue> E = readEpilogue(F.Epilogue);
+  if (!E)
+    return E.status();
+  for (AotKernel &K : Kernels) {
+    K.Fused = *E;
+    K.RowOut = F.Epilogue.RowOut;
   }
   if (F.Names.empty() && Kernels.size() == 1) {
     Kernels[0].Name = "gatherjit_kernel";

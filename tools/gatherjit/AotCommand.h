@@ -7,6 +7,7 @@
 #ifndef GATHERJIT_TOOLS_AOTCOMMAND_H
 #define GATHERJIT_TOOLS_AOTCOMMAND_H
 
+#include "Problem.h"
 #include "gatherjit/Status.h"
 
 #include <CLI/CLI.hpp>
@@ -28,8 +29,7 @@ struct AotFlags {
   std::string Triple, Cpu, Features, Opt = "O2";
   std::string Object, Header;
   /// A fused epilogue for every kernel of the object.
-  std::string EpilogueFile, EpilogueFn, EpilogueParams;
-  uint64_t EpilogueRowOut = 0;
+  EpilogueFlags Epilogue;
 };
 
 CLI::App *addAotCommand(CLI::App &App, AotFlags &F);

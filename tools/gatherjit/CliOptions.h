@@ -3,11 +3,13 @@
 /// Integer options as a person types them. CLI11 alone takes "" as 0,
 /// accepts "+1", " 1" and "0x10", and saturates 99999999999999999999 to
 /// INT64_MAX; these options take an optional '-' and decimal digits within
-/// the option's range, and nothing else.
+/// the option's range, and nothing else. Also the flags several commands
+/// share (the fused epilogue's).
 //===----------------------------------------------------------------------===//
 #ifndef GATHERJIT_TOOLS_CLIOPTIONS_H
 #define GATHERJIT_TOOLS_CLIOPTIONS_H
 
+#include "Problem.h"
 #include "gatherjit/Status.h"
 
 #include <CLI/CLI.hpp>
@@ -36,6 +38,20 @@ inline CLI::Validator integerIn(int64_t Min, int64_t Max) {
         return std::string();
       },
       "INT");
+}
+
+/// The fused epilogue's flags, on a command that compiles kernels.
+inline void addEpilogueFlags(CLI::App *Sub, EpilogueFlags &F) {
+  Sub->add_option("--epilogue", F.File,
+                  "C source of an epilogue fused into the kernels (see --epilogue-fn)");
+  Sub->add_option("--epilogue-fn", F.Function,
+                  "the epilogue's function: OUT f(IN x) per element or void f(const IN *row, "
+                  "OUT *out) per row, optionally with a last const P *params");
+  Sub->add_option("--epilogue-params", F.Params,
+                  "a file of the bytes the epilogue's params pointer points at");
+  Sub->add_option("--epilogue-row-out", F.RowOut,
+                  "a row epilogue's output row length (default: the input's)")
+      ->check(integerIn(1, int64_t(1) << 40));
 }
 
 } // namespace gatherjit

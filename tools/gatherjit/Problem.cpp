@@ -142,27 +142,38 @@ void Problem::fuse(const ValidDesc &V) {
     OutShape.back() = V.Output.Sizes.back();
 }
 
-Expected<Problem> loadProblem(const OperandFlags &F) {
-  if (F.EpilogueFile.empty() != F.EpilogueFn.empty())
+Expected<Epilogue> readEpilogue(const EpilogueFlags &F) {
+  if (F.File.empty() != F.Function.empty())
     return Status::invalidArgument("--epilogue FILE.c and --epilogue-fn NAME go together");
-  if (F.EpilogueFile.empty() && (!F.EpilogueParams.empty() || F.EpilogueRowOut))
+  if (F.File.empty() && (!F.Params.empty() || F.RowOut))
     return Status::invalidArgument("--epilogue-params and --epilogue-row-out need --epilogue");
-  Expected<Problem> P = F.Kind == ProblemSource::Json ? loadJson(F) : loadOnnx(F);
-  if (!P || F.EpilogueFile.empty())
-    return P;
-  Expected<std::string> Source = readTextFile(F.EpilogueFile, MaxEpilogueBytes);
+  Epilogue E;
+  if (F.File.empty())
+    return E;
+  Expected<std::string> Source = readTextFile(F.File, MaxEpilogueBytes);
   if (!Source)
     return Source.status().withContext("--epilogue");
-  P->Fused.Source = Source.take();
-  P->Fused.Function = F.EpilogueFn;
-  P->Fused.FileName = F.EpilogueFile;
-  if (!F.EpilogueParams.empty()) {
-    Expected<std::string> Params = readTextFile(F.EpilogueParams, MaxEpilogueBytes);
+  E.Source = Source.take();
+  E.Function = F.Function;
+  E.FileName = F.File;
+  if (!F.Params.empty()) {
+    Expected<std::string> Params = readTextFile(F.Params, MaxEpilogueBytes);
     if (!Params)
       return Params.status().withContext("--epilogue-params");
-    P->Fused.Params.assign(Params->begin(), Params->end());
+    E.Params.assign(Params->begin(), Params->end());
   }
-  P->RowOut = F.EpilogueRowOut;
+  return E;
+}
+
+Expected<Problem> loadProblem(const OperandFlags &F) {
+  Expected<Epilogue> E = readEpilogue(F.Epilogue);
+  if (!E)
+    return E.status();
+  Expected<Problem> P = F.Kind == ProblemSource::Json ? loadJson(F) : loadOnnx(F);
+  if (!P)
+    return P;
+  P->Fused = E.take();
+  P->RowOut = F.Epilogue.RowOut;
   return P;
 }
 

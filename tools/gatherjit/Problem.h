@@ -19,16 +19,26 @@ namespace gatherjit {
 
 enum class ProblemSource { OnnxGatherElements, OnnxGather, OnnxGatherND, Json };
 
+/// --epilogue FILE.c --epilogue-fn NAME [--epilogue-params FILE]
+/// [--epilogue-row-out N]: a fused C epilogue (see addEpilogueFlags).
+struct EpilogueFlags {
+  std::string File, Function, Params;
+  uint64_t RowOut = 0;
+};
+
+/// Largest epilogue source or parameter file read.
+constexpr uint64_t MaxEpilogueBytes = 1u << 20;
+
+/// The epilogue \p F names, its files read; Function is empty if none.
+Expected<Epilogue> readEpilogue(const EpilogueFlags &F);
+
 struct OperandFlags {
   ProblemSource Kind = ProblemSource::OnnxGatherElements;
   std::string Data, Indices, DescPath, Out;
   /// --axis, or GatherND's --batch-dims.
   int64_t Axis = 0;
   std::string Oob = "check";
-  /// --epilogue FILE.c --epilogue-fn NAME [--epilogue-params FILE]
-  /// [--epilogue-row-out N]: a fused C epilogue.
-  std::string EpilogueFile, EpilogueFn, EpilogueParams;
-  uint64_t EpilogueRowOut = 0;
+  EpilogueFlags Epilogue;
 };
 
 struct Problem {
@@ -53,9 +63,6 @@ struct Problem {
   /// the output is strided) and commits the file.
   Status writeOutput(AtomicFile &File, const ByteBuffer &Buffer) const;
 };
-
-/// Largest epilogue source or parameter file read.
-constexpr uint64_t MaxEpilogueBytes = 1u << 20;
 
 /// Reads and validates the operands. Every failure is InvalidArgument or
 /// Unsupported naming the flag, file or field at fault.

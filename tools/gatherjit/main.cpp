@@ -286,16 +286,7 @@ CLI::App *addOperands(CLI::App *Parent, ProblemSource Kind, OperandFlags &F,
         ->check(CLI::IsMember({"check", "clamp", "clip"}));
   }
   Sub->add_option("--indices", F.Indices, "indices (.npy)")->required();
-  Sub->add_option("--epilogue", F.EpilogueFile,
-                  "C source of an epilogue fused into the kernel (see --epilogue-fn)");
-  Sub->add_option("--epilogue-fn", F.EpilogueFn,
-                  "the epilogue's function: OUT f(IN x) per element or void f(const IN *row, "
-                  "OUT *out) per row, optionally with a last const P *params");
-  Sub->add_option("--epilogue-params", F.EpilogueParams,
-                  "a file of the bytes the epilogue's params pointer points at");
-  Sub->add_option("--epilogue-row-out", F.EpilogueRowOut,
-                  "a row epilogue's output row length (default: the input's)")
-      ->check(integerIn(1, int64_t(1) << 40));
+  addEpilogueFlags(Sub, F.Epilogue);
   CLI::Option *Out = Sub->add_option("-o,--output", F.Out, "output file");
   if (OutputRequired)
     Out->required();
