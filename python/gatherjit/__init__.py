@@ -20,6 +20,13 @@ numpy's (too large reads the last element, negative the first); mode="clamp"
 wraps negative indices once and clamps the rest into range (DirectML's).
 Bad shapes, dtypes and axes raise ValueError. The kernels run with the GIL
 released.
+
+Any of them fuses a C function into the kernel with `epilogue=`:
+
+    dequant = Epilogue(source, "dequant", row_out=128)
+    rows = take(table, ids, epilogue=dequant)
+
+(see Epilogue).
 """
 
 import json as _json
@@ -29,62 +36,138 @@ import numpy as _np
 from . import _native
 from ._native import Kernel
 
-__all__ = ["take_along_axis", "take", "gather_nd", "compile", "Kernel", "stats"]
+__all__ = ["take_along_axis", "take", "gather_nd", "compile", "Epilogue", "Kernel", "stats"]
+
+#: Whether this build compiles epilogues (built with clang's libraries).
+EPILOGUES = _native.epilogues_supported
+
+
+class Epilogue:
+    """A C function clang compiles in-process and the kernel inlines into its
+    loop (freestanding C: no library calls, no mutable globals).
+
+    `function` names one of
+
+        OUT f(IN x)                        applied to every gathered element
+        OUT f(IN x, const P *params)
+        void f(const IN *row, OUT *out)    applied to every gathered row
+        void f(const IN *row, OUT *out, const P *params)
+
+    with IN the data's element type and OUT the result's, as C types (float,
+    double, float16_t, bfloat16_t, int8_t ... uint64_t, bool). A row is the
+    data's last dimension, GJ_ROW_IN elements (a macro the source reads),
+    and the result's rows have `row_out` elements (GJ_ROW_OUT; None: as many
+    as the data's). `params` (bytes, or any buffer such as a numpy array) is
+    copied into the kernel as a constant. A bad epilogue raises ValueError
+    with clang's first error as FILE:LINE:COL: error: ...
+    """
+
+    __slots__ = ("source", "function", "params", "row_out", "file_name")
+
+    def __init__(self, source, function, params=None, row_out=None, file_name="epilogue.c"):
+        self.source = str(source)
+        self.function = str(function)
+        self.params = b"" if params is None else bytes(memoryview(params).cast("B"))
+        self.row_out = None if row_out is None else int(row_out)
+        if self.row_out is not None and self.row_out <= 0:
+            raise ValueError(f"epilogue: row_out = {row_out} is not a positive length")
+        self.file_name = str(file_name)
+
+    @classmethod
+    def from_file(cls, path, function, params=None, row_out=None):
+        """The epilogue in the C file at `path` (its name in diagnostics)."""
+        with open(path, encoding="utf-8") as f:
+            return cls(f.read(), function, params, row_out, file_name=str(path))
+
+    def _native(self):
+        return (self.source, self.function, self.file_name, self.params, self.row_out or 0)
+
+    def __eq__(self, other):
+        return isinstance(other, Epilogue) and self._native() == other._native()
+
+    def __hash__(self):
+        return hash(self._native())
+
+    def __getstate__(self):
+        return self._native()
+
+    def __setstate__(self, state):
+        source, function, file_name, params, row_out = state
+        self.__init__(source, function, params, row_out or None, file_name)
+
+    def __repr__(self):
+        return (f"Epilogue(function={self.function!r}, file_name={self.file_name!r}, "
+                f"params={len(self.params)} bytes, row_out={self.row_out})")
+
+
+def _fused(epilogue):
+    if epilogue is None:
+        return None
+    if not isinstance(epilogue, Epilogue):
+        raise TypeError(f"epilogue must be a gatherjit.Epilogue, not {type(epilogue).__name__}")
+    return epilogue._native()
 
 
 def _array(x):
     return x if isinstance(x, _np.ndarray) else _np.asarray(x)
 
 
-def take_along_axis(data, indices, axis, out=None, mode="raise"):
+def take_along_axis(data, indices, axis, out=None, mode="raise", epilogue=None):
     """numpy.take_along_axis: out[i, j] = data[i, indices[i, j]] along `axis`.
 
-    Dimensions other than `axis` broadcast as numpy's do.
+    Dimensions other than `axis` broadcast as numpy's do. An element
+    `epilogue` (an Epilogue) is applied to every element gathered.
     """
     if axis is None:
         data, axis = _array(data).ravel(), 0
     return _native.gather_arrays("gather_elements", _array(data), _array(indices), int(axis),
-                                 out, mode)
+                                 out, mode, _fused(epilogue))
 
 
-def take(data, indices, axis=0, out=None, mode="raise"):
+def take(data, indices, axis=0, out=None, mode="raise", epilogue=None):
     """numpy.take: the slices of `data` along `axis` that `indices` pick.
 
-    `axis=None` takes from the flattened data, as numpy does.
+    `axis=None` takes from the flattened data, as numpy does. An `epilogue`
+    (an Epilogue) is applied to every element or row gathered.
     """
     data = _array(data)
     if axis is None:
         data, axis = data.ravel(), 0
-    return _native.gather_arrays("gather", data, _array(indices), int(axis), out, mode)
+    return _native.gather_arrays("gather", data, _array(indices), int(axis), out, mode,
+                                 _fused(epilogue))
 
 
-def gather_nd(data, indices, batch_dims=0, out=None, mode="raise"):
+def gather_nd(data, indices, batch_dims=0, out=None, mode="raise", epilogue=None):
     """ONNX GatherND: the slices of `data` that the tuples in the last
-    dimension of `indices` address, after `batch_dims` leading batches."""
+    dimension of `indices` address, after `batch_dims` leading batches. An
+    `epilogue` (an Epilogue) is applied to every element or row gathered."""
     return _native.gather_arrays("gather_nd", _array(data), _array(indices), int(batch_dims),
-                                 out, mode)
+                                 out, mode, _fused(epilogue))
 
 
-def compile(op, data=None, indices=None, axis=0, mode="raise", batch_dims=None):
+def compile(op, data=None, indices=None, axis=0, mode="raise", batch_dims=None, epilogue=None):
     """A kernel for one layout: `op` is "gather_elements", "gather" or
     "gather_nd"; `data` and `indices` are (shape, dtype) or (shape, dtype,
     strides in elements). For "gather_nd", `batch_dims` replaces `axis`.
     `op` may instead be a descriptor dict in the format of `gatherjit run`
     ({"operator": "GATHER_ND1", "input": {...}, ...}, DirectML's tensors).
     Call it as k(data, indices, out=None); k.ir() and k.asm() show its code,
-    k.save_object(path, name, header) compiles it ahead of time."""
+    k.save_object(path, name, header) compiles it ahead of time.
+    `epilogue` (an Epilogue) is fused into the kernel; the result then has
+    its type (and a row epilogue's row length)."""
+    fused = _fused(epilogue)
     if isinstance(op, dict):
         text = _json.dumps(op)
-        kernel = _native.compile_descriptor(text)
-        kernel._spec = ("descriptor", text)
+        kernel = _native.compile_descriptor(text, fused)
+        kernel._spec = ("descriptor", text, epilogue)
         return kernel
     if data is None or indices is None:
         raise ValueError("compile: give data and indices layouts, or a descriptor dict")
     if batch_dims is not None:
         axis = batch_dims
     spec = (tuple(data), tuple(indices))
-    kernel = _native.compile(op, _layout(data), _layout(indices), int(axis), mode)
-    kernel._spec = (op, spec[0], spec[1], int(axis), mode)
+    kernel = _native.compile(op, _layout(data), _layout(indices), int(axis), mode, fused)
+    kernel._spec = (op, spec[0], spec[1], int(axis), mode, epilogue)
     return kernel
 
 
@@ -100,9 +183,9 @@ def _layout(spec):
 
 def _rebuild(spec):
     if spec[0] == "descriptor":
-        return compile(_json.loads(spec[1]))
-    op, data, indices, axis, mode = spec
-    return compile(op, data, indices, axis, mode)
+        return compile(_json.loads(spec[1]), epilogue=spec[2])
+    op, data, indices, axis, mode, epilogue = spec
+    return compile(op, data, indices, axis, mode, epilogue=epilogue)
 
 
 def _reduce(kernel):
@@ -120,4 +203,5 @@ import copyreg as _copyreg
 
 _copyreg.pickle(Kernel, _reduce)
 # dask names a task by its arguments: a kernel by its spec.
-Kernel.__dask_tokenize__ = lambda self: ("gatherjit.Kernel",) + tuple(map(repr, self._spec))
+Kernel.__dask_tokenize__ = lambda self: ("gatherjit.Kernel",) + tuple(
+    repr(e._native() if isinstance(e, Epilogue) else e) for e in self._spec)

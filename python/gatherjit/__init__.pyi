@@ -7,6 +7,21 @@ import numpy.typing as npt
 Mode = Literal["raise", "clip", "clamp"]
 Layout = Union[Tuple[Sequence[int], npt.DTypeLike], Tuple[Sequence[int], npt.DTypeLike, Optional[Sequence[int]]]]
 
+EPILOGUES: bool
+
+class Epilogue:
+    """A C function fused into a kernel."""
+    source: str
+    function: str
+    params: bytes
+    row_out: Optional[int]
+    file_name: str
+    def __init__(self, source: str, function: str, params: Any = ..., row_out: Optional[int] = ...,
+                 file_name: str = ...) -> None: ...
+    @classmethod
+    def from_file(cls, path: str, function: str, params: Any = ...,
+                  row_out: Optional[int] = ...) -> "Epilogue": ...
+
 class Kernel:
     """A gather compiled for one layout of its operands."""
     op: str
@@ -20,13 +35,17 @@ class Kernel:
     def save_object(self, path: str, name: str = ..., header: str = ...) -> None: ...
 
 def take_along_axis(data: npt.ArrayLike, indices: npt.ArrayLike, axis: Optional[int],
-                    out: Optional[np.ndarray] = ..., mode: Mode = ...) -> np.ndarray: ...
+                    out: Optional[np.ndarray] = ..., mode: Mode = ...,
+                    epilogue: Optional[Epilogue] = ...) -> np.ndarray: ...
 def take(data: npt.ArrayLike, indices: npt.ArrayLike, axis: Optional[int] = ...,
-         out: Optional[np.ndarray] = ..., mode: Mode = ...) -> np.ndarray: ...
+         out: Optional[np.ndarray] = ..., mode: Mode = ...,
+                    epilogue: Optional[Epilogue] = ...) -> np.ndarray: ...
 def gather_nd(data: npt.ArrayLike, indices: npt.ArrayLike, batch_dims: int = ...,
-              out: Optional[np.ndarray] = ..., mode: Mode = ...) -> np.ndarray: ...
+              out: Optional[np.ndarray] = ..., mode: Mode = ...,
+                    epilogue: Optional[Epilogue] = ...) -> np.ndarray: ...
 def compile(op: Union[Literal["gather_elements", "gather", "gather_nd"], Dict[str, Any]],
             data: Optional[Layout] = ..., indices: Optional[Layout] = ..., axis: int = ...,
             mode: Mode = ...,
-            batch_dims: Optional[int] = ...) -> Kernel: ...
+            batch_dims: Optional[int] = ...,
+            epilogue: Optional[Epilogue] = ...) -> Kernel: ...
 def stats() -> Dict[str, Any]: ...

@@ -14,7 +14,9 @@ embedding_lookup(table, ids)
     A table chunked by rows (as sharded embedding tables are), looked up
     by a 1-D array of row numbers: the ids are bucketed by the chunk that
     holds their row, each bucket is gathered on that chunk's worker, and
-    the rows are put back in the ids' order in one last task.
+    the rows are put back in the ids' order in one last task. A row
+    `epilogue` (a gatherjit.Epilogue: a quantized table's dequantization)
+    runs where the rows are gathered, so only its output travels.
 
 Kernels compile once per process and block shape (the worker's own cache);
 the GIL is released while they run.
@@ -55,17 +57,18 @@ def take_along_axis(x, indices, axis, mode="raise"):
                          chunks=indices.chunks)
 
 
-def _rows(block, local):
-    return gatherjit.take(block, local, 0)
+def _rows(block, local, epilogue):
+    return gatherjit.take(block, local, 0, epilogue=epilogue)
 
 
 def _restore(block, inverse):
     return gatherjit.take(block, inverse, 0)
 
 
-def embedding_lookup(table, ids, mode="raise"):
+def embedding_lookup(table, ids, mode="raise", epilogue=None):
     """table[ids] for a 2-D dask array chunked by rows and a 1-D array of
-    row numbers (negative ones count from the end)."""
+    row numbers (negative ones count from the end), each row passed through
+    `epilogue` (a gatherjit.Epilogue) if one is given."""
     table = da.asarray(table)
     if table.ndim != 2:
         raise ValueError(f"embedding_lookup: the table has {table.ndim} dimensions, not 2")
@@ -84,6 +87,11 @@ def embedding_lookup(table, ids, mode="raise"):
         ids = np.clip(np.where(ids < 0, ids + rows, ids), 0, rows - 1)
     if table.chunks[1] and len(table.chunks[1]) > 1:
         table = table.rechunk({1: -1})
+    # The result's dtype and row length: the epilogue's, found by compiling
+    # it here for one row (a bad epilogue fails now, not on a worker).
+    probe = gatherjit.take(np.zeros((1, table.shape[1]), table.dtype), np.zeros(1, np.int64),
+                           0, epilogue=epilogue)
+    dtype, width = probe.dtype, probe.shape[1]
     starts = np.concatenate([[0], np.cumsum(table.chunks[0])])
     chunk_of = np.searchsorted(starts, ids, side="right") - 1
     order = np.argsort(chunk_of, kind="stable")
@@ -92,10 +100,10 @@ def embedding_lookup(table, ids, mode="raise"):
         mine = order[chunk_of[order] == c]
         local = ids[mine] - starts[c]
         pieces.append(table.blocks[int(c), 0].map_blocks(
-            _rows, local, dtype=table.dtype, chunks=((len(local),), (table.shape[1],))))
+            _rows, local, epilogue, dtype=dtype, chunks=((len(local),), (width,))))
     if not pieces:
-        return da.zeros((0, table.shape[1]), dtype=table.dtype)
+        return da.zeros((0, width), dtype=dtype)
     gathered = da.concatenate(pieces).rechunk({0: -1})
     inverse = np.empty_like(order)
     inverse[order] = np.arange(order.size)
-    return gathered.map_blocks(_restore, inverse, dtype=table.dtype)
+    return gathered.map_blocks(_restore, inverse, dtype=dtype)

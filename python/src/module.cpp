@@ -11,6 +11,7 @@
 
 #include "DescJson.h"
 #include "Npy.h"
+#include "compiler/epilogue/Epilogue.h"
 #include "gatherjit/Aot.h"
 #include "gatherjit/Runtime.h"
 #include "runtime/AtomicFile.h"
@@ -224,11 +225,59 @@ private:
   std::string Op;
 };
 
+/// An epilogue from Python: (source, function, file name, parameter bytes,
+/// row_out), as gatherjit.Epilogue passes it.
+struct PyEpilogue {
+  Epilogue E;
+  uint64_t RowOut = 0;
+};
+
+std::optional<PyEpilogue> epilogueOf(const std::optional<py::tuple> &T) {
+  if (!T)
+    return std::nullopt;
+  if (T->size() != 5)
+    throw py::value_error("epilogue: expected (source, function, file_name, params, row_out)");
+  PyEpilogue P;
+  P.E.Source = (*T)[0].cast<std::string>();
+  P.E.Function = (*T)[1].cast<std::string>();
+  P.E.FileName = (*T)[2].cast<std::string>();
+  const std::string Params = (*T)[3].cast<std::string>(); // bytes
+  P.E.Params.assign(Params.begin(), Params.end());
+  P.RowOut = (*T)[4].cast<uint64_t>();
+  return P;
+}
+
+/// True if \p T's strides are those of its sizes packed (C order).
+bool isPacked(const TensorDesc &T) {
+  uint64_t Step = 1;
+  for (size_t D = T.rank(); D-- > 0;) {
+    if (T.Sizes[D] > 1 && (*T.Strides)[D] != Step)
+      return false;
+    Step *= T.Sizes[D];
+  }
+  return true;
+}
+
+/// The kernel for \p Desc, with \p E fused when given.
+template <typename Desc>
+Expected<Kernel> compileWith(const Desc &D, const ValidateOptions &O,
+                             const std::optional<PyEpilogue> &E) {
+  if (!E)
+    return runtime().compile(D, O);
+  Expected<ValidDesc> Plain = validate(D, O);
+  if (!Plain)
+    return Plain.status();
+  return runtime().compile(*Plain, E->E, E->RowOut);
+}
+
 /// \p OutT, if given, is the output array's layout (any strides).
+/// \p E, if given, is fused into the kernel: the output then takes its OUT
+/// type (and a row epilogue's row length) and is packed.
 std::shared_ptr<PyKernel> compileFor(const std::string &Op, TensorDesc Data, TensorDesc Indices,
                                      int64_t Axis, const std::string &Mode,
                                      const py::dtype &DataType,
-                                     const std::optional<TensorDesc> &OutT = std::nullopt) {
+                                     const std::optional<TensorDesc> &OutT = std::nullopt,
+                                     const std::optional<PyEpilogue> &E = std::nullopt) {
   ValidateOptions O;
   O.Policy = policyOf(Mode);
   Expected<Kernel> K = Status::internal("unset");
@@ -236,8 +285,8 @@ std::shared_ptr<PyKernel> compileFor(const std::string &Op, TensorDesc Data, Ten
   // The output as the caller's array lays it out, padded as the
   // descriptor's tensors are.
   auto UseOut = [&](TensorDesc &Output) {
-    if (!OutT)
-      return;
+    if (!OutT || E)
+      return; // A fused output is checked against the kernel's below.
     if (OutT->Sizes != Shape)
       throw py::value_error("out has shape " + shapeString(OutT->Sizes) + "; the result's is " +
                             shapeString(Shape));
@@ -255,7 +304,7 @@ std::shared_ptr<PyKernel> compileFor(const std::string &Op, TensorDesc Data, Ten
       raise(D.status());
     Shape = D->Output.Sizes;
     UseOut(D->Output);
-    K = runtime().compile(*D, O);
+    K = compileWith(*D, O, E);
   } else if (Op == "gather") {
     Expected<GatherDesc> D = onnxGather(Data, Indices, Axis);
     if (!D)
@@ -263,14 +312,14 @@ std::shared_ptr<PyKernel> compileFor(const std::string &Op, TensorDesc Data, Ten
     Shape = onnxGatherOutputShape(Data.Sizes, Indices.Sizes,
                                   static_cast<unsigned>(Axis < 0 ? Axis + Data.rank() : Axis));
     UseOut(D->Output);
-    K = runtime().compile(*D, O);
+    K = compileWith(*D, O, E);
   } else if (Op == "gather_nd") {
     Expected<GatherNDDesc> D = onnxGatherND(Data, Indices, Axis);
     if (!D)
       raise(D.status());
     Shape = onnxGatherNDOutputShape(Data.Sizes, Indices.Sizes, static_cast<unsigned>(Axis));
     UseOut(D->Output);
-    K = runtime().compile(*D, O);
+    K = compileWith(*D, O, E);
   } else {
     throw py::value_error("op = '" + Op +
                           "' is not 'gather_elements', 'gather' or 'gather_nd'");
@@ -278,18 +327,36 @@ std::shared_ptr<PyKernel> compileFor(const std::string &Op, TensorDesc Data, Ten
   auto P = std::make_shared<PyKernel>(take(std::move(K)), Op);
   P->OutShape.assign(Shape.begin(), Shape.end());
   P->OutType = DataType;
+  if (E) {
+    const TensorDesc &Fused = P->kernel().desc().Output;
+    if (!P->OutShape.empty())
+      P->OutShape.back() = static_cast<py::ssize_t>(Fused.Sizes.back());
+    P->OutType = py::dtype(npyDescr(Fused.Type));
+    if (OutT && (OutT->Sizes != std::vector<uint64_t>(P->OutShape.begin(), P->OutShape.end()) ||
+                 OutT->Type != Fused.Type || !isPacked(*OutT)))
+      throw py::value_error("out must be a C-contiguous " + std::string(dataTypeName(Fused.Type)) +
+                            " array of shape " +
+                            shapeString(std::vector<uint64_t>(P->OutShape.begin(),
+                                                              P->OutShape.end())) +
+                            " (the epilogue's output)");
+  }
   return P;
 }
 
 /// A kernel for a DirectML-style descriptor in `gatherjit run`'s JSON.
-std::shared_ptr<PyKernel> compileDescriptor(const std::string &Json) {
+/// \p E, if given, is fused into it.
+std::shared_ptr<PyKernel> compileDescriptor(const std::string &Json,
+                                            const std::optional<py::tuple> &Fused) {
   Expected<JsonDescriptor> D = parseDescriptorJson(Json);
   if (!D)
     raise(D.status());
   ValidDesc V = take(D->validate());
-  auto P = std::make_shared<PyKernel>(take(runtime().compile(V)), opKindName(V.Op));
-  P->OutShape.assign(V.Output.Sizes.begin(), V.Output.Sizes.end());
-  P->OutType = py::dtype(npyDescr(V.Output.Type)); // Descriptor JSON has no OPAQUE.
+  const std::optional<PyEpilogue> E = epilogueOf(Fused);
+  Kernel K = take(E ? runtime().compile(V, E->E, E->RowOut) : runtime().compile(V));
+  const TensorDesc &Out = K.desc().Output;
+  auto P = std::make_shared<PyKernel>(std::move(K), opKindName(V.Op));
+  P->OutShape.assign(Out.Sizes.begin(), Out.Sizes.end());
+  P->OutType = py::dtype(npyDescr(Out.Type)); // Descriptor JSON has no OPAQUE.
   return P;
 }
 
@@ -310,7 +377,8 @@ TensorDesc tensorFromSpec(const py::tuple &Spec, py::dtype &Type, const char *Na
 /// The kernel for arrays \p Data and \p Indices (cached by the runtime),
 /// run into \p Out or a new array.
 py::object gatherArrays(const std::string &Op, py::array Data, py::array Indices, int64_t Axis,
-                        std::optional<py::array> Out, const std::string &Mode) {
+                        std::optional<py::array> Out, const std::string &Mode,
+                        const std::optional<py::tuple> &Fused) {
   Data = viewOrCopy(Data);
   Indices = nativeIndices(viewOrCopy(Indices));
   TensorDesc DataT = tensorOf(Data, "data"), IdxT = tensorOf(Indices, "indices");
@@ -338,7 +406,8 @@ py::object gatherArrays(const std::string &Op, py::array Data, py::array Indices
   std::optional<TensorDesc> OutT;
   if (Out)
     OutT = tensorOf(*Out, "out");
-  std::shared_ptr<PyKernel> K = compileFor(Op, DataT, IdxT, Axis, Mode, Data.dtype(), OutT);
+  std::shared_ptr<PyKernel> K =
+      compileFor(Op, DataT, IdxT, Axis, Mode, Data.dtype(), OutT, epilogueOf(Fused));
   return K->run(Data, Indices, Out);
 }
 
@@ -370,19 +439,20 @@ PYBIND11_MODULE(_native, M) {
   M.def(
       "compile",
       [](const std::string &Op, py::tuple Data, py::tuple Indices, int64_t Axis,
-         const std::string &Mode) {
+         const std::string &Mode, const std::optional<py::tuple> &Fused) {
         py::dtype DataType("float32"), IndexType("int64");
         TensorDesc D = tensorFromSpec(Data, DataType, "data");
         TensorDesc I = tensorFromSpec(Indices, IndexType, "indices");
-        std::shared_ptr<PyKernel> K = compileFor(Op, D, I, Axis, Mode, DataType);
-        K->Spec = py::make_tuple(Op, Data, Indices, Axis, Mode);
-        return K;
+        return compileFor(Op, D, I, Axis, Mode, DataType, std::nullopt, epilogueOf(Fused));
       },
       py::arg("op"), py::arg("data"), py::arg("indices"), py::arg("axis") = 0,
-      py::arg("mode") = "raise");
-  M.def("compile_descriptor", &compileDescriptor, py::arg("json"));
+      py::arg("mode") = "raise", py::arg("epilogue") = py::none());
+  M.def("compile_descriptor", &compileDescriptor, py::arg("json"),
+        py::arg("epilogue") = py::none());
   M.def("gather_arrays", &gatherArrays, py::arg("op"), py::arg("data"), py::arg("indices"),
-        py::arg("axis"), py::arg("out") = py::none(), py::arg("mode") = "raise");
+        py::arg("axis"), py::arg("out") = py::none(), py::arg("mode") = "raise",
+        py::arg("epilogue") = py::none());
+  M.attr("epilogues_supported") = epiloguesSupported();
   M.def("stats", [] {
     const CacheStats S = runtime().stats();
     py::dict D;

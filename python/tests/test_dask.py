@@ -6,6 +6,7 @@ import pytest
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 
+import gatherjit
 import gatherjit.dask as gjd
 
 
@@ -61,3 +62,28 @@ def test_embedding_lookup_larger_than_one_worker(client):
     np.testing.assert_array_equal(got, expected)
     with pytest.raises(IndexError, match=r"ids\[1\] = 1875000"):
         gjd.embedding_lookup(table, np.array([0, rows]))
+
+
+@pytest.mark.skipif(not gatherjit.EPILOGUES, reason="built without clang's libraries")
+def test_embedding_lookup_dequantizes_on_the_workers(client):
+    # 8-bit rows with a trailing float scale and bias: the workers gather
+    # and dequantize, and FLOAT32 rows of 16 come back.
+    rows, dim = 3000, 16
+    rng = np.random.default_rng(10)
+    q = rng.integers(0, 256, size=(rows, dim), dtype=np.uint8)
+    scale = (2.0 ** rng.integers(-3, 3, size=rows)).astype(np.float32)
+    bias = rng.integers(-4, 4, size=rows).astype(np.float32)
+    packed = np.concatenate([q, scale.view(np.uint8).reshape(rows, 4),
+                             bias.view(np.uint8).reshape(rows, 4)], axis=1)
+    table = da.from_array(packed, chunks=(700, dim + 8))
+    dequant = gatherjit.Epilogue("""
+void dequant(const uint8_t *row, float *out) {
+  float s = gj_load_f32(row + GJ_ROW_OUT), b = gj_load_f32(row + GJ_ROW_OUT + 4);
+  for (int j = 0; j < GJ_ROW_OUT; ++j)
+    out[j] = row[j] * s + b;
+}""", "dequant", row_out=dim)
+    ids = rng.integers(-rows, rows, size=777)
+    got = gjd.embedding_lookup(table, ids, epilogue=dequant)
+    assert got.dtype == np.float32 and got.shape == (777, dim)
+    expected = (q.astype(np.float32) * scale[:, None] + bias[:, None])[ids]
+    np.testing.assert_array_equal(got.compute(), expected)

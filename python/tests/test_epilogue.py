@@ -1,0 +1,130 @@
+"""Fused C epilogues from Python: element and row epilogues through the
+function forms and compiled kernels, against numpy doing the same in two
+steps; errors as ValueError; kernels with epilogues pickle."""
+
+import pickle
+
+import numpy as np
+import pytest
+
+import gatherjit as gj
+
+pytestmark = pytest.mark.skipif(not gj.EPILOGUES,
+                                reason="built without clang's libraries (GATHERJIT_EPILOGUES=OFF)")
+
+AFFINE = """
+typedef struct { float scale, bias; } P;
+float affine(float16_t x, const P *p) { return (float)x * p->scale + p->bias; }
+"""
+
+ROWWISE = """
+void dequant(const uint8_t *row, float *out) {
+  float scale = gj_load_f32(row + GJ_ROW_OUT), bias = gj_load_f32(row + GJ_ROW_OUT + 4);
+  for (int j = 0; j < GJ_ROW_OUT; ++j)
+    out[j] = row[j] * scale + bias;
+}
+"""
+
+
+def rowwise_table(rng, rows, dim):
+    q = rng.integers(0, 256, size=(rows, dim), dtype=np.uint8)
+    # Powers of two and small integers: exact however the product and sum
+    # are rounded, fused or not.
+    scale = (2.0 ** rng.integers(-4, 2, size=rows)).astype(np.float32)
+    bias = rng.integers(-8, 8, size=rows).astype(np.float32)
+    table = np.concatenate([q, scale.view(np.uint8).reshape(rows, 4),
+                            bias.view(np.uint8).reshape(rows, 4)], axis=1)
+    return table, q.astype(np.float32) * scale[:, None] + bias[:, None]
+
+
+def test_element_epilogue_converts_float16_to_float32_with_params():
+    rng = np.random.default_rng(1)
+    data = rng.standard_normal((6, 9)).astype(np.float16)
+    idx = rng.integers(-9, 9, size=(6, 5))
+    params = np.array([2.0, -0.5], dtype=np.float32)
+    e = gj.Epilogue(AFFINE, "affine", params=params)
+    got = gj.take_along_axis(data, idx, 1, epilogue=e)
+    assert got.dtype == np.float32 and got.shape == (6, 5)
+    want = np.take_along_axis(data, idx, 1).astype(np.float32) * np.float32(2.0) - np.float32(0.5)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_row_epilogue_dequantizes_an_embedding_lookup():
+    rng = np.random.default_rng(2)
+    table, dense = rowwise_table(rng, 40, 16)
+    ids = rng.integers(-40, 40, size=(3, 7))
+    e = gj.Epilogue(ROWWISE, "dequant", row_out=16)
+    got = gj.take(table, ids, axis=0, epilogue=e)
+    assert got.dtype == np.float32 and got.shape == (3, 7, 16)
+    np.testing.assert_array_equal(got, dense[ids])
+    # The same as a compiled kernel, into out=, and after pickling.
+    k = gj.compile("gather", data=(table.shape, "uint8"), indices=(ids.shape, "int64"),
+                   epilogue=e)
+    assert k.output_shape == [3, 7, 16]
+    out = np.empty((3, 7, 16), np.float32)
+    assert k(table, ids, out=out) is out
+    np.testing.assert_array_equal(out, dense[ids])
+    k2 = pickle.loads(pickle.dumps(k))
+    np.testing.assert_array_equal(k2(table, ids), dense[ids])
+    assert "fmul" in k.ir() or "fma" in k.ir()
+
+
+def test_gather_nd_and_descriptor_with_epilogue():
+    rng = np.random.default_rng(3)
+    data = rng.standard_normal((4, 5, 3)).astype(np.float16)
+    idx = rng.integers(0, 4, size=(6, 2)) % np.array([4, 5])
+    e = gj.Epilogue("float up(float16_t x) { return (float)x * 4.0f; }", "up")
+    got = gj.gather_nd(data, idx, epilogue=e)
+    np.testing.assert_array_equal(got, data[idx[:, 0], idx[:, 1]].astype(np.float32) * 4)
+    desc = {"operator": "GATHER_ELEMENTS",
+            "input": {"data_type": "FLOAT16", "sizes": [2, 3]},
+            "indices": {"data_type": "INT32", "sizes": [2, 2]},
+            "output": {"data_type": "FLOAT16", "sizes": [2, 2]},
+            "axis": 1}
+    k = gj.compile(desc, epilogue=e)
+    d = np.arange(6, dtype=np.float16).reshape(2, 3)
+    i = np.array([[2, 0], [1, 1]], dtype=np.int32)
+    np.testing.assert_array_equal(k(d, i), np.take_along_axis(d, i, 1).astype(np.float32) * 4)
+
+
+def test_the_epilogue_is_part_of_the_kernel_identity():
+    data = np.arange(8, dtype=np.float32)
+    idx = np.array([7, 0, 3])
+    twice = gj.Epilogue("float f(float x) { return x * 2.0f; }", "f")
+    thrice = gj.Epilogue("float f(float x) { return x * 3.0f; }", "f")
+    np.testing.assert_array_equal(gj.take(data, idx, epilogue=twice), data[idx] * 2)
+    np.testing.assert_array_equal(gj.take(data, idx, epilogue=thrice), data[idx] * 3)
+    np.testing.assert_array_equal(gj.take(data, idx), data[idx])
+
+
+@pytest.mark.parametrize("source, function, message", [
+    ("float f(float x) { return x +; }", "f", "epilogue.c:1:"),
+    ("float f(float x) { return x; }", "g", "g"),
+    ("double f(double x) { return x; }", "f", "FLOAT32"),
+    ("float f(float x) { return __builtin_expf(x); }", "f", "expf"),
+    ("int n; float f(float x) { return x + n++; }", "f", "error:"),
+])
+def test_bad_epilogues_raise_value_error(source, function, message):
+    data = np.ones(4, np.float32)
+    with pytest.raises(ValueError, match=message):
+        gj.take(data, np.array([0]), epilogue=gj.Epilogue(source, function))
+
+
+def test_bad_arguments():
+    data = np.ones(4, np.float32)
+    with pytest.raises(TypeError, match="gatherjit.Epilogue"):
+        gj.take(data, np.array([0]), epilogue="float f(float x) { return x; }")
+    with pytest.raises(ValueError, match="row_out"):
+        gj.Epilogue("", "f", row_out=0)
+    e = gj.Epilogue("float f(float16_t x) { return (float)x; }", "f")
+    with pytest.raises(ValueError, match="C-contiguous FLOAT32"):
+        gj.take(np.ones(4, np.float16), np.array([0, 1]), out=np.empty(2, np.float16), epilogue=e)
+    with pytest.raises(IndexError):
+        gj.take(np.ones(4, np.float16), np.array([4]), epilogue=e)
+
+
+def test_from_file_names_the_file_in_errors(tmp_path):
+    path = tmp_path / "bad.c"
+    path.write_text("float f(float x) {\n  return y;\n}\n")
+    with pytest.raises(ValueError, match=r"bad\.c:2:10: error:"):
+        gj.take(np.ones(3, np.float32), np.array([1]), epilogue=gj.Epilogue.from_file(path, "f"))
