@@ -63,7 +63,11 @@ if(GATHERJIT_EPILOGUES)
       bitreader bitwriter linker irreader option profiledata coverage frontendopenmp
       frontendhlsl frontenddriver frontendoffloading windowsdriver lto demangle)
     # The archives refer to one another in circles; clang's code generator
-    # refers to LTO and (Debian links it into its tools) Polly: libpolly-19-dev.
+    # refers to LTO, and both to Debian's Polly through LLVM's extensions:
+    # compiler/epilogue/Epilogue.cpp stands in for its one entry point, so
+    # Polly is not linked (see getPollyPluginInfo there).
+    set_property(TARGET LLVMExtensions PROPERTY INTERFACE_LINK_LIBRARIES LLVMSupport)
+    target_compile_definitions(gatherjit_clang INTERFACE GATHERJIT_CLANG_WITHOUT_POLLY)
     target_link_libraries(gatherjit_clang INTERFACE
       -Wl,--start-group ${GATHERJIT_CLANG_ARCHIVES} -Wl,--end-group ${GATHERJIT_CLANG_LLVM_LIBS})
   endif()

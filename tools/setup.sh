@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 
 packages=(cmake ninja-build g++ ccache pkg-config
   llvm-19-dev llvm-19-tools clang-19 libclang-rt-19-dev
-  libclang-19-dev libclang-cpp19-dev libpolly-19-dev
+  libclang-19-dev libclang-cpp19-dev
   zlib1g-dev libzstd-dev libprotobuf-dev libonnx-dev libonnx-testdata
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libtbb-dev gnuplot-nox

@@ -36,6 +36,8 @@
 #include <clang/Frontend/CompilerInvocation.h>
 #include <clang/Frontend/FrontendAction.h>
 #include <clang/Frontend/MultiplexConsumer.h>
+#include <llvm/Config/llvm-config.h>
+#include <llvm/Passes/PassPlugin.h>
 #endif
 
 #include <set>
@@ -113,6 +115,23 @@ Expected<std::shared_ptr<const EpilogueCode>> compileEpilogue(const Epilogue &,
 #else
 
 bool epiloguesSupported() { return true; }
+
+} // namespace gatherjit
+
+#ifdef GATHERJIT_CLANG_WITHOUT_POLLY
+/// Debian builds Polly into LLVM's static "extensions", and clang's code
+/// generator and LTO name its plugin entry for the pass pipelines they run
+/// themselves. Epilogues stop at clang's IR (the kernel's pipeline optimizes
+/// it), so neither pipeline runs here: this empty entry stands in, and
+/// Polly's library, its static initializers and pass registrations stay out
+/// of the process (cmake/GatherjitLLVM.cmake drops it from the static link).
+::llvm::PassPluginLibraryInfo getPollyPluginInfo() {
+  return {LLVM_PLUGIN_API_VERSION, "gatherjit-no-polly", LLVM_VERSION_STRING,
+          [](llvm::PassBuilder &) {}};
+}
+#endif
+
+namespace gatherjit {
 
 namespace {
 
