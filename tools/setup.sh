@@ -14,7 +14,8 @@ packages=(cmake ninja-build g++ ccache pkg-config
   zlib1g-dev libzstd-dev libprotobuf-dev libonnx-dev libonnx-testdata
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libtbb-dev gnuplot-nox
-  pybind11-dev python3-dev python3-numpy python3-pytest python3-dask python3-distributed)
+  pybind11-dev python3-dev python3-numpy python3-pytest python3-dask python3-distributed
+  python3-torch)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -30,6 +30,7 @@ Any of them fuses a C function into the kernel with `epilogue=`:
 """
 
 import json as _json
+import sys as _sys
 
 import numpy as _np
 
@@ -108,20 +109,61 @@ def _fused(epilogue):
     return epilogue._native()
 
 
-def _array(x):
-    return x if isinstance(x, _np.ndarray) else _np.asarray(x)
+def _torch_tensor(x):
+    torch = _sys.modules.get("torch")  # never imported here: only its tensors
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
+def _array(x, name="data", writable=False):
+    """A numpy array viewing `x`'s memory: numpy arrays as they are, PyTorch
+    CPU tensors (bfloat16 too) and other DLPack exporters without a copy."""
+    if isinstance(x, _np.ndarray):
+        return x
+    if _torch_tensor(x):
+        if x.device.type != "cpu":
+            raise ValueError(f"{name} is on {x.device}; gatherjit runs on CPU memory")
+        t = x.detach()
+        torch = _sys.modules["torch"]
+        if t.dtype == torch.bfloat16:
+            return t.view(torch.int16).numpy().view("V2")
+        return t.numpy()
+    if hasattr(x, "__dlpack__"):
+        if writable:
+            raise ValueError(f"{name}: DLPack gives read-only memory; pass a numpy array or a "
+                             "PyTorch tensor to write into")
+        return _np.from_dlpack(x)
+    return _np.asarray(x)
+
+
+def _result(array, like):
+    # A PyTorch tensor in, a PyTorch tensor out (sharing the result's memory).
+    if not _torch_tensor(like):
+        return array
+    torch = _sys.modules["torch"]
+    if array.dtype == _np.dtype("V2"):
+        return torch.from_numpy(array.view(_np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(array)
+
+
+def _gather(op, data, indices, axis, out, mode, epilogue, broadcast=True):
+    like = data
+    if axis is None:  # numpy's: from the flattened data
+        data, axis = _array(data).ravel(), 0
+    got = _native.gather_arrays(op, _array(data), _array(indices, "indices"), int(axis),
+                                None if out is None else _array(out, "out", writable=True),
+                                mode, _fused(epilogue), broadcast)
+    return out if out is not None else _result(got, like)
 
 
 def take_along_axis(data, indices, axis, out=None, mode="raise", epilogue=None):
     """numpy.take_along_axis: out[i, j] = data[i, indices[i, j]] along `axis`.
 
     Dimensions other than `axis` broadcast as numpy's do. An element
-    `epilogue` (an Epilogue) is applied to every element gathered.
+    `epilogue` (an Epilogue) is applied to every element gathered. numpy
+    arrays, PyTorch CPU tensors and DLPack exporters are read where they
+    lie; a PyTorch tensor gives a PyTorch tensor.
     """
-    if axis is None:
-        data, axis = _array(data).ravel(), 0
-    return _native.gather_arrays("gather_elements", _array(data), _array(indices), int(axis),
-                                 out, mode, _fused(epilogue))
+    return _gather("gather_elements", data, indices, axis, out, mode, epilogue)
 
 
 def take(data, indices, axis=0, out=None, mode="raise", epilogue=None):
@@ -130,19 +172,14 @@ def take(data, indices, axis=0, out=None, mode="raise", epilogue=None):
     `axis=None` takes from the flattened data, as numpy does. An `epilogue`
     (an Epilogue) is applied to every element or row gathered.
     """
-    data = _array(data)
-    if axis is None:
-        data, axis = data.ravel(), 0
-    return _native.gather_arrays("gather", data, _array(indices), int(axis), out, mode,
-                                 _fused(epilogue))
+    return _gather("gather", data, indices, axis, out, mode, epilogue)
 
 
 def gather_nd(data, indices, batch_dims=0, out=None, mode="raise", epilogue=None):
     """ONNX GatherND: the slices of `data` that the tuples in the last
     dimension of `indices` address, after `batch_dims` leading batches. An
     `epilogue` (an Epilogue) is applied to every element or row gathered."""
-    return _native.gather_arrays("gather_nd", _array(data), _array(indices), int(batch_dims),
-                                 out, mode, _fused(epilogue))
+    return _gather("gather_nd", data, indices, batch_dims, out, mode, epilogue)
 
 
 def compile(op, data=None, indices=None, axis=0, mode="raise", batch_dims=None, epilogue=None):

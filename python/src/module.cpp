@@ -20,6 +20,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <map>
 #include <mutex>
 #include <optional>
 
@@ -134,23 +135,49 @@ OobPolicy policyOf(const std::string &Mode) {
                         "every index is clamped)");
 }
 
+/// A function of the gatherjit package's Python half, looked up under the
+/// GIL and kept for the life of the process (never destroyed: it would
+/// outlive the interpreter). std::map's nodes stay put if an import lets
+/// another thread add one.
+py::object &package(const char *Name) {
+  static std::map<std::string, py::object *> Functions;
+  py::object *&F = Functions[Name];
+  if (!F)
+    F = new py::object(py::module_::import("gatherjit").attr(Name));
+  return *F;
+}
+
+/// \p X as a numpy array over the same memory (see gatherjit._array).
+py::array operand(py::handle X, const char *Name, bool Writable) {
+  if (py::isinstance<py::array>(X))
+    return py::reinterpret_borrow<py::array>(X);
+  return package("_array")(X, Name, Writable).cast<py::array>();
+}
+
 /// A compiled kernel and the layouts it takes.
 class PyKernel {
 public:
   PyKernel(Kernel K, std::string Op) : K(std::move(K)), Op(std::move(Op)) {}
 
   /// Checks \p Data, \p Indices and \p Out against the kernel's tensors
-  /// (sizes, types and strides) and runs it without the GIL.
-  py::object call(const py::array &Data, py::array Indices, std::optional<py::array> Out) {
+  /// (sizes, types and strides) and runs it without the GIL. numpy arrays
+  /// are taken as they are; anything else goes through gatherjit._array
+  /// (PyTorch tensors, DLPack), and PyTorch data gives a PyTorch result.
+  py::object call(py::handle DataObj, py::handle IndicesObj, py::handle OutObj) {
     const ValidDesc &V = K.desc();
-    Indices = nativeIndices(Indices);
+    const bool Arrays = py::isinstance<py::array>(DataObj);
+    py::array Data = operand(DataObj, "data", false);
+    py::array Indices = nativeIndices(operand(IndicesObj, "indices", false));
     expectLayout(Data, V.Input, "data");
     expectLayout(Indices, V.Indices, "indices");
-    py::array Result = Out ? *Out : newOutput();
+    py::array Result = OutObj.is_none() ? newOutput() : operand(OutObj, "out", true);
     if (!Result.writeable())
       throw py::value_error("out is read-only");
     expectLayout(Result, V.Output, "out");
-    return run(Data, Indices, Result);
+    run(Data, Indices, Result);
+    if (!OutObj.is_none())
+      return py::reinterpret_borrow<py::object>(OutObj);
+    return Arrays ? Result : package("_result")(Result, DataObj);
   }
 
   /// Runs on arrays the kernel was compiled for (no layout check).
@@ -375,14 +402,17 @@ TensorDesc tensorFromSpec(const py::tuple &Spec, py::dtype &Type, const char *Na
 }
 
 /// The kernel for arrays \p Data and \p Indices (cached by the runtime),
-/// run into \p Out or a new array.
+/// run into \p Out or a new array. \p Broadcast: GatherElements' indices
+/// and data broadcast as numpy's take_along_axis does; otherwise the
+/// indices may be smaller on dimensions other than the axis (ONNX's and
+/// torch.gather's rule).
 py::object gatherArrays(const std::string &Op, py::array Data, py::array Indices, int64_t Axis,
                         std::optional<py::array> Out, const std::string &Mode,
-                        const std::optional<py::tuple> &Fused) {
+                        const std::optional<py::tuple> &Fused, bool Broadcast) {
   Data = viewOrCopy(Data);
   Indices = nativeIndices(viewOrCopy(Indices));
   TensorDesc DataT = tensorOf(Data, "data"), IdxT = tensorOf(Indices, "indices");
-  if (Op == "gather_elements" && DataT.rank() == IdxT.rank() && DataT.rank() > 0) {
+  if (Broadcast && Op == "gather_elements" && DataT.rank() == IdxT.rank() && DataT.rank() > 0) {
     // numpy broadcasts the dimensions other than the axis: a size of 1
     // repeats, through a stride of 0 (no copy).
     const int64_t R = DataT.rank(), A = Axis < 0 ? Axis + R : Axis;
@@ -451,7 +481,7 @@ PYBIND11_MODULE(_native, M) {
         py::arg("epilogue") = py::none());
   M.def("gather_arrays", &gatherArrays, py::arg("op"), py::arg("data"), py::arg("indices"),
         py::arg("axis"), py::arg("out") = py::none(), py::arg("mode") = "raise",
-        py::arg("epilogue") = py::none());
+        py::arg("epilogue") = py::none(), py::arg("broadcast") = true);
   M.attr("epilogues_supported") = epiloguesSupported();
   M.def("stats", [] {
     const CacheStats S = runtime().stats();

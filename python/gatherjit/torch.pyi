@@ -1,0 +1,12 @@
+# Type stubs of gatherjit.torch (see torch.py for the docstrings).
+from typing import Literal
+
+import torch
+
+Mode = Literal["raise", "clip", "clamp"]
+
+def register() -> None: ...
+def gather_elements(data: torch.Tensor, indices: torch.Tensor, axis: int,
+                    mode: Mode = ...) -> torch.Tensor: ...
+def gather(data: torch.Tensor, indices: torch.Tensor, axis: int = ...,
+           mode: Mode = ...) -> torch.Tensor: ...

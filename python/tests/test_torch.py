@@ -1,0 +1,121 @@
+"""gatherjit on PyTorch tensors: zero-copy operands (strided views, bfloat16),
+results as tensors, and the torch.ops.gatherjit operators against
+torch.gather and torch.index_select, eagerly and from torch.jit.script."""
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import gatherjit as gj
+import gatherjit.torch as gjt
+
+gjt.register()
+
+DTYPES = [torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64,
+          torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool, torch.complex64]
+INDEX_DTYPES = [torch.int64, torch.int32]
+
+
+def random_tensor(gen, shape, dtype):
+    x = torch.randn(shape, generator=gen, dtype=torch.float64) * 50
+    if dtype == torch.complex64:
+        return torch.complex(x, -x).to(dtype)
+    return x.to(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+def test_gather_elements_matches_torch_gather(dtype, index_dtype):
+    gen = torch.Generator().manual_seed(hash((str(dtype), str(index_dtype))) % 2**31)
+    for rank in range(1, 5):
+        shape = torch.randint(1, 5, (rank,), generator=gen).tolist()
+        data = random_tensor(gen, shape, dtype)
+        for axis in range(-rank, rank):
+            # torch.gather's rule: the indices may be smaller off the axis.
+            ishape = [int(torch.randint(1, s + 1, (1,), generator=gen)) for s in shape]
+            ishape[axis] = int(torch.randint(1, 6, (1,), generator=gen))
+            idx = torch.randint(0, shape[axis], ishape, generator=gen).to(index_dtype)
+            got = torch.ops.gatherjit.gather_elements(data, idx, axis)
+            assert got.dtype == dtype
+            assert torch.equal(got, torch.gather(data, axis, idx.long()))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gather_matches_index_select(dtype):
+    gen = torch.Generator().manual_seed(7)
+    data = random_tensor(gen, [5, 6, 3], dtype)
+    for axis in range(3):
+        idx = torch.randint(0, data.shape[axis], (4,), generator=gen)
+        assert torch.equal(torch.ops.gatherjit.gather(data, idx, axis),
+                           torch.index_select(data, axis, idx))
+    idx2 = torch.randint(-5, 5, (2, 3), generator=gen)
+    want = torch.from_numpy(np.take(np.arange(5), idx2.numpy()))
+    assert torch.equal(torch.ops.gatherjit.gather(data, idx2),
+                       data[want.reshape(-1)].reshape(2, 3, 6, 3))
+
+
+def test_strided_views_are_read_in_place_and_out_is_written_in_place():
+    base = torch.arange(60, dtype=torch.float32).reshape(6, 10)
+    view = base.t()[2:7]  # 5 x 6 with strides (1, 10): read where it lies
+    idx = torch.tensor([[5, 0, 1], [2, 2, 4], [0, 0, 0], [1, 2, 3], [4, 4, 5]])
+    out = torch.empty(5, 3)
+    got = gj.take_along_axis(view, idx, 1, out=out)
+    assert got is out
+    assert torch.equal(out, torch.gather(view, 1, idx))
+    # A strided out= view is written in place: its tensor changes.
+    whole = torch.zeros(6, 4)
+    gj.take(base, torch.tensor([9, 0]), 1, out=whole[:, ::2])
+    assert torch.equal(whole[:, 0::2], base[:, [9, 0]])
+    assert torch.equal(whole[:, 1::2], torch.zeros(6, 2))
+    # Tensors that require grad are read through detach().
+    param = torch.nn.Parameter(torch.arange(4.))
+    assert gj.take(param, torch.tensor([3])).tolist() == [3.0]
+
+
+def test_results_are_tensors_sharing_the_kernels_output():
+    data = torch.arange(10, dtype=torch.int16)
+    got = gj.take(data, torch.tensor([3, -1]))
+    assert isinstance(got, torch.Tensor) and got.tolist() == [3, 9]
+    bf = torch.tensor([1.5, -2.25, 3.0], dtype=torch.bfloat16)
+    got = gj.take(bf, torch.tensor([2, 0]))
+    assert got.dtype == torch.bfloat16 and got.tolist() == [3.0, 1.5]
+    # numpy in, numpy out.
+    assert isinstance(gj.take(np.arange(4), np.array([1])), np.ndarray)
+    k = gj.compile("gather", data=((10,), "int16"), indices=((2,), "int64"))
+    assert isinstance(k(data, torch.tensor([0, 1])), torch.Tensor)
+    assert k(data.numpy(), np.array([0, 1])).tolist() == [0, 1]
+
+
+def test_errors_are_python_exceptions():
+    data = torch.arange(6.).reshape(2, 3)
+    with pytest.raises(IndexError, match="3"):
+        torch.ops.gatherjit.gather_elements(data, torch.tensor([[0, 3]]), 1)
+    with pytest.raises(ValueError, match="mode"):
+        torch.ops.gatherjit.gather(data, torch.tensor([0]), 0, "wrap")
+    clipped = torch.ops.gatherjit.gather_elements(data, torch.tensor([[7, -9]]), 1, "clip")
+    assert clipped.tolist() == [[2.0, 0.0]]
+    with pytest.raises(ValueError, match="meta"):
+        gj.take(torch.zeros(3, device="meta"), torch.tensor([0]))
+
+
+@pytest.mark.skipif(not hasattr(torch.library, "custom_op"),
+                    reason="fake implementations need torch.library.custom_op (PyTorch 2.4)")
+def test_meta_tensors_give_shapes():
+    data = torch.empty(4, 5, 6, device="meta")
+    assert torch.ops.gatherjit.gather(data, torch.empty(2, 3, dtype=torch.long, device="meta"),
+                                      1).shape == (4, 2, 3, 6)
+    assert torch.ops.gatherjit.gather_elements(
+        data, torch.empty(4, 2, 6, dtype=torch.long, device="meta"), 1).shape == (4, 2, 6)
+
+
+@torch.jit.script
+def _scripted(data: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    return torch.ops.gatherjit.gather_elements(data, index, 1) * 2
+
+
+def test_callable_from_torch_jit_script():
+    data = torch.arange(12.).reshape(3, 4)
+    idx = torch.tensor([[3, 0], [1, 1], [2, 3]])
+    assert torch.equal(_scripted(data, idx), torch.gather(data, 1, idx) * 2)
+    assert "gatherjit::gather_elements" in str(_scripted.graph)
