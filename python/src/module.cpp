@@ -20,9 +20,11 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <bit>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <unordered_map>
 
 namespace py = pybind11;
 using namespace gatherjit;
@@ -77,7 +79,9 @@ DataType dataTypeOf(const py::dtype &D, unsigned &OpaqueBytes) {
 /// \p Indices in the machine's byte order: a big-endian array is copied
 /// (the kernels read indices as native integers; data is moved unread).
 py::array nativeIndices(py::array Indices) {
-  if (Indices.dtype().attr("isnative").cast<bool>())
+  const char Order = Indices.dtype().byteorder();
+  const char Native = std::endian::native == std::endian::little ? '<' : '>';
+  if (Order == '=' || Order == '|' || Order == Native)
     return Indices;
   return Indices.attr("astype")(Indices.dtype().attr("newbyteorder")("="));
 }
@@ -154,6 +158,9 @@ py::array operand(py::handle X, const char *Name, bool Writable) {
   return package("_array")(X, Name, Writable).cast<py::array>();
 }
 
+/// Outputs from this size on are written with the GIL released.
+constexpr py::ssize_t GilFreeBytes = 16 << 10;
+
 /// A compiled kernel and the layouts it takes.
 class PyKernel {
 public:
@@ -168,12 +175,12 @@ public:
     const bool Arrays = py::isinstance<py::array>(DataObj);
     py::array Data = operand(DataObj, "data", false);
     py::array Indices = nativeIndices(operand(IndicesObj, "indices", false));
-    expectLayout(Data, V.Input, "data");
-    expectLayout(Indices, V.Indices, "indices");
+    expectLayout(Data, V.Input, "data", Seen[0]);
+    expectLayout(Indices, V.Indices, "indices", Seen[1]);
     py::array Result = OutObj.is_none() ? newOutput() : operand(OutObj, "out", true);
     if (!Result.writeable())
       throw py::value_error("out is read-only");
-    expectLayout(Result, V.Output, "out");
+    expectLayout(Result, V.Output, "out", Seen[2]);
     run(Data, Indices, Result);
     if (!OutObj.is_none())
       return py::reinterpret_borrow<py::object>(OutObj);
@@ -189,7 +196,11 @@ public:
     void *Dst = Result.mutable_data();
     Status S = Status::ok();
     {
-      py::gil_scoped_release Release;
+      // Other Python threads run meanwhile, unless the kernel is done
+      // sooner than the GIL would change hands (a few KiB written).
+      std::optional<py::gil_scoped_release> Release;
+      if (Result.nbytes() >= GilFreeBytes)
+        Release.emplace();
       S = K.run(In, Idx, Dst);
     }
     if (!S)
@@ -227,7 +238,20 @@ public:
 private:
   py::array newOutput() { return py::array(OutType, OutShape); }
 
-  static void expectLayout(const py::array &A, const TensorDesc &T, const char *Name) {
+  /// A numpy dtype as its type number, size and byte order: what a call
+  /// compares (decoding the dtype again would cost more than a tiny run).
+  struct DtypeId {
+    int Num = -1;
+    py::ssize_t Size = 0;
+    char Order = 0;
+    static DtypeId of(const py::dtype &D) { return {D.num(), D.itemsize(), D.byteorder()}; }
+    bool operator==(const DtypeId &) const = default;
+  };
+  /// The dtypes of data, indices and out seen to be the kernel's.
+  DtypeId Seen[3];
+
+  static void expectLayout(const py::array &A, const TensorDesc &T, const char *Name,
+                           DtypeId &Seen) {
     // The descriptor may pad with leading ones; compare what remains.
     const size_t Pad = T.rank() - static_cast<size_t>(A.ndim());
     bool Same = static_cast<size_t>(A.ndim()) <= T.rank() && A.itemsize() == T.elementBytes();
@@ -238,8 +262,13 @@ private:
               static_cast<uint64_t>(A.strides(D)) == (*T.Strides)[Pad + D] * A.itemsize());
     }
     if (Same) {
-      unsigned Opaque;
-      Same = dataTypeOf(A.dtype(), Opaque) == T.Type;
+      const DtypeId Id = DtypeId::of(A.dtype());
+      if (!(Id == Seen)) {
+        unsigned Opaque;
+        Same = dataTypeOf(A.dtype(), Opaque) == T.Type;
+        if (Same)
+          Seen = Id;
+      }
     }
     if (!Same)
       throw py::value_error(std::string(Name) + ": the array's shape, dtype or strides differ "
@@ -401,6 +430,29 @@ TensorDesc tensorFromSpec(const py::tuple &Spec, py::dtype &Type, const char *Na
   return T;
 }
 
+/// Appends \p A's layout (rank, sizes, strides in bytes, dtype) to \p Key.
+void appendLayout(std::string &Key, const py::array &A) {
+  auto Put = [&](int64_t V) { Key.append(reinterpret_cast<const char *>(&V), sizeof V); };
+  Put(A.ndim());
+  for (py::ssize_t D = 0; D < A.ndim(); ++D) {
+    Put(A.shape(D));
+    Put(A.strides(D));
+  }
+  const py::dtype T = A.dtype();
+  Put(T.num());
+  Put(T.itemsize());
+  Key.push_back(T.byteorder());
+}
+
+/// The function forms' kernels by the layouts of their calls, so that a
+/// repeated call skips building and validating its descriptor. Used under
+/// the GIL; emptied when full.
+std::unordered_map<std::string, std::shared_ptr<PyKernel>> &callKernels() {
+  static auto *Kernels = new std::unordered_map<std::string, std::shared_ptr<PyKernel>>();
+  return *Kernels;
+}
+constexpr size_t CallKernelsCapacity = 512;
+
 /// The kernel for arrays \p Data and \p Indices (cached by the runtime),
 /// run into \p Out or a new array. \p Broadcast: GatherElements' indices
 /// and data broadcast as numpy's take_along_axis does; otherwise the
@@ -411,6 +463,19 @@ py::object gatherArrays(const std::string &Op, py::array Data, py::array Indices
                         const std::optional<py::tuple> &Fused, bool Broadcast) {
   Data = viewOrCopy(Data);
   Indices = nativeIndices(viewOrCopy(Indices));
+  // Calls with an epilogue skip the layout table (its key would need the
+  // epilogue's text); the runtime's cache still finds their kernels.
+  std::string Key;
+  if (!Fused) {
+    Key = Op + '\0' + Mode + '\0' + (Broadcast ? 'b' : 'o');
+    Key.append(reinterpret_cast<const char *>(&Axis), sizeof Axis);
+    appendLayout(Key, Data);
+    appendLayout(Key, Indices);
+    if (Out)
+      appendLayout(Key, *Out);
+    if (auto It = callKernels().find(Key); It != callKernels().end())
+      return It->second->run(Data, Indices, Out);
+  }
   TensorDesc DataT = tensorOf(Data, "data"), IdxT = tensorOf(Indices, "indices");
   if (Broadcast && Op == "gather_elements" && DataT.rank() == IdxT.rank() && DataT.rank() > 0) {
     // numpy broadcasts the dimensions other than the axis: a size of 1
@@ -438,6 +503,11 @@ py::object gatherArrays(const std::string &Op, py::array Data, py::array Indices
     OutT = tensorOf(*Out, "out");
   std::shared_ptr<PyKernel> K =
       compileFor(Op, DataT, IdxT, Axis, Mode, Data.dtype(), OutT, epilogueOf(Fused));
+  if (!Key.empty()) {
+    if (callKernels().size() >= CallKernelsCapacity)
+      callKernels().clear();
+    callKernels().emplace(std::move(Key), K);
+  }
   return K->run(Data, Indices, Out);
 }
 
