@@ -37,7 +37,8 @@ import numpy as _np
 from . import _native
 from ._native import Kernel
 
-__all__ = ["take_along_axis", "take", "gather_nd", "compile", "Epilogue", "Kernel", "stats"]
+__all__ = ["take_along_axis", "take", "gather_nd", "compile", "Epilogue", "Kernel", "set_threads",
+           "stats"]
 
 #: Whether this build compiles epilogues (built with clang's libraries).
 EPILOGUES = _native.epilogues_supported
@@ -229,6 +230,14 @@ def _reduce(kernel):
     # A kernel pickles as its spec and compiles again (through the cache)
     # where it is loaded.
     return (_rebuild, (kernel._spec,))
+
+
+def set_threads(threads):
+    """The threads a large kernel is split across in this process (0, the
+    default: every core; 1: the caller's thread alone, as one dask worker
+    thread per core wants). Takes effect only before the process's first
+    kernel; returns whether it did."""
+    return _native.set_threads(int(threads))
 
 
 def stats():

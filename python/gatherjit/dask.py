@@ -19,7 +19,9 @@ embedding_lookup(table, ids)
     runs where the rows are gathered, so only its output travels.
 
 Kernels compile once per process and block shape (the worker's own cache);
-the GIL is released while they run.
+the GIL is released while they run. In a distributed worker a kernel runs
+on the worker's thread alone (gatherjit.set_threads(1) before its first
+kernel): the workers' threads already take every core.
 """
 
 import numpy as np
@@ -30,7 +32,24 @@ import gatherjit
 __all__ = ["take_along_axis", "embedding_lookup"]
 
 
+_threads_chosen = False
+
+
+def _one_thread_in_workers():
+    global _threads_chosen
+    if _threads_chosen:
+        return
+    _threads_chosen = True
+    try:
+        from distributed import get_worker
+        get_worker()
+    except (ImportError, ValueError):  # not in a distributed worker
+        return
+    gatherjit.set_threads(1)
+
+
 def _take_along_axis_block(x, idx, axis, mode):
+    _one_thread_in_workers()
     return gatherjit.take_along_axis(x, idx, axis, mode=mode)
 
 
@@ -58,6 +77,7 @@ def take_along_axis(x, indices, axis, mode="raise"):
 
 
 def _rows(block, local, epilogue):
+    _one_thread_in_workers()
     return gatherjit.take(block, local, 0, epilogue=epilogue)
 
 

@@ -20,6 +20,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <atomic>
 #include <bit>
 #include <map>
 #include <mutex>
@@ -50,11 +51,21 @@ template <typename T> T take(Expected<T> E) {
   return E.take();
 }
 
+/// The options the process's runtime is created with (see set_threads).
+RuntimeOptions &runtimeOptions() {
+  static RuntimeOptions Options;
+  return Options;
+}
+std::atomic<bool> RuntimeCreated{false};
+
 /// The process's runtime, created on first use.
 Runtime &runtime() {
   static std::once_flag Once;
   static std::unique_ptr<Runtime> RT;
-  std::call_once(Once, [] { RT = take(Runtime::create()); });
+  std::call_once(Once, [] {
+    RT = take(Runtime::create(runtimeOptions()));
+    RuntimeCreated = true;
+  });
   return *RT;
 }
 
@@ -553,6 +564,15 @@ PYBIND11_MODULE(_native, M) {
         py::arg("axis"), py::arg("out") = py::none(), py::arg("mode") = "raise",
         py::arg("epilogue") = py::none(), py::arg("broadcast") = true);
   M.attr("epilogues_supported") = epiloguesSupported();
+  M.def(
+      "set_threads",
+      [](unsigned Threads) {
+        if (RuntimeCreated)
+          return false;
+        runtimeOptions().Threads = Threads;
+        return true;
+      },
+      py::arg("threads"));
   M.def("stats", [] {
     const CacheStats S = runtime().stats();
     py::dict D;

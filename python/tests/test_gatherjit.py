@@ -234,3 +234,14 @@ def test_big_endian_arrays_give_numpys_results():
     assert got.dtype == np.dtype(">f4")
     k = gj.compile("gather", ((6, 5), "float32"), ((3,), "int64"))
     np.testing.assert_array_equal(k(data.astype("<f4"), idx), np.take(data, idx, axis=0))
+
+
+def test_set_threads_applies_before_the_first_kernel_only():
+    import subprocess
+    import sys
+    code = ("import numpy as np, gatherjit as gj\n"
+            "first = gj.set_threads(1)\n"
+            "assert gj.take(np.arange(5), np.array([4]))[0] == 4\n"
+            "print(first, gj.set_threads(2))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "False"]
