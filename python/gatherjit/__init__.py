@@ -81,17 +81,17 @@ class Epilogue:
         with open(path, encoding="utf-8") as f:
             return cls(f.read(), function, params, row_out, file_name=str(path))
 
-    def _native(self):
+    def _as_tuple(self):
         return (self.source, self.function, self.file_name, self.params, self.row_out or 0)
 
     def __eq__(self, other):
-        return isinstance(other, Epilogue) and self._native() == other._native()
+        return isinstance(other, Epilogue) and self._as_tuple() == other._as_tuple()
 
     def __hash__(self):
-        return hash(self._native())
+        return hash(self._as_tuple())
 
     def __getstate__(self):
-        return self._native()
+        return self._as_tuple()
 
     def __setstate__(self, state):
         source, function, file_name, params, row_out = state
@@ -107,7 +107,7 @@ def _fused(epilogue):
         return None
     if not isinstance(epilogue, Epilogue):
         raise TypeError(f"epilogue must be a gatherjit.Epilogue, not {type(epilogue).__name__}")
-    return epilogue._native()
+    return epilogue._as_tuple()
 
 
 def _torch_tensor(x):
@@ -250,4 +250,4 @@ import copyreg as _copyreg
 _copyreg.pickle(Kernel, _reduce)
 # dask names a task by its arguments: a kernel by its spec.
 Kernel.__dask_tokenize__ = lambda self: ("gatherjit.Kernel",) + tuple(
-    repr(e._native() if isinstance(e, Epilogue) else e) for e in self._spec)
+    repr(e._as_tuple() if isinstance(e, Epilogue) else e) for e in self._spec)

@@ -36,13 +36,15 @@ _SCHEMAS = {
 _registered = None
 
 
-def gather_elements(data, indices, axis, mode="raise"):
+def gather_elements(data: torch.Tensor, indices: torch.Tensor, axis: int,
+                    mode: str = "raise") -> torch.Tensor:
     """torch.gather(data, axis, indices) by a gatherjit kernel."""
     return gatherjit._gather("gather_elements", data, indices, axis, None, mode, None,
                              broadcast=False)
 
 
-def gather(data, indices, axis=0, mode="raise"):
+def gather(data: torch.Tensor, indices: torch.Tensor, axis: int = 0,
+           mode: str = "raise") -> torch.Tensor:
     """numpy.take(data, indices, axis) (ONNX Gather) by a gatherjit kernel."""
     return gatherjit._gather("gather", data, indices, axis, None, mode, None)
 
@@ -67,8 +69,9 @@ def register():
     if hasattr(torch.library, "custom_op"):
         ops = []
         for name, (fn, shape) in functions.items():
-            op = torch.library.custom_op(f"gatherjit::{name}", fn, mutates_args=(),
-                                         device_types="cpu", schema=_SCHEMAS[name].split(name, 1)[1])
+            # The schema is inferred from the annotations (the same as _SCHEMAS).
+            op = torch.library.custom_op(f"gatherjit::{name}", mutates_args=(),
+                                         device_types="cpu")(fn)
             op.register_fake(shape)
             ops.append(op)
         _registered = ops
