@@ -23,10 +23,12 @@
 #include <llvm/Config/llvm-config.h>
 #include <llvm/Target/TargetMachine.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <future>
 #include <list>
+#include <thread>
 #include <optional>
 #include <unordered_map>
 
@@ -75,7 +77,38 @@ struct Runtime::Impl {
   /// Runs upgrades; stopped first when the runtime goes.
   std::shared_ptr<BackgroundQueue> Upgrades = std::make_shared<BackgroundQueue>();
 
-  ~Impl() { Upgrades->stop(); }
+  /// The warm-up thread (see RuntimeOptions::WarmUp), joined first.
+  std::thread WarmUpThread;
+  std::atomic<bool> Stopping{false};
+
+  ~Impl() {
+    Stopping = true;
+    if (WarmUpThread.joinable())
+      WarmUpThread.join();
+    Upgrades->stop();
+  }
+
+  /// Compiles and links a 2x8 FLOAT32 GatherElements at the quick tier and
+  /// at the runtime's level, caching and storing nothing.
+  void warmUp() {
+    TensorDesc T, Idx;
+    T.Sizes = Idx.Sizes = {2, 8};
+    Idx.Type = DataType::Int64;
+    Expected<ValidDesc> V = validate(GatherElementsDesc{T, Idx, T, 1});
+    if (!V)
+      return;
+    const KernelSpec Spec = canonicalize(*V);
+    for (OptLevel Level : {kernelLevel(Spec, Options.Opt), Options.Opt}) {
+      if (Stopping)
+        return;
+      Expected<PipelineResult> Object = [&] {
+        std::lock_guard<std::mutex> Lock(CompileMutex);
+        return runPipeline({{Spec, Spec.symbolName()}}, *TM, Level);
+      }();
+      if (Object)
+        (void)Jit->link(Spec.symbolName(), Object->Bytes);
+    }
+  }
 
   /// The level \p Spec is first compiled at.
   OptLevel firstLevel(const KernelSpec &Spec) const {
@@ -290,6 +323,8 @@ Expected<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions &Options
     return Jit.status();
   I->Jit = Jit.take();
   I->Pool = std::make_shared<ThreadPool>(Options.Threads);
+  if (Options.WarmUp)
+    I->WarmUpThread = std::thread([Impl = I.get()] { Impl->warmUp(); });
   I->InitMs = msSince(T0);
   return std::unique_ptr<Runtime>(new Runtime(std::move(I)));
 }

@@ -53,6 +53,14 @@ struct RuntimeOptions {
   /// Bytes of entries CacheDir keeps: past it, the least recently used are
   /// removed. 0: no limit.
   uint64_t CacheDirLimit = uint64_t(256) << 20;
+  /// Pays a process's one-time compile costs (code paged in, the target's
+  /// subtarget tables, the passes' first runs) on a background thread that
+  /// create() starts: it compiles and links a small kernel at the quick
+  /// tier and at Opt, then drops them (nothing is cached or stored). A
+  /// process that creates its runtime ahead of its first kernel then
+  /// compiles that kernel in about the time of any later one; a compile
+  /// asked for meanwhile waits for the warm-up step in progress.
+  bool WarmUp = false;
 };
 
 struct CacheStats {

@@ -19,11 +19,13 @@ using namespace gatherjit::test;
 
 namespace {
 
-std::unique_ptr<Runtime> runtimeWith(const std::string &Dir, OptLevel Opt = OptLevel::O2) {
+std::unique_ptr<Runtime> runtimeWith(const std::string &Dir, OptLevel Opt = OptLevel::O2,
+                                     bool WarmUp = false) {
   RuntimeOptions O;
   O.CacheDir = Dir;
   O.Opt = Opt;
   O.Threads = 1;
+  O.WarmUp = WarmUp;
   Expected<std::unique_ptr<Runtime>> RT = Runtime::create(O);
   EXPECT_TRUE(RT.isOk()) << RT.status().message();
   return RT ? RT.take() : nullptr;
@@ -107,6 +109,23 @@ TEST(DiskCache, ANewRuntimeLoadsWithoutCompiling) {
   // Another optimization level is another key.
   auto O1 = runtimeWith(Dir / "cache", OptLevel::O1);
   EXPECT_FALSE(compileAndCheck(*O1, D));
+}
+
+TEST(DiskCache, WarmUpCachesAndStoresNothing) {
+  ScratchDir Dir;
+  // The warm-up's own kernel (2x8 FLOAT32 along axis 1) asked for at once:
+  // compiled for the caller (a miss, stored), whatever the warm-up is doing.
+  auto RT = runtimeWith(Dir / "cache", OptLevel::O2, /*WarmUp=*/true);
+  EXPECT_FALSE(compileAndCheck(*RT, geDesc(2, 8)));
+  EXPECT_FALSE(compileAndCheck(*RT, geDesc(5, 7)));
+  EXPECT_EQ(RT->stats().Misses, 2u);
+  EXPECT_EQ(RT->stats().DiskStores, 2u);
+  RT.reset(); // Joins the warm-up.
+  EXPECT_EQ(entries(Dir / "cache").size(), 2u);
+  // A runtime that goes at once stops its warm-up.
+  for (int I = 0; I < 3; ++I)
+    runtimeWith(Dir / "cache", OptLevel::O2, /*WarmUp=*/true).reset();
+  EXPECT_EQ(entries(Dir / "cache").size(), 2u);
 }
 
 TEST(DiskCache, DamagedOrForeignEntriesAreRecompiledNeverRun) {
