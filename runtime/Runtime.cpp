@@ -28,8 +28,8 @@
 #include <cstdio>
 #include <future>
 #include <list>
-#include <thread>
 #include <optional>
+#include <thread>
 #include <unordered_map>
 
 namespace gatherjit {
