@@ -5,21 +5,11 @@
 import json
 import os
 import sys
-import time
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 import numpy as np
 
-
-def median_ms(reps, f):
-    f()
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        f()
-        times.append((time.perf_counter() - t0) * 1e3)
-    times.sort()
-    return times[len(times) // 2]
+from timing import median_ms
 
 
 def main():
@@ -42,9 +32,9 @@ def main():
     n = 4096
     half = rng.standard_normal((n, n)).astype(np.float16)
     ge_idx = rng.integers(0, n, (n, n))
-    out = {"numpy_rowwise_ms": median_ms(reps, np_rowwise),
+    out = {"numpy_rowwise_ms": median_ms(np_rowwise, reps),
            "numpy_ge1_f16_to_f32_ms": median_ms(
-               reps, lambda: np.take_along_axis(half, ge_idx, 1).astype(np.float32))}
+               lambda: np.take_along_axis(half, ge_idx, 1).astype(np.float32), reps)}
     try:
         import torch
         torch.set_num_threads(1)
@@ -56,9 +46,9 @@ def main():
             b = r[:, dim + 4:].contiguous().view(torch.float32)
             return r[:, :dim].to(torch.float32) * s + b
         t_half, t_ge = torch.from_numpy(half), torch.from_numpy(ge_idx)
-        out["torch_rowwise_ms"] = median_ms(reps, torch_rowwise)
+        out["torch_rowwise_ms"] = median_ms(torch_rowwise, reps)
         out["torch_ge1_f16_to_f32_ms"] = median_ms(
-            reps, lambda: torch.gather(t_half, 1, t_ge).to(torch.float32))
+            lambda: torch.gather(t_half, 1, t_ge).to(torch.float32), reps)
     except ImportError:
         out["torch"] = "not installed"
     print(json.dumps(out))

@@ -12,26 +12,16 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 
 import gatherjit as gj
+from timing import median_ms
 
 CASES = [  # name, command, op, data shape, indices shape, axis
     ("GE1", "gather-elements", "gather_elements", (4096, 4096), (4096, 4096), 1),
     ("G1", "gather", "gather", (50000, 768), (8192,), 0),
 ]
-
-
-def median_ms(call, n=31):
-    call()
-    times = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        call()
-        times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
 
 
 def main():
@@ -56,8 +46,8 @@ def main():
                                       "--stats", "--no-cache"],
                                      capture_output=True, text=True, check=True)
                 cli.append(json.loads(run.stderr.strip().splitlines()[-1])["run_ms_median"])
-                kernel.append(median_ms(lambda: k(data, idx, out=out)))
-                form.append(median_ms(lambda: function(data, idx, axis, out=out)))
+                kernel.append(median_ms(lambda: k(data, idx, out=out), 31))
+                form.append(median_ms(lambda: function(data, idx, axis, out=out), 31))
             c, p, f = (statistics.median(v) for v in (cli, kernel, form))
             print(f"{name}: command line {c:.3f} ms, compiled kernel from Python {p:.3f} ms "
                   f"({p / c:.3f}x), function form {f:.3f} ms ({f / c:.3f}x)")
