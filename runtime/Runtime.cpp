@@ -101,10 +101,8 @@ struct Runtime::Impl {
     for (OptLevel Level : {kernelLevel(Spec, Options.Opt), Options.Opt}) {
       if (Stopping)
         return;
-      Expected<PipelineResult> Object = [&] {
-        std::lock_guard<std::mutex> Lock(CompileMutex);
-        return runPipeline({{Spec, Spec.symbolName()}}, *TM, Level);
-      }();
+      Expected<PipelineResult> Object =
+          objectFor(Spec, Level, PipelineOutput::Object, /*UseDisk=*/false);
       if (Object)
         (void)Jit->link(Spec.symbolName(), Object->Bytes);
     }
@@ -116,12 +114,14 @@ struct Runtime::Impl {
   }
 
   /// Produces the object for \p Spec: from the persistent cache if it holds
-  /// a valid entry, else through the whole pipeline (and stored).
+  /// a valid entry, else through the whole pipeline (and stored); with
+  /// \p UseDisk false, through the pipeline and not stored.
   Expected<PipelineResult> objectFor(const KernelSpec &Spec, OptLevel Level,
-                                     PipelineOutput Output = PipelineOutput::Object) {
+                                     PipelineOutput Output = PipelineOutput::Object,
+                                     bool UseDisk = true) {
     std::lock_guard<std::mutex> Lock(CompileMutex);
     return runPipeline({{Spec, Spec.symbolName()}}, *TM, Level, Output,
-                       Disk ? &*Disk : nullptr);
+                       UseDisk && Disk ? &*Disk : nullptr);
   }
 
   LinkResult compileSpec(const KernelSpec &Spec, OptLevel Level, CompileTimes &Times,
