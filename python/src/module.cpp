@@ -314,14 +314,13 @@ std::optional<PyEpilogue> epilogueOf(const std::optional<py::tuple> &T) {
   return P;
 }
 
-/// True if \p T's strides are those of its sizes packed (C order).
+/// True if \p T's strides are those of its sizes packed (C order), on the
+/// dimensions that step (tensorOf gives the others a stride of 0).
 bool isPacked(const TensorDesc &T) {
-  uint64_t Step = 1;
-  for (size_t D = T.rank(); D-- > 0;) {
-    if (T.Sizes[D] > 1 && (*T.Strides)[D] != Step)
+  const std::vector<uint64_t> Packed = packedStrides(T.Sizes);
+  for (size_t D = 0; D < T.rank(); ++D)
+    if (T.Sizes[D] > 1 && (*T.Strides)[D] != Packed[D])
       return false;
-    Step *= T.Sizes[D];
-  }
   return true;
 }
 
