@@ -82,6 +82,7 @@ def _rows(block, local, epilogue):
 
 
 def _restore(block, inverse):
+    _one_thread_in_workers()
     return gatherjit.take(block, inverse, 0)
 
 
