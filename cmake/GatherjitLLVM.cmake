@@ -41,6 +41,11 @@ endif()
 # LLVM with libclang-cpp.so: two LLVMs abort at start-up.
 option(GATHERJIT_EPILOGUES "Fused C epilogues (needs clang's libraries: libclang-19-dev, libclang-cpp19-dev)" ON)
 add_library(gatherjit_clang INTERFACE)
+# What epilogues need of LLVM with or without clang (bitcode, module linking).
+add_library(gatherjit_epilogue_llvm INTERFACE)
+llvm_map_components_to_libnames(GATHERJIT_EPILOGUE_LLVM_LIBS bitreader bitwriter linker)
+target_link_libraries(gatherjit_epilogue_llvm INTERFACE ${GATHERJIT_EPILOGUE_LLVM_LIBS})
+target_link_libraries(gatherjit_clang INTERFACE gatherjit_epilogue_llvm)
 if(GATHERJIT_EPILOGUES)
   if(GATHERJIT_SHARED_LLVM)
     find_library(GATHERJIT_CLANG_CPP clang-cpp HINTS ${LLVM_LIBRARY_DIR} NO_DEFAULT_PATH)
@@ -74,41 +79,60 @@ if(GATHERJIT_EPILOGUES)
   target_compile_definitions(gatherjit_clang INTERFACE GATHERJIT_HAVE_CLANG)
   message(STATUS "gatherjit: fused C epilogues with clang's libraries")
 else()
-  llvm_map_components_to_libnames(GATHERJIT_CLANG_LLVM_LIBS bitreader bitwriter linker)
-  target_link_libraries(gatherjit_clang INTERFACE ${GATHERJIT_CLANG_LLVM_LIBS})
   message(STATUS "gatherjit: no fused C epilogues (GATHERJIT_EPILOGUES=OFF)")
 endif()
 
-add_library(gatherjit_lib STATIC
-  compiler/spec/KernelSpec.cpp
+# The compiler and the JIT runtime. compiler/epilogue/Epilogue.cpp is built
+# twice: with clang's libraries in gatherjit_lib (the library, Python, tests)
+# and without in gatherjit_lib_noclang, for the command line's
+# gatherjit-llvm, which starts in half the time without clang's static
+# initializers and hands epilogues to gatherjit-clang.
+set(GATHERJIT_COMPILER_SOURCES
   compiler/plan/KernelPlan.cpp
-  compiler/epilogue/Epilogue.cpp
   compiler/emit/EmitKernel.cpp
   compiler/emit/EmitRows.cpp
   compiler/pipeline/Pipeline.cpp
   compiler/optimize/Optimize.cpp
-  compiler/optimize/OptLevel.cpp
   compiler/backend/Target.cpp
   compiler/backend/Jit.cpp
   compiler/backend/Aot.cpp
   runtime/Runtime.cpp
-  runtime/Kernel.cpp
-  runtime/DiskCache.cpp
-  runtime/CApi.cpp
-  runtime/ThreadPool.cpp)
-set_target_properties(gatherjit_lib PROPERTIES POSITION_INDEPENDENT_CODE ON)
-# clang 19's own headers trip GCC's -Wnonnull once inlined at -O2
-# (ExternalASTSource.h's LazyOffsetPtr).
-set_source_files_properties(compiler/epilogue/Epilogue.cpp PROPERTIES COMPILE_OPTIONS -Wno-nonnull)
-target_include_directories(gatherjit_lib
-  PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include> $<INSTALL_INTERFACE:include>
-  PRIVATE $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>)
-target_include_directories(gatherjit_lib SYSTEM PRIVATE ${LLVM_INCLUDE_DIRS})
-separate_arguments(GATHERJIT_LLVM_DEFINITIONS NATIVE_COMMAND "${LLVM_DEFINITIONS}")
-target_compile_definitions(gatherjit_lib PRIVATE ${GATHERJIT_LLVM_DEFINITIONS})
+  runtime/CApi.cpp)
 # LLVM is built without RTTI; classes deriving from LLVM's must match.
 # LLVM's inline functions instantiated here stay hidden, like the static
 # components themselves (see GatherjitPackage.cmake).
-target_compile_options(gatherjit_lib PRIVATE -fno-rtti -fvisibility-inlines-hidden)
-target_link_libraries(gatherjit_lib PUBLIC gatherjit_frontend PRIVATE gatherjit_clang gatherjit_llvm TBB::tbb)
+separate_arguments(GATHERJIT_LLVM_DEFINITIONS NATIVE_COMMAND "${LLVM_DEFINITIONS}")
+function(gatherjit_llvm_sources target)
+  set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  target_include_directories(${target}
+    PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include> $<INSTALL_INTERFACE:include>
+    PRIVATE $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>)
+  target_include_directories(${target} SYSTEM PRIVATE ${LLVM_INCLUDE_DIRS})
+  target_compile_definitions(${target} PRIVATE ${GATHERJIT_LLVM_DEFINITIONS})
+  target_compile_options(${target} PRIVATE -fno-rtti -fvisibility-inlines-hidden)
+endfunction()
+add_library(gatherjit_compiler_objs OBJECT ${GATHERJIT_COMPILER_SOURCES})
+gatherjit_llvm_sources(gatherjit_compiler_objs)
+target_link_libraries(gatherjit_compiler_objs PRIVATE gatherjit_frontend TBB::tbb)
+target_include_directories(gatherjit_compiler_objs PRIVATE ${PROJECT_BINARY_DIR}/generated)
+# clang 19's own headers trip GCC's -Wnonnull once inlined at -O2
+# (ExternalASTSource.h's LazyOffsetPtr).
+set_source_files_properties(compiler/epilogue/Epilogue.cpp PROPERTIES COMPILE_OPTIONS -Wno-nonnull)
+foreach(variant clang noclang)
+  add_library(gatherjit_epilogue_${variant} OBJECT compiler/epilogue/Epilogue.cpp)
+  gatherjit_llvm_sources(gatherjit_epilogue_${variant})
+  target_link_libraries(gatherjit_epilogue_${variant} PRIVATE gatherjit_frontend)
+endforeach()
+target_link_libraries(gatherjit_epilogue_clang PRIVATE gatherjit_clang)
 
+add_library(gatherjit_lib STATIC
+  $<TARGET_OBJECTS:gatherjit_compiler_objs> $<TARGET_OBJECTS:gatherjit_epilogue_clang>)
+target_link_libraries(gatherjit_lib PUBLIC gatherjit_frontend PRIVATE gatherjit_clang gatherjit_llvm TBB::tbb)
+add_library(gatherjit_lib_noclang STATIC
+  $<TARGET_OBJECTS:gatherjit_compiler_objs> $<TARGET_OBJECTS:gatherjit_epilogue_noclang>)
+target_link_libraries(gatherjit_lib_noclang PUBLIC gatherjit_frontend
+  PRIVATE gatherjit_epilogue_llvm gatherjit_llvm TBB::tbb)
+foreach(lib gatherjit_lib gatherjit_lib_noclang)
+  target_include_directories(${lib}
+    PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include> $<INSTALL_INTERFACE:include>)
+endforeach()

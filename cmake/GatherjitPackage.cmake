@@ -11,7 +11,8 @@ include(CMakePackageConfigHelpers)
 # components stay inside it: none of their symbols is exported, so a
 # process may load another LLVM beside this library.
 add_library(gatherjit_shared SHARED
-  $<TARGET_OBJECTS:gatherjit_lib> $<TARGET_OBJECTS:gatherjit_frontend>)
+  $<TARGET_OBJECTS:gatherjit_compiler_objs> $<TARGET_OBJECTS:gatherjit_epilogue_clang>
+  $<TARGET_OBJECTS:gatherjit_frontend>)
 target_link_libraries(gatherjit_shared PRIVATE gatherjit_clang gatherjit_llvm TBB::tbb)
 # Sections nothing reaches are dropped (a third of the components' code);
 # the version script exports gatherjit's names alone.
@@ -34,7 +35,9 @@ add_executable(gatherjit::cli ALIAS gatherjit_cli)
 install(TARGETS gatherjit_shared gatherjit_cli EXPORT gatherjitTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(TARGETS gatherjit_onnx_test RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# The programs gatherjit hands commands to (tools/gatherjit/RunCommand.h).
+install(TARGETS gatherjit_cli_llvm gatherjit_cli_clang gatherjit_onnx_test
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(DIRECTORY include/gatherjit DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 set(GATHERJIT_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/gatherjit)
 install(EXPORT gatherjitTargets NAMESPACE gatherjit:: DESTINATION ${GATHERJIT_CMAKE_DIR})

@@ -5,8 +5,7 @@
 #include "runtime/AtomicFile.h"
 #include "runtime/System.h"
 
-#include <llvm/Support/FileSystem.h>
-#include <llvm/Support/xxhash.h>
+#include "gatherjit/CompilerId.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -22,7 +21,7 @@ namespace gatherjit {
 namespace {
 
 constexpr char Magic[8] = {'G', 'J', 'K', 'C', 'A', 'C', 'H', 'E'};
-constexpr uint32_t Version = 1;
+constexpr uint32_t Version = 2;
 constexpr size_t HeaderBytes = 8 + 4 + 4 + 8 + 8;
 
 template <typename T> void put(std::string &Out, T Value) {
@@ -37,20 +36,23 @@ template <typename T> T get(std::string_view In, size_t At) {
   return Value;
 }
 
-uint64_t checksum(std::string_view KeyAndObject) {
-  return llvm::xxh3_64bits(llvm::StringRef(KeyAndObject.data(), KeyAndObject.size()));
-}
+uint64_t checksum(std::string_view KeyAndObject) { return hash64(KeyAndObject); }
 
 } // namespace
 
-std::string DiskCache::key(std::string_view KernelLines) const {
-  return Environment + std::string(KernelLines);
+std::string cacheEnvironment(OptLevel RuntimeLevel) {
+  return std::string("gatherjit kernel cache\ncompiler " GATHERJIT_COMPILER_ID "\nhost ") +
+         hostCpuId() + "\nopt " + optLevelName(RuntimeLevel) + "\n";
+}
+
+std::string DiskCache::key(const KernelSpec &Spec, OptLevel Level) const {
+  return Environment + "spec " + Spec.describe() + "\nlevel " + optLevelName(Level) + "\n";
 }
 
 std::string DiskCache::path(const std::string &Key) const {
   char Name[32];
   std::snprintf(Name, sizeof(Name), "%016llx.gjk",
-                static_cast<unsigned long long>(llvm::xxh3_64bits(Key)));
+                static_cast<unsigned long long>(hash64(Key)));
   return Dir + "/" + Name;
 }
 
@@ -96,16 +98,16 @@ const char *untrusted(const struct stat &St) {
 } // namespace
 
 std::optional<DiskCache> DiskCache::open(std::string Dir, std::string Environment,
-                                         uint64_t Limit) {
+                                         uint64_t Limit, bool Quiet) {
   DiskCache Cache(std::move(Dir), std::move(Environment), Limit);
+  Cache.Warned = Quiet;
   auto Refuse = [&](const std::string &Why) -> std::optional<DiskCache> {
     Cache.warnOnce("not using the kernel cache " + quote(Cache.Dir) + ": it " + Why +
                    "; kernels are compiled in memory");
     return std::nullopt;
   };
-  if (std::error_code EC = llvm::sys::fs::create_directories(
-          Cache.Dir, /*IgnoreExisting=*/true, llvm::sys::fs::perms::owner_all))
-    return Refuse("cannot be created (" + EC.message() + ")");
+  if (std::string Error = makeDirectories(Cache.Dir, 0700); !Error.empty())
+    return Refuse("cannot be created (" + Error + ")");
   struct stat St;
   if (::stat(Cache.Dir.c_str(), &St) != 0)
     return Refuse(std::string("cannot be read (") + std::strerror(errno) + ")");

@@ -5,12 +5,14 @@
 /// is one file named after the hash of its key:
 ///
 ///   "GJKCACHE" | u32 version | u32 key bytes | u64 object bytes |
-///   u64 xxh3(key ++ object) | key | object
+///   u64 hash64(key ++ object) | key | object
 ///
-/// The key holds everything the machine code depends on: the LLVM version,
-/// target triple, CPU and features, optimization level and pass pipeline,
-/// and a hash of the kernel's unoptimized IR (so a changed emitter never
-/// reuses a stale object). An entry whose header, key, length or checksum
+/// The key holds everything the machine code depends on: the compiler's
+/// build (a hash of compiler/'s sources and LLVM's version, so a changed
+/// emitter or pipeline never reuses a stale object), the host CPU, the
+/// optimization levels, and the kernel's spec. None of it needs LLVM: the
+/// command line finds and runs a cached kernel without loading the compiler
+/// (runtime/CachedKernels.h). An entry whose header, key, length or checksum
 /// does not match is ignored and rewritten, never linked. Entries are
 /// written to a temporary file and renamed, so concurrent writers leave
 /// one whole entry.
@@ -35,6 +37,9 @@
 
 namespace gatherjit {
 
+/// The key lines every kernel of a runtime at \p RuntimeLevel shares.
+std::string cacheEnvironment(OptLevel RuntimeLevel);
+
 class DiskCache : public ObjectCache {
 public:
   /// Opens (creating it 0700 if needed) the cache in \p Dir. \p
@@ -42,13 +47,15 @@ public:
   /// std::nullopt, after one warning line, if the directory cannot be
   /// created or is not safely the current user's.
   /// \p Limit: bytes of entries kept (0: no limit); see trim().
+  /// \p Quiet: warn about nothing (the caller hands a failure to a program
+  /// that opens the cache again and warns).
   static std::optional<DiskCache> open(std::string Dir, std::string Environment,
-                                       uint64_t Limit = 0);
+                                       uint64_t Limit = 0, bool Quiet = false);
   DiskCache(DiskCache &&) = default;
   DiskCache &operator=(DiskCache &&) = default;
 
-  /// The full key of one kernel: the environment plus its own lines.
-  std::string key(std::string_view KernelLines) const override;
+  /// The full key of one kernel: the environment plus its spec and level.
+  std::string key(const KernelSpec &Spec, OptLevel Level) const override;
   /// The entry's path for \p Key.
   std::string path(const std::string &Key) const;
 

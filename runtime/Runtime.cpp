@@ -20,7 +20,6 @@
 #include "runtime/System.h"
 #include "runtime/ThreadPool.h"
 
-#include <llvm/Config/llvm-config.h>
 #include <llvm/Target/TargetMachine.h>
 
 #include <atomic>
@@ -311,12 +310,7 @@ Expected<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions &Options
     return TM.status();
   I->TM = TM.take();
   if (!Options.CacheDir.empty())
-    I->Disk = DiskCache::open(
-        Options.CacheDir,
-        std::string("gatherjit kernel cache\nllvm " LLVM_VERSION_STRING "\ntriple ") +
-            I->TM->getTargetTriple().str() + "\ncpu " + I->TM->getTargetCPU().str() +
-            "\nfeatures " + I->TM->getTargetFeatureString().str() + "\nopt " +
-            optLevelName(Options.Opt) + "\n",
+    I->Disk = DiskCache::open(Options.CacheDir, cacheEnvironment(Options.Opt),
         Options.CacheDirLimit);
   Expected<std::shared_ptr<JitEngine>> Jit = JitEngine::create({Options.PerfMap, Options.Debugger});
   if (!Jit)

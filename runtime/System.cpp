@@ -5,12 +5,20 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <fcntl.h>
 #include <new>
+#include <utility>
 #include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#elif defined(__aarch64__)
+#include <sys/auxv.h>
+#endif
 
 namespace gatherjit {
 namespace {
@@ -184,6 +192,65 @@ bool envFlag(const char *Name) {
     if (strcasecmp(V, Off) == 0)
       return false;
   return true;
+}
+
+uint64_t hash64(std::string_view Bytes) {
+  uint64_t H = 0xcbf29ce484222325ull;
+  for (unsigned char C : Bytes) {
+    H ^= C;
+    H *= 0x100000001b3ull;
+  }
+  return H;
+}
+
+std::string makeDirectories(const std::string &Dir, mode_t Mode) {
+  for (size_t At = Dir.find('/', 1);; At = Dir.find('/', At + 1)) {
+    const std::string Prefix = Dir.substr(0, At);
+    if (!Prefix.empty() && ::mkdir(Prefix.c_str(), Mode) != 0 && errno != EEXIST)
+      return std::strerror(errno);
+    if (At == std::string::npos)
+      return "";
+  }
+}
+
+std::string hostCpuId() {
+  std::string Id;
+  auto Add = [&](uint64_t Word) {
+    char Hex[20];
+    std::snprintf(Hex, sizeof(Hex), "%llx ", static_cast<unsigned long long>(Word));
+    Id += Hex;
+  };
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned A, B, C, D;
+  Id = "x86 ";
+  const unsigned MaxLeaf = __get_cpuid_max(0, nullptr);
+  const std::pair<unsigned, unsigned> Leaves[] = {{0, 0}, {1, 0}, {7, 0}, {7, 1},
+                                                  {0xd, 0}, {0x80000001u, 0}};
+  for (auto [Leaf, Sub] : Leaves) {
+    if ((Leaf < 0x80000000u && Leaf > MaxLeaf) || !__get_cpuid_count(Leaf, Sub, &A, &B, &C, &D))
+      continue;
+    if (Leaf == 1)
+      B &= 0xffff; // Bits 16-31: the APIC ID of whichever core runs this.
+    for (unsigned W : {A, B, C, D})
+      Add(W);
+  }
+  if (__get_cpuid(1, &A, &B, &C, &D) && (C & bit_OSXSAVE)) {
+    unsigned Lo, Hi;
+    __asm__("xgetbv" : "=a"(Lo), "=d"(Hi) : "c"(0));
+    Add(Lo);
+    Add(Hi);
+  }
+#elif defined(__aarch64__)
+  Id = "aarch64 ";
+  Add(getauxval(AT_HWCAP));
+  Add(getauxval(AT_HWCAP2));
+  if (Expected<std::string> Midr =
+          readTextFile("/sys/devices/system/cpu/cpu0/regs/identification/midr_el1", 64))
+    Id += *Midr;
+#else
+  Id = "other";
+#endif
+  return Id;
 }
 
 } // namespace gatherjit

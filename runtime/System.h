@@ -16,6 +16,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <string_view>
+#include <sys/types.h>
 #include <optional>
 #include <string>
 
@@ -90,6 +92,19 @@ private:
 /// A boolean environment variable: unset, empty, "0", "false", "off" and
 /// "no" (any case) are off; anything else is on.
 bool envFlag(const char *Name);
+
+/// A 64-bit FNV-1a hash: names and checksums of kernel cache entries.
+uint64_t hash64(std::string_view Bytes);
+
+/// Creates \p Dir and its missing parents (new ones with \p Mode); an
+/// existing directory is success. The error's text, or empty.
+std::string makeDirectories(const std::string &Dir, mode_t Mode);
+
+/// Identifies this machine's CPU as code generation sees it (x86-64: the
+/// CPUID leaves of vendor, model and features, and the register state the
+/// OS enables; AArch64: the hardware capabilities): kernels compiled for
+/// the host are reused only on a host with the same identity.
+std::string hostCpuId();
 
 } // namespace gatherjit
 

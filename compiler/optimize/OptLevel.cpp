@@ -1,6 +1,9 @@
-//===- compiler/optimize/OptLevel.cpp - Optimization level names ---------===//
+//===- compiler/optimize/OptLevel.cpp - Optimization levels (no LLVM) ----===//
 
 #include "gatherjit/OptLevel.h"
+
+#include "compiler/optimize/Optimize.h"
+#include "compiler/spec/KernelSpec.h"
 
 namespace gatherjit {
 
@@ -24,6 +27,12 @@ std::optional<OptLevel> parseOptLevel(std::string_view Name) {
   if (Name.size() != 1 || Name[0] < '0' || Name[0] > '3')
     return std::nullopt;
   return static_cast<OptLevel>(Name[0] - '0');
+}
+
+OptLevel kernelLevel(const KernelSpec &Spec, OptLevel Requested) {
+  if (Requested == OptLevel::O2 && Spec.outputBytes() <= QuickKernelBytes)
+    return OptLevel::O1;
+  return Requested;
 }
 
 } // namespace gatherjit

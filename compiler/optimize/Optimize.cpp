@@ -50,12 +50,6 @@ std::string pipelineText(OptLevel Level) {
   llvm_unreachable("covered switch");
 }
 
-OptLevel kernelLevel(const KernelSpec &Spec, OptLevel Requested) {
-  if (Requested == OptLevel::O2 && Spec.outputBytes() <= QuickKernelBytes)
-    return OptLevel::O1;
-  return Requested;
-}
-
 Status optimize(llvm::Module &M, llvm::TargetMachine &TM, OptLevel Level) {
 #ifndef NDEBUG
   if (Status S = verify(M, "emit"); !S)

@@ -11,7 +11,6 @@
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Support/raw_ostream.h>
-#include <llvm/Support/xxhash.h>
 #include <llvm/Target/TargetMachine.h>
 
 #include <chrono>
@@ -25,19 +24,6 @@ double msSince(Clock::time_point T0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - T0).count();
 }
 
-/// The cache's key lines for \p M, the unoptimized module of \p Spec: a
-/// changed emitter or pipeline never reuses old code.
-std::string cacheLines(const KernelSpec &Spec, const llvm::Module &M, OptLevel Level) {
-  std::string IR;
-  llvm::raw_string_ostream OS(IR);
-  M.print(OS, nullptr);
-  char Hash[24];
-  std::snprintf(Hash, sizeof(Hash), "%016llx",
-                static_cast<unsigned long long>(llvm::xxh3_64bits(OS.str())));
-  return "spec " + Spec.describe() + "\nir " + Hash + "\nlevel " + optLevelName(Level) +
-         "\npipeline " + pipelineText(Level) + "\n";
-}
-
 } // namespace
 
 TargetFacts targetFacts(const llvm::TargetMachine &) {
@@ -48,25 +34,13 @@ TargetFacts targetFacts(const llvm::TargetMachine &) {
 
 namespace {
 
-/// The stages after emission: configure \p M for \p TM, look it up in
-/// \p Cache (if given, under the spec \p Keyed), optimize, generate.
+/// The stages after emission: configure \p M for \p TM, optimize,
+/// generate, and store the object in \p Cache under \p Key if given.
 Expected<PipelineResult> finish(llvm::Module &M, PipelineResult R, Clock::time_point T0,
                                 llvm::TargetMachine &TM, OptLevel Level, PipelineOutput Output,
-                                const ObjectCache *Cache, const KernelSpec *Keyed) {
+                                const ObjectCache *Cache, const std::string &Key) {
   configureModule(M, TM);
   R.Times.Emit = msSince(T0);
-  std::string Key;
-  if (Cache && Keyed && Output == PipelineOutput::Object) {
-    T0 = Clock::now();
-    Key = Cache->key(cacheLines(*Keyed, M, Level));
-    std::optional<std::vector<char>> Cached = Cache->load(Key);
-    R.Times.Load = msSince(T0);
-    if (Cached) {
-      R.Bytes = std::move(*Cached);
-      R.FromCache = true;
-      return R;
-    }
-  }
   T0 = Clock::now();
   if (Status S = optimize(M, TM, Level); !S)
     return S;
@@ -96,7 +70,7 @@ Expected<PipelineResult> finish(llvm::Module &M, PipelineResult R, Clock::time_p
   }
   }
   R.Times.Codegen = msSince(T0);
-  if (!Key.empty())
+  if (Cache && !Key.empty())
     R.Stored = Cache->store(Key, R.Bytes).isOk();
   return R;
 }
@@ -106,6 +80,20 @@ Expected<PipelineResult> finish(llvm::Module &M, PipelineResult R, Clock::time_p
 Expected<PipelineResult> runPipeline(const std::vector<PipelineKernel> &Kernels,
                                      llvm::TargetMachine &TM, OptLevel Level,
                                      PipelineOutput Output, const ObjectCache *Cache) {
+  PipelineResult R;
+  std::string Key;
+  if (Cache && Kernels.size() == 1 && Output == PipelineOutput::Object) {
+    // Keyed by the spec, not the IR: a hit emits nothing.
+    const Clock::time_point T0 = Clock::now();
+    Key = Cache->key(Kernels[0].Spec, Level);
+    std::optional<std::vector<char>> Cached = Cache->load(Key);
+    R.Times.Load = msSince(T0);
+    if (Cached) {
+      R.Bytes = std::move(*Cached);
+      R.FromCache = true;
+      return R;
+    }
+  }
   llvm::LLVMContext Ctx;
   Clock::time_point T0 = Clock::now();
   llvm::Module M(Kernels.size() == 1 ? Kernels[0].Name : "gatherjit_aot", Ctx);
@@ -121,8 +109,7 @@ Expected<PipelineResult> runPipeline(const std::vector<PipelineKernel> &Kernels,
     }
     emitKernelInto(K.Spec, planKernel(K.Spec, Facts), K.Name, M);
   }
-  return finish(M, PipelineResult{}, T0, TM, Level, Output, Cache,
-                Kernels.size() == 1 ? &Kernels[0].Spec : nullptr);
+  return finish(M, std::move(R), T0, TM, Level, Output, Cache, Key);
 }
 
 Expected<PipelineResult> runEpiloguePipeline(const EpilogueCode &Code, const std::string &Name,
@@ -144,7 +131,7 @@ Expected<PipelineResult> runEpiloguePipeline(const EpilogueCode &Code, const std
   llvm::IRBuilder<> B(llvm::BasicBlock::Create(Ctx, "entry", F));
   emitEpilogueCall(B, Code.Signature, *Epi, Params, F->getArg(0), F->getArg(2));
   B.CreateRet(B.getInt64(0));
-  return finish(M, PipelineResult{}, T0, TM, Level, PipelineOutput::Object, nullptr, nullptr);
+  return finish(M, PipelineResult{}, T0, TM, Level, PipelineOutput::Object, nullptr, "");
 }
 
 } // namespace gatherjit

@@ -30,8 +30,8 @@ namespace gatherjit {
 class ObjectCache {
 public:
   virtual ~ObjectCache() = default;
-  /// The full key of a kernel described by \p KernelLines.
-  virtual std::string key(std::string_view KernelLines) const = 0;
+  /// The full key of \p Spec's kernel compiled at \p Level.
+  virtual std::string key(const KernelSpec &Spec, OptLevel Level) const = 0;
   virtual std::optional<std::vector<char>> load(const std::string &Key) const = 0;
   /// A failure costs speed, not correctness: the pipeline goes on.
   virtual Status store(const std::string &Key, const std::vector<char> &Object) const = 0;

@@ -85,6 +85,7 @@ struct CacheStats {
 };
 
 class Runtime;
+class CachedKernels;
 
 /// A compiled kernel for one validated descriptor. Cheap to copy; the code
 /// stays valid while any copy is alive, even after eviction from the cache.
@@ -120,6 +121,7 @@ public:
 
 private:
   friend class Runtime;
+  friend class CachedKernels;
   struct State;
   std::shared_ptr<const State> S;
   bool Hit = false; ///< This handle came from the cache.

@@ -1,0 +1,72 @@
+//===- runtime/CachedKernels.cpp - Kernels from the cache, without LLVM ---===//
+
+#include "runtime/CachedKernels.h"
+
+#include "compiler/optimize/Optimize.h"
+#include "runtime/KernelState.h"
+#include "runtime/ObjectLoader.h"
+#include "runtime/System.h"
+
+#include <chrono>
+#include <cstdio>
+
+namespace gatherjit {
+
+CachedKernels::CachedKernels(DiskCache Disk, const RuntimeOptions &Options)
+    : Disk(std::move(Disk)), Options(Options),
+      Pool(std::make_shared<ThreadPool>(Options.Threads)) {}
+
+std::optional<CachedKernels> CachedKernels::open(const RuntimeOptions &Options) {
+  if (Options.CacheDir.empty())
+    return std::nullopt;
+  std::optional<DiskCache> Disk =
+      DiskCache::open(Options.CacheDir, cacheEnvironment(Options.Opt), Options.CacheDirLimit,
+                      /*Quiet=*/true);
+  if (!Disk)
+    return std::nullopt;
+  return CachedKernels(std::move(*Disk), Options);
+}
+
+std::optional<Kernel> CachedKernels::find(const ValidDesc &Desc) const {
+  const auto T0 = std::chrono::steady_clock::now();
+  const KernelSpec Spec = canonicalize(Desc);
+  if (Spec.hasEpilogue())
+    return std::nullopt;
+  auto State = std::make_shared<Kernel::State>();
+  State->Desc = Desc;
+  State->Spec = Spec;
+  State->Pool = Pool;
+  State->FromDisk = true;
+  if (Desc.outputElements() != 0) {
+    const std::string Name = Spec.symbolName();
+    const OptLevel First = Options.QuickTier ? kernelLevel(Spec, Options.Opt) : Options.Opt;
+    for (OptLevel Level : {Options.Opt, First}) {
+      std::optional<std::vector<char>> Object = Disk.load(Disk.key(Spec, Level));
+      if (!Object)
+        continue;
+      Expected<std::shared_ptr<const Executable>> Code =
+          loadKernelObject(std::string_view(Object->data(), Object->size()), Name);
+      if (!Code)
+        continue;
+      State->Code = std::make_shared<TieredCode>(Code.take(), Level, /*UpgradeAfter=*/0,
+                                                 nullptr, std::weak_ptr<BackgroundQueue>());
+      break;
+    }
+    if (!State->Code)
+      return std::nullopt;
+    State->Symbol = Name;
+    State->Rows = Spec.rows();
+    State->Split = State->Rows >= 2 && Pool->worthSplitting(Spec.outputBytes());
+  }
+  State->Times.Load =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - T0).count();
+  if (envFlag("GATHERJIT_LOG") && State->Code)
+    std::fprintf(stderr, "gatherjit: loaded %s at %s without LLVM: load and link %.3f ms\n  spec: %s\n",
+                 State->Symbol.c_str(), optLevelName(State->Code->level()), State->Times.Load,
+                 Spec.describe().c_str());
+  Kernel K;
+  K.S = std::move(State);
+  return K;
+}
+
+} // namespace gatherjit

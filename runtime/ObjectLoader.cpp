@@ -1,0 +1,268 @@
+//===- runtime/ObjectLoader.cpp - Kernel objects linked without LLVM ------===//
+
+#include "runtime/ObjectLoader.h"
+
+#include <cstring>
+#include <elf.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <vector>
+
+namespace gatherjit {
+namespace {
+
+using RangeFn = int64_t (*)(const void *, const void *, void *, int64_t, int64_t);
+
+class LoadedKernel final : public Executable {
+public:
+  LoadedKernel(void *Base, size_t Bytes, RangeFn Entry) : Base(Base), Bytes(Bytes), Entry(Entry) {}
+  ~LoadedKernel() override { ::munmap(Base, Bytes); }
+  int64_t runRows(const void *Input, const void *Indices, void *Output, int64_t Begin,
+                  int64_t End) const override {
+    return Entry(Input, Indices, Output, Begin, End);
+  }
+
+private:
+  void *Base;
+  size_t Bytes;
+  RangeFn Entry;
+};
+
+/// The functions a kernel object may call.
+uint64_t externalSymbol(std::string_view Name) {
+  if (Name == "memcpy")
+    return reinterpret_cast<uint64_t>(&::memcpy);
+  if (Name == "memmove")
+    return reinterpret_cast<uint64_t>(&::memmove);
+  if (Name == "memset")
+    return reinterpret_cast<uint64_t>(&::memset);
+  return 0;
+}
+
+Status refuse(const std::string &Why) {
+  return Status::unsupported("cannot link the kernel object without LLVM: " + Why);
+}
+
+uint64_t alignTo(uint64_t Value, uint64_t Align) { return (Value + Align - 1) / Align * Align; }
+
+/// One allocation group: code, read-only data, writable data.
+enum Group { Code, ReadOnly, Writable, NumGroups };
+
+} // namespace
+
+Expected<std::shared_ptr<const Executable>> loadKernelObject(std::string_view Object,
+                                                             const std::string &Name) {
+#if !defined(__x86_64__)
+  (void)Object;
+  (void)Name;
+  return refuse("only x86-64 objects are linked here");
+#else
+  const char *Bytes = Object.data();
+  const uint64_t Size = Object.size();
+  Elf64_Ehdr Header;
+  if (Size < sizeof(Header))
+    return refuse("the object is truncated");
+  std::memcpy(&Header, Bytes, sizeof(Header));
+  if (std::memcmp(Header.e_ident, ELFMAG, SELFMAG) != 0 ||
+      Header.e_ident[EI_CLASS] != ELFCLASS64 || Header.e_ident[EI_DATA] != ELFDATA2LSB ||
+      Header.e_type != ET_REL || Header.e_machine != EM_X86_64 ||
+      Header.e_shentsize != sizeof(Elf64_Shdr) || Header.e_shoff > Size ||
+      Header.e_shnum > (Size - Header.e_shoff) / sizeof(Elf64_Shdr))
+    return refuse("not a relocatable x86-64 ELF object");
+  std::vector<Elf64_Shdr> Sections(Header.e_shnum);
+  std::memcpy(Sections.data(), Bytes + Header.e_shoff, Sections.size() * sizeof(Elf64_Shdr));
+  for (const Elf64_Shdr &S : Sections)
+    if (S.sh_type != SHT_NOBITS && (S.sh_offset > Size || S.sh_size > Size - S.sh_offset))
+      return refuse("a section lies outside the object");
+
+  // The symbol table and its names.
+  const Elf64_Shdr *SymTab = nullptr;
+  for (const Elf64_Shdr &S : Sections)
+    if (S.sh_type == SHT_SYMTAB)
+      SymTab = &S;
+  if (!SymTab || SymTab->sh_entsize != sizeof(Elf64_Sym) || SymTab->sh_link >= Sections.size())
+    return refuse("no symbol table");
+  std::vector<Elf64_Sym> Symbols(SymTab->sh_size / sizeof(Elf64_Sym));
+  std::memcpy(Symbols.data(), Bytes + SymTab->sh_offset, Symbols.size() * sizeof(Elf64_Sym));
+  const Elf64_Shdr &StrTab = Sections[SymTab->sh_link];
+  auto SymbolName = [&](const Elf64_Sym &Sym) -> std::string_view {
+    if (Sym.st_name >= StrTab.sh_size)
+      return {};
+    const char *Begin = Bytes + StrTab.sh_offset + Sym.st_name;
+    return std::string_view(Begin, strnlen(Begin, StrTab.sh_size - Sym.st_name));
+  };
+
+  // Layout: each group starts on a page; after the sections, code gets a
+  // jump stub per symbol and read-only data a GOT slot per symbol.
+  const uint64_t Page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  constexpr uint64_t StubBytes = 16;
+  std::vector<uint64_t> Offset(Sections.size(), 0);
+  std::vector<bool> Placed(Sections.size(), false);
+  uint64_t GroupBegin[NumGroups], GroupEnd[NumGroups];
+  uint64_t At = 0, StubsAt = 0, GotAt = 0;
+  for (int G = 0; G < NumGroups; ++G) {
+    At = GroupBegin[G] = alignTo(At, Page);
+    for (size_t I = 0; I < Sections.size(); ++I) {
+      const Elf64_Shdr &S = Sections[I];
+      if (!(S.sh_flags & SHF_ALLOC) || S.sh_size == 0)
+        continue;
+      const Group Kind = (S.sh_flags & SHF_EXECINSTR) ? Code
+                         : (S.sh_flags & SHF_WRITE)   ? Writable
+                                                      : ReadOnly;
+      if (Kind != G)
+        continue;
+      const uint64_t Align = S.sh_addralign ? S.sh_addralign : 1;
+      if ((Align & (Align - 1)) != 0 || Align > Page)
+        return refuse("a section's alignment is not a power of two up to a page");
+      Offset[I] = At = alignTo(At, Align);
+      Placed[I] = true;
+      At += S.sh_size;
+    }
+    if (G == Code) {
+      StubsAt = At = alignTo(At, StubBytes);
+      At += StubBytes * Symbols.size();
+    } else if (G == ReadOnly) {
+      GotAt = At = alignTo(At, 8);
+      At += 8 * Symbols.size();
+    }
+    GroupEnd[G] = At;
+  }
+  const uint64_t Total = alignTo(At, Page);
+  void *Map = ::mmap(nullptr, Total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (Map == MAP_FAILED)
+    return Status::internal("mapping a kernel's code failed");
+  char *Base = static_cast<char *>(Map);
+  struct Unmap {
+    void *Map;
+    uint64_t Total;
+    ~Unmap() {
+      if (Map)
+        ::munmap(Map, Total);
+    }
+  } Guard{Map, Total};
+  for (size_t I = 0; I < Sections.size(); ++I)
+    if (Placed[I] && Sections[I].sh_type != SHT_NOBITS)
+      std::memcpy(Base + Offset[I], Bytes + Sections[I].sh_offset, Sections[I].sh_size);
+
+  // Symbol addresses; undefined ones reach their function through a stub
+  // (for PC-relative calls) or a GOT slot.
+  auto Address = [&](size_t Index, uint64_t &Out) -> bool {
+    const Elf64_Sym &Sym = Symbols[Index];
+    if (Sym.st_shndx == SHN_UNDEF) {
+      Out = externalSymbol(SymbolName(Sym));
+      return Out != 0;
+    }
+    if (Sym.st_shndx == SHN_ABS) {
+      Out = Sym.st_value;
+      return true;
+    }
+    if (Sym.st_shndx >= Sections.size() || !Placed[Sym.st_shndx] ||
+        Sym.st_value > Sections[Sym.st_shndx].sh_size)
+      return false;
+    Out = reinterpret_cast<uint64_t>(Base + Offset[Sym.st_shndx] + Sym.st_value);
+    return true;
+  };
+  auto Stub = [&](size_t Index, uint64_t Target) {
+    char *P = Base + StubsAt + StubBytes * Index;
+    const unsigned char Jump[6] = {0xff, 0x25, 0, 0, 0, 0}; // jmp *0(%rip)
+    std::memcpy(P, Jump, sizeof(Jump));
+    std::memcpy(P + sizeof(Jump), &Target, 8);
+    return reinterpret_cast<uint64_t>(P);
+  };
+  auto Got = [&](size_t Index, uint64_t Target) {
+    char *P = Base + GotAt + 8 * Index;
+    std::memcpy(P, &Target, 8);
+    return reinterpret_cast<uint64_t>(P);
+  };
+
+  for (const Elf64_Shdr &R : Sections) {
+    if (R.sh_type == SHT_REL)
+      return refuse("REL relocations");
+    if (R.sh_type != SHT_RELA)
+      continue;
+    if (R.sh_info >= Sections.size() || R.sh_entsize != sizeof(Elf64_Rela))
+      return refuse("a malformed relocation section");
+    if (!Placed[R.sh_info])
+      continue; // Of debug information or an empty section: not loaded.
+    const Elf64_Shdr &Target = Sections[R.sh_info];
+    char *Into = Base + Offset[R.sh_info];
+    for (uint64_t E = 0; E < R.sh_size / sizeof(Elf64_Rela); ++E) {
+      Elf64_Rela Rel;
+      std::memcpy(&Rel, Bytes + R.sh_offset + E * sizeof(Rel), sizeof(Rel));
+      const uint32_t Type = ELF64_R_TYPE(Rel.r_info);
+      const size_t Sym = ELF64_R_SYM(Rel.r_info);
+      if (Type == R_X86_64_NONE)
+        continue;
+      const uint64_t Width = Type == R_X86_64_64 || Type == R_X86_64_PC64 ? 8 : 4;
+      if (Sym >= Symbols.size() || Rel.r_offset > Target.sh_size ||
+          Target.sh_size - Rel.r_offset < Width)
+        return refuse("a relocation outside its section");
+      uint64_t S;
+      if (!Address(Sym, S))
+        return refuse("the symbol " + std::string(SymbolName(Symbols[Sym])) +
+                      " is not the kernel's own or memcpy, memmove, memset");
+      const bool External = Symbols[Sym].st_shndx == SHN_UNDEF;
+      const uint64_t P = reinterpret_cast<uint64_t>(Into + Rel.r_offset);
+      const uint64_t A = static_cast<uint64_t>(Rel.r_addend);
+      int64_t Value64;
+      switch (Type) {
+      case R_X86_64_64:
+        Value64 = static_cast<int64_t>(S + A);
+        std::memcpy(Into + Rel.r_offset, &Value64, 8);
+        continue;
+      case R_X86_64_PC64:
+        Value64 = static_cast<int64_t>(S + A - P);
+        std::memcpy(Into + Rel.r_offset, &Value64, 8);
+        continue;
+      case R_X86_64_PC32:
+      case R_X86_64_PLT32:
+        Value64 = static_cast<int64_t>((External ? Stub(Sym, S) : S) + A - P);
+        break;
+      case R_X86_64_GOTPCREL:
+      case R_X86_64_GOTPCRELX:
+      case R_X86_64_REX_GOTPCRELX:
+        Value64 = static_cast<int64_t>(Got(Sym, S) + A - P);
+        break;
+      case R_X86_64_32:
+        if (S + A > UINT32_MAX)
+          return refuse("a 32-bit absolute address out of range");
+        Value64 = static_cast<int64_t>(S + A);
+        break;
+      case R_X86_64_32S:
+        Value64 = static_cast<int64_t>(S + A);
+        if (Value64 < INT32_MIN || Value64 > INT32_MAX)
+          return refuse("a 32-bit absolute address out of range");
+        break;
+      default:
+        return refuse("relocation type " + std::to_string(Type));
+      }
+      if (Type != R_X86_64_32 && (Value64 < INT32_MIN || Value64 > INT32_MAX))
+        return refuse("a 32-bit displacement out of range");
+      const uint32_t Value32 = static_cast<uint32_t>(Value64);
+      std::memcpy(Into + Rel.r_offset, &Value32, 4);
+    }
+  }
+
+  uint64_t Entry = 0;
+  const std::string EntryName = Name + "_range";
+  for (size_t I = 0; I < Symbols.size(); ++I)
+    if (ELF64_ST_BIND(Symbols[I].st_info) == STB_GLOBAL &&
+        ELF64_ST_TYPE(Symbols[I].st_info) == STT_FUNC && Symbols[I].st_shndx != SHN_UNDEF &&
+        SymbolName(Symbols[I]) == EntryName && Address(I, Entry))
+      break;
+  if (!Entry)
+    return refuse("the object defines no function " + EntryName);
+  const int Protect[NumGroups] = {PROT_READ | PROT_EXEC, PROT_READ, PROT_READ | PROT_WRITE};
+  for (int G = 0; G < NumGroups; ++G) {
+    const uint64_t End = alignTo(GroupEnd[G], Page);
+    if (End > GroupBegin[G] &&
+        ::mprotect(Base + GroupBegin[G], End - GroupBegin[G], Protect[G]) != 0)
+      return Status::internal("protecting a kernel's code failed");
+  }
+  Guard.Map = nullptr;
+  return std::shared_ptr<const Executable>(
+      std::make_shared<LoadedKernel>(Map, Total, reinterpret_cast<RangeFn>(Entry)));
+#endif
+}
+
+} // namespace gatherjit
