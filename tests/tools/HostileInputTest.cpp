@@ -218,3 +218,58 @@ TEST_F(HostileInput, AnUnusableCacheDirectoryWarnsOnceAndCompiles) {
 }
 
 } // namespace
+
+namespace {
+
+/// Runs \p Program (not the build's gatherjit) with \p Args.
+CliResult runProgram(const ScratchDir &Dir, const std::string &Program, const std::string &Args) {
+  const std::string Out = Dir / "stdout.txt", Err = Dir / "stderr.txt";
+  const int Raw = std::system((Program + " " + Args + " >" + Out + " 2>" + Err).c_str());
+  CliResult R;
+  R.Exit = WIFEXITED(Raw) ? WEXITSTATUS(Raw) : -1;
+  R.Out = slurp(Out);
+  R.Err = slurp(Err);
+  return R;
+}
+
+} // namespace
+
+TEST_F(HostileInput, GatherjitAloneRunsCachedKernelsAndTheInterpreter) {
+  // gatherjit copied away from gatherjit-llvm and gatherjit-clang: what it
+  // runs, it runs without them; the rest fails with one clear line and
+  // leaves no output.
+  std::filesystem::create_directory(Dir.Path / "alone");
+  const std::string Alone = Dir / "alone/gatherjit";
+  std::filesystem::copy_file(GATHERJIT_CLI, Alone);
+  const std::string Cache = " --cache-dir " + Dir / "cache";
+  const std::string Out = Dir / "o.npy";
+  CliResult R = runProgram(Dir, Alone, ge(Out) + Cache);
+  EXPECT_EQ(R.Exit, 1);
+  EXPECT_THAT(R.Err, HasSubstr("error: running '" + Dir / "alone/gatherjit-llvm" + "'"));
+  EXPECT_FALSE(std::filesystem::exists(Out));
+
+  R = runCli(Dir, ge(Out) + Cache); // Compiles and stores the kernel.
+  ASSERT_EQ(R.Exit, 0) << R.Err;
+  std::filesystem::remove(Out);
+  R = runProgram(Dir, Alone, ge(Out) + Cache + " --stats");
+  ASSERT_EQ(R.Exit, 0) << R.Err;
+  EXPECT_EQ(readArray<float>(Out), expected());
+  EXPECT_THAT(R.Err, StartsWith("{\"engine\": \"jit\""));
+
+  std::filesystem::remove(Out);
+  R = runProgram(Dir, Alone, ge(Out) + " --engine interp --no-cache");
+  ASSERT_EQ(R.Exit, 0) << R.Err;
+  EXPECT_EQ(readArray<float>(Out), expected());
+
+  for (const auto &[Args, Program] :
+       {std::pair<std::string, std::string>{ge(Out) + Cache + " --no-cache", "gatherjit-llvm"},
+        {ge(Out) + Cache + " --opt O3", "gatherjit-llvm"},
+        {"ir " + ge("-"), "gatherjit-llvm"},
+        {"--help", "gatherjit-llvm"},
+        {ge(Out) + " --epilogue e.c --epilogue-fn f", "gatherjit-clang"}}) {
+    R = runProgram(Dir, Alone, Args);
+    EXPECT_EQ(R.Exit, 1) << Args;
+    EXPECT_THAT(R.Err, HasSubstr("/alone/" + Program + "'")) << Args;
+    EXPECT_EQ(std::count(R.Err.begin(), R.Err.end(), '\n'), 1) << R.Err;
+  }
+}
