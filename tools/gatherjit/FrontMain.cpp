@@ -5,8 +5,9 @@
 //   - gather-elements, gather, gather-nd and run whose kernel is in the
 //     kernel cache (runtime/CachedKernels.h), and
 //   - the same commands with --engine interp.
-// Everything else (a kernel to compile, --no-cache, ir, aot, bench, demo,
-// onnx-test, --help, a command line it does not understand) it hands to
+// Everything else (a kernel to compile, --no-cache, GATHERJIT_PERF_MAP or
+// GATHERJIT_GDB, ir, aot, bench, demo, onnx-test, --help, a command line it
+// does not understand) it hands to
 // gatherjit-llvm, and fused C epilogues to gatherjit-clang, replacing
 // itself with them: they parse the command again and report its errors.
 // The commands, flags, outputs and exit codes are those of tools/gatherjit/
@@ -60,7 +61,8 @@ bool runWithoutCompiler(int Argc, char **Argv, int &Exit) {
   if (Jit) {
     const auto T0 = std::chrono::steady_clock::now();
     Expected<RuntimeOptions> Options = runtimeOptions(E);
-    if (!Options || Options->CacheDir.empty())
+    // Kernels named in perf maps or registered with GDB are ORC's to link.
+    if (!Options || Options->CacheDir.empty() || Options->PerfMap || Options->Debugger)
       return false;
     Cache = CachedKernels::open(*Options);
     if (!Cache)
