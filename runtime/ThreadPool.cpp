@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <sched.h>
 #include <thread>
 
 namespace gatherjit {
@@ -18,21 +19,34 @@ struct ThreadPool::Arena {
   tbb::task_arena A;
 };
 
+namespace {
+
+/// The CPUs this process may run on, as oneTBB counts them (its default
+/// concurrency), without starting oneTBB.
+unsigned allowedCpus() {
+  cpu_set_t Set;
+  if (sched_getaffinity(0, sizeof(Set), &Set) == 0 && CPU_COUNT(&Set) > 0)
+    return static_cast<unsigned>(CPU_COUNT(&Set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+} // namespace
+
 ThreadPool::ThreadPool(unsigned Requested)
     // More threads than oneTBB may run only makes it print a warning into
     // the host's stderr: the count is clamped to what the process may use.
-    : Threads(std::min(Requested ? Requested : UINT_MAX,
-                       static_cast<unsigned>(std::max(1, tbb::info::default_concurrency())))) {
-  if (Threads > 1)
-    TaskArena = std::make_unique<Arena>(static_cast<int>(Threads));
-}
+    : Threads(std::min(Requested ? Requested : UINT_MAX, allowedCpus())) {}
 
 ThreadPool::~ThreadPool() = default;
 
 int64_t ThreadPool::parallelMin(uint64_t Rows,
                                 const std::function<int64_t(uint64_t, uint64_t)> &Fn) {
-  if (!TaskArena)
+  if (Threads <= 1)
     return Fn(0, Rows);
+  std::call_once(ArenaOnce, [this] {
+    TaskArena = std::make_unique<Arena>(static_cast<int>(
+        std::min<unsigned>(Threads, std::max(1, tbb::info::default_concurrency()))));
+  });
   // A few chunks per thread balance load without much scheduling.
   const uint64_t Grain = std::max<uint64_t>(1, Rows / (4 * Threads));
   auto Combine = [](int64_t A, int64_t B) {

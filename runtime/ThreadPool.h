@@ -38,7 +38,10 @@ public:
 private:
   unsigned Threads;
   struct Arena; ///< Hides oneTBB's headers from the runtime's users.
+  /// Made by the first split run: a process whose kernels are all small
+  /// never starts oneTBB (which also probes for an OpenMP runtime).
   std::unique_ptr<Arena> TaskArena;
+  std::once_flag ArenaOnce;
 };
 
 /// Runs jobs one after another on a thread of its own, started by the
