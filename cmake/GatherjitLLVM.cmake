@@ -6,6 +6,19 @@ if(NOT LLVM_VERSION_MAJOR EQUAL 19)
 endif()
 find_package(TBB REQUIRED)
 
+# Kernel cache keys name the compiler's build: a hash of its sources and
+# LLVM's version (see runtime/DiskCache.h), computed at build time.
+file(GLOB_RECURSE GATHERJIT_COMPILER_FILES CONFIGURE_DEPENDS
+  ${PROJECT_SOURCE_DIR}/compiler/*.cpp ${PROJECT_SOURCE_DIR}/compiler/*.h)
+list(SORT GATHERJIT_COMPILER_FILES)
+set(GATHERJIT_COMPILER_ID_H ${PROJECT_BINARY_DIR}/generated/gatherjit/CompilerId.h)
+add_custom_command(OUTPUT ${GATHERJIT_COMPILER_ID_H}
+  COMMAND ${CMAKE_COMMAND} -DOUT=${GATHERJIT_COMPILER_ID_H}
+    -DLLVM_VERSION=${LLVM_PACKAGE_VERSION} "-DFILES=${GATHERJIT_COMPILER_FILES}"
+    -P ${PROJECT_SOURCE_DIR}/cmake/CompilerId.cmake
+  DEPENDS ${GATHERJIT_COMPILER_FILES} ${PROJECT_SOURCE_DIR}/cmake/CompilerId.cmake
+  COMMENT "Hashing the compiler's sources for kernel cache keys" VERBATIM)
+
 # How LLVM is linked. By default only the components gatherjit uses, from
 # Debian's static libraries, into libgatherjit.so (their symbols hidden
 # there), the command line, the tests and the benchmarks: a process loads
@@ -114,7 +127,6 @@ endfunction()
 add_library(gatherjit_compiler_objs OBJECT ${GATHERJIT_COMPILER_SOURCES})
 gatherjit_llvm_sources(gatherjit_compiler_objs)
 target_link_libraries(gatherjit_compiler_objs PRIVATE gatherjit_frontend TBB::tbb)
-target_include_directories(gatherjit_compiler_objs PRIVATE ${PROJECT_BINARY_DIR}/generated)
 # clang 19's own headers trip GCC's -Wnonnull once inlined at -O2
 # (ExternalASTSource.h's LazyOffsetPtr).
 set_source_files_properties(compiler/epilogue/Epilogue.cpp PROPERTIES COMPILE_OPTIONS -Wno-nonnull)

@@ -1,4 +1,9 @@
-//===- tools/gatherjit/main.cpp - The gatherjit command line -------------===//
+//===- tools/gatherjit/main.cpp - gatherjit-llvm and gatherjit-clang -----===//
+//
+// The command line's compilers: every command below. Users run gatherjit
+// (FrontMain.cpp), which runs cached kernels and the interpreter itself and
+// hands the rest here; gatherjit-llvm hands fused epilogues to
+// gatherjit-clang (see RunCommand.h).
 //
 // gatherjit gather-elements --data D.npy --indices I.npy [--axis A]
 //                           [--oob check|clamp] -o OUT.npy
@@ -51,11 +56,6 @@
 using namespace gatherjit;
 
 namespace {
-
-
-
-
-
 
 using Clock = std::chrono::steady_clock;
 
