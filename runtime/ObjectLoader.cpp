@@ -43,6 +43,9 @@ Status refuse(const std::string &Why) {
   return Status::unsupported("cannot link the kernel object without LLVM: " + Why);
 }
 
+/// Larger sections (a zero-filled one need not be in the file) are refused.
+constexpr uint64_t MaxSectionBytes = 64u << 20;
+
 uint64_t alignTo(uint64_t Value, uint64_t Align) { return (Value + Align - 1) / Align * Align; }
 
 /// One allocation group: code, read-only data, writable data.
@@ -71,16 +74,20 @@ Expected<std::shared_ptr<const Executable>> loadKernelObject(std::string_view Ob
     return refuse("not a relocatable x86-64 ELF object");
   std::vector<Elf64_Shdr> Sections(Header.e_shnum);
   std::memcpy(Sections.data(), Bytes + Header.e_shoff, Sections.size() * sizeof(Elf64_Shdr));
-  for (const Elf64_Shdr &S : Sections)
+  for (const Elf64_Shdr &S : Sections) {
     if (S.sh_type != SHT_NOBITS && (S.sh_offset > Size || S.sh_size > Size - S.sh_offset))
       return refuse("a section lies outside the object");
+    if (S.sh_size > MaxSectionBytes)
+      return refuse("a section is larger than any kernel's");
+  }
 
   // The symbol table and its names.
   const Elf64_Shdr *SymTab = nullptr;
   for (const Elf64_Shdr &S : Sections)
     if (S.sh_type == SHT_SYMTAB)
       SymTab = &S;
-  if (!SymTab || SymTab->sh_entsize != sizeof(Elf64_Sym) || SymTab->sh_link >= Sections.size())
+  if (!SymTab || SymTab->sh_entsize != sizeof(Elf64_Sym) || SymTab->sh_link >= Sections.size() ||
+      Sections[SymTab->sh_link].sh_type != SHT_STRTAB)
     return refuse("no symbol table");
   std::vector<Elf64_Sym> Symbols(SymTab->sh_size / sizeof(Elf64_Sym));
   std::memcpy(Symbols.data(), Bytes + SymTab->sh_offset, Symbols.size() * sizeof(Elf64_Sym));
