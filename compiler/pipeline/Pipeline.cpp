@@ -70,7 +70,7 @@ Expected<PipelineResult> finish(llvm::Module &M, PipelineResult R, Clock::time_p
   }
   }
   R.Times.Codegen = msSince(T0);
-  if (Cache && !Key.empty())
+  if (!Key.empty())
     R.Stored = Cache->store(Key, R.Bytes).isOk();
   return R;
 }
