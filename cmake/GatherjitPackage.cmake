@@ -1,6 +1,7 @@
 # What `cmake --install` delivers: libgatherjit.so (the C and C++ APIs; LLVM
 # and oneTBB are its run-time dependencies), the public headers, the
-# gatherjit command line (for AOT builds), and a CMake package exporting
+# gatherjit command line (for AOT builds) with the programs it hands
+# commands to, and a CMake package exporting
 #   gatherjit::gatherjit  the library
 #   gatherjit::cli        the command line, e.g. to run `gatherjit aot`
 # so another project can find_package(gatherjit) and link gatherjit::gatherjit.
