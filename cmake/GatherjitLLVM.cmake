@@ -148,7 +148,3 @@ add_library(gatherjit_lib_noclang STATIC
   $<TARGET_OBJECTS:gatherjit_compiler_objs> $<TARGET_OBJECTS:gatherjit_epilogue_noclang>)
 target_link_libraries(gatherjit_lib_noclang PUBLIC gatherjit_frontend
   PRIVATE gatherjit_epilogue_llvm gatherjit_llvm TBB::tbb)
-foreach(lib gatherjit_lib gatherjit_lib_noclang)
-  target_include_directories(${lib}
-    PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include> $<INSTALL_INTERFACE:include>)
-endforeach()

@@ -2,7 +2,6 @@
 
 #include "runtime/CachedKernels.h"
 
-#include "compiler/optimize/Optimize.h"
 #include "runtime/KernelState.h"
 #include "runtime/ObjectLoader.h"
 #include "runtime/System.h"
@@ -39,24 +38,21 @@ std::optional<Kernel> CachedKernels::find(const ValidDesc &Desc) const {
   State->FromDisk = true;
   if (Desc.outputElements() != 0) {
     const std::string Name = Spec.symbolName();
-    const OptLevel First = Options.QuickTier ? kernelLevel(Spec, Options.Opt) : Options.Opt;
-    for (OptLevel Level : {Options.Opt, First}) {
-      std::optional<std::vector<char>> Object = Disk.load(Disk.key(Spec, Level));
+    // The runtime's level first (an upgraded kernel), then the first tier
+    // if it is another.
+    const OptLevel Levels[] = {Options.Opt, firstLevel(Spec, Options)};
+    for (int L = 0; L < (Levels[1] == Levels[0] ? 1 : 2) && !State->Code; ++L) {
+      std::optional<std::vector<char>> Object = Disk.load(Disk.key(Spec, Levels[L]));
       if (!Object)
         continue;
       Expected<std::shared_ptr<const Executable>> Code =
           loadKernelObject(std::string_view(Object->data(), Object->size()), Name);
-      if (!Code)
-        continue;
-      State->Code = std::make_shared<TieredCode>(Code.take(), Level, /*UpgradeAfter=*/0,
-                                                 nullptr, std::weak_ptr<BackgroundQueue>());
-      break;
+      if (Code)
+        State->setCode(std::make_shared<TieredCode>(Code.take(), Levels[L], /*UpgradeAfter=*/0,
+                                                    nullptr, std::weak_ptr<BackgroundQueue>()));
     }
     if (!State->Code)
       return std::nullopt;
-    State->Symbol = Name;
-    State->Rows = Spec.rows();
-    State->Split = State->Rows >= 2 && Pool->worthSplitting(Spec.outputBytes());
   }
   State->Times.Load =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - T0).count();

@@ -2,6 +2,7 @@
 #ifndef GATHERJIT_RUNTIME_KERNELSTATE_H
 #define GATHERJIT_RUNTIME_KERNELSTATE_H
 
+#include "compiler/optimize/Optimize.h"
 #include "compiler/spec/KernelSpec.h"
 #include "gatherjit/Runtime.h"
 #include "runtime/ThreadPool.h"
@@ -26,7 +27,21 @@ struct Kernel::State {
   /// kernel's run is a few nanoseconds).
   bool Split = false;
   std::shared_ptr<ThreadPool> Pool;
+
+  /// Sets the code of the spec's kernel, and what runs derive from it.
+  void setCode(std::shared_ptr<TieredCode> C) {
+    Code = std::move(C);
+    Symbol = Spec.symbolName();
+    Rows = Spec.rows();
+    Split = Rows >= 2 && Pool->worthSplitting(Spec.outputBytes());
+  }
 };
+
+/// The level a runtime with \p Options first compiles \p Spec at: the
+/// quick tier for a small kernel, else the runtime's level.
+inline OptLevel firstLevel(const KernelSpec &Spec, const RuntimeOptions &Options) {
+  return Options.QuickTier ? kernelLevel(Spec, Options.Opt) : Options.Opt;
+}
 
 } // namespace gatherjit
 

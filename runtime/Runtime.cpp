@@ -107,11 +107,6 @@ struct Runtime::Impl {
     }
   }
 
-  /// The level \p Spec is first compiled at.
-  OptLevel firstLevel(const KernelSpec &Spec) const {
-    return Options.QuickTier ? kernelLevel(Spec, Options.Opt) : Options.Opt;
-  }
-
   /// Produces the object for \p Spec: from the persistent cache if it holds
   /// a valid entry, else through the whole pipeline (and stored); with
   /// \p UseDisk false, through the pipeline and not stored.
@@ -149,7 +144,7 @@ struct Runtime::Impl {
   /// kernel, else the runtime's level.
   CodeResult compileFirst(const KernelSpec &Spec, CompileTimes &Times, bool &FromDisk,
                           bool &Stored) {
-    const OptLevel Level = firstLevel(Spec);
+    const OptLevel Level = firstLevel(Spec, Options);
     LinkResult Code = compileSpec(Spec, Level, Times, FromDisk, Stored);
     if (!Code)
       return Code.status();
@@ -413,11 +408,7 @@ Expected<Kernel> Runtime::compile(const ValidDesc &Desc) {
     CodeResult Code = I->lookupOrCompile(Spec, K.Hit, State->FromDisk, State->Times);
     if (!Code)
       return Code.status();
-    State->Code = Code.take();
-    State->Symbol = Spec.symbolName();
-    State->Rows = Spec.rows();
-    State->Split =
-        State->Rows >= 2 && State->Pool->worthSplitting(Spec.outputBytes());
+    State->setCode(Code.take());
     if (K.Hit)
       State->Times = CompileTimes{};
     I->remember(State);
@@ -431,7 +422,7 @@ static Expected<std::string> render(Runtime::Impl &I, const Expected<KernelSpec>
                                     PipelineOutput Output) {
   if (!Spec)
     return Spec.status();
-  Expected<PipelineResult> R = I.objectFor(*Spec, I.firstLevel(*Spec), Output);
+  Expected<PipelineResult> R = I.objectFor(*Spec, firstLevel(*Spec, I.Options), Output);
   if (!R)
     return R.status();
   return std::string(R->Bytes.begin(), R->Bytes.end());

@@ -34,14 +34,12 @@ namespace {
 bool runWithoutCompiler(int Argc, char **Argv, int &Exit) {
   CLI::App App;
   App.require_subcommand(1);
-  const ProblemSource Kinds[] = {ProblemSource::OnnxGatherElements, ProblemSource::OnnxGather,
-                                 ProblemSource::OnnxGatherND, ProblemSource::Json};
-  constexpr int NumKinds = 4;
+  constexpr int NumKinds = std::size(RunKinds);
   OperandFlags Operands[NumKinds];
   EngineFlags Engine[NumKinds];
   CLI::App *Subs[NumKinds];
   for (int I = 0; I < NumKinds; ++I) {
-    Subs[I] = addOperands(&App, Kinds[I], Operands[I], true);
+    Subs[I] = addOperands(&App, RunKinds[I], Operands[I], true);
     addEngineFlags(Subs[I], Engine[I]);
   }
   try {

@@ -16,6 +16,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,11 @@ namespace gatherjit {
 /// The programs gatherjit hands commands to, beside it.
 constexpr const char *LlvmProgram = "gatherjit-llvm";
 constexpr const char *ClangProgram = "gatherjit-clang";
+
+/// The commands that run a gather (gather-elements, gather, gather-nd, run).
+inline constexpr ProblemSource RunKinds[] = {ProblemSource::OnnxGatherElements,
+                                             ProblemSource::OnnxGather, ProblemSource::OnnxGatherND,
+                                             ProblemSource::Json};
 
 /// Prints the one error line and returns the exit status: 2 for bad input,
 /// 1 for what the system or gatherjit itself failed at.

@@ -151,19 +151,17 @@ int run(int Argc, char **Argv) {
     EngineFlags Engine;
     CLI::App *Sub = nullptr;
   };
-  const ProblemSource Kinds[] = {ProblemSource::OnnxGatherElements, ProblemSource::OnnxGather,
-                                 ProblemSource::OnnxGatherND, ProblemSource::Json};
-  constexpr int NumKinds = 4;
+  constexpr int NumKinds = std::size(RunKinds);
   Command Run[NumKinds], IR[NumKinds];
   bool Asm = false;
   for (int I = 0; I < NumKinds; ++I) {
-    Run[I].Sub = addOperands(&App, Kinds[I], Run[I].Operands, true);
+    Run[I].Sub = addOperands(&App, RunKinds[I], Run[I].Operands, true);
     addEngineFlags(Run[I].Sub, Run[I].Engine);
   }
   CLI::App *IRSub = App.add_subcommand("ir", "print the optimized LLVM IR (or --asm)");
   IRSub->require_subcommand(1);
   for (int I = 0; I < NumKinds; ++I) {
-    IR[I].Sub = addOperands(IRSub, Kinds[I], IR[I].Operands, false);
+    IR[I].Sub = addOperands(IRSub, RunKinds[I], IR[I].Operands, false);
     addEngineFlags(IR[I].Sub, IR[I].Engine);
     IR[I].Sub->add_flag("--asm", Asm, "print machine code instead of IR");
   }
