@@ -99,11 +99,13 @@ else()
   message(STATUS "gatherjit: no fused C epilogues (GATHERJIT_EPILOGUES=OFF)")
 endif()
 
-# The compiler and the JIT runtime. compiler/epilogue/Epilogue.cpp is built
-# twice: with clang's libraries in gatherjit_lib (the library, Python, tests)
-# and without in gatherjit_lib_noclang, for the command line's
-# gatherjit-llvm, which starts in half the time without clang's static
-# initializers and hands epilogues to gatherjit-clang.
+# The compiler and the JIT runtime. Two files are built twice: the full
+# compiler (gatherjit_lib: the library, Python, tests) has fused C
+# epilogues with clang's libraries and O3's default pipeline with
+# PassBuilder, which links every LLVM pass; the slim one
+# (gatherjit_lib_slim) has neither, for the command line's gatherjit-llvm,
+# which starts in a fraction of the time without their static initializers
+# and hands epilogues and O3 to gatherjit-clang.
 set(GATHERJIT_COMPILER_SOURCES
   compiler/plan/KernelPlan.cpp
   compiler/emit/EmitKernel.cpp
@@ -134,17 +136,19 @@ target_link_libraries(gatherjit_compiler_objs PRIVATE gatherjit_frontend TBB::tb
 # clang 19's own headers trip GCC's -Wnonnull once inlined at -O2
 # (ExternalASTSource.h's LazyOffsetPtr).
 set_source_files_properties(compiler/epilogue/Epilogue.cpp PROPERTIES COMPILE_OPTIONS -Wno-nonnull)
-foreach(variant clang noclang)
-  add_library(gatherjit_epilogue_${variant} OBJECT compiler/epilogue/Epilogue.cpp)
-  gatherjit_llvm_sources(gatherjit_epilogue_${variant})
-  target_link_libraries(gatherjit_epilogue_${variant} PRIVATE gatherjit_frontend)
+foreach(variant full slim)
+  add_library(gatherjit_${variant}_objs OBJECT
+    compiler/epilogue/Epilogue.cpp compiler/optimize/DefaultPipeline.cpp)
+  gatherjit_llvm_sources(gatherjit_${variant}_objs)
+  target_link_libraries(gatherjit_${variant}_objs PRIVATE gatherjit_frontend)
 endforeach()
-target_link_libraries(gatherjit_epilogue_clang PRIVATE gatherjit_clang)
+target_link_libraries(gatherjit_full_objs PRIVATE gatherjit_clang)
+target_compile_definitions(gatherjit_full_objs PRIVATE GATHERJIT_DEFAULT_PIPELINE)
 
 add_library(gatherjit_lib STATIC
-  $<TARGET_OBJECTS:gatherjit_compiler_objs> $<TARGET_OBJECTS:gatherjit_epilogue_clang>)
+  $<TARGET_OBJECTS:gatherjit_compiler_objs> $<TARGET_OBJECTS:gatherjit_full_objs>)
 target_link_libraries(gatherjit_lib PUBLIC gatherjit_frontend PRIVATE gatherjit_clang gatherjit_llvm TBB::tbb)
-add_library(gatherjit_lib_noclang STATIC
-  $<TARGET_OBJECTS:gatherjit_compiler_objs> $<TARGET_OBJECTS:gatherjit_epilogue_noclang>)
-target_link_libraries(gatherjit_lib_noclang PUBLIC gatherjit_frontend
+add_library(gatherjit_lib_slim STATIC
+  $<TARGET_OBJECTS:gatherjit_compiler_objs> $<TARGET_OBJECTS:gatherjit_slim_objs>)
+target_link_libraries(gatherjit_lib_slim PUBLIC gatherjit_frontend
   PRIVATE gatherjit_epilogue_llvm gatherjit_llvm TBB::tbb)

@@ -12,7 +12,7 @@ include(CMakePackageConfigHelpers)
 # components stay inside it: none of their symbols is exported, so a
 # process may load another LLVM beside this library.
 add_library(gatherjit_shared SHARED
-  $<TARGET_OBJECTS:gatherjit_compiler_objs> $<TARGET_OBJECTS:gatherjit_epilogue_clang>
+  $<TARGET_OBJECTS:gatherjit_compiler_objs> $<TARGET_OBJECTS:gatherjit_full_objs>
   $<TARGET_OBJECTS:gatherjit_frontend>)
 target_link_libraries(gatherjit_shared PRIVATE gatherjit_clang gatherjit_llvm TBB::tbb)
 # Sections nothing reaches are dropped (a third of the components' code);

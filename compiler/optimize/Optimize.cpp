@@ -1,18 +1,55 @@
 //===- compiler/optimize/Optimize.cpp - The optimization stage -----------===//
+//
+// The kernel pipelines (O0 to O2) are built here pass by pass, with the
+// analyses they use registered by hand: no PassBuilder, whose pipeline
+// parser refers to every pass LLVM has and so links them all, with their
+// static initializers, into every program (about ten milliseconds at each
+// start of the command line). O3 is LLVM's default pipeline, which needs
+// PassBuilder: compiler/optimize/DefaultPipeline.cpp.
+//
+//===----------------------------------------------------------------------===//
 
 #include "compiler/optimize/Optimize.h"
+#include "compiler/optimize/KernelPipeline.h"
 
 #include "compiler/spec/KernelSpec.h"
 
-#include <llvm/Analysis/CGSCCPassManager.h>
+#include <llvm/Analysis/AliasAnalysis.h>
+#include <llvm/Analysis/AssumptionCache.h>
+#include <llvm/Analysis/BasicAliasAnalysis.h>
+#include <llvm/Analysis/BlockFrequencyInfo.h>
+#include <llvm/Analysis/BranchProbabilityInfo.h>
+#include <llvm/Analysis/DemandedBits.h>
+#include <llvm/Analysis/LoopAccessAnalysis.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
+#include <llvm/Analysis/LoopInfo.h>
+#include <llvm/Analysis/MemorySSA.h>
+#include <llvm/Analysis/OptimizationRemarkEmitter.h>
+#include <llvm/Analysis/PostDominators.h>
+#include <llvm/Analysis/ProfileSummaryInfo.h>
+#include <llvm/Analysis/ScalarEvolution.h>
+#include <llvm/Analysis/ScopedNoAliasAA.h>
+#include <llvm/Analysis/TargetLibraryInfo.h>
+#include <llvm/Analysis/TargetTransformInfo.h>
+#include <llvm/Analysis/TypeBasedAliasAnalysis.h>
+#include <llvm/IR/Dominators.h>
 #include <llvm/IR/Module.h>
+#include <llvm/IR/PassInstrumentation.h>
 #include <llvm/IR/PassManager.h>
 #include <llvm/IR/Verifier.h>
-#include <llvm/Passes/PassBuilder.h>
-#include <llvm/Transforms/IPO/AlwaysInliner.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
+#include <llvm/Transforms/IPO/AlwaysInliner.h>
+#include <llvm/Transforms/InstCombine/InstCombine.h>
+#include <llvm/Transforms/Scalar/EarlyCSE.h>
+#include <llvm/Transforms/Scalar/IndVarSimplify.h>
+#include <llvm/Transforms/Scalar/LICM.h>
+#include <llvm/Transforms/Scalar/LoopPassManager.h>
+#include <llvm/Transforms/Scalar/LoopRotation.h>
+#include <llvm/Transforms/Scalar/SROA.h>
+#include <llvm/Transforms/Scalar/SimpleLoopUnswitch.h>
+#include <llvm/Transforms/Scalar/SimplifyCFG.h>
+#include <llvm/Transforms/Vectorize/LoopVectorize.h>
 
 namespace gatherjit {
 
@@ -25,29 +62,113 @@ namespace gatherjit {
   return Status::ok();
 }
 
-// O1 is the quick tier: promotion and one round of clean-up, no loop
-// passes (indvars and the vectorizer cost most of O2's optimization time),
-// followed by fast instruction selection and register allocation.
-static const char *const KernelPipelineO1 =
-    "function(sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg)";
-static const char *const KernelPipelineO2 =
-    "function(sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg,"
-    "loop-mssa(loop-rotate,licm),loop(indvars),loop-vectorize,"
-    "instcombine<no-verify-fixpoint>,simplifycfg,"
-    "loop-mssa(licm))";
-
 std::string pipelineText(OptLevel Level) {
+  // What kernelPipeline builds for a kernel without a fused epilogue, in
+  // PassBuilder's syntax (a test parses it and compares the two).
   switch (Level) {
   case OptLevel::O0:
-    return "default<O0>";
+    return "";
   case OptLevel::O1:
-    return KernelPipelineO1;
+    return "function(sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg)";
   case OptLevel::O2:
-    return KernelPipelineO2;
+    return "function(sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg,"
+           "loop-mssa(loop-rotate,licm),loop(indvars),loop-vectorize,"
+           "instcombine<no-verify-fixpoint>,simplifycfg,loop-mssa(licm))";
   case OptLevel::O3:
     return "default<O3>";
   }
-  llvm_unreachable("covered switch");
+  return "";
+}
+
+/// What PassBuilder's register*Analyses and crossRegisterProxies would do
+/// for every analysis LLVM has, for just those the kernel pipelines use. A
+/// pass that asked for one missing here would crash: a test compares these
+/// pipelines with PassBuilder's over random kernels of every operator.
+void registerKernelAnalyses(llvm::TargetMachine &TM, llvm::ModuleAnalysisManager &MAM,
+                            llvm::FunctionAnalysisManager &FAM, llvm::LoopAnalysisManager &LAM,
+                            llvm::PassInstrumentationCallbacks *PIC) {
+  using namespace llvm;
+  MAM.registerPass([PIC] { return PassInstrumentationAnalysis(PIC); });
+  MAM.registerPass([] { return ProfileSummaryAnalysis(); });
+  MAM.registerPass([&] { return FunctionAnalysisManagerModuleProxy(FAM); });
+
+  FAM.registerPass([PIC] { return PassInstrumentationAnalysis(PIC); });
+  FAM.registerPass([&] { return ModuleAnalysisManagerFunctionProxy(MAM); });
+  FAM.registerPass([&] { return LoopAnalysisManagerFunctionProxy(LAM); });
+  FAM.registerPass([&] {
+    AAManager AA;
+    AA.registerFunctionAnalysis<BasicAA>();
+    AA.registerFunctionAnalysis<ScopedNoAliasAA>();
+    AA.registerFunctionAnalysis<TypeBasedAA>();
+    TM.registerDefaultAliasAnalyses(AA);
+    return AA;
+  });
+  FAM.registerPass([] { return BasicAA(); });
+  FAM.registerPass([] { return ScopedNoAliasAA(); });
+  FAM.registerPass([] { return TypeBasedAA(); });
+  FAM.registerPass([] { return AssumptionAnalysis(); });
+  FAM.registerPass([] { return BlockFrequencyAnalysis(); });
+  FAM.registerPass([] { return BranchProbabilityAnalysis(); });
+  FAM.registerPass([] { return DemandedBitsAnalysis(); });
+  FAM.registerPass([] { return DominatorTreeAnalysis(); });
+  FAM.registerPass([] { return LoopAccessAnalysis(); });
+  FAM.registerPass([] { return LoopAnalysis(); });
+  FAM.registerPass([] { return MemorySSAAnalysis(); });
+  FAM.registerPass([] { return OptimizationRemarkEmitterAnalysis(); });
+  FAM.registerPass([] { return PostDominatorTreeAnalysis(); });
+  FAM.registerPass([] { return ScalarEvolutionAnalysis(); });
+  FAM.registerPass([] { return ShouldRunExtraVectorPasses(); });
+  FAM.registerPass([] { return TargetLibraryAnalysis(); });
+  FAM.registerPass([&] { return TM.getTargetIRAnalysis(); });
+
+  LAM.registerPass([PIC] { return PassInstrumentationAnalysis(PIC); });
+  LAM.registerPass([&] { return FunctionAnalysisManagerLoopProxy(FAM); });
+  LAM.registerPass([] { return ShouldRunExtraSimpleLoopUnswitch(); }); // indvars
+}
+
+/// A kernel is one loop nest without calls: the passes that matter are
+/// promotion, loop canonicalization, hoisting and vectorization. O2 runs
+/// just those (a fraction of the default pipeline's time) and lets the
+/// vectorizer interleave: several gathers in flight make narrow-element
+/// cases (GE6) up to 1.8x faster. O1, the quick tier, is promotion and one
+/// round of clean-up, no loop passes (indvars and the vectorizer cost most
+/// of O2's optimization time), followed by fast instruction selection and
+/// register allocation. O0 only inlines a fused epilogue.
+llvm::ModulePassManager kernelPipeline(const llvm::Module &M, OptLevel Level) {
+  using namespace llvm;
+  ModulePassManager MPM;
+  // A fused epilogue is inlined first (these pipelines have no inliner).
+  for (const Function &F : M)
+    if (F.hasFnAttribute(Attribute::AlwaysInline) && !F.isDeclaration()) {
+      // (As LLVM's O0 pipeline does: no lifetime markers at O0.)
+      MPM.addPass(AlwaysInlinerPass(/*InsertLifetimeIntrinsics=*/Level != OptLevel::O0));
+      break;
+    }
+  if (Level == OptLevel::O0)
+    return MPM;
+  auto CleanUp = [](FunctionPassManager &FPM) {
+    FPM.addPass(InstCombinePass(InstCombineOptions().setVerifyFixpoint(false)));
+    FPM.addPass(SimplifyCFGPass());
+  };
+  auto Licm = [](LoopPassManager &LPM) { LPM.addPass(LICMPass(LICMOptions())); };
+  FunctionPassManager FPM;
+  FPM.addPass(SROAPass(SROAOptions::ModifyCFG));
+  FPM.addPass(EarlyCSEPass());
+  CleanUp(FPM);
+  if (Level == OptLevel::O2) {
+    LoopPassManager Rotate;
+    Rotate.addPass(LoopRotatePass());
+    Licm(Rotate);
+    FPM.addPass(createFunctionToLoopPassAdaptor(std::move(Rotate), /*UseMemorySSA=*/true));
+    FPM.addPass(createFunctionToLoopPassAdaptor(IndVarSimplifyPass()));
+    FPM.addPass(LoopVectorizePass());
+    CleanUp(FPM);
+    LoopPassManager Hoist;
+    Licm(Hoist);
+    FPM.addPass(createFunctionToLoopPassAdaptor(std::move(Hoist), /*UseMemorySSA=*/true));
+  }
+  MPM.addPass(createModuleToFunctionPassAdaptor(std::move(FPM)));
+  return MPM;
 }
 
 Status optimize(llvm::Module &M, llvm::TargetMachine &TM, OptLevel Level) {
@@ -55,46 +176,16 @@ Status optimize(llvm::Module &M, llvm::TargetMachine &TM, OptLevel Level) {
   if (Status S = verify(M, "emit"); !S)
     return S;
 #endif
-  llvm::LoopAnalysisManager LAM;
-  llvm::FunctionAnalysisManager FAM;
-  llvm::CGSCCAnalysisManager CGAM;
-  llvm::ModuleAnalysisManager MAM;
-  llvm::PipelineTuningOptions PTO;
-  PTO.LoopVectorization = Level >= OptLevel::O2;
-  PTO.SLPVectorization = Level >= OptLevel::O2;
-  llvm::PassBuilder PB(&TM, PTO);
-  PB.registerModuleAnalyses(MAM);
-  PB.registerCGSCCAnalyses(CGAM);
-  PB.registerFunctionAnalyses(FAM);
-  PB.registerLoopAnalyses(LAM);
-  PB.crossRegisterProxies(LAM, FAM, CGAM, MAM);
-  llvm::ModulePassManager MPM;
-  switch (Level) {
-  case OptLevel::O0:
-    MPM = PB.buildO0DefaultPipeline(llvm::OptimizationLevel::O0);
-    break;
-  case OptLevel::O1:
-  case OptLevel::O2:
-    // A fused epilogue is inlined first (these pipelines have no inliner).
-    for (const llvm::Function &F : M)
-      if (F.hasFnAttribute(llvm::Attribute::AlwaysInline) && !F.isDeclaration()) {
-        MPM.addPass(llvm::AlwaysInlinerPass());
-        break;
-      }
-    // A kernel is one loop nest without calls: the passes that matter are
-    // promotion, loop canonicalization, hoisting and vectorization. This
-    // pipeline runs just those (a fraction of the default pipeline's time);
-    // O1 leaves out the loop passes. O2 lets the vectorizer interleave: several
-    // gathers in flight make narrow-element cases (GE6) up to 1.8x faster.
-    if (llvm::Error Err = PB.parsePassPipeline(MPM, pipelineText(Level))) {
-      return Status::internal("kernel pass pipeline: " + llvm::toString(std::move(Err)));
-    }
-    break;
-  case OptLevel::O3:
-    MPM = PB.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
-    break;
+  if (Level == OptLevel::O3) {
+    if (Status S = optimizeDefaultO3(M, TM); !S)
+      return S;
+  } else {
+    llvm::LoopAnalysisManager LAM;
+    llvm::FunctionAnalysisManager FAM;
+    llvm::ModuleAnalysisManager MAM;
+    registerKernelAnalyses(TM, MAM, FAM, LAM, /*PIC=*/nullptr);
+    kernelPipeline(M, Level).run(M, MAM);
   }
-  MPM.run(M, MAM);
 #ifndef NDEBUG
   if (Status S = verify(M, "optimize"); !S)
     return S;

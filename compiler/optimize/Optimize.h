@@ -30,11 +30,17 @@ constexpr uint64_t QuickKernelBytes = 64 * 1024;
 OptLevel kernelLevel(const KernelSpec &Spec, OptLevel Requested);
 
 /// Optimizes \p M in place for \p TM's CPU. Fails only if the module does
-/// not verify (a bug in emission), as Internal.
+/// not verify (a bug in emission), as Internal, or at O3 where this
+/// program has no default pipeline, as Unsupported.
 Status optimize(llvm::Module &M, llvm::TargetMachine &TM, OptLevel Level);
 
-/// The pass pipeline \p Level runs, as text (part of the persistent cache's
-/// key: a changed pipeline never reuses old code).
+/// O3: LLVM's default module pipeline (compiler/optimize/DefaultPipeline.cpp).
+/// Unsupported in a program built without it (the command line's
+/// gatherjit-llvm).
+Status optimizeDefaultO3(llvm::Module &M, llvm::TargetMachine &TM);
+
+/// The pass pipeline \p Level runs over a kernel without a fused epilogue,
+/// in PassBuilder's syntax (for reading and tests; O3 is "default<O3>").
 std::string pipelineText(OptLevel Level);
 
 } // namespace gatherjit

@@ -273,3 +273,39 @@ TEST_F(HostileInput, GatherjitAloneRunsCachedKernelsAndTheInterpreter) {
     EXPECT_EQ(std::count(R.Err.begin(), R.Err.end(), '\n'), 1) << R.Err;
   }
 }
+
+TEST_F(HostileInput, GatherjitLlvmHandsEpiloguesAndO3ToGatherjitClang) {
+  // gatherjit-llvm links neither clang's libraries nor LLVM's default (O3)
+  // pipeline: copied away from gatherjit-clang it compiles O0 to O2 itself
+  // and names gatherjit-clang for the rest; beside it, O3 gives the
+  // interpreter's bytes.
+  std::filesystem::create_directory(Dir.Path / "alone");
+  const std::string Llvm =
+      (std::filesystem::path(GATHERJIT_CLI).parent_path() / "gatherjit-llvm").string();
+  const std::string Alone = Dir / "alone/gatherjit-llvm";
+  std::filesystem::copy_file(Llvm, Alone);
+  const std::string Out = Dir / "o.npy";
+  for (const char *Level : {"O0", "O1", "O2"}) {
+    std::filesystem::remove(Out);
+    CliResult R = runProgram(Dir, Alone, ge(Out) + " --no-cache --opt " + Level);
+    ASSERT_EQ(R.Exit, 0) << Level << ": " << R.Err;
+    EXPECT_EQ(readArray<float>(Out), expected()) << Level;
+  }
+  std::filesystem::remove(Out);
+  for (const std::string &Args :
+       {ge(Out) + " --no-cache --opt O3", "ir " + ge("-") + " --opt O3",
+        "aot gather --data-shape 16,4 --indices-shape 2 --name k --opt O3 -o " + Dir / "k.o" +
+            " --header " + Dir / "k.h",
+        ge(Out) + " --epilogue e.c --epilogue-fn f"}) {
+    CliResult R = runProgram(Dir, Alone, Args);
+    EXPECT_EQ(R.Exit, 1) << Args;
+    EXPECT_THAT(R.Err, HasSubstr("/alone/gatherjit-clang'")) << Args;
+    EXPECT_EQ(std::count(R.Err.begin(), R.Err.end(), '\n'), 1) << R.Err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(Out));
+  EXPECT_FALSE(std::filesystem::exists(Dir / "k.o"));
+
+  CliResult R = runProgram(Dir, Llvm, ge(Out) + " --no-cache --opt O3");
+  ASSERT_EQ(R.Exit, 0) << R.Err;
+  EXPECT_EQ(readArray<float>(Out), expected());
+}

@@ -2,7 +2,8 @@
 /// \file
 /// The command line is three programs (tools/gatherjit/CMakeLists.txt):
 /// gatherjit, without LLVM, runs cached kernels and the interpreter;
-/// gatherjit-llvm compiles; gatherjit-clang compiles fused C epilogues.
+/// gatherjit-llvm compiles; gatherjit-clang compiles fused C epilogues and
+/// O3 (LLVM's default pipeline).
 /// Each hands a command it cannot run to the next, replacing itself
 /// (execSibling), so the user sees one program. This is what they share:
 /// the operand and engine flags, the run, the output, the error line.

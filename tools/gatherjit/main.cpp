@@ -2,7 +2,7 @@
 //
 // The command line's compilers: every command below. Users run gatherjit
 // (FrontMain.cpp), which runs cached kernels and the interpreter itself and
-// hands the rest here; gatherjit-llvm hands fused epilogues to
+// hands the rest here; gatherjit-llvm hands fused epilogues and O3 to
 // gatherjit-clang (see RunCommand.h).
 //
 // gatherjit gather-elements --data D.npy --indices I.npy [--axis A]
@@ -185,13 +185,17 @@ int run(int Argc, char **Argv) {
     }
     return report(Status::invalidArgument(E.what()));
   }
-#ifndef GATHERJIT_CLI_EPILOGUES
-  // Fused C epilogues need clang: gatherjit-clang runs the whole command.
-  bool Epilogues = AotSub->parsed() && given(Aot.Epilogue);
+#ifndef GATHERJIT_CLI_FULL
+  // Fused C epilogues need clang's libraries, and O3 LLVM's default
+  // pipeline: gatherjit-clang runs the whole command.
+  auto NeedsFull = [](const EpilogueFlags &Epilogue, const std::string &Opt) {
+    return given(Epilogue) || parseOptLevel(Opt) == OptLevel::O3;
+  };
+  bool Full = AotSub->parsed() && NeedsFull(Aot.Epilogue, Aot.Opt);
   for (int I = 0; I < NumKinds; ++I)
-    Epilogues |= (Run[I].Sub->parsed() && given(Run[I].Operands.Epilogue)) ||
-                 (IR[I].Sub->parsed() && given(IR[I].Operands.Epilogue));
-  if (Epilogues)
+    Full |= (Run[I].Sub->parsed() && NeedsFull(Run[I].Operands.Epilogue, Run[I].Engine.Opt)) ||
+            (IR[I].Sub->parsed() && NeedsFull(IR[I].Operands.Epilogue, IR[I].Engine.Opt));
+  if (Full)
     return report(execSibling(ClangProgram, std::vector<char *>(Argv, Argv + Argc)));
 #endif
   if (DemoSub->parsed())
