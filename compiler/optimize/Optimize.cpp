@@ -3,9 +3,10 @@
 // The kernel pipelines (O0 to O2) are built here pass by pass, with the
 // analyses they use registered by hand: no PassBuilder, whose pipeline
 // parser refers to every pass LLVM has and so links them all, with their
-// static initializers, into every program (about ten milliseconds at each
-// start of the command line). O3 is LLVM's default pipeline, which needs
-// PassBuilder: compiler/optimize/DefaultPipeline.cpp.
+// static initializers, into every program (118 of the 411 objects whose
+// initializers ran at each start of the command line's compiler). O3 is
+// LLVM's default pipeline, which needs PassBuilder:
+// compiler/optimize/DefaultPipeline.cpp.
 //
 //===----------------------------------------------------------------------===//
 
