@@ -116,7 +116,6 @@ TEST(Optimize, HandRegisteredAnalysesServeThePipelinesAsPassBuildersDo) {
   // does not register would crash here first.
   Expected<std::unique_ptr<llvm::TargetMachine>> TM = createTargetMachine({}, OptLevel::O2);
   ASSERT_TRUE(TM.isOk());
-  llvm::PassBuilder Full(TM->get());
   // One module of kernels, as ahead-of-time compilation makes.
   auto Run = [&](const std::vector<KernelSpec> &Kernels, OptLevel L, bool Hand,
                  std::set<std::string> &Ran) {
