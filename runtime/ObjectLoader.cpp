@@ -100,15 +100,21 @@ Expected<std::shared_ptr<const Executable>> loadKernelObject(std::string_view Ob
   };
 
   // Layout: each group starts on a page; after the sections, code gets a
-  // jump stub per symbol and read-only data a GOT slot per symbol.
+  // jump stub per symbol and read-only data a GOT slot per symbol. Code
+  // starts after a pad, as it would in a linked program (after its
+  // headers): the bytes before a function must be readable, because
+  // clang's -fsanitize=function reads the 8 before any function called
+  // through a pointer.
   const uint64_t Page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-  constexpr uint64_t StubBytes = 16;
+  constexpr uint64_t StubBytes = 16, CodePad = 16;
   std::vector<uint64_t> Offset(Sections.size(), 0);
   std::vector<bool> Placed(Sections.size(), false);
   uint64_t GroupBegin[NumGroups], GroupEnd[NumGroups];
   uint64_t At = 0, StubsAt = 0, GotAt = 0;
   for (int G = 0; G < NumGroups; ++G) {
     At = GroupBegin[G] = alignTo(At, Page);
+    if (G == Code)
+      At += CodePad;
     for (size_t I = 0; I < Sections.size(); ++I) {
       const Elf64_Shdr &S = Sections[I];
       if (!(S.sh_flags & SHF_ALLOC) || S.sh_size == 0)
@@ -147,6 +153,7 @@ Expected<std::shared_ptr<const Executable>> loadKernelObject(std::string_view Ob
         ::munmap(Map, Total);
     }
   } Guard{Map, Total};
+  std::memset(Base + GroupBegin[Code], 0xcc, CodePad); // int3
   for (size_t I = 0; I < Sections.size(); ++I)
     if (Placed[I] && Sections[I].sh_type != SHT_NOBITS)
       std::memcpy(Base + Offset[I], Bytes + Sections[I].sh_offset, Sections[I].sh_size);
