@@ -38,7 +38,7 @@ using Clock = std::chrono::steady_clock;
 double msSince(Clock::time_point T0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - T0).count();
 }
-using LinkResult = Expected<std::shared_ptr<JitCode>>;
+using LinkResult = Expected<std::shared_ptr<const Executable>>;
 
 /// A kernel written at most ~16 MiB over its runs at the quick tier has
 /// cost less than its O2 compile would have.
@@ -382,7 +382,7 @@ Expected<EpilogueApply> Runtime::epilogueFunction(const Kernel &K) {
   LinkResult Linked = I->Jit->link(Name, Object->Bytes);
   if (!Linked)
     return Linked.status();
-  std::shared_ptr<JitCode> Fn = Linked.take();
+  std::shared_ptr<const Executable> Fn = Linked.take();
   return EpilogueApply([Fn](const void *In, void *Out) { Fn->runRows(In, nullptr, Out, 0, 1); });
 }
 

@@ -3,6 +3,7 @@
 #include "compiler/backend/Jit.h"
 
 #include "compiler/backend/Target.h"
+#include "runtime/ObjectLoader.h"
 
 #include <llvm/ExecutionEngine/Orc/CompileUtils.h>
 #include <llvm/ExecutionEngine/Orc/DebugObjectManagerPlugin.h>
@@ -35,6 +36,20 @@ JitCode::~JitCode() {
 JitEngine::~JitEngine() = default;
 
 Expected<std::shared_ptr<JitEngine>> JitEngine::create(const JitOptions &Options) {
+  std::shared_ptr<JitEngine> E(new JitEngine());
+  E->Options = Options;
+  // Kernels that perf or GDB are told of are all ORC's: any failure to set
+  // it up shows here.
+  if (Options.PerfMap || Options.Debugger)
+    if (Expected<llvm::orc::LLJIT *> J = E->orc(); !J)
+      return J.status();
+  return E;
+}
+
+Expected<llvm::orc::LLJIT *> JitEngine::orc() {
+  std::lock_guard<std::mutex> Lock(OrcMutex);
+  if (J)
+    return J.get();
   initializeTargets();
   // Code generation happens before linking (see Runtime); the JIT only
   // links objects, so it needs the host's target for relocations alone.
@@ -50,28 +65,54 @@ Expected<std::shared_ptr<JitEngine>> JitEngine::create(const JitOptions &Options
           .create();
   if (!Built)
     return toStatus(Built.takeError(), "creating the JIT");
-  std::shared_ptr<JitEngine> E(new JitEngine());
-  E->J = std::move(*Built);
-  E->PerfMap = Options.PerfMap;
   if (Options.Debugger) {
     // What enableDebuggerSupport does for ELF, with the registration
     // function's address given directly: it would look it up among the
     // process's exported symbols, and a statically linked LLVM exports none.
-    auto *Linking = llvm::dyn_cast<llvm::orc::ObjectLinkingLayer>(&E->J->getObjLinkingLayer());
+    auto *Linking = llvm::dyn_cast<llvm::orc::ObjectLinkingLayer>(&(*Built)->getObjLinkingLayer());
     if (!Linking)
       return Status::internal("enabling the GDB JIT interface: the JIT does not use JITLink");
-    llvm::orc::ExecutionSession &ES = E->J->getExecutionSession();
+    llvm::orc::ExecutionSession &ES = (*Built)->getExecutionSession();
     Linking->addPlugin(std::make_unique<llvm::orc::DebugObjectManagerPlugin>(
         ES,
         std::make_unique<llvm::orc::EPCDebugObjectRegistrar>(
             ES, llvm::orc::ExecutorAddr::fromPtr(&llvm_orc_registerJITLoaderGDBWrapper)),
         /*RequireDebugSections=*/false, /*AutoRegisterCode=*/true));
   }
-  return E;
+  J = std::move(*Built);
+  return J.get();
 }
 
-Expected<std::shared_ptr<JitCode>> JitEngine::link(const std::string &Name,
-                                                   const std::vector<char> &Object) {
+Expected<std::shared_ptr<const Executable>> JitEngine::link(const std::string &Name,
+                                                            const std::vector<char> &Object) {
+  if (!Options.PerfMap && !Options.Debugger) {
+    Expected<std::shared_ptr<const Executable>> Loaded =
+        loadKernelObject(std::string_view(Object.data(), Object.size()), Name);
+    if (Loaded) {
+      // Counted live until the last holder lets go.
+      ++Live;
+      std::shared_ptr<const Executable> Code = Loaded.take();
+      const Executable *Raw = Code.get();
+      return std::shared_ptr<const Executable>(
+          Raw, [Code = std::move(Code), Self = shared_from_this()](const Executable *) mutable {
+            Code.reset();
+            --Self->Live;
+          });
+    }
+    // Refused (not x86-64, or what the loader does not handle): ORC links it.
+  }
+  Expected<std::shared_ptr<JitCode>> Code = linkWithOrc(Name, Object);
+  if (!Code)
+    return Code.status();
+  return std::shared_ptr<const Executable>(Code.take());
+}
+
+Expected<std::shared_ptr<JitCode>> JitEngine::linkWithOrc(const std::string &Name,
+                                                          const std::vector<char> &Object) {
+  Expected<llvm::orc::LLJIT *> Orc = orc();
+  if (!Orc)
+    return Orc.status();
+  llvm::orc::LLJIT *J = *Orc;
   // A new JITDylib links against the process's symbols (kernels call
   // memcpy and memset from the C library).
   auto Dylib = J->createJITDylib(Name + "." + std::to_string(++Linked));
@@ -96,7 +137,7 @@ Expected<std::shared_ptr<JitCode>> JitEngine::link(const std::string &Name,
   Code->Dylib = &*Dylib;
   Code->Entry = Addr->toPtr<KernelRangeFn>();
   ++Live;
-  if (PerfMap)
+  if (Options.PerfMap)
     writePerfMap(Name, Addr->getValue(), Object);
   return Code;
 }

@@ -1,9 +1,13 @@
 //===- compiler/backend/Jit.h - Linking kernels into the process ---------===//
 /// \file
-/// One LLJIT per runtime. Each kernel's object file is linked into a
-/// JITDylib of its own, removed when the code is released: evicting a kernel
-/// really frees its code, and code for one spec may be linked again (a
-/// higher tier, or a recompile after eviction) while older code still runs.
+/// Links each kernel's object file into the process on its own, freed when
+/// the code is released: evicting a kernel really frees its code, and code
+/// for one spec may be linked again (a higher tier, or a recompile after
+/// eviction) while older code still runs. x86-64 objects are linked by
+/// runtime/ObjectLoader.h, in a fraction of ORC's time; the rest (another
+/// host, an object the loader refuses), and every kernel when perf maps or
+/// GDB want to know of them, go through one LLJIT per runtime, created at
+/// its first use: a process that never needs it never pays for it.
 //===----------------------------------------------------------------------===//
 #ifndef GATHERJIT_COMPILER_BACKEND_JIT_H
 #define GATHERJIT_COMPILER_BACKEND_JIT_H
@@ -60,19 +64,30 @@ public:
   ~JitEngine();
 
   /// Links \p Object and returns its NAME_range entry.
-  Expected<std::shared_ptr<JitCode>> link(const std::string &Name,
-                                          const std::vector<char> &Object);
+  Expected<std::shared_ptr<const Executable>> link(const std::string &Name,
+                                                   const std::vector<char> &Object);
+  /// Links \p Object with ORC.
+  Expected<std::shared_ptr<JitCode>> linkWithOrc(const std::string &Name,
+                                                 const std::vector<char> &Object);
   /// Linked code objects not yet freed.
   uint64_t liveCount() const { return Live.load(); }
+  /// True once ORC has been set up (see above).
+  bool orcStarted() {
+    std::lock_guard<std::mutex> Lock(OrcMutex);
+    return J != nullptr;
+  }
 
 private:
   friend class JitCode;
   JitEngine() = default;
+  /// The LLJIT, created at the first call.
+  Expected<llvm::orc::LLJIT *> orc();
   void writePerfMap(const std::string &Name, uint64_t Address,
                     const std::vector<char> &Object);
 
+  std::mutex OrcMutex;
   std::unique_ptr<llvm::orc::LLJIT> J;
-  bool PerfMap = false;
+  JitOptions Options;
   std::mutex PerfMutex;
   std::atomic<uint64_t> Live{0};
   std::atomic<uint64_t> Linked{0}; ///< Numbers the JITDylibs.

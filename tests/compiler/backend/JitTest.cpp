@@ -63,8 +63,6 @@ std::vector<char> hostObject(const ValidDesc &V, const std::string &Name) {
 }
 
 TEST(JitEngine, LinksRunsAndFreesCode) {
-  Expected<std::shared_ptr<JitEngine>> E = JitEngine::create({});
-  ASSERT_TRUE(E.isOk()) << E.status().message();
   Expected<ValidDesc> V = validate(GatherElementsDesc{tensor(DataType::Int32, {2, 3}),
                                                       tensor(DataType::Int64, {2, 3}),
                                                       tensor(DataType::Int32, {2, 3}), 1});
@@ -72,29 +70,49 @@ TEST(JitEngine, LinksRunsAndFreesCode) {
   const std::vector<char> Object = hostObject(*V, "k");
   const int32_t In[6] = {10, 11, 12, 13, 14, 15};
   const int64_t Idx[6] = {2, 1, 0, -1, 0, 3};
-  {
-    Expected<std::shared_ptr<JitCode>> A = (*E)->link("k", Object);
-    ASSERT_TRUE(A.isOk()) << A.status().message();
-    // The same object again (a recompile of one spec) links beside it.
-    Expected<std::shared_ptr<JitCode>> B = (*E)->link("k", Object);
-    ASSERT_TRUE(B.isOk()) << B.status().message();
-    EXPECT_EQ((*E)->liveCount(), 2u);
-    EXPECT_NE((*A)->entry(), (*B)->entry());
-    int32_t Out[6] = {};
-    // Rows [0, 1): the first row only; index 3 in row 1 is out of range
-    // (position 5), reported by the whole range as 1 + 5.
-    EXPECT_EQ((*A)->entry()(In, Idx, Out, 0, 1), 0);
-    EXPECT_EQ(std::vector<int32_t>(Out, Out + 3), (std::vector<int32_t>{12, 11, 10}));
-    EXPECT_EQ((*B)->entry()(In, Idx, Out, 0, 2), 6);
+  // link() (the loader on x86-64, no ORC), ORC itself, and link() where
+  // GDB is to be told of every kernel (ORC).
+  for (int Way : {0, 1, 2}) {
+    SCOPED_TRACE(Way);
+    Expected<std::shared_ptr<JitEngine>> E = JitEngine::create({/*PerfMap=*/false, /*Debugger=*/Way == 2});
+    ASSERT_TRUE(E.isOk()) << E.status().message();
+    auto Link = [&]() -> Expected<std::shared_ptr<const Executable>> {
+      if (Way != 1)
+        return (*E)->link("k", Object);
+      Expected<std::shared_ptr<JitCode>> Code = (*E)->linkWithOrc("k", Object);
+      if (!Code)
+        return Code.status();
+      return std::shared_ptr<const Executable>(Code.take());
+    };
+    {
+      Expected<std::shared_ptr<const Executable>> A = Link();
+      ASSERT_TRUE(A.isOk()) << A.status().message();
+      // The same object again (a recompile of one spec) links beside it.
+      Expected<std::shared_ptr<const Executable>> B = Link();
+      ASSERT_TRUE(B.isOk()) << B.status().message();
+      EXPECT_EQ((*E)->liveCount(), 2u);
+      int32_t Out[6] = {};
+      // Rows [0, 1): the first row only; index 3 in row 1 is out of range
+      // (position 5), reported by the whole range as 1 + 5.
+      EXPECT_EQ((*A)->runRows(In, Idx, Out, 0, 1), 0);
+      EXPECT_EQ(std::vector<int32_t>(Out, Out + 3), (std::vector<int32_t>{12, 11, 10}));
+      EXPECT_EQ((*B)->runRows(In, Idx, Out, 0, 2), 6);
+      A->reset();
+      EXPECT_EQ((*E)->liveCount(), 1u);
+      EXPECT_EQ((*B)->runRows(In, Idx, Out, 0, 1), 0); // B's code is its own.
+    }
+    EXPECT_EQ((*E)->liveCount(), 0u);
+#if defined(__x86_64__)
+    EXPECT_EQ((*E)->orcStarted(), Way != 0) << "x86-64 kernels need no ORC";
+#endif
   }
-  EXPECT_EQ((*E)->liveCount(), 0u);
 }
 
 TEST(JitEngine, AnObjectThatIsNotOneIsAnErrorNotACrash) {
   Expected<std::shared_ptr<JitEngine>> E = JitEngine::create({});
   ASSERT_TRUE(E.isOk());
   const std::string Junk = "\x7f" "ELF but not really an object file";
-  Expected<std::shared_ptr<JitCode>> Code =
+  Expected<std::shared_ptr<const Executable>> Code =
       (*E)->link("junk", std::vector<char>(Junk.begin(), Junk.end()));
   ASSERT_FALSE(Code.isOk());
   EXPECT_EQ(Code.status().code(), ErrorCode::Internal);
