@@ -223,13 +223,16 @@ Status interpret(const ValidDesc &V, const void *Input, const void *Indices, voi
       }
       In[First + K] = static_cast<uint64_t>(Index);
     }
-    const char *Src = static_cast<const char *>(Input) + offsetOf(In, V.Input) * ElemBytes;
+    // Src only where something is read: an empty input may be null.
+    auto Src = [&] {
+      return static_cast<const char *>(Input) + offsetOf(In, V.Input) * ElemBytes;
+    };
     if (!Read)
       std::memset(Dst, 0, Unit);
     else if (Apply)
-      Apply(Src, Dst);
+      Apply(Src(), Dst);
     else
-      std::memcpy(Dst, Src, ElemBytes);
+      std::memcpy(Dst, Src(), ElemBytes);
     // Next output coordinate (or row), row-major.
     for (unsigned D = Looped; D-- > 0;) {
       if (++Out[D] < V.Output.Sizes[D])

@@ -92,7 +92,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
   // Index values straight from the fuzzer: any value, wild ones included.
   std::vector<char> Indices(IdxBytes), Input(InBytes);
   const std::vector<uint8_t> Raw = P.ConsumeBytes<uint8_t>(IdxBytes);
-  std::memcpy(Indices.data(), Raw.data(), Raw.size());
+  if (!Raw.empty())
+    std::memcpy(Indices.data(), Raw.data(), Raw.size());
   for (uint64_t I = 0; I < InBytes; ++I)
     Input[I] = static_cast<char>(I * 131 + 7);
 
