@@ -13,7 +13,7 @@ packages=(cmake ninja-build g++ ccache pkg-config
   libclang-19-dev libclang-cpp19-dev
   zlib1g-dev libzstd-dev libprotobuf-dev libonnx-dev libonnx-testdata
   libgtest-dev libgmock-dev libbenchmark-dev
-  nlohmann-json3-dev libcli11-dev libtbb-dev gnuplot-nox
+  nlohmann-json3-dev libcli11-dev libtbb-dev gnuplot-nox lld
   pybind11-dev python3-dev python3-numpy python3-pytest python3-dask python3-distributed
   python3-torch)
 missing=()

@@ -1,0 +1,85 @@
+//===- tests/tools/HotFunctionsTest.cpp - The compilers' function order --===//
+//
+// The compilers are linked with their hot functions together
+// (tools/gatherjit/hot-functions.txt, tools/gatherjit/CMakeLists.txt): the
+// listed functions each program has must lie in one stretch of its code
+// about as long as they are, where an unordered link scatters them over
+// three times that.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestUtil.h"
+
+#include <llvm/Object/ELFObjectFile.h>
+#include <llvm/Object/ObjectFile.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <unordered_set>
+
+namespace {
+
+struct Stretch {
+  uint64_t Functions = 0, Bytes = 0, Begin = UINT64_MAX, End = 0;
+};
+
+/// Where the functions named in \p Hot lie in \p Program (its symbols are
+/// in Program.debug where the build split them off).
+Stretch hotStretch(const std::string &Program, const std::unordered_set<std::string> &Hot) {
+  const std::string Debug = Program + ".debug";
+  auto Obj = llvm::object::ObjectFile::createObjectFile(
+      std::filesystem::exists(Debug) ? Debug : Program);
+  if (!Obj) {
+    ADD_FAILURE() << "cannot read " << Program << ": " << llvm::toString(Obj.takeError());
+    return {};
+  }
+  const auto *Elf = llvm::dyn_cast<llvm::object::ELFObjectFileBase>(Obj->getBinary());
+  if (!Elf) {
+    ADD_FAILURE() << Program << " is not ELF";
+    return {};
+  }
+  Stretch S;
+  for (const llvm::object::ELFSymbolRef Sym : Elf->symbols()) {
+    llvm::Expected<llvm::StringRef> Name = Sym.getName();
+    llvm::Expected<uint64_t> Address = Sym.getAddress();
+    if (!Name || !Address || Sym.getELFType() != llvm::ELF::STT_FUNC || Sym.getSize() == 0 ||
+        !Hot.count(Name->str())) {
+      if (!Name)
+        llvm::consumeError(Name.takeError());
+      if (!Address)
+        llvm::consumeError(Address.takeError());
+      continue;
+    }
+    ++S.Functions;
+    S.Bytes += Sym.getSize();
+    S.Begin = std::min(S.Begin, *Address);
+    S.End = std::max(S.End, *Address + Sym.getSize());
+  }
+  return S;
+}
+
+TEST(HotFunctions, LieTogetherInTheCompilers) {
+#if !GATHERJIT_ORDERED_FUNCTIONS
+  GTEST_SKIP() << "the compilers were linked without lld's function order";
+#endif
+  std::ifstream List(std::string(GATHERJIT_SOURCE_DIR) + "/tools/gatherjit/hot-functions.txt");
+  std::unordered_set<std::string> Hot;
+  for (std::string Line; std::getline(List, Line);)
+    Hot.insert(Line);
+  ASSERT_GT(Hot.size(), 1000u);
+  const std::filesystem::path Dir = std::filesystem::path(GATHERJIT_CLI).parent_path();
+  for (const char *Program : {"gatherjit-llvm", "gatherjit-clang"}) {
+    SCOPED_TRACE(Program);
+    const Stretch S = hotStretch(Dir / Program, Hot);
+    // Most of the list is LLVM's own code, which both programs have.
+    ASSERT_GT(S.Functions, Hot.size() / 2);
+    EXPECT_LT(static_cast<double>(S.End - S.Begin), 1.2 * static_cast<double>(S.Bytes))
+        << S.Functions << " functions of " << S.Bytes << " bytes over " << (S.End - S.Begin);
+  }
+}
+
+} // namespace
