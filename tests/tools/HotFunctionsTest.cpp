@@ -8,8 +8,6 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "TestUtil.h"
-
 #include <llvm/Object/ELFObjectFile.h>
 #include <llvm/Object/ObjectFile.h>
 
