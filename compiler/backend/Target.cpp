@@ -54,6 +54,34 @@ static llvm::CodeGenOptLevel codeGenLevel(OptLevel Level) {
   llvm_unreachable("covered switch");
 }
 
+/// \p TM's features written as what differs from its CPU's own: the same
+/// feature set in a string a subtarget parses quickly. The host's list
+/// names every feature LLVM knows, most of them off, and parsing it (each
+/// negation clears what implies it, through the whole table) was a third
+/// of a process's first compile: x86's code generator parses its
+/// subtarget's string twice. Additions come first, then removals; empty
+/// where the shorter string would not give the same set.
+static std::string shortFeatures(const llvm::TargetMachine &TM) {
+  const llvm::MCSubtargetInfo &Want = *TM.getMCSubtargetInfo();
+  const llvm::Target &T = TM.getTarget();
+  const std::string Triple = TM.getTargetTriple().str();
+  std::unique_ptr<llvm::MCSubtargetInfo> Own(
+      T.createMCSubtargetInfo(Triple, TM.getTargetCPU(), ""));
+  if (!Own)
+    return {};
+  llvm::SubtargetFeatures Added, Removed;
+  for (const llvm::SubtargetFeatureKV &KV : Want.getAllProcessorFeatures()) {
+    const bool On = Want.getFeatureBits().test(KV.Value);
+    if (On != Own->getFeatureBits().test(KV.Value))
+      (On ? Added : Removed).AddFeature(KV.Key, On);
+  }
+  Added.addFeaturesVector(Removed.getFeatures());
+  std::string Short = Added.getString();
+  std::unique_ptr<llvm::MCSubtargetInfo> Got(
+      T.createMCSubtargetInfo(Triple, TM.getTargetCPU(), Short));
+  return Got && Got->getFeatureBits() == Want.getFeatureBits() ? Short : std::string();
+}
+
 Expected<std::unique_ptr<llvm::TargetMachine>>
 createTargetMachine(const TargetDesc &Choice, OptLevel Level) {
   initializeTargets();
@@ -107,6 +135,8 @@ createTargetMachine(const TargetDesc &Choice, OptLevel Level) {
                                      "': " + llvm::toString(TM.takeError()));
     return toStatus(TM.takeError(), "creating the target machine");
   }
+  if (std::string Short = shortFeatures(**TM); !Short.empty())
+    (*TM)->setTargetFeatureString(Short);
   return std::move(*TM);
 }
 

@@ -158,24 +158,6 @@ TEST(Aot, EveryX86Level) {
   }
 }
 
-TEST(Aot, X86TargetsPreferScalarLoadsToGathersUnlessTheUserAsks) {
-  auto Features = [](const std::string &Triple, const std::string &Asked) {
-    Expected<std::unique_ptr<llvm::TargetMachine>> TM =
-        createTargetMachine({Triple, "", Asked}, OptLevel::O2);
-    EXPECT_TRUE(TM.isOk()) << TM.status().message();
-    return TM ? (*TM)->getTargetFeatureString().str() : std::string();
-  };
-  // The last mention wins (the user's come last): +1 on, -1 off, 0 none.
-  auto Last = [](const std::string &F) {
-    const size_t At = F.rfind("prefer-no-gather");
-    return At == std::string::npos || At == 0 ? 0 : F[At - 1] == '+' ? 1 : -1;
-  };
-  EXPECT_EQ(Last(Features("x86_64-linux-gnu", "")), 1);
-  EXPECT_EQ(Last(Features("", "")), llvm::Triple(llvm::sys::getProcessTriple()).isX86() ? 1 : 0);
-  EXPECT_EQ(Last(Features("x86_64-linux-gnu", "-prefer-no-gather")), -1);
-  EXPECT_EQ(Last(Features("aarch64-linux-gnu", "")), 0);
-}
-
 TEST(Aot, RejectsNamesThatAreNotDistinctCIdentifiers) {
   const ValidDesc D = onnxSeed();
   for (const std::vector<AotKernel> &Bad :

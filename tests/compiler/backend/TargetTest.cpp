@@ -1,0 +1,115 @@
+//===- tests/compiler/backend/TargetTest.cpp - Target machines' features --===//
+//
+// createTargetMachine writes its features as what differs from the CPU's
+// own. These tests hold it to the feature set LLVM's own parse of the whole
+// list gives, as the target machine and the code generator see it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/backend/Target.h"
+
+#include <llvm/ADT/StringExtras.h>
+#include <llvm/CodeGen/TargetSubtargetInfo.h>
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Module.h>
+#include <llvm/MC/MCSubtargetInfo.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/TargetParser/Host.h>
+#include <llvm/TargetParser/SubtargetFeature.h>
+#include <llvm/TargetParser/Triple.h>
+
+#include <gtest/gtest.h>
+
+using namespace gatherjit;
+
+namespace {
+
+/// What LLVM's parse of \p Features gives \p Cpu on \p Triple.
+llvm::FeatureBitset parsed(const std::string &Triple, const std::string &Cpu,
+                           const std::string &Features) {
+  std::string Err;
+  const llvm::Target *T = llvm::TargetRegistry::lookupTarget(Triple, Err);
+  EXPECT_NE(T, nullptr) << Err;
+  std::unique_ptr<llvm::MCSubtargetInfo> STI(T->createMCSubtargetInfo(Triple, Cpu, Features));
+  return STI->getFeatureBits();
+}
+
+/// The features the code generator sees in a function of a module that
+/// configureModule prepared for \p TM, or that says \p Features itself.
+llvm::FeatureBitset codeGeneratorFeatures(llvm::TargetMachine &TM,
+                                          const std::string *Features = nullptr) {
+  llvm::LLVMContext Ctx;
+  llvm::Module M("m", Ctx);
+  llvm::Function *F =
+      llvm::Function::Create(llvm::FunctionType::get(llvm::Type::getVoidTy(Ctx), false),
+                             llvm::Function::ExternalLinkage, "f", M);
+  llvm::IRBuilder<>(llvm::BasicBlock::Create(Ctx, "entry", F)).CreateRetVoid();
+  configureModule(M, TM);
+  if (Features)
+    F->addFnAttr("target-features", *Features);
+  return TM.getSubtargetImpl(*F)->getFeatureBits();
+}
+
+size_t count(llvm::StringRef Features) {
+  return Features.empty() ? 0 : Features.count(',') + 1;
+}
+
+} // namespace
+
+TEST(Target, TheHostMachineHasTheHostsFeaturesInAShorterList) {
+  initializeTargets();
+  const std::string Triple = llvm::sys::getProcessTriple();
+  auto Host = llvm::orc::JITTargetMachineBuilder::detectHost();
+  ASSERT_TRUE(bool(Host));
+  std::string Full = Host->getFeatures().getString();
+  if (llvm::Triple(Triple).isX86())
+    Full += ",+prefer-no-gather";
+  const llvm::FeatureBitset Want = parsed(Triple, Host->getCPU(), Full);
+
+  Expected<std::unique_ptr<llvm::TargetMachine>> TM = createTargetMachine({}, OptLevel::O2);
+  ASSERT_TRUE(TM.isOk()) << TM.status().message();
+  EXPECT_EQ((*TM)->getTargetCPU(), Host->getCPU());
+  EXPECT_TRUE((*TM)->getMCSubtargetInfo()->getFeatureBits() == Want);
+  EXPECT_TRUE(codeGeneratorFeatures(**TM) == codeGeneratorFeatures(**TM, &Full));
+  EXPECT_LT(count((*TM)->getTargetFeatureString()), count(Full))
+      << (*TM)->getTargetFeatureString().str();
+}
+
+TEST(Target, NamedCpusGetTheFeaturesTheUserAddsAndRemoves) {
+  struct Case {
+    std::string Triple, Cpu, Features;
+  };
+  const std::vector<Case> Cases = {
+      {"x86_64-linux-gnu", "x86-64", ""},
+      {"x86_64-linux-gnu", "x86-64", "+avx512f,-avx512vl"},
+      {"x86_64-linux-gnu", "x86-64-v3", "-avx2,+popcnt"},
+      {"x86_64-linux-gnu", "haswell", "-fma,-prefer-no-gather"},
+      {"x86_64-linux-gnu", "skylake-avx512", "-avx512f"},
+      {"x86_64-linux-gnu", "znver4", "-sse4.2,+prefer-no-gather"},
+      {"aarch64-linux-gnu", "generic", ""},
+      {"aarch64-linux-gnu", "neoverse-v1", "-neon"},
+      {"aarch64-linux-gnu", "cortex-a72", "+sve2,-crc"},
+  };
+  for (const Case &C : Cases) {
+    SCOPED_TRACE(C.Triple + " " + C.Cpu + " " + C.Features);
+    Expected<std::unique_ptr<llvm::TargetMachine>> TM =
+        createTargetMachine({C.Triple, C.Cpu, C.Features}, OptLevel::O2);
+    ASSERT_TRUE(TM.isOk()) << TM.status().message();
+    // x86 prefers scalar loads to gathers unless the user, who comes last,
+    // says otherwise.
+    std::string Full = C.Features;
+    if (llvm::Triple(C.Triple).isX86())
+      Full = "+prefer-no-gather" + (Full.empty() ? "" : "," + Full);
+    const llvm::FeatureBitset Want = parsed(C.Triple, C.Cpu, Full);
+    EXPECT_TRUE((*TM)->getMCSubtargetInfo()->getFeatureBits() == Want)
+        << (*TM)->getTargetFeatureString().str();
+    EXPECT_TRUE(codeGeneratorFeatures(**TM) == codeGeneratorFeatures(**TM, &Full))
+        << (*TM)->getTargetFeatureString().str();
+    if (llvm::Triple(C.Triple).isX86()) {
+      EXPECT_EQ((*TM)->getMCSubtargetInfo()->checkFeatures("+prefer-no-gather"),
+                C.Features.find("-prefer-no-gather") == std::string::npos);
+    }
+  }
+}
