@@ -74,7 +74,7 @@ bool given(const EpilogueFlags &F);
 
 /// Replaces this process with \p Program, which lies beside this program,
 /// run with \p Argv (Argv[0] is replaced) and its malloc on huge pages with
-/// a 4 MiB top pad, which the compilers fault in ahead (PrefaultHeap.cpp)
+/// a 4 MiB top pad, which the compilers fault in ahead (Prefault.cpp)
 /// (GLIBC_TUNABLES, the user's own after ours); returns only if it cannot.
 Status execSibling(const char *Program, std::vector<char *> Argv);
 
