@@ -21,6 +21,7 @@ target_link_options(gatherjit_shared PRIVATE -Wl,--exclude-libs,ALL -Wl,--gc-sec
   -Wl,--version-script=${PROJECT_SOURCE_DIR}/cmake/libgatherjit.map)
 set_property(TARGET gatherjit_shared APPEND PROPERTY LINK_DEPENDS
   ${PROJECT_SOURCE_DIR}/cmake/libgatherjit.map)
+gatherjit_order_functions(gatherjit_shared)
 target_include_directories(gatherjit_shared INTERFACE
   $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
   $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)

@@ -3,7 +3,7 @@
 # line's compilers run on typical calls (start-up, each operator compiled at
 # O0-O3, an epilogue, an AOT object, --help), one mangled name a line, as
 # valgrind's callgrind saw them. The build hands the list to lld's
-# --symbol-ordering-file (tools/gatherjit/CMakeLists.txt), which lays those
+# --symbol-ordering-file (cmake/GatherjitOrder.cmake), which lays those
 # functions out together: a compiling run then touches a few MB of code
 # instead of pages scattered over 23 MB of LLVM.
 #

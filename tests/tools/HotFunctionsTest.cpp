@@ -1,10 +1,10 @@
-//===- tests/tools/HotFunctionsTest.cpp - The compilers' function order --===//
+//===- tests/tools/HotFunctionsTest.cpp - Hot functions together ---------===//
 //
-// The compilers are linked with their hot functions together
-// (tools/gatherjit/hot-functions.txt, tools/gatherjit/CMakeLists.txt): the
-// listed functions each program has must lie in one stretch of its code
-// about as long as they are, where an unordered link scatters them over
-// three times that.
+// The compilers, libgatherjit.so and the Python module are linked with their
+// hot functions together (tools/gatherjit/hot-functions.txt,
+// cmake/GatherjitOrder.cmake): the listed functions each binary has must lie
+// in one stretch of its code about as long as they are, where an unordered
+// link scatters them over three times that.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +18,7 @@
 #include <fstream>
 #include <string>
 #include <unordered_set>
+#include <vector>
 
 namespace {
 
@@ -60,9 +61,9 @@ Stretch hotStretch(const std::string &Program, const std::unordered_set<std::str
   return S;
 }
 
-TEST(HotFunctions, LieTogetherInTheCompilers) {
+TEST(HotFunctions, LieTogetherInTheCompilersAndLibraries) {
 #if !GATHERJIT_ORDERED_FUNCTIONS
-  GTEST_SKIP() << "the compilers were linked without lld's function order";
+  GTEST_SKIP() << "the compilers and libraries were linked without lld's function order";
 #endif
   std::ifstream List(std::string(GATHERJIT_SOURCE_DIR) + "/tools/gatherjit/hot-functions.txt");
   std::unordered_set<std::string> Hot;
@@ -70,10 +71,18 @@ TEST(HotFunctions, LieTogetherInTheCompilers) {
     Hot.insert(Line);
   ASSERT_GT(Hot.size(), 1000u);
   const std::filesystem::path Dir = std::filesystem::path(GATHERJIT_CLI).parent_path();
-  for (const char *Program : {"gatherjit-llvm", "gatherjit-clang"}) {
-    SCOPED_TRACE(Program);
-    const Stretch S = hotStretch(Dir / Program, Hot);
-    // Most of the list is LLVM's own code, which both programs have.
+  std::vector<std::filesystem::path> Binaries = {Dir / "gatherjit-llvm", Dir / "gatherjit-clang",
+                                                 Dir / "libgatherjit.so"};
+  // The Python module, where the build has one (its name says which Python).
+  if (std::filesystem::is_directory(Dir / "python" / "gatherjit"))
+    for (const auto &Entry : std::filesystem::directory_iterator(Dir / "python" / "gatherjit"))
+      if (Entry.path().filename().string().rfind("_native", 0) == 0 &&
+          Entry.path().extension() == ".so")
+        Binaries.push_back(Entry.path());
+  for (const std::filesystem::path &Binary : Binaries) {
+    SCOPED_TRACE(Binary.filename().string());
+    const Stretch S = hotStretch(Binary, Hot);
+    // Most of the list is LLVM's own code, which they all have.
     ASSERT_GT(S.Functions, Hot.size() / 2);
     EXPECT_LT(static_cast<double>(S.End - S.Begin), 1.2 * static_cast<double>(S.Bytes))
         << S.Functions << " functions of " << S.Bytes << " bytes over " << (S.End - S.Begin);
