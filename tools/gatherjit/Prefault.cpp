@@ -27,8 +27,8 @@
 namespace {
 
 #ifdef MADV_POPULATE_WRITE
-/// The pages from the one \p Begin is in, if it starts there, to the one
-/// \p End is in: those of a mapping no other shares.
+/// The pages of [\p Begin, \p End): \p Begin's own only if it starts it (the
+/// one before may belong to another mapping), \p End's in full.
 void populate(uintptr_t Begin, uintptr_t End) {
   const uintptr_t Page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   Begin = (Begin + Page - 1) & ~(Page - 1);
