@@ -4,11 +4,12 @@
 # first compile fault in a few MB of code instead of pages all over LLVM's.
 # gatherjit_order_functions(TARGET) links TARGET so: the command line's
 # compilers, libgatherjit.so and the Python module. Only lld reads such a
-# list; without it they link as before.
+# list; without it they link as before, as they do with a shared libLLVM.so
+# (GATHERJIT_SHARED_LLVM), which holds most of the listed functions.
 option(GATHERJIT_ORDER_FUNCTIONS
   "Link the compilers and libraries with lld, their hot functions together" ON)
 set(GATHERJIT_ORDERED_FUNCTIONS OFF) # for tests/tools/HotFunctionsTest.cpp
-if(GATHERJIT_ORDER_FUNCTIONS)
+if(GATHERJIT_ORDER_FUNCTIONS AND NOT GATHERJIT_SHARED_LLVM)
   include(CheckLinkerFlag)
   check_linker_flag(CXX -fuse-ld=lld GATHERJIT_HAVE_LLD)
   if(GATHERJIT_HAVE_LLD)
