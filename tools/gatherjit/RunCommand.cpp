@@ -131,10 +131,10 @@ Status runAndWrite(Problem &P, const EngineFlags &E, AtomicFile &File, const Ker
 namespace {
 
 /// glibc's malloc in the compilers: it takes memory from the system 4 MiB at
-/// a time and asks for huge pages where the kernel gives them on request
-/// (transparent huge pages set to "madvise"). A compile's first touches of
-/// its heap were some 250 page faults here, about 1.5 ms of a compiling
-/// run. The user's own GLIBC_TUNABLES come after ours, so theirs win.
+/// a time, which the compilers fault in on a second thread from their start
+/// (Prefault.cpp), and asks for huge pages where the kernel gives them on
+/// request (transparent huge pages set to "madvise"; this machine's kernel
+/// gave none). The user's own GLIBC_TUNABLES come after ours, so theirs win.
 void askForHugePages() {
   constexpr const char *Ours = "glibc.malloc.hugetlb=1:glibc.malloc.top_pad=0x400000";
   const char *User = std::getenv("GLIBC_TUNABLES");

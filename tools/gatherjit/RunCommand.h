@@ -73,9 +73,9 @@ Status runAndWrite(Problem &P, const EngineFlags &E, AtomicFile &File, const Ker
 bool given(const EpilogueFlags &F);
 
 /// Replaces this process with \p Program, which lies beside this program,
-/// run with \p Argv (Argv[0] is replaced) and its malloc on huge pages with
-/// a 4 MiB top pad, which the compilers fault in ahead (Prefault.cpp)
-/// (GLIBC_TUNABLES, the user's own after ours); returns only if it cannot.
+/// run with \p Argv (Argv[0] is replaced) and GLIBC_TUNABLES asking its
+/// malloc for huge pages and a 4 MiB top pad (the user's own after ours);
+/// returns only if it cannot.
 Status execSibling(const char *Program, std::vector<char *> Argv);
 
 } // namespace gatherjit
