@@ -25,5 +25,6 @@ function(gatherjit_order_functions target)
     target_link_options(${target} PRIVATE -fuse-ld=lld -Wl,--symbol-ordering-file=${hot}
       -Wl,--no-warn-symbol-ordering)
     set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS ${hot})
+    target_compile_definitions(${target} PRIVATE GATHERJIT_ORDERED_FUNCTIONS=1)
   endif()
 endfunction()

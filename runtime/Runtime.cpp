@@ -300,10 +300,6 @@ Expected<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions &Options
   if (I->Options.CacheCapacity == 0)
     I->Options.CacheCapacity = 1;
   I->Log = envFlag("GATHERJIT_LOG");
-  Expected<std::unique_ptr<llvm::TargetMachine>> TM = createTargetMachine({}, Options.Opt);
-  if (!TM)
-    return TM.status();
-  I->TM = TM.take();
   if (!Options.CacheDir.empty())
     I->Disk = DiskCache::open(Options.CacheDir, cacheEnvironment(Options.Opt),
         Options.CacheDirLimit);
@@ -312,11 +308,18 @@ Expected<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions &Options
     return Jit.status();
   I->Jit = Jit.take();
   I->Pool = std::make_shared<ThreadPool>(Options.Threads);
+  // Last: one prepare() started may still be in the making.
+  Expected<std::unique_ptr<llvm::TargetMachine>> TM = createTargetMachine({}, Options.Opt);
+  if (!TM)
+    return TM.status();
+  I->TM = TM.take();
   if (Options.WarmUp)
     I->WarmUpThread = std::thread([Impl = I.get()] { Impl->warmUp(); });
   I->InitMs = msSince(T0);
   return std::unique_ptr<Runtime>(new Runtime(std::move(I)));
 }
+
+void Runtime::prepare(const RuntimeOptions &Options) { prepareHostTarget(Options.Opt); }
 
 /// Compiles a descriptor validation produced, or passes its error on.
 static Expected<Kernel> compileValid(Runtime &R, Expected<ValidDesc> V) {

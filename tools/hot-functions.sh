@@ -65,6 +65,9 @@ cd "$OLDPWD"
 # compile (O2), then the other paths are each packed together.
 for i in $(seq "$n"); do
   sed -n 's/^fn=//p' "$work/cg.$i" | grep -v -e '^0x' -e '^(' | LC_ALL=C sort -u
+  # The first run's code ends here: tools/gatherjit/Prefault.cpp reads it
+  # ahead of the first compile.
+  if [ "$i" = 1 ]; then echo gatherjit_first_run_end; fi
 done | awk '!seen[$0]++' >"$out.tmp"
 mv "$out.tmp" "$out"
 echo "hot-functions: $(wc -l <"$out") functions in $out"

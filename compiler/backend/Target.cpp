@@ -5,6 +5,8 @@
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/ADT/StringExtras.h>
+#include <llvm/IR/Instructions.h>
+#include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/TargetParser/SubtargetFeature.h>
@@ -15,6 +17,8 @@
 #include <llvm/TargetParser/Host.h>
 
 #include <mutex>
+#include <pthread.h>
+#include <thread>
 
 namespace gatherjit {
 
@@ -82,8 +86,8 @@ static std::string shortFeatures(const llvm::TargetMachine &TM) {
   return Got && Got->getFeatureBits() == Want.getFeatureBits() ? Short : std::string();
 }
 
-Expected<std::unique_ptr<llvm::TargetMachine>>
-createTargetMachine(const TargetDesc &Choice, OptLevel Level) {
+static Expected<std::unique_ptr<llvm::TargetMachine>>
+makeTargetMachine(const TargetDesc &Choice, OptLevel Level) {
   initializeTargets();
   std::optional<llvm::orc::JITTargetMachineBuilder> Builder;
   if (Choice.Triple.empty() && (Choice.Cpu.empty() || Choice.Cpu == "host")) {
@@ -138,6 +142,82 @@ createTargetMachine(const TargetDesc &Choice, OptLevel Level) {
   if (std::string Short = shortFeatures(**TM); !Short.empty())
     (*TM)->setTargetFeatureString(Short);
   return std::move(*TM);
+}
+
+namespace {
+/// The host's target machine made ahead of its use (prepareHostTarget).
+struct PreparedHost {
+  std::mutex Mutex; ///< Guards all of this.
+  std::thread Maker;
+  OptLevel Level = OptLevel::O2;
+  std::unique_ptr<llvm::TargetMachine> TM; ///< Maker's, until it is joined.
+  bool Started = false;
+
+  void join() {
+    if (Maker.joinable())
+      Maker.join();
+  }
+  // At exit, before LLVM's own statics go.
+  ~PreparedHost() { join(); }
+};
+
+PreparedHost &preparedHost() {
+  static PreparedHost P;
+  return P;
+}
+
+bool isHost(const TargetDesc &Choice) {
+  return Choice.Triple.empty() && Choice.Cpu.empty() && Choice.Features.empty();
+}
+} // namespace
+
+void prepareHostTarget(OptLevel Level) {
+  PreparedHost &P = preparedHost();
+  std::lock_guard<std::mutex> Lock(P.Mutex);
+  if (P.Started)
+    return;
+  P.Started = true;
+  P.Level = Level;
+  // A fork waits for the machine: a child must not inherit LLVM state (a
+  // lock, a half-built table) that a thread it does not have was changing.
+  pthread_atfork(
+      [] {
+        PreparedHost &P = preparedHost();
+        std::lock_guard<std::mutex> Lock(P.Mutex);
+        P.join();
+      },
+      nullptr, nullptr);
+  P.Maker = std::thread([&P, Level] {
+    Expected<std::unique_ptr<llvm::TargetMachine>> TM = makeTargetMachine({}, Level);
+    if (!TM)
+      return; // createTargetMachine makes it again, and reports why not.
+    // The code generator's subtarget, which the first kernel's optimizer
+    // would otherwise build (a quarter of that compile): asked for by a
+    // function with the attributes every kernel's function has.
+    llvm::LLVMContext Context;
+    llvm::Module M("prepare", Context);
+    llvm::Function *F = llvm::Function::Create(
+        llvm::FunctionType::get(llvm::Type::getVoidTy(Context), false),
+        llvm::GlobalValue::ExternalLinkage, "prepare", M);
+    llvm::ReturnInst::Create(Context, llvm::BasicBlock::Create(Context, "", F));
+    configureModule(M, **TM);
+    (void)(*TM)->getSubtargetImpl(*F);
+    P.TM = TM.take();
+  });
+}
+
+Expected<std::unique_ptr<llvm::TargetMachine>>
+createTargetMachine(const TargetDesc &Choice, OptLevel Level) {
+  if (isHost(Choice)) {
+    PreparedHost &P = preparedHost();
+    std::lock_guard<std::mutex> Lock(P.Mutex);
+    if (P.Level == Level) {
+      P.join();
+      if (P.TM)
+        return std::move(P.TM);
+    }
+  }
+  return makeTargetMachine(Choice, Level);
 }
 
 void configureModule(llvm::Module &M, llvm::TargetMachine &TM) {

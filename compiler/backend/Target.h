@@ -28,8 +28,16 @@ void initializeTargets();
 /// Converts an llvm::Error into an Internal status with context.
 Status toStatus(llvm::Error Err, const std::string &Context);
 
+/// A target machine for \p Target: for the host (an empty TargetDesc), the
+/// one prepareHostTarget made at \p Level if there is one.
 Expected<std::unique_ptr<llvm::TargetMachine>>
 createTargetMachine(const TargetDesc &Target, OptLevel Level);
+
+/// Starts making the host's target machine for \p Level, with its code
+/// generator's subtarget, on a thread of its own; the first
+/// createTargetMachine for the host at that level takes it, waiting for it
+/// if need be. Once per process: later calls do nothing.
+void prepareHostTarget(OptLevel Level);
 
 /// Sets the module's triple, data layout and, on every function, the
 /// target CPU and features, so the optimizer sees the real machine.

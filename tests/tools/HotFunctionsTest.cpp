@@ -61,16 +61,24 @@ Stretch hotStretch(const std::string &Program, const std::unordered_set<std::str
   return S;
 }
 
+/// tools/gatherjit/hot-functions.txt, in order.
+std::vector<std::string> hotList() {
+  std::ifstream In(std::string(GATHERJIT_SOURCE_DIR) + "/tools/gatherjit/hot-functions.txt");
+  std::vector<std::string> List;
+  for (std::string Line; std::getline(In, Line);)
+    List.push_back(Line);
+  return List;
+}
+
+const std::filesystem::path Dir = std::filesystem::path(GATHERJIT_CLI).parent_path();
+
 TEST(HotFunctions, LieTogetherInTheCompilersAndLibraries) {
 #if !GATHERJIT_ORDERED_FUNCTIONS
   GTEST_SKIP() << "the compilers and libraries were linked without lld's function order";
 #endif
-  std::ifstream List(std::string(GATHERJIT_SOURCE_DIR) + "/tools/gatherjit/hot-functions.txt");
-  std::unordered_set<std::string> Hot;
-  for (std::string Line; std::getline(List, Line);)
-    Hot.insert(Line);
+  const std::vector<std::string> List = hotList();
+  const std::unordered_set<std::string> Hot(List.begin(), List.end());
   ASSERT_GT(Hot.size(), 1000u);
-  const std::filesystem::path Dir = std::filesystem::path(GATHERJIT_CLI).parent_path();
   std::vector<std::filesystem::path> Binaries = {Dir / "gatherjit-llvm", Dir / "gatherjit-clang",
                                                  Dir / "libgatherjit.so"};
   // The Python module, where the build has one (its name says which Python).
@@ -86,6 +94,31 @@ TEST(HotFunctions, LieTogetherInTheCompilersAndLibraries) {
     ASSERT_GT(S.Functions, Hot.size() / 2);
     EXPECT_LT(static_cast<double>(S.End - S.Begin), 1.2 * static_cast<double>(S.Bytes))
         << S.Functions << " functions of " << S.Bytes << " bytes over " << (S.End - S.Begin);
+  }
+}
+
+// The compilers read their code up to gatherjit_first_run_end ahead of the
+// first compile (tools/gatherjit/Prefault.cpp): the functions the list has
+// before it must lie before it, and it right after them.
+TEST(HotFunctions, TheFirstRunEndsAtItsMarkerInTheCompilers) {
+#if !GATHERJIT_ORDERED_FUNCTIONS
+  GTEST_SKIP() << "the compilers were linked without lld's function order";
+#endif
+  const std::vector<std::string> List = hotList();
+  const auto Marker = std::find(List.begin(), List.end(), "gatherjit_first_run_end");
+  ASSERT_NE(Marker, List.end());
+  const std::unordered_set<std::string> FirstRun(List.begin(), Marker);
+  ASSERT_GT(FirstRun.size(), 1000u);
+  for (const char *Program : {"gatherjit-llvm", "gatherjit-clang"}) {
+    SCOPED_TRACE(Program);
+    const Stretch S = hotStretch(Dir / Program, FirstRun);
+    const Stretch End = hotStretch(Dir / Program, {"gatherjit_first_run_end"});
+    ASSERT_EQ(End.Functions, 1u);
+    ASSERT_GT(S.Functions, FirstRun.size() / 2);
+    EXPECT_LE(S.End, End.Begin);
+    EXPECT_LT(static_cast<double>(End.Begin - S.Begin), 1.2 * static_cast<double>(S.Bytes))
+        << S.Functions << " functions of " << S.Bytes << " bytes before the marker at "
+        << (End.Begin - S.Begin);
   }
 }
 

@@ -10,7 +10,10 @@
 // heap (MADV_POPULATE_WRITE, which touches no byte, so it cannot race with
 // the first thread's writes or with malloc), while the first thread goes
 // on. Where the kernel lacks it, or malloc has no such heap (sanitizers),
-// nothing happens.
+// nothing happens. Then it reads the code that start-up and a default
+// compile run, which the function order lays out first (about 4 MB): the
+// first kernel's compile then finds most of it in the shared cache rather
+// than in memory, about 1 ms sooner on this project's machine.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +26,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+
+/// Marks the end of the code a default compile runs (see touchFirstRunCode):
+/// in a section of its own, which lld places by the list alone.
+extern "C" __attribute__((noinline, used, section(".text.gatherjit_first_run_end"))) void
+gatherjit_first_run_end() {}
 
 namespace {
 
@@ -56,6 +64,29 @@ int populateData(dl_phdr_info *Info, size_t, void *) {
 }
 #endif
 
+#if GATHERJIT_ORDERED_FUNCTIONS
+/// Reads a byte of each cache line of the code a default compile runs:
+/// the program's code up to gatherjit_first_run_end, which
+/// tools/hot-functions.sh lists after that run's functions (so lld puts it
+/// after them). The lines come into the shared cache, and the pages into
+/// the page table, before the first thread runs them.
+int touchFirstRunCode(dl_phdr_info *Info, size_t, void *) {
+  const auto End = reinterpret_cast<uintptr_t>(&gatherjit_first_run_end);
+  for (int I = 0; I < Info->dlpi_phnum; ++I) {
+    const ElfW(Phdr) &P = Info->dlpi_phdr[I];
+    const uintptr_t Begin = Info->dlpi_addr + P.p_vaddr;
+    // The list's first run is about 4 MB; past 16, the order is not there.
+    if (P.p_type != PT_LOAD || !(P.p_flags & PF_X) || End < Begin || End - Begin > (16u << 20))
+      continue;
+    unsigned char Sum = 0;
+    for (uintptr_t Line = Begin; Line < End; Line += 64)
+      Sum ^= *reinterpret_cast<const volatile unsigned char *>(Line);
+    (void)Sum;
+  }
+  return 1; // The program only.
+}
+#endif
+
 void *populateDataAndHeap(void *) {
 #ifdef MADV_POPULATE_WRITE
   dl_iterate_phdr(populateData, nullptr);
@@ -63,6 +94,9 @@ void *populateDataAndHeap(void *) {
   const size_t Size = mallinfo2().arena; // The main arena: the only one yet.
   if (End != static_cast<uintptr_t>(-1) && Size != 0 && Size <= End)
     populate(End - Size, End);
+#endif
+#if GATHERJIT_ORDERED_FUNCTIONS
+  dl_iterate_phdr(touchFirstRunCode, nullptr);
 #endif
   return nullptr;
 }

@@ -51,6 +51,8 @@
 #include <cstdio>
 #include <iostream>
 #include <new>
+#include <optional>
+#include <string_view>
 #include <unistd.h>
 
 using namespace gatherjit;
@@ -226,10 +228,36 @@ int run(int Argc, char **Argv) {
   return report(Status::invalidArgument("no command given"));
 }
 
+/// Starts making a run's target machine (Runtime::prepare) while the
+/// command line is parsed and its operands read: for the commands that
+/// compile for this machine, at the --opt given. Read ahead of the parser,
+/// which reports what is wrong with the command: a wrong guess here costs
+/// work on another thread, never a result.
+void prepareRuntime(int Argc, char **Argv) {
+  static constexpr std::string_view Compiling[] = {"gather-elements", "gather", "gather-nd",
+                                                   "run", "ir"};
+  if (Argc < 2 || std::find(std::begin(Compiling), std::end(Compiling),
+                            std::string_view(Argv[1])) == std::end(Compiling))
+    return;
+  RuntimeOptions Options;
+  for (int I = 2; I < Argc; ++I) {
+    const std::string_view Arg = Argv[I];
+    std::string_view Value;
+    if (Arg == "--opt" && I + 1 < Argc)
+      Value = Argv[I + 1];
+    else if (Arg.substr(0, 6) == "--opt=")
+      Value = Arg.substr(6);
+    if (std::optional<OptLevel> Level = parseOptLevel(Value))
+      Options.Opt = *Level;
+  }
+  Runtime::prepare(Options);
+}
+
 } // namespace
 
 int main(int Argc, char **Argv) {
   removeTemporariesOnSignals();
+  prepareRuntime(Argc, Argv);
   try {
     return run(Argc, Argv);
   } catch (const std::bad_alloc &) {

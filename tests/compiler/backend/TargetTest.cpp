@@ -2,7 +2,9 @@
 //
 // createTargetMachine writes its features as what differs from the CPU's
 // own. These tests hold it to the feature set LLVM's own parse of the whole
-// list gives, as the target machine and the code generator see it.
+// list gives, as the target machine and the code generator see it; and
+// the host's machine made ahead (prepareHostTarget) to the one made when
+// asked for.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +23,9 @@
 #include <llvm/TargetParser/Triple.h>
 
 #include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 using namespace gatherjit;
 
@@ -112,4 +117,40 @@ TEST(Target, NamedCpusGetTheFeaturesTheUserAddsAndRemoves) {
                 C.Features.find("-prefer-no-gather") == std::string::npos);
     }
   }
+}
+
+TEST(Target, APreparedHostMachineIsTheOneCreateMakesAtItsLevel) {
+  prepareHostTarget(OptLevel::O1);
+  Expected<std::unique_ptr<llvm::TargetMachine>> Prepared = createTargetMachine({}, OptLevel::O1);
+  Expected<std::unique_ptr<llvm::TargetMachine>> Made = createTargetMachine({}, OptLevel::O1);
+  Expected<std::unique_ptr<llvm::TargetMachine>> Other = createTargetMachine({}, OptLevel::O2);
+  ASSERT_TRUE(Prepared.isOk() && Made.isOk() && Other.isOk());
+  EXPECT_EQ((*Prepared)->getTargetTriple(), (*Made)->getTargetTriple());
+  EXPECT_EQ((*Prepared)->getTargetCPU(), (*Made)->getTargetCPU());
+  EXPECT_EQ((*Prepared)->getTargetFeatureString(), (*Made)->getTargetFeatureString());
+  EXPECT_TRUE(codeGeneratorFeatures(**Prepared) == codeGeneratorFeatures(**Made));
+  EXPECT_EQ((*Prepared)->getOptLevel(), (*Made)->getOptLevel());
+  // Another level does not take the prepared one.
+  EXPECT_NE((*Other)->getOptLevel(), (*Made)->getOptLevel());
+}
+
+// A fork while the machine is being made (which waits for it, so that the
+// child has no LLVM state a vanished thread was changing) leaves both
+// processes able to make theirs.
+TEST(Target, AProcessForkedWhileTheHostMachineIsMadeMakesOne) {
+  prepareHostTarget(OptLevel::O2);
+  const pid_t Child = fork();
+  ASSERT_GE(Child, 0);
+  if (Child == 0) {
+    alarm(60); // A child that hangs fails instead.
+    Expected<std::unique_ptr<llvm::TargetMachine>> TM = createTargetMachine({}, OptLevel::O2);
+    _exit(TM.isOk() && !(*TM)->getTargetCPU().empty() ? 0 : 3);
+  }
+  Expected<std::unique_ptr<llvm::TargetMachine>> TM = createTargetMachine({}, OptLevel::O2);
+  EXPECT_TRUE(TM.isOk());
+  int Raw = 0;
+  ASSERT_EQ(waitpid(Child, &Raw, 0), Child);
+  EXPECT_TRUE(WIFEXITED(Raw) && WEXITSTATUS(Raw) == 0)
+      << (WIFSIGNALED(Raw) ? "signal " + std::to_string(WTERMSIG(Raw))
+                           : "exit " + std::to_string(WEXITSTATUS(Raw)));
 }
