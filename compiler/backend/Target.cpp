@@ -5,6 +5,7 @@
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/ADT/StringExtras.h>
+#include <llvm/ADT/StringMap.h>
 #include <llvm/IR/Instructions.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
@@ -58,32 +59,42 @@ static llvm::CodeGenOptLevel codeGenLevel(OptLevel Level) {
   llvm_unreachable("covered switch");
 }
 
-/// \p TM's features written as what differs from its CPU's own: the same
-/// feature set in a string a subtarget parses quickly. The host's list
-/// names every feature LLVM knows, most of them off, and each negation in
-/// it clears what implies it, through the whole table; x86's code
-/// generator parses its subtarget's string twice. The short string took
-/// 12% off a process's first compile. Additions come first, then
-/// removals; empty where the shorter string would not give the same set.
-static std::string shortFeatures(const llvm::TargetMachine &TM) {
-  const llvm::MCSubtargetInfo &Want = *TM.getMCSubtargetInfo();
-  const llvm::Target &T = TM.getTarget();
-  const std::string Triple = TM.getTargetTriple().str();
-  std::unique_ptr<llvm::MCSubtargetInfo> Own(
-      T.createMCSubtargetInfo(Triple, TM.getTargetCPU(), ""));
+/// \p Full, the features asked for \p Cpu, written as what differs from
+/// the CPU's own: a string a subtarget parses quickly. The host's list
+/// names every feature LLVM knows, most of them off; each entry of it
+/// walks the feature table (a negation clears what implies it), and a
+/// target machine and each of its subtargets parse their string again
+/// (x86's code generator twice). Parsing the short one instead took 12% off
+/// a process's first compile, and most of a target machine's making.
+/// Additions come first, then removals. Each feature \p Full names (the
+/// last entry for it wins) must come out as named, all the instruction set
+/// among them: empty where it would not.
+static std::string shortFeatures(const llvm::Target &T, const llvm::Triple &Triple,
+                                 llvm::StringRef Cpu, const llvm::SubtargetFeatures &Full) {
+  std::unique_ptr<llvm::MCSubtargetInfo> Own(T.createMCSubtargetInfo(Triple.str(), Cpu, ""));
   if (!Own)
     return {};
+  llvm::StringMap<bool> Named;
+  for (const std::string &Entry : Full.getFeatures())
+    if (Entry.size() > 1 && (Entry[0] == '+' || Entry[0] == '-'))
+      Named[llvm::StringRef(Entry).drop_front()] = Entry[0] == '+';
   llvm::SubtargetFeatures Added, Removed;
-  for (const llvm::SubtargetFeatureKV &KV : Want.getAllProcessorFeatures()) {
-    const bool On = Want.getFeatureBits().test(KV.Value);
-    if (On != Own->getFeatureBits().test(KV.Value))
-      (On ? Added : Removed).AddFeature(KV.Key, On);
+  for (const llvm::SubtargetFeatureKV &KV : Own->getAllProcessorFeatures()) {
+    const auto It = Named.find(KV.Key);
+    if (It != Named.end() && It->second != Own->getFeatureBits().test(KV.Value))
+      (It->second ? Added : Removed).AddFeature(KV.Key, It->second);
   }
   Added.addFeaturesVector(Removed.getFeatures());
   std::string Short = Added.getString();
-  std::unique_ptr<llvm::MCSubtargetInfo> Got(
-      T.createMCSubtargetInfo(Triple, TM.getTargetCPU(), Short));
-  return Got && Got->getFeatureBits() == Want.getFeatureBits() ? Short : std::string();
+  std::unique_ptr<llvm::MCSubtargetInfo> Got(T.createMCSubtargetInfo(Triple.str(), Cpu, Short));
+  if (!Got)
+    return {};
+  for (const llvm::SubtargetFeatureKV &KV : Got->getAllProcessorFeatures()) {
+    const auto It = Named.find(KV.Key);
+    if (It != Named.end() && It->second != Got->getFeatureBits().test(KV.Value))
+      return {};
+  }
+  return Short;
 }
 
 static Expected<std::unique_ptr<llvm::TargetMachine>>
@@ -126,7 +137,12 @@ makeTargetMachine(const TargetDesc &Choice, OptLevel Level) {
   for (llvm::StringRef Part : llvm::split(Choice.Features, ','))
     if (!Part.empty())
       F.AddFeature(Part);
-  Builder->setFeatures(F.getString());
+  std::string Err;
+  const llvm::Target *Tgt =
+      llvm::TargetRegistry::lookupTarget(Builder->getTargetTriple().str(), Err);
+  std::string Short =
+      Tgt ? shortFeatures(*Tgt, Builder->getTargetTriple(), Builder->getCPU(), F) : std::string();
+  Builder->setFeatures(Short.empty() ? F.getString() : Short);
   Builder->setCodeGenOptLevel(codeGenLevel(Level));
   Builder->setRelocationModel(llvm::Reloc::PIC_);
   Builder->setCodeModel(llvm::CodeModel::Small);
@@ -139,8 +155,6 @@ makeTargetMachine(const TargetDesc &Choice, OptLevel Level) {
                                      "': " + llvm::toString(TM.takeError()));
     return toStatus(TM.takeError(), "creating the target machine");
   }
-  if (std::string Short = shortFeatures(**TM); !Short.empty())
-    (*TM)->setTargetFeatureString(Short);
   return std::move(*TM);
 }
 
