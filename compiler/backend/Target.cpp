@@ -97,6 +97,26 @@ static std::string shortFeatures(const llvm::Target &T, const llvm::Triple &Trip
   return Short;
 }
 
+/// \p Features (a user's "+a,-b") names only features \p T has: LLVM itself
+/// would print a warning and ignore the rest.
+static Status checkFeatures(const llvm::Target *T, const llvm::Triple &Triple,
+                            llvm::StringRef Features) {
+  if (Features.empty() || !T)
+    return Status::ok();
+  std::unique_ptr<llvm::MCSubtargetInfo> STI(T->createMCSubtargetInfo(Triple.str(), "", ""));
+  if (!STI)
+    return Status::ok();
+  for (llvm::StringRef Part : llvm::split(Features, ',')) {
+    const llvm::StringRef Name = llvm::SubtargetFeatures::StripFlag(Part);
+    if (!Part.empty() &&
+        llvm::none_of(STI->getAllProcessorFeatures(),
+                      [&](const llvm::SubtargetFeatureKV &KV) { return Name == KV.Key; }))
+      return Status::invalidArgument("unknown target feature '" + Part.str() + "' for target '" +
+                                     Triple.str() + "'");
+  }
+  return Status::ok();
+}
+
 static Expected<std::unique_ptr<llvm::TargetMachine>>
 makeTargetMachine(const TargetDesc &Choice, OptLevel Level) {
   initializeTargets();
@@ -140,6 +160,8 @@ makeTargetMachine(const TargetDesc &Choice, OptLevel Level) {
   std::string Err;
   const llvm::Target *Tgt =
       llvm::TargetRegistry::lookupTarget(Builder->getTargetTriple().str(), Err);
+  if (Status S = checkFeatures(Tgt, Builder->getTargetTriple(), Choice.Features); !S)
+    return S;
   std::string Short =
       Tgt ? shortFeatures(*Tgt, Builder->getTargetTriple(), Builder->getCPU(), F) : std::string();
   Builder->setFeatures(Short.empty() ? F.getString() : Short);

@@ -20,7 +20,8 @@ namespace gatherjit {
 struct TargetDesc {
   std::string Triple;
   std::string Cpu;
-  /// Extra features, LLVM's spelling: "+avx2,-avx512f".
+  /// Extra features, LLVM's spelling: "+avx2,-avx512f". A name the target
+  /// does not have is an InvalidArgument error.
   std::string Features;
 };
 

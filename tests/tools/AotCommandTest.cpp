@@ -97,6 +97,10 @@ TEST(AotCommand, BadInputExitsTwoAndWritesNothing) {
       {"--data-shape 4,4 --indices-shape 4,4 --indices-type FLOAT32", "index"},
       {"--data-shape 4,4 --indices-shape 4,4 --axis 2", "axis = 2"},
       {"--data-shape 4,4 --indices-shape 4,4 --cpu pentium9", "unknown CPU 'pentium9'"},
+      {"--data-shape 4,4 --indices-shape 4,4 --features +avx2,+avx9",
+       "unknown target feature '+avx9'"},
+      {"--data-shape 4,4 --indices-shape 4,4 --target aarch64-linux-gnu --features -avx2",
+       "unknown target feature '-avx2' for target 'aarch64"},
       {"--data-shape 4,4 --indices-shape 4,4 --target nosucharch-linux-gnu", "nosucharch-linux-gnu"},
       // A target LLVM knows but cannot generate code for here.
       {"--data-shape 4,4 --indices-shape 4,4 --target wasm32-unknown-unknown",
