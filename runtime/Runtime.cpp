@@ -52,6 +52,7 @@ using CodeResult = Expected<std::shared_ptr<TieredCode>>;
 struct Runtime::Impl {
   RuntimeOptions Options;
   std::unique_ptr<llvm::TargetMachine> TM;
+  std::unique_ptr<CodeGenerator> Gen; ///< TM's.
   std::shared_ptr<JitEngine> Jit;
   std::shared_ptr<ThreadPool> Pool;
   double InitMs = 0;
@@ -114,7 +115,7 @@ struct Runtime::Impl {
                                      PipelineOutput Output = PipelineOutput::Object,
                                      bool UseDisk = true) {
     std::lock_guard<std::mutex> Lock(CompileMutex);
-    return runPipeline({{Spec, Spec.symbolName()}}, *TM, Level, Output,
+    return runPipeline({{Spec, Spec.symbolName()}}, *Gen, Level, Output,
                        UseDisk && Disk ? &*Disk : nullptr);
   }
 
@@ -313,6 +314,7 @@ Expected<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions &Options
   if (!TM)
     return TM.status();
   I->TM = TM.take();
+  I->Gen = std::make_unique<CodeGenerator>(*I->TM);
   if (Options.WarmUp)
     I->WarmUpThread = std::thread([Impl = I.get()] { Impl->warmUp(); });
   I->InitMs = msSince(T0);
@@ -378,7 +380,7 @@ Expected<EpilogueApply> Runtime::epilogueFunction(const Kernel &K) {
                 static_cast<unsigned long long>(Code.Signature.Key));
   Expected<PipelineResult> Object = [&] {
     std::lock_guard<std::mutex> Lock(I->CompileMutex);
-    return runEpiloguePipeline(Code, Name, *I->TM, OptLevel::O1);
+    return runEpiloguePipeline(Code, Name, *I->Gen, OptLevel::O1);
   }();
   if (!Object)
     return Object.status();

@@ -132,7 +132,8 @@ Expected<AotResult> compileAot(const std::vector<AotKernel> &Kernels,
     Specs.push_back({canonicalize(K.Desc), K.Name});
     Specs.back().Spec.Code = Code;
   }
-  Expected<PipelineResult> Object = runPipeline(Specs, **TM, Level);
+  CodeGenerator Gen(**TM);
+  Expected<PipelineResult> Object = runPipeline(Specs, Gen, Level);
   if (!Object)
     return Object.status();
   AotResult R;

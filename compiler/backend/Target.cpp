@@ -267,31 +267,54 @@ void configureModule(llvm::Module &M, llvm::TargetMachine &TM) {
   }
 }
 
-static Status emitFile(llvm::Module &M, llvm::TargetMachine &TM, OptLevel Level,
-                       llvm::CodeGenFileType Kind, llvm::raw_pwrite_stream &OS) {
+struct CodeGenerator::Pipeline {
+  llvm::SmallVector<char, 0> Buffer;
+  llvm::raw_svector_ostream OS{Buffer};
+  llvm::legacy::PassManager PM; ///< Writes to OS; goes first.
+  /// What building it set on the target machine, which its passes read as
+  /// they run; another level's pipeline sets them otherwise.
+  bool FastISel = false, GlobalISel = false;
+};
+
+CodeGenerator::CodeGenerator(llvm::TargetMachine &TM)
+    : TM(TM), FastISel(TM.Options.EnableFastISel), GlobalISel(TM.Options.EnableGlobalISel) {}
+CodeGenerator::~CodeGenerator() = default;
+
+Expected<llvm::SmallVector<char, 0>> CodeGenerator::object(llvm::Module &M, OptLevel Level) {
   TM.setOptLevel(codeGenLevel(Level));
+  std::unique_ptr<Pipeline> &P = Pipelines[static_cast<int>(Level)];
+  if (!P) {
+    // Built from the machine as it was made: building the quick tier's
+    // turns fast instruction selection on, and the optimizing code
+    // generator's does not turn it off.
+    TM.setFastISel(FastISel);
+    TM.setGlobalISel(GlobalISel);
+    auto Built = std::make_unique<Pipeline>();
+    if (TM.addPassesToEmitFile(Built->PM, Built->OS, nullptr, llvm::CodeGenFileType::ObjectFile))
+      return Status::internal("the target cannot emit object files");
+    Built->FastISel = TM.Options.EnableFastISel;
+    Built->GlobalISel = TM.Options.EnableGlobalISel;
+    P = std::move(Built);
+  }
+  TM.setFastISel(P->FastISel);
+  TM.setGlobalISel(P->GlobalISel);
+  P->Buffer.clear();
+  P->PM.run(M);
+  llvm::SmallVector<char, 0> Object = std::move(P->Buffer);
+  P->Buffer.clear();
+  return Object;
+}
+
+Expected<std::string> CodeGenerator::assembly(llvm::Module &M, OptLevel Level) {
+  TM.setOptLevel(codeGenLevel(Level));
+  llvm::SmallVector<char, 0> Buffer;
+  llvm::raw_svector_ostream OS(Buffer);
   llvm::legacy::PassManager PM;
-  if (TM.addPassesToEmitFile(PM, OS, nullptr, Kind))
-    return Status::internal("the target cannot emit this file type");
+  TM.setFastISel(FastISel);
+  TM.setGlobalISel(GlobalISel);
+  if (TM.addPassesToEmitFile(PM, OS, nullptr, llvm::CodeGenFileType::AssemblyFile))
+    return Status::internal("the target cannot emit assembly");
   PM.run(M);
-  return Status::ok();
-}
-
-Expected<llvm::SmallVector<char, 0>> emitObject(llvm::Module &M, llvm::TargetMachine &TM,
-                                               OptLevel Level) {
-  llvm::SmallVector<char, 0> Buffer;
-  llvm::raw_svector_ostream OS(Buffer);
-  if (Status S = emitFile(M, TM, Level, llvm::CodeGenFileType::ObjectFile, OS); !S)
-    return S;
-  return Buffer;
-}
-
-Expected<std::string> emitAssembly(llvm::Module &M, llvm::TargetMachine &TM,
-                                   OptLevel Level) {
-  llvm::SmallVector<char, 0> Buffer;
-  llvm::raw_svector_ostream OS(Buffer);
-  if (Status S = emitFile(M, TM, Level, llvm::CodeGenFileType::AssemblyFile, OS); !S)
-    return S;
   return std::string(Buffer.begin(), Buffer.end());
 }
 

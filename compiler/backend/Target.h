@@ -43,11 +43,30 @@ void prepareHostTarget(OptLevel Level);
 /// target CPU and features, so the optimizer sees the real machine.
 void configureModule(llvm::Module &M, llvm::TargetMachine &TM);
 
-/// Generates code for \p M with the code generator of \p Level (set on
-/// \p TM, which must not be generating code on another thread meanwhile).
-Expected<llvm::SmallVector<char, 0>> emitObject(llvm::Module &M, llvm::TargetMachine &TM,
-                                               OptLevel Level);
-Expected<std::string> emitAssembly(llvm::Module &M, llvm::TargetMachine &TM, OptLevel Level);
+/// Generates code for modules with \p TM. The code generator's pass
+/// pipeline for a level is built at its first object and run again for
+/// each object after: building it cost about as much as running it on a
+/// small kernel. One module at a time, and \p TM generates no code
+/// elsewhere meanwhile (each object sets its level on it).
+class CodeGenerator {
+public:
+  explicit CodeGenerator(llvm::TargetMachine &TM);
+  ~CodeGenerator();
+  CodeGenerator(const CodeGenerator &) = delete;
+  CodeGenerator &operator=(const CodeGenerator &) = delete;
+
+  llvm::TargetMachine &targetMachine() const { return TM; }
+  Expected<llvm::SmallVector<char, 0>> object(llvm::Module &M, OptLevel Level);
+  /// With a pipeline of its own: assembly is for reading, not for speed.
+  Expected<std::string> assembly(llvm::Module &M, OptLevel Level);
+
+private:
+  struct Pipeline;
+  llvm::TargetMachine &TM;
+  /// The instruction selectors TM was made with.
+  bool FastISel, GlobalISel;
+  std::unique_ptr<Pipeline> Pipelines[4]; ///< By OptLevel.
+};
 
 } // namespace gatherjit
 

@@ -34,11 +34,13 @@ TargetFacts targetFacts(const llvm::TargetMachine &) {
 
 namespace {
 
-/// The stages after emission: configure \p M for \p TM, optimize,
-/// generate, and store the object in \p Cache under \p Key if given.
+/// The stages after emission: configure \p M for \p Gen's target machine,
+/// optimize, generate, and store the object in \p Cache under \p Key if
+/// given.
 Expected<PipelineResult> finish(llvm::Module &M, PipelineResult R, Clock::time_point T0,
-                                llvm::TargetMachine &TM, OptLevel Level, PipelineOutput Output,
+                                CodeGenerator &Gen, OptLevel Level, PipelineOutput Output,
                                 const ObjectCache *Cache, const std::string &Key) {
+  llvm::TargetMachine &TM = Gen.targetMachine();
   configureModule(M, TM);
   R.Times.Emit = msSince(T0);
   T0 = Clock::now();
@@ -55,14 +57,14 @@ Expected<PipelineResult> finish(llvm::Module &M, PipelineResult R, Clock::time_p
     return R;
   }
   case PipelineOutput::Assembly: {
-    Expected<std::string> Asm = emitAssembly(M, TM, Level);
+    Expected<std::string> Asm = Gen.assembly(M, Level);
     if (!Asm)
       return Asm.status();
     R.Bytes.assign(Asm->begin(), Asm->end());
     break;
   }
   case PipelineOutput::Object: {
-    Expected<llvm::SmallVector<char, 0>> Obj = emitObject(M, TM, Level);
+    Expected<llvm::SmallVector<char, 0>> Obj = Gen.object(M, Level);
     if (!Obj)
       return Obj.status();
     R.Bytes.assign(Obj->begin(), Obj->end());
@@ -78,7 +80,7 @@ Expected<PipelineResult> finish(llvm::Module &M, PipelineResult R, Clock::time_p
 } // namespace
 
 Expected<PipelineResult> runPipeline(const std::vector<PipelineKernel> &Kernels,
-                                     llvm::TargetMachine &TM, OptLevel Level,
+                                     CodeGenerator &Gen, OptLevel Level,
                                      PipelineOutput Output, const ObjectCache *Cache) {
   PipelineResult R;
   std::string Key;
@@ -97,7 +99,7 @@ Expected<PipelineResult> runPipeline(const std::vector<PipelineKernel> &Kernels,
   llvm::LLVMContext Ctx;
   Clock::time_point T0 = Clock::now();
   llvm::Module M(Kernels.size() == 1 ? Kernels[0].Name : "gatherjit_aot", Ctx);
-  const TargetFacts Facts = targetFacts(TM);
+  const TargetFacts Facts = targetFacts(Gen.targetMachine());
   for (const PipelineKernel &K : Kernels) {
     if (K.Spec.hasEpilogue()) {
       if (!K.Spec.Code)
@@ -109,11 +111,11 @@ Expected<PipelineResult> runPipeline(const std::vector<PipelineKernel> &Kernels,
     }
     emitKernelInto(K.Spec, planKernel(K.Spec, Facts), K.Name, M);
   }
-  return finish(M, std::move(R), T0, TM, Level, Output, Cache, Key);
+  return finish(M, std::move(R), T0, Gen, Level, Output, Cache, Key);
 }
 
 Expected<PipelineResult> runEpiloguePipeline(const EpilogueCode &Code, const std::string &Name,
-                                             llvm::TargetMachine &TM, OptLevel Level) {
+                                             CodeGenerator &Gen, OptLevel Level) {
   llvm::LLVMContext Ctx;
   Clock::time_point T0 = Clock::now();
   llvm::Module M(Name, Ctx);
@@ -131,7 +133,7 @@ Expected<PipelineResult> runEpiloguePipeline(const EpilogueCode &Code, const std
   llvm::IRBuilder<> B(llvm::BasicBlock::Create(Ctx, "entry", F));
   emitEpilogueCall(B, Code.Signature, *Epi, Params, F->getArg(0), F->getArg(2));
   B.CreateRet(B.getInt64(0));
-  return finish(M, PipelineResult{}, T0, TM, Level, PipelineOutput::Object, nullptr, "");
+  return finish(M, PipelineResult{}, T0, Gen, Level, PipelineOutput::Object, nullptr, "");
 }
 
 } // namespace gatherjit

@@ -27,6 +27,8 @@ class TargetMachine;
 namespace gatherjit {
 
 /// Where compiled objects persist (the runtime's kernel cache directory).
+class CodeGenerator;
+
 class ObjectCache {
 public:
   virtual ~ObjectCache() = default;
@@ -55,12 +57,12 @@ struct PipelineResult {
   bool Stored = false;
 };
 
-/// Compiles \p Kernels into one module for \p TM at \p Level. \p TM must not
-/// generate code on another thread meanwhile. Only a single-kernel object is
-/// cached. Fails only on a bug (a module that does not verify) or a target
+/// Compiles \p Kernels into one module for \p Gen's target machine at
+/// \p Level (one module at a time per code generator). Only a
+/// single-kernel object is cached. Fails only on a bug (a module that does not verify) or a target
 /// that cannot emit the output, as Internal.
 Expected<PipelineResult> runPipeline(const std::vector<PipelineKernel> &Kernels,
-                                     llvm::TargetMachine &TM, OptLevel Level,
+                                     CodeGenerator &Gen, OptLevel Level,
                                      PipelineOutput Output = PipelineOutput::Object,
                                      const ObjectCache *Cache = nullptr);
 
@@ -68,7 +70,7 @@ Expected<PipelineResult> runPipeline(const std::vector<PipelineKernel> &Kernels,
 /// begin, end) applies it once to the element or row at in: the
 /// interpreter's reference, compiled and inlined as in a kernel.
 Expected<PipelineResult> runEpiloguePipeline(const EpilogueCode &Code, const std::string &Name,
-                                             llvm::TargetMachine &TM, OptLevel Level);
+                                             CodeGenerator &Gen, OptLevel Level);
 
 /// The facts of \p TM that plans depend on.
 TargetFacts targetFacts(const llvm::TargetMachine &TM);

@@ -114,7 +114,8 @@ std::vector<char> kernelObject(const ValidDesc &D, std::string &Name) {
   EXPECT_TRUE(TM.isOk());
   const KernelSpec Spec = canonicalize(D);
   Name = Spec.symbolName();
-  Expected<PipelineResult> R = runPipeline({{Spec, Name}}, **TM, OptLevel::O2);
+  CodeGenerator Gen(**TM);
+  Expected<PipelineResult> R = runPipeline({{Spec, Name}}, Gen, OptLevel::O2);
   EXPECT_TRUE(R.isOk());
   return R ? R->Bytes : std::vector<char>();
 }
