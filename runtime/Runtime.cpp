@@ -51,14 +51,13 @@ using CodeResult = Expected<std::shared_ptr<TieredCode>>;
 
 struct Runtime::Impl {
   RuntimeOptions Options;
-  std::unique_ptr<llvm::TargetMachine> TM;
-  std::unique_ptr<CodeGenerator> Gen; ///< TM's.
+  std::unique_ptr<CodeGenerator> Gen; ///< With the target machine.
   std::shared_ptr<JitEngine> Jit;
   std::shared_ptr<ThreadPool> Pool;
   double InitMs = 0;
   bool Log = false;
 
-  std::mutex CompileMutex; ///< Guards TM and code generation.
+  std::mutex CompileMutex; ///< Guards Gen and its target machine.
   mutable std::mutex CacheMutex;
   struct Entry {
     std::shared_future<CodeResult> Code;
@@ -182,7 +181,7 @@ struct Runtime::Impl {
   /// capacity the table starts over, kernels keep what they hold.)
   Expected<std::shared_ptr<const EpilogueCode>> epilogue(const Epilogue &E, uint64_t RowIn,
                                                          uint64_t RowOut) {
-    const EpilogueTarget Target = epilogueTarget(*TM, RowIn, RowOut);
+    const EpilogueTarget Target = epilogueTarget(Gen->targetMachine(), RowIn, RowOut);
     const uint64_t Key = epilogueKey(E, Target);
     if (auto Known = epilogueByKey(Key))
       return Known;
@@ -310,18 +309,21 @@ Expected<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions &Options
   I->Jit = Jit.take();
   I->Pool = std::make_shared<ThreadPool>(Options.Threads);
   // Last: one prepare() started may still be in the making.
-  Expected<std::unique_ptr<llvm::TargetMachine>> TM = createTargetMachine({}, Options.Opt);
-  if (!TM)
-    return TM.status();
-  I->TM = TM.take();
-  I->Gen = std::make_unique<CodeGenerator>(*I->TM);
+  Expected<std::unique_ptr<CodeGenerator>> Gen = createCodeGenerator({}, Options.Opt);
+  if (!Gen)
+    return Gen.status();
+  I->Gen = Gen.take();
   if (Options.WarmUp)
     I->WarmUpThread = std::thread([Impl = I.get()] { Impl->warmUp(); });
   I->InitMs = msSince(T0);
   return std::unique_ptr<Runtime>(new Runtime(std::move(I)));
 }
 
-void Runtime::prepare(const RuntimeOptions &Options) { prepareHostTarget(Options.Opt); }
+void Runtime::prepare(const RuntimeOptions &Options) {
+  // With the pipeline of a small kernel's first compile.
+  prepareHostTarget(Options.Opt, Options.QuickTier ? kernelLevel(KernelSpec(), Options.Opt)
+                                                   : Options.Opt);
+}
 
 /// Compiles a descriptor validation produced, or passes its error on.
 static Expected<Kernel> compileValid(Runtime &R, Expected<ValidDesc> V) {

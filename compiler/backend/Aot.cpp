@@ -106,10 +106,10 @@ Expected<AotResult> compileAot(const std::vector<AotKernel> &Kernels,
                                        "' defines symbol '" + Sym +
                                        "', which another kernel also defines");
   }
-  Expected<std::unique_ptr<llvm::TargetMachine>> TM =
-      createTargetMachine(Target, Level);
-  if (!TM)
-    return TM.status();
+  Expected<std::unique_ptr<CodeGenerator>> Gen = createCodeGenerator(Target, Level);
+  if (!Gen)
+    return Gen.status();
+  const llvm::TargetMachine &TM = (*Gen)->targetMachine();
   // Epilogues are compiled for the object's target; their kernels' header
   // entries describe the fused tensors.
   std::vector<AotKernel> Fused = Kernels;
@@ -120,7 +120,7 @@ Expected<AotResult> compileAot(const std::vector<AotKernel> &Kernels,
       const uint64_t RowIn = K.Desc.Input.Sizes.back();
       const uint64_t RowOut = K.RowOut ? K.RowOut : RowIn;
       Expected<std::shared_ptr<const EpilogueCode>> Compiled =
-          compileEpilogue(K.Fused, epilogueTarget(**TM, RowIn, RowOut));
+          compileEpilogue(K.Fused, epilogueTarget(TM, RowIn, RowOut));
       if (!Compiled)
         return Compiled.status();
       Code = Compiled.take();
@@ -132,14 +132,13 @@ Expected<AotResult> compileAot(const std::vector<AotKernel> &Kernels,
     Specs.push_back({canonicalize(K.Desc), K.Name});
     Specs.back().Spec.Code = Code;
   }
-  CodeGenerator Gen(**TM);
-  Expected<PipelineResult> Object = runPipeline(Specs, Gen, Level);
+  Expected<PipelineResult> Object = runPipeline(Specs, **Gen, Level);
   if (!Object)
     return Object.status();
   AotResult R;
   R.Object = std::move(Object->Bytes);
-  R.Triple = (*TM)->getTargetTriple().str();
-  R.Cpu = (*TM)->getTargetCPU().str();
+  R.Triple = TM.getTargetTriple().str();
+  R.Cpu = TM.getTargetCPU().str();
   R.Header = header(Fused, R, Level, HeaderName);
   return R;
 }

@@ -117,8 +117,8 @@ static Status checkFeatures(const llvm::Target *T, const llvm::Triple &Triple,
   return Status::ok();
 }
 
-static Expected<std::unique_ptr<llvm::TargetMachine>>
-makeTargetMachine(const TargetDesc &Choice, OptLevel Level) {
+Expected<std::unique_ptr<llvm::TargetMachine>>
+createTargetMachine(const TargetDesc &Choice, OptLevel Level) {
   initializeTargets();
   std::optional<llvm::orc::JITTargetMachineBuilder> Builder;
   if (Choice.Triple.empty() && (Choice.Cpu.empty() || Choice.Cpu == "host")) {
@@ -180,82 +180,6 @@ makeTargetMachine(const TargetDesc &Choice, OptLevel Level) {
   return std::move(*TM);
 }
 
-namespace {
-/// The host's target machine made ahead of its use (prepareHostTarget).
-struct PreparedHost {
-  std::mutex Mutex; ///< Guards all of this.
-  std::thread Maker;
-  OptLevel Level = OptLevel::O2;
-  std::unique_ptr<llvm::TargetMachine> TM; ///< Maker's, until it is joined.
-  bool Started = false;
-
-  void join() {
-    if (Maker.joinable())
-      Maker.join();
-  }
-  // At exit, before LLVM's own statics go.
-  ~PreparedHost() { join(); }
-};
-
-PreparedHost &preparedHost() {
-  static PreparedHost P;
-  return P;
-}
-
-bool isHost(const TargetDesc &Choice) {
-  return Choice.Triple.empty() && Choice.Cpu.empty() && Choice.Features.empty();
-}
-} // namespace
-
-void prepareHostTarget(OptLevel Level) {
-  PreparedHost &P = preparedHost();
-  std::lock_guard<std::mutex> Lock(P.Mutex);
-  if (P.Started)
-    return;
-  P.Started = true;
-  P.Level = Level;
-  // A fork waits for the machine: a child must not inherit LLVM state (a
-  // lock, a half-built table) that a thread it does not have was changing.
-  pthread_atfork(
-      [] {
-        PreparedHost &P = preparedHost();
-        std::lock_guard<std::mutex> Lock(P.Mutex);
-        P.join();
-      },
-      nullptr, nullptr);
-  P.Maker = std::thread([&P, Level] {
-    Expected<std::unique_ptr<llvm::TargetMachine>> TM = makeTargetMachine({}, Level);
-    if (!TM)
-      return; // createTargetMachine makes it again, and reports why not.
-    // The code generator's subtarget, which the first kernel's optimizer
-    // would otherwise build (a quarter of that compile): asked for by a
-    // function with the attributes every kernel's function has.
-    llvm::LLVMContext Context;
-    llvm::Module M("prepare", Context);
-    llvm::Function *F = llvm::Function::Create(
-        llvm::FunctionType::get(llvm::Type::getVoidTy(Context), false),
-        llvm::GlobalValue::ExternalLinkage, "prepare", M);
-    llvm::ReturnInst::Create(Context, llvm::BasicBlock::Create(Context, "", F));
-    configureModule(M, **TM);
-    (void)(*TM)->getSubtargetImpl(*F);
-    P.TM = TM.take();
-  });
-}
-
-Expected<std::unique_ptr<llvm::TargetMachine>>
-createTargetMachine(const TargetDesc &Choice, OptLevel Level) {
-  if (isHost(Choice)) {
-    PreparedHost &P = preparedHost();
-    std::lock_guard<std::mutex> Lock(P.Mutex);
-    if (P.Level == Level) {
-      P.join();
-      if (P.TM)
-        return std::move(P.TM);
-    }
-  }
-  return makeTargetMachine(Choice, Level);
-}
-
 void configureModule(llvm::Module &M, llvm::TargetMachine &TM) {
   M.setTargetTriple(TM.getTargetTriple().str());
   M.setDataLayout(TM.createDataLayout());
@@ -276,46 +200,136 @@ struct CodeGenerator::Pipeline {
   bool FastISel = false, GlobalISel = false;
 };
 
-CodeGenerator::CodeGenerator(llvm::TargetMachine &TM)
-    : TM(TM), FastISel(TM.Options.EnableFastISel), GlobalISel(TM.Options.EnableGlobalISel) {}
+CodeGenerator::CodeGenerator(std::unique_ptr<llvm::TargetMachine> Machine)
+    : TM(std::move(Machine)), FastISel(TM->Options.EnableFastISel),
+      GlobalISel(TM->Options.EnableGlobalISel) {}
 CodeGenerator::~CodeGenerator() = default;
 
-Expected<llvm::SmallVector<char, 0>> CodeGenerator::object(llvm::Module &M, OptLevel Level) {
-  TM.setOptLevel(codeGenLevel(Level));
+Status CodeGenerator::build(OptLevel Level) {
   std::unique_ptr<Pipeline> &P = Pipelines[static_cast<int>(Level)];
-  if (!P) {
-    // Built from the machine as it was made: building the quick tier's
-    // turns fast instruction selection on, and the optimizing code
-    // generator's does not turn it off.
-    TM.setFastISel(FastISel);
-    TM.setGlobalISel(GlobalISel);
-    auto Built = std::make_unique<Pipeline>();
-    if (TM.addPassesToEmitFile(Built->PM, Built->OS, nullptr, llvm::CodeGenFileType::ObjectFile))
-      return Status::internal("the target cannot emit object files");
-    Built->FastISel = TM.Options.EnableFastISel;
-    Built->GlobalISel = TM.Options.EnableGlobalISel;
-    P = std::move(Built);
-  }
-  TM.setFastISel(P->FastISel);
-  TM.setGlobalISel(P->GlobalISel);
-  P->Buffer.clear();
-  P->PM.run(M);
-  llvm::SmallVector<char, 0> Object = std::move(P->Buffer);
-  P->Buffer.clear();
+  if (P)
+    return Status::ok();
+  // Built from the machine as it was made: building the quick tier's
+  // turns fast instruction selection on, and the optimizing code
+  // generator's does not turn it off.
+  TM->setOptLevel(codeGenLevel(Level));
+  TM->setFastISel(FastISel);
+  TM->setGlobalISel(GlobalISel);
+  auto Built = std::make_unique<Pipeline>();
+  if (TM->addPassesToEmitFile(Built->PM, Built->OS, nullptr, llvm::CodeGenFileType::ObjectFile))
+    return Status::internal("the target cannot emit object files");
+  Built->FastISel = TM->Options.EnableFastISel;
+  Built->GlobalISel = TM->Options.EnableGlobalISel;
+  P = std::move(Built);
+  return Status::ok();
+}
+
+Expected<llvm::SmallVector<char, 0>> CodeGenerator::object(llvm::Module &M, OptLevel Level) {
+  if (Status S = build(Level); !S)
+    return S;
+  Pipeline &P = *Pipelines[static_cast<int>(Level)];
+  TM->setOptLevel(codeGenLevel(Level));
+  TM->setFastISel(P.FastISel);
+  TM->setGlobalISel(P.GlobalISel);
+  P.Buffer.clear();
+  P.PM.run(M);
+  llvm::SmallVector<char, 0> Object = std::move(P.Buffer);
+  P.Buffer.clear();
   return Object;
 }
 
 Expected<std::string> CodeGenerator::assembly(llvm::Module &M, OptLevel Level) {
-  TM.setOptLevel(codeGenLevel(Level));
+  TM->setOptLevel(codeGenLevel(Level));
   llvm::SmallVector<char, 0> Buffer;
   llvm::raw_svector_ostream OS(Buffer);
   llvm::legacy::PassManager PM;
-  TM.setFastISel(FastISel);
-  TM.setGlobalISel(GlobalISel);
-  if (TM.addPassesToEmitFile(PM, OS, nullptr, llvm::CodeGenFileType::AssemblyFile))
+  TM->setFastISel(FastISel);
+  TM->setGlobalISel(GlobalISel);
+  if (TM->addPassesToEmitFile(PM, OS, nullptr, llvm::CodeGenFileType::AssemblyFile))
     return Status::internal("the target cannot emit assembly");
   PM.run(M);
   return std::string(Buffer.begin(), Buffer.end());
+}
+
+namespace {
+/// The host's code generator made ahead of its use (prepareHostTarget).
+struct PreparedHost {
+  std::mutex Mutex; ///< Guards all of this.
+  std::thread Maker;
+  OptLevel Level = OptLevel::O2;
+  std::unique_ptr<CodeGenerator> Gen; ///< Maker's, until it is joined.
+  bool Started = false;
+
+  void join() {
+    if (Maker.joinable())
+      Maker.join();
+  }
+  // At exit, before LLVM's own statics go.
+  ~PreparedHost() { join(); }
+};
+
+PreparedHost &preparedHost() {
+  static PreparedHost P;
+  return P;
+}
+
+bool isHost(const TargetDesc &Choice) {
+  return Choice.Triple.empty() && Choice.Cpu.empty() && Choice.Features.empty();
+}
+} // namespace
+
+void prepareHostTarget(OptLevel Level, OptLevel First) {
+  PreparedHost &P = preparedHost();
+  std::lock_guard<std::mutex> Lock(P.Mutex);
+  if (P.Started)
+    return;
+  P.Started = true;
+  P.Level = Level;
+  // A fork waits for the maker: a child must not inherit LLVM state (a
+  // lock, a half-built table) that a thread it does not have was changing.
+  pthread_atfork(
+      [] {
+        PreparedHost &P = preparedHost();
+        std::lock_guard<std::mutex> Lock(P.Mutex);
+        P.join();
+      },
+      nullptr, nullptr);
+  P.Maker = std::thread([&P, Level, First] {
+    Expected<std::unique_ptr<llvm::TargetMachine>> TM = createTargetMachine({}, Level);
+    if (!TM)
+      return; // createCodeGenerator makes it again, and reports why not.
+    // The code generator's subtarget, which the first kernel's optimizer
+    // would otherwise build (a quarter of that compile): asked for by a
+    // function with the attributes every kernel's function has.
+    llvm::LLVMContext Context;
+    llvm::Module M("prepare", Context);
+    llvm::Function *F = llvm::Function::Create(
+        llvm::FunctionType::get(llvm::Type::getVoidTy(Context), false),
+        llvm::GlobalValue::ExternalLinkage, "prepare", M);
+    llvm::ReturnInst::Create(Context, llvm::BasicBlock::Create(Context, "", F));
+    configureModule(M, **TM);
+    (void)(*TM)->getSubtargetImpl(*F);
+    auto Gen = std::make_unique<CodeGenerator>(TM.take());
+    if (Gen->build(First))
+      P.Gen = std::move(Gen);
+  });
+}
+
+Expected<std::unique_ptr<CodeGenerator>> createCodeGenerator(const TargetDesc &Target,
+                                                             OptLevel Level) {
+  if (isHost(Target)) {
+    PreparedHost &P = preparedHost();
+    std::lock_guard<std::mutex> Lock(P.Mutex);
+    if (P.Level == Level) {
+      P.join();
+      if (P.Gen)
+        return std::move(P.Gen);
+    }
+  }
+  Expected<std::unique_ptr<llvm::TargetMachine>> TM = createTargetMachine(Target, Level);
+  if (!TM)
+    return TM.status();
+  return std::make_unique<CodeGenerator>(TM.take());
 }
 
 } // namespace gatherjit

@@ -28,45 +28,50 @@ void initializeTargets();
 /// Converts an llvm::Error into an Internal status with context.
 Status toStatus(llvm::Error Err, const std::string &Context);
 
-/// A target machine for \p Target: for the host (an empty TargetDesc), the
-/// one prepareHostTarget made at \p Level if there is one.
 Expected<std::unique_ptr<llvm::TargetMachine>>
 createTargetMachine(const TargetDesc &Target, OptLevel Level);
-
-/// Starts making the host's target machine for \p Level, with its code
-/// generator's subtarget, on a thread of its own; the first
-/// createTargetMachine for the host at that level takes it, waiting for it
-/// if need be. Once per process: later calls do nothing.
-void prepareHostTarget(OptLevel Level);
 
 /// Sets the module's triple, data layout and, on every function, the
 /// target CPU and features, so the optimizer sees the real machine.
 void configureModule(llvm::Module &M, llvm::TargetMachine &TM);
 
-/// Generates code for modules with \p TM. The code generator's pass
-/// pipeline for a level is built at its first object and run again for
-/// each object after: building it cost about as much as running it on a
-/// small kernel. One module at a time, and \p TM generates no code
-/// elsewhere meanwhile (each object sets its level on it).
+/// Generates code for modules with its target machine. The code
+/// generator's pass pipeline for a level is built at its first object (or
+/// by build()) and run again for each object after: building it cost
+/// about as much as running it on a small kernel. One module at a time.
 class CodeGenerator {
 public:
-  explicit CodeGenerator(llvm::TargetMachine &TM);
+  explicit CodeGenerator(std::unique_ptr<llvm::TargetMachine> TM);
   ~CodeGenerator();
   CodeGenerator(const CodeGenerator &) = delete;
   CodeGenerator &operator=(const CodeGenerator &) = delete;
 
-  llvm::TargetMachine &targetMachine() const { return TM; }
+  llvm::TargetMachine &targetMachine() const { return *TM; }
   Expected<llvm::SmallVector<char, 0>> object(llvm::Module &M, OptLevel Level);
   /// With a pipeline of its own: assembly is for reading, not for speed.
   Expected<std::string> assembly(llvm::Module &M, OptLevel Level);
+  /// Builds the pipeline of \p Level ahead of its first object.
+  Status build(OptLevel Level);
 
 private:
   struct Pipeline;
-  llvm::TargetMachine &TM;
+  std::unique_ptr<llvm::TargetMachine> TM; ///< Outlives the pipelines.
   /// The instruction selectors TM was made with.
   bool FastISel, GlobalISel;
   std::unique_ptr<Pipeline> Pipelines[4]; ///< By OptLevel.
 };
+
+/// A code generator for \p Target at \p Level: for the host (an empty
+/// TargetDesc), the one prepareHostTarget made at that level if any.
+Expected<std::unique_ptr<CodeGenerator>> createCodeGenerator(const TargetDesc &Target,
+                                                             OptLevel Level);
+
+/// Starts making the host's code generator at \p Level on a thread of its
+/// own: the target machine, its subtarget and the pipeline of \p First,
+/// the level of the first compile. The first createCodeGenerator for the
+/// host at \p Level takes it, waiting for it if need be. Once per process:
+/// later calls do nothing.
+void prepareHostTarget(OptLevel Level, OptLevel First);
 
 } // namespace gatherjit
 

@@ -114,7 +114,7 @@ std::vector<char> kernelObject(const ValidDesc &D, std::string &Name) {
   EXPECT_TRUE(TM.isOk());
   const KernelSpec Spec = canonicalize(D);
   Name = Spec.symbolName();
-  CodeGenerator Gen(**TM);
+  CodeGenerator Gen(TM.take());
   Expected<PipelineResult> R = runPipeline({{Spec, Name}}, Gen, OptLevel::O2);
   EXPECT_TRUE(R.isOk());
   return R ? R->Bytes : std::vector<char>();

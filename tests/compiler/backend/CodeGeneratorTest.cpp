@@ -24,7 +24,7 @@ namespace {
 TEST(CodeGenerator, AReusedPipelineMakesTheObjectsAFreshOneMakes) {
   Expected<std::unique_ptr<llvm::TargetMachine>> TM = createTargetMachine({}, OptLevel::O2);
   ASSERT_TRUE(TM.isOk()) << TM.status().message();
-  CodeGenerator Reused(**TM);
+  CodeGenerator Reused(TM.take());
   CaseGenerator Cases(21);
   for (int I = 0; I < 24; ++I) {
     const RandomCase C = Cases.next();
@@ -35,7 +35,7 @@ TEST(CodeGenerator, AReusedPipelineMakesTheObjectsAFreshOneMakes) {
       Expected<std::unique_ptr<llvm::TargetMachine>> FreshTM =
           createTargetMachine({}, OptLevel::O2);
       ASSERT_TRUE(FreshTM.isOk());
-      CodeGenerator Fresh(**FreshTM);
+      CodeGenerator Fresh(FreshTM.take());
       Expected<PipelineResult> First = runPipeline({{Spec, Spec.symbolName()}}, Fresh, Level);
       ASSERT_TRUE(Again.isOk() && First.isOk());
       EXPECT_FALSE(Again->Bytes.empty());

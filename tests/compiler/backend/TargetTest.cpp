@@ -3,8 +3,8 @@
 // createTargetMachine writes its features as what differs from the CPU's
 // own. These tests hold it to the feature set LLVM's own parse of the whole
 // list gives, as the target machine and the code generator see it; and
-// the host's machine made ahead (prepareHostTarget) to the one made when
-// asked for.
+// the host's code generator made ahead (prepareHostTarget) to the one made
+// when asked for.
 //
 //===----------------------------------------------------------------------===//
 
@@ -119,35 +119,36 @@ TEST(Target, NamedCpusGetTheFeaturesTheUserAddsAndRemoves) {
   }
 }
 
-TEST(Target, APreparedHostMachineIsTheOneCreateMakesAtItsLevel) {
-  prepareHostTarget(OptLevel::O1);
-  Expected<std::unique_ptr<llvm::TargetMachine>> Prepared = createTargetMachine({}, OptLevel::O1);
-  Expected<std::unique_ptr<llvm::TargetMachine>> Made = createTargetMachine({}, OptLevel::O1);
-  Expected<std::unique_ptr<llvm::TargetMachine>> Other = createTargetMachine({}, OptLevel::O2);
+TEST(Target, APreparedHostGeneratorIsTheOneCreateMakesAtItsLevel) {
+  prepareHostTarget(OptLevel::O1, OptLevel::O1);
+  Expected<std::unique_ptr<CodeGenerator>> Prepared = createCodeGenerator({}, OptLevel::O1);
+  Expected<std::unique_ptr<CodeGenerator>> Made = createCodeGenerator({}, OptLevel::O1);
+  Expected<std::unique_ptr<CodeGenerator>> Other = createCodeGenerator({}, OptLevel::O2);
   ASSERT_TRUE(Prepared.isOk() && Made.isOk() && Other.isOk());
-  EXPECT_EQ((*Prepared)->getTargetTriple(), (*Made)->getTargetTriple());
-  EXPECT_EQ((*Prepared)->getTargetCPU(), (*Made)->getTargetCPU());
-  EXPECT_EQ((*Prepared)->getTargetFeatureString(), (*Made)->getTargetFeatureString());
-  EXPECT_TRUE(codeGeneratorFeatures(**Prepared) == codeGeneratorFeatures(**Made));
-  EXPECT_EQ((*Prepared)->getOptLevel(), (*Made)->getOptLevel());
+  llvm::TargetMachine &P = (*Prepared)->targetMachine(), &M = (*Made)->targetMachine();
+  EXPECT_EQ(P.getTargetTriple(), M.getTargetTriple());
+  EXPECT_EQ(P.getTargetCPU(), M.getTargetCPU());
+  EXPECT_EQ(P.getTargetFeatureString(), M.getTargetFeatureString());
+  EXPECT_TRUE(codeGeneratorFeatures(P) == codeGeneratorFeatures(M));
+  EXPECT_EQ(P.getOptLevel(), M.getOptLevel());
   // Another level does not take the prepared one.
-  EXPECT_NE((*Other)->getOptLevel(), (*Made)->getOptLevel());
+  EXPECT_NE((*Other)->targetMachine().getOptLevel(), M.getOptLevel());
 }
 
-// A fork while the machine is being made (which waits for it, so that the
-// child has no LLVM state a vanished thread was changing) leaves both
+// A fork while the generator is being made (which waits for it, so that
+// the child has no LLVM state a vanished thread was changing) leaves both
 // processes able to make theirs.
-TEST(Target, AProcessForkedWhileTheHostMachineIsMadeMakesOne) {
-  prepareHostTarget(OptLevel::O2);
+TEST(Target, AProcessForkedWhileTheHostGeneratorIsMadeMakesOne) {
+  prepareHostTarget(OptLevel::O2, OptLevel::O1);
   const pid_t Child = fork();
   ASSERT_GE(Child, 0);
   if (Child == 0) {
     alarm(60); // A child that hangs fails instead.
-    Expected<std::unique_ptr<llvm::TargetMachine>> TM = createTargetMachine({}, OptLevel::O2);
-    _exit(TM.isOk() && !(*TM)->getTargetCPU().empty() ? 0 : 3);
+    Expected<std::unique_ptr<CodeGenerator>> Gen = createCodeGenerator({}, OptLevel::O2);
+    _exit(Gen.isOk() && !(*Gen)->targetMachine().getTargetCPU().empty() ? 0 : 3);
   }
-  Expected<std::unique_ptr<llvm::TargetMachine>> TM = createTargetMachine({}, OptLevel::O2);
-  EXPECT_TRUE(TM.isOk());
+  Expected<std::unique_ptr<CodeGenerator>> Gen = createCodeGenerator({}, OptLevel::O2);
+  EXPECT_TRUE(Gen.isOk());
   int Raw = 0;
   ASSERT_EQ(waitpid(Child, &Raw, 0), Child);
   EXPECT_TRUE(WIFEXITED(Raw) && WEXITSTATUS(Raw) == 0)
