@@ -26,9 +26,9 @@ class TargetMachine;
 
 namespace gatherjit {
 
-/// Where compiled objects persist (the runtime's kernel cache directory).
 class CodeGenerator;
 
+/// Where compiled objects persist (the runtime's kernel cache directory).
 class ObjectCache {
 public:
   virtual ~ObjectCache() = default;
@@ -59,8 +59,8 @@ struct PipelineResult {
 
 /// Compiles \p Kernels into one module for \p Gen's target machine at
 /// \p Level (one module at a time per code generator). Only a
-/// single-kernel object is cached. Fails only on a bug (a module that does not verify) or a target
-/// that cannot emit the output, as Internal.
+/// single-kernel object is cached. Fails only on a bug (a module that does
+/// not verify) or a target that cannot emit the output, as Internal.
 Expected<PipelineResult> runPipeline(const std::vector<PipelineKernel> &Kernels,
                                      CodeGenerator &Gen, OptLevel Level,
                                      PipelineOutput Output = PipelineOutput::Object,
