@@ -205,16 +205,19 @@ CodeGenerator::CodeGenerator(std::unique_ptr<llvm::TargetMachine> Machine)
       GlobalISel(TM->Options.EnableGlobalISel) {}
 CodeGenerator::~CodeGenerator() = default;
 
+void CodeGenerator::setAsMade(OptLevel Level) {
+  // Building the quick tier's pipeline turns fast instruction selection
+  // on, and the optimizing code generator's does not turn it off.
+  TM->setOptLevel(codeGenLevel(Level));
+  TM->setFastISel(FastISel);
+  TM->setGlobalISel(GlobalISel);
+}
+
 Status CodeGenerator::build(OptLevel Level) {
   std::unique_ptr<Pipeline> &P = Pipelines[static_cast<int>(Level)];
   if (P)
     return Status::ok();
-  // Built from the machine as it was made: building the quick tier's
-  // turns fast instruction selection on, and the optimizing code
-  // generator's does not turn it off.
-  TM->setOptLevel(codeGenLevel(Level));
-  TM->setFastISel(FastISel);
-  TM->setGlobalISel(GlobalISel);
+  setAsMade(Level);
   auto Built = std::make_unique<Pipeline>();
   if (TM->addPassesToEmitFile(Built->PM, Built->OS, nullptr, llvm::CodeGenFileType::ObjectFile))
     return Status::internal("the target cannot emit object files");
@@ -231,20 +234,17 @@ Expected<llvm::SmallVector<char, 0>> CodeGenerator::object(llvm::Module &M, OptL
   TM->setOptLevel(codeGenLevel(Level));
   TM->setFastISel(P.FastISel);
   TM->setGlobalISel(P.GlobalISel);
-  P.Buffer.clear();
   P.PM.run(M);
   llvm::SmallVector<char, 0> Object = std::move(P.Buffer);
-  P.Buffer.clear();
+  P.Buffer.clear(); // Empty for the next object.
   return Object;
 }
 
 Expected<std::string> CodeGenerator::assembly(llvm::Module &M, OptLevel Level) {
-  TM->setOptLevel(codeGenLevel(Level));
+  setAsMade(Level);
   llvm::SmallVector<char, 0> Buffer;
   llvm::raw_svector_ostream OS(Buffer);
   llvm::legacy::PassManager PM;
-  TM->setFastISel(FastISel);
-  TM->setGlobalISel(GlobalISel);
   if (TM->addPassesToEmitFile(PM, OS, nullptr, llvm::CodeGenFileType::AssemblyFile))
     return Status::internal("the target cannot emit assembly");
   PM.run(M);

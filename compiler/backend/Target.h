@@ -55,6 +55,9 @@ public:
 
 private:
   struct Pipeline;
+  /// Sets \p Level and the instruction selectors TM was made with on TM,
+  /// before a pipeline is built.
+  void setAsMade(OptLevel Level);
   std::unique_ptr<llvm::TargetMachine> TM; ///< Outlives the pipelines.
   /// The instruction selectors TM was made with.
   bool FastISel, GlobalISel;

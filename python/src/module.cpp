@@ -525,7 +525,7 @@ py::object gatherArrays(const std::string &Op, py::array Data, py::array Indices
 
 PYBIND11_MODULE(_native, M) {
   M.doc() = "gatherjit's native binding (use the gatherjit package)";
-  // The runtime's target machine is made while Python imports the rest.
+  // The runtime's code generator is made while Python imports the rest.
   Runtime::prepare(runtimeOptions());
 
   py::class_<PyKernel, std::shared_ptr<PyKernel>>(M, "Kernel",

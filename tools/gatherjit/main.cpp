@@ -228,7 +228,7 @@ int run(int Argc, char **Argv) {
   return report(Status::invalidArgument("no command given"));
 }
 
-/// Starts making a run's target machine (Runtime::prepare) while the
+/// Starts making a run's code generator (Runtime::prepare) while the
 /// command line is parsed and its operands read: for the commands that
 /// compile for this machine, at the --opt given. Read ahead of the parser,
 /// which reports what is wrong with the command: a wrong guess here costs
