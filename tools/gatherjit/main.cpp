@@ -240,6 +240,8 @@ void prepareRuntime(int Argc, char **Argv) {
                             std::string_view(Argv[1])) == std::end(Compiling))
     return;
   RuntimeOptions Options;
+  // `ir` compiles at the level asked for, never at the quick tier.
+  Options.QuickTier = std::string_view(Argv[1]) != "ir";
   for (int I = 2; I < Argc; ++I) {
     const std::string_view Arg = Argv[I];
     std::string_view Value;
