@@ -54,6 +54,28 @@ void KernelEmitter::emitChunkCopy(Value *Dst, Value *Src, Value *Chunks, bool St
   });
 }
 
+void KernelEmitter::emitShortCopy(Value *Dst, Value *Src, Value *Bytes) {
+  // As a C library copies a short run: the largest power of two not above
+  // the count, copied from each end (the two may overlap).
+  auto At = [&](Value *P, Value *Off) { return B.CreateInBoundsGEP(B.getInt8Ty(), P, Off); };
+  BasicBlock *Done = BasicBlock::Create(Ctx, "short.done", F);
+  for (uint64_t W = 32; W >= 1; W /= 2) {
+    BasicBlock *Copy = BasicBlock::Create(Ctx, "short" + Twine(W), F);
+    BasicBlock *Less = BasicBlock::Create(Ctx, "short.below" + Twine(W), F);
+    B.CreateCondBr(B.CreateICmpUGE(Bytes, c(W)), Copy, Less);
+    B.SetInsertPoint(Copy);
+    B.CreateMemCpy(Dst, MaybeAlign(1), Src, MaybeAlign(1), W);
+    if (W > 1) {
+      Value *Last = B.CreateSub(Bytes, c(W), "", true, true);
+      B.CreateMemCpy(At(Dst, Last), MaybeAlign(1), At(Src, Last), MaybeAlign(1), W);
+    }
+    B.CreateBr(Done);
+    B.SetInsertPoint(Less);
+  }
+  B.CreateBr(Done);
+  B.SetInsertPoint(Done);
+}
+
 void KernelEmitter::emitBlockCopy(Value *Dst, Value *Src, uint64_t Bytes) {
   auto Plain = [&](Value *D, Value *Sr, uint64_t N) {
     B.CreateMemCpy(D, MaybeAlign(1), Sr, MaybeAlign(1), N);
@@ -61,17 +83,19 @@ void KernelEmitter::emitBlockCopy(Value *Dst, Value *Src, uint64_t Bytes) {
   auto At = [&](Value *P, Value *Off) { return B.CreateInBoundsGEP(B.getInt8Ty(), P, Off); };
   if (P.NonTemporal) {
     // Streaming stores need 64-byte alignment, which the caller does not
-    // promise. The row's first and last 64 bytes are stored plainly, then
-    // its aligned 64-byte lines are streamed, rewriting the same bytes where
-    // they overlap. (In this order: a plain store to a line just streamed
-    // would wait for the line to reach memory and read it back.)
-    Value *DstInt = B.CreatePtrToInt(Dst, I64);
-    Value *Skew = B.CreateSub(B.CreateAnd(B.CreateAdd(DstInt, c(63)), c(~uint64_t(63))),
-                              DstInt, "skew", true, true); // In [0, 64).
-    Plain(Dst, Src, 64);
-    Plain(At(Dst, c(Bytes - 64)), At(Src, c(Bytes - 64)), 64);
-    Value *Chunks = B.CreateUDiv(B.CreateSub(c(Bytes), Skew, "", true, true), c(64));
-    emitChunkCopy(At(Dst, Skew), At(Src, Skew), Chunks, true);
+    // promise: the row's whole 64-byte lines are streamed, and the bytes
+    // before the first and after the last stored plainly. No line is
+    // written both ways: a plain store to a line being streamed (or the
+    // reverse) waits for the line to reach memory and reads it back.
+    Value *Head = B.CreateBinaryIntrinsic(
+        Intrinsic::umin, B.CreateAnd(B.CreateNeg(B.CreatePtrToInt(Dst, I64)), c(63)), c(Bytes),
+        nullptr, "head"); // Bytes to the first line, in [0, 64).
+    Value *Rest = B.CreateSub(c(Bytes), Head, "", true, true);
+    Value *Tail = B.CreateAnd(Rest, c(63), "tail");
+    Value *TailAt = B.CreateSub(c(Bytes), Tail, "", true, true);
+    emitShortCopy(Dst, Src, Head);
+    emitChunkCopy(At(Dst, Head), At(Src, Head), B.CreateLShr(Rest, c(6)), true);
+    emitShortCopy(At(Dst, TailAt), At(Src, TailAt), Tail);
     return;
   }
   const uint64_t Chunks = Bytes / 64, Tail = Bytes % 64;

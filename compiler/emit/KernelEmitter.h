@@ -115,6 +115,9 @@ private:
   }
   /// Copies \p Bytes (a constant) from \p Src to \p Dst in 64-byte vectors.
   void emitBlockCopy(Value *Dst, Value *Src, uint64_t Bytes);
+  /// Copies \p Bytes (a run-time count below 64) with plain stores to
+  /// those bytes alone.
+  void emitShortCopy(Value *Dst, Value *Src, Value *Bytes);
   /// Copies \p Chunks 64-byte vectors; streamed ones need \p Dst aligned.
   void emitChunkCopy(Value *Dst, Value *Src, Value *Chunks, bool Streaming);
 
