@@ -245,7 +245,9 @@ std::string markdown(const SuiteReport &R, const LibraryTimes &Libraries,
     << cpuName() << ", " << sysconf(_SC_NPROCESSORS_ONLN) << " cores. Medians from one run of `gatherjit bench`; "
     << "GB/s = (2 x output bytes + index bytes) / time. Each case's generic and jit "
        "engines and a 256 MiB memcpy (read + write; the case's % of memcpy) are timed in "
-       "interleaved rounds, so the shared machine's load weighs on all alike; memcpy: median "
+       "interleaved rounds, so the shared machine's load weighs on all alike, each batch "
+       "(and numpy's and PyTorch's) after a 256 MiB copy has evicted the case's data from "
+       "the caches; memcpy: median "
     << fmt("%.1f", R.MemcpyGbps) << " GB/s (" << fmt("%.1f", R.MemcpyMinGbps) << " to "
     << fmt("%.1f", R.MemcpyMaxGbps) << ")";
   if (R.MemcpyGbpsAllThreads > 0)

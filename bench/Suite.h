@@ -49,9 +49,12 @@ bool runOnce(const PreparedCase &P, Engine E, const Kernel &K, void *Out);
 /// the shared machine's load moves them all alike and their ratios hold.
 /// Each call runs its argument's count of calls; tiny calls are timed in
 /// batches so the clock's cost does not count. Sampling stops after
-/// \p MinSeconds per call (at least 3 or 7 rounds, at most 200).
+/// \p MinSeconds per call (at least 3 or 7 rounds, at most 200). \p Evict,
+/// if given, runs untimed before each batch: every call then starts from
+/// the same caches, whichever ran before it.
 std::vector<double> interleavedMedianNs(const std::vector<std::function<void(uint64_t)>> &Calls,
-                                        double MinSeconds = 0.25);
+                                        double MinSeconds = 0.25,
+                                        const std::function<void()> &Evict = {});
 
 /// The median time of one call of \p Call in nanoseconds.
 template <typename F> double medianNs(F &&Call, double MinSeconds = 0.25) {
