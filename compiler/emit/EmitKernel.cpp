@@ -109,8 +109,7 @@ void KernelEmitter::copyElement(Value *InOff, Value *OutOff, Value *Dst) {
   if (Epi) {
     const uint64_t OutBytes =
         S.OutElemBytes * (S.Epilogue.Kind == EpilogueKind::Row ? S.RowOut : 1);
-    Value *To = B.CreateInBoundsGEP(B.getInt8Ty(), Dst,
-                                    B.CreateMul(OutOff, c(S.OutElemBytes), "", true, true));
+    Value *To = byteAt(Dst, B.CreateMul(OutOff, c(S.OutElemBytes), "", true, true));
     if (!InOff)
       B.CreateMemSet(To, B.getInt8(0), OutBytes, MaybeAlign(1));
     else
@@ -125,8 +124,7 @@ void KernelEmitter::copyElement(Value *InOff, Value *OutOff, Value *Dst) {
     B.CreateAlignedStore(V, B.CreateInBoundsGEP(Ty, Dst, OutOff), Align(1));
     return;
   }
-  Value *To = B.CreateInBoundsGEP(B.getInt8Ty(), Dst,
-                                  B.CreateMul(OutOff, c(EB), "", true, true));
+  Value *To = bytePointer(Dst, OutOff);
   if (!InOff) {
     B.CreateMemSet(To, B.getInt8(0), EB, MaybeAlign(1));
     return;
@@ -135,16 +133,13 @@ void KernelEmitter::copyElement(Value *InOff, Value *OutOff, Value *Dst) {
 }
 
 void KernelEmitter::copyElements(Value *InOff, Value *OutOff, Value *Count) {
-  Value *Dst = B.CreateInBoundsGEP(B.getInt8Ty(), Out,
-                                   B.CreateMul(OutOff, c(S.ElemBytes), "", true, true));
+  Value *Dst = bytePointer(Out, OutOff);
   Value *Bytes = B.CreateMul(Count, c(S.ElemBytes), "", true, true);
   if (!InOff) {
     B.CreateMemSet(Dst, B.getInt8(0), Bytes, MaybeAlign(1));
     return;
   }
-  Value *Src = B.CreateInBoundsGEP(B.getInt8Ty(), In,
-                                   B.CreateMul(InOff, c(S.ElemBytes), "", true, true));
-  B.CreateMemCpy(Dst, MaybeAlign(1), Src, MaybeAlign(1), Bytes);
+  B.CreateMemCpy(Dst, MaybeAlign(1), bytePointer(In, InOff), MaybeAlign(1), Bytes);
 }
 
 void KernelEmitter::emitLevel(unsigned D, const Offsets &O, Value *Lo, Value *Hi) {

@@ -45,8 +45,8 @@ void KernelEmitter::emitChunkCopy(Value *Dst, Value *Src, Value *Chunks, bool St
   Type *Chunk = FixedVectorType::get(B.getInt8Ty(), 64);
   emitLoop(c(0), Chunks, Streaming ? "stream" : "copy", [&](Value *IV) {
     Value *Off = B.CreateMul(IV, c(64), "", true, true);
-    Value *V = B.CreateAlignedLoad(Chunk, B.CreateInBoundsGEP(B.getInt8Ty(), Src, Off), Align(1));
-    StoreInst *St = B.CreateAlignedStore(V, B.CreateInBoundsGEP(B.getInt8Ty(), Dst, Off),
+    Value *V = B.CreateAlignedLoad(Chunk, byteAt(Src, Off), Align(1));
+    StoreInst *St = B.CreateAlignedStore(V, byteAt(Dst, Off),
                                          Align(Streaming ? 64 : 1));
     if (Streaming)
       St->setMetadata(LLVMContext::MD_nontemporal,
@@ -57,7 +57,6 @@ void KernelEmitter::emitChunkCopy(Value *Dst, Value *Src, Value *Chunks, bool St
 void KernelEmitter::emitShortCopy(Value *Dst, Value *Src, Value *Bytes) {
   // As a C library copies a short run: the largest power of two not above
   // the count, copied from each end (the two may overlap).
-  auto At = [&](Value *P, Value *Off) { return B.CreateInBoundsGEP(B.getInt8Ty(), P, Off); };
   BasicBlock *Done = BasicBlock::Create(Ctx, "short.done", F);
   for (uint64_t W = 32; W >= 1; W /= 2) {
     BasicBlock *Copy = BasicBlock::Create(Ctx, "short" + Twine(W), F);
@@ -67,7 +66,7 @@ void KernelEmitter::emitShortCopy(Value *Dst, Value *Src, Value *Bytes) {
     B.CreateMemCpy(Dst, MaybeAlign(1), Src, MaybeAlign(1), W);
     if (W > 1) {
       Value *Last = B.CreateSub(Bytes, c(W), "", true, true);
-      B.CreateMemCpy(At(Dst, Last), MaybeAlign(1), At(Src, Last), MaybeAlign(1), W);
+      B.CreateMemCpy(byteAt(Dst, Last), MaybeAlign(1), byteAt(Src, Last), MaybeAlign(1), W);
     }
     B.CreateBr(Done);
     B.SetInsertPoint(Less);
@@ -80,7 +79,6 @@ void KernelEmitter::emitBlockCopy(Value *Dst, Value *Src, uint64_t Bytes) {
   auto Plain = [&](Value *D, Value *Sr, uint64_t N) {
     B.CreateMemCpy(D, MaybeAlign(1), Sr, MaybeAlign(1), N);
   };
-  auto At = [&](Value *P, Value *Off) { return B.CreateInBoundsGEP(B.getInt8Ty(), P, Off); };
   if (P.NonTemporal) {
     // Streaming stores need 64-byte alignment, which the caller does not
     // promise: the row's whole 64-byte lines are streamed, and the bytes
@@ -94,15 +92,15 @@ void KernelEmitter::emitBlockCopy(Value *Dst, Value *Src, uint64_t Bytes) {
     Value *Tail = B.CreateAnd(Rest, c(63), "tail");
     Value *TailAt = B.CreateSub(c(Bytes), Tail, "", true, true);
     emitShortCopy(Dst, Src, Head);
-    emitChunkCopy(At(Dst, Head), At(Src, Head), B.CreateLShr(Rest, c(6)), true);
-    emitShortCopy(At(Dst, TailAt), At(Src, TailAt), Tail);
+    emitChunkCopy(byteAt(Dst, Head), byteAt(Src, Head), B.CreateLShr(Rest, c(6)), true);
+    emitShortCopy(byteAt(Dst, TailAt), byteAt(Src, TailAt), Tail);
     return;
   }
   const uint64_t Chunks = Bytes / 64, Tail = Bytes % 64;
   if (Chunks > 0)
     emitChunkCopy(Dst, Src, c(Chunks), false);
   if (Tail)
-    Plain(At(Dst, c(Bytes - Tail)), At(Src, c(Bytes - Tail)), Tail);
+    Plain(byteAt(Dst, c(Bytes - Tail)), byteAt(Src, c(Bytes - Tail)), Tail);
 }
 
 /// The innermost element loop over [Lo, Hi) of dimension Rank-1 (or one

@@ -89,8 +89,11 @@ private:
   }
   /// \p Base plus \p ElemOff elements, as a byte pointer.
   Value *bytePointer(Value *Base, Value *ElemOff) {
-    return B.CreateInBoundsGEP(B.getInt8Ty(), Base,
-                               B.CreateMul(ElemOff, c(S.ElemBytes), "", true, true));
+    return byteAt(Base, B.CreateMul(ElemOff, c(S.ElemBytes), "", true, true));
+  }
+  /// \p Base plus \p Bytes.
+  Value *byteAt(Value *Base, Value *Bytes) {
+    return B.CreateInBoundsGEP(B.getInt8Ty(), Base, Bytes);
   }
   Value *isOutOfRange(Value *Wrapped, unsigned C) {
     return B.CreateICmpUGE(Wrapped, c(S.AxisSize[C]));
