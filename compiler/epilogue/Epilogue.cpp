@@ -47,8 +47,9 @@ namespace gatherjit {
 namespace {
 
 /// Declarations every epilogue sees: the fixed-width integer types and
-/// helpers for the 16-bit float formats, with no header.
-constexpr const char *Prelude = R"(typedef __INT8_TYPE__ int8_t;
+/// helpers for the 16-bit float formats, with no header (unused in a build
+/// without clang's libraries).
+[[maybe_unused]] constexpr const char *Prelude = R"(typedef __INT8_TYPE__ int8_t;
 typedef __UINT8_TYPE__ uint8_t;
 typedef __INT16_TYPE__ int16_t;
 typedef __UINT16_TYPE__ uint16_t;
