@@ -76,9 +76,6 @@ void KernelEmitter::emitShortCopy(Value *Dst, Value *Src, Value *Bytes) {
 }
 
 void KernelEmitter::emitBlockCopy(Value *Dst, Value *Src, uint64_t Bytes) {
-  auto Plain = [&](Value *D, Value *Sr, uint64_t N) {
-    B.CreateMemCpy(D, MaybeAlign(1), Sr, MaybeAlign(1), N);
-  };
   if (P.NonTemporal) {
     // Streaming stores need 64-byte alignment, which the caller does not
     // promise: the row's whole 64-byte lines are streamed, and the bytes
@@ -100,7 +97,8 @@ void KernelEmitter::emitBlockCopy(Value *Dst, Value *Src, uint64_t Bytes) {
   if (Chunks > 0)
     emitChunkCopy(Dst, Src, c(Chunks), false);
   if (Tail)
-    Plain(byteAt(Dst, c(Bytes - Tail)), byteAt(Src, c(Bytes - Tail)), Tail);
+    B.CreateMemCpy(byteAt(Dst, c(Bytes - Tail)), MaybeAlign(1), byteAt(Src, c(Bytes - Tail)),
+                   MaybeAlign(1), Tail);
 }
 
 /// The innermost element loop over [Lo, Hi) of dimension Rank-1 (or one
