@@ -205,12 +205,16 @@ CodeGenerator::CodeGenerator(std::unique_ptr<llvm::TargetMachine> Machine)
       GlobalISel(TM->Options.EnableGlobalISel) {}
 CodeGenerator::~CodeGenerator() = default;
 
+void CodeGenerator::set(OptLevel Level, bool Fast, bool Global) {
+  TM->setOptLevel(codeGenLevel(Level));
+  TM->setFastISel(Fast);
+  TM->setGlobalISel(Global);
+}
+
 void CodeGenerator::setAsMade(OptLevel Level) {
   // Building the quick tier's pipeline turns fast instruction selection
   // on, and the optimizing code generator's does not turn it off.
-  TM->setOptLevel(codeGenLevel(Level));
-  TM->setFastISel(FastISel);
-  TM->setGlobalISel(GlobalISel);
+  set(Level, FastISel, GlobalISel);
 }
 
 Status CodeGenerator::build(OptLevel Level) {
@@ -231,9 +235,7 @@ Expected<llvm::SmallVector<char, 0>> CodeGenerator::object(llvm::Module &M, OptL
   if (Status S = build(Level); !S)
     return S;
   Pipeline &P = *Pipelines[static_cast<int>(Level)];
-  TM->setOptLevel(codeGenLevel(Level));
-  TM->setFastISel(P.FastISel);
-  TM->setGlobalISel(P.GlobalISel);
+  set(Level, P.FastISel, P.GlobalISel);
   P.PM.run(M);
   llvm::SmallVector<char, 0> Object = std::move(P.Buffer);
   P.Buffer.clear(); // Empty for the next object.

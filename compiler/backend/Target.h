@@ -55,8 +55,11 @@ public:
 
 private:
   struct Pipeline;
-  /// Sets \p Level and the instruction selectors TM was made with on TM,
-  /// before a pipeline is built.
+  /// Sets \p Level and the instruction selectors on TM, whose passes read
+  /// them as they run.
+  void set(OptLevel Level, bool Fast, bool Global);
+  /// set() with the instruction selectors TM was made with, before a
+  /// pipeline is built.
   void setAsMade(OptLevel Level);
   std::unique_ptr<llvm::TargetMachine> TM; ///< Outlives the pipelines.
   /// The instruction selectors TM was made with.
