@@ -34,6 +34,7 @@ Runtime &runtime(unsigned Threads) {
     RuntimeOptions O;
     O.Threads = Threads;
     O.QuickTier = false; // Steady state: small kernels at O2 from the start.
+    O.Specialization = Specialize::AtCompile;
     Expected<std::unique_ptr<Runtime>> Created = Runtime::create(O);
     if (!Created) {
       std::fprintf(stderr, "error: %s\n", Created.status().message().c_str());
@@ -105,6 +106,7 @@ void randomReadFloor(benchmark::State &State) {
 void compileCold(benchmark::State &State, OpKind Op, bool QuickTier) {
   RuntimeOptions O;
   O.Threads = 1;
+  O.Specialization = Specialize::AtCompile;
   O.QuickTier = QuickTier;
   O.CacheCapacity = 1 << 20;
   auto RT = Runtime::create(O).take();

@@ -255,6 +255,8 @@ void gj_runtime_options_init(gj_runtime_options *Options) {
   Options->cache_dir = nullptr;
   Options->cache_dir_limit = Defaults.CacheDirLimit;
   Options->no_quick_tier = !Defaults.QuickTier;
+  Options->specialize = static_cast<gj_specialize>(Defaults.Specialization);
+  Options->cache_bytes = Defaults.CacheBytes;
 }
 
 gj_status gj_runtime_create(const gj_runtime_options *Options, gj_runtime **Out) {
@@ -269,6 +271,16 @@ gj_status gj_runtime_create(const gj_runtime_options *Options, gj_runtime **Out)
         return record(Status::invalidArgument("gj_runtime_options.opt_level = " +
                                               std::to_string(Level) + " is not GJ_O0..GJ_O3"));
       O.Opt = static_cast<OptLevel>(Level);
+      const int32_t Mode = raw(Options->specialize);
+      if (Mode < GJ_SPECIALIZE_ADAPTIVE || Mode > GJ_SPECIALIZE_NEVER)
+        return record(Status::invalidArgument(
+            "gj_runtime_options.specialize = " + std::to_string(Mode) +
+            " is not GJ_SPECIALIZE_ADAPTIVE, GJ_SPECIALIZE_COMPILE or GJ_SPECIALIZE_NEVER"));
+      static_assert(GJ_SPECIALIZE_ADAPTIVE == static_cast<int>(Specialize::Adaptive) &&
+                    GJ_SPECIALIZE_COMPILE == static_cast<int>(Specialize::AtCompile) &&
+                    GJ_SPECIALIZE_NEVER == static_cast<int>(Specialize::Never));
+      O.Specialization = static_cast<Specialize>(Mode);
+      O.CacheBytes = Options->cache_bytes;
       O.CacheCapacity = Options->cache_capacity;
       O.Threads = Options->threads;
       if (Options->cache_dir)
@@ -290,8 +302,10 @@ void gj_runtime_stats(const gj_runtime *Runtime, gj_cache_stats *Out) {
   if (!Runtime || !Out)
     return;
   const CacheStats S = Runtime->R->stats();
-  *Out = gj_cache_stats{S.Hits,     S.Misses,     S.Evictions, S.Entries, S.LiveKernels,
-                        S.DiskLoads, S.DiskStores, S.CompileMs, S.Upgrades};
+  *Out = gj_cache_stats{S.Hits,          S.Misses,     S.Evictions, S.Entries,
+                        S.LiveKernels,   S.DiskLoads,  S.DiskStores, S.CompileMs,
+                        S.Upgrades,      S.Specializations, S.SpecializedAtCompile,
+                        S.GenericEntries, S.CacheBytes};
 }
 
 namespace {
@@ -395,6 +409,13 @@ uint64_t gj_kernel_rows(const gj_kernel *Kernel) { return Kernel ? Kernel->K.row
 
 const char *gj_kernel_symbol(const gj_kernel *Kernel) {
   return Kernel ? Kernel->K.symbolName().c_str() : "";
+}
+
+gj_kernel_tier gj_kernel_tier_of(const gj_kernel *Kernel) {
+  static_assert(GJ_TIER_GENERIC == static_cast<int>(KernelTier::Generic) &&
+                GJ_TIER_FAMILY == static_cast<int>(KernelTier::Family) &&
+                GJ_TIER_SPECIALIZED == static_cast<int>(KernelTier::Specialized));
+  return static_cast<gj_kernel_tier>(Kernel ? Kernel->K.tier() : KernelTier::Specialized);
 }
 
 void gj_kernel_release(gj_kernel *Kernel) { delete Kernel; }

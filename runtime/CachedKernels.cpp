@@ -48,7 +48,8 @@ std::optional<Kernel> CachedKernels::find(const ValidDesc &Desc) const {
       Expected<std::shared_ptr<const Executable>> Code =
           loadKernelObject(std::string_view(Object->data(), Object->size()), Name);
       if (Code)
-        State->setCode(std::make_shared<TieredCode>(Code.take(), Levels[L], /*UpgradeAfter=*/0,
+        State->setCode(std::make_shared<TieredCode>(Code.take(), KernelTier::Specialized,
+                                                    Levels[L], /*UpgradeAfter=*/0,
                                                     nullptr, std::weak_ptr<BackgroundQueue>()));
     }
     if (!State->Code)

@@ -24,6 +24,39 @@ Status runKernel(const StateT *S, const void *Indices, BodyT &&Body) {
 
 } // namespace
 
+const char *kernelTierName(KernelTier Tier) {
+  switch (Tier) {
+  case KernelTier::Generic:
+    return "generic";
+  case KernelTier::Family:
+    return "family";
+  case KernelTier::Specialized:
+    return "specialized";
+  }
+  return "?";
+}
+
+const char *specializeName(Specialize Mode) {
+  switch (Mode) {
+  case Specialize::Adaptive:
+    return "adaptive";
+  case Specialize::AtCompile:
+    return "compile";
+  case Specialize::Never:
+    return "never";
+  }
+  return "?";
+}
+
+bool parseSpecialize(std::string_view Text, Specialize &Mode) {
+  for (Specialize M : {Specialize::Adaptive, Specialize::AtCompile, Specialize::Never})
+    if (Text == specializeName(M)) {
+      Mode = M;
+      return true;
+    }
+  return false;
+}
+
 const ValidDesc &Kernel::desc() const { return S->Desc; }
 uint64_t Kernel::rows() const { return S->Rows; }
 const std::string &Kernel::symbolName() const { return S->Symbol; }
@@ -31,6 +64,9 @@ bool Kernel::cacheHit() const { return Hit; }
 bool Kernel::fromDiskCache() const { return !Hit && S->FromDisk; }
 OptLevel Kernel::optLevel() const {
   return S && S->Code ? S->Code->level() : OptLevel::O0;
+}
+KernelTier Kernel::tier() const {
+  return S && S->Code ? S->Code->tier() : KernelTier::Specialized;
 }
 
 const CompileTimes &Kernel::compileTimes() const {

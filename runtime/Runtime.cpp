@@ -16,9 +16,11 @@
 #include "compiler/pipeline/Pipeline.h"
 #include "compiler/spec/KernelSpec.h"
 #include "runtime/DiskCache.h"
+#include "runtime/GenericKernel.h"
 #include "runtime/KernelState.h"
 #include "runtime/System.h"
 #include "runtime/ThreadPool.h"
+#include "runtime/TierPlan.h"
 
 #include <llvm/Target/TargetMachine.h>
 
@@ -43,6 +45,21 @@ using LinkResult = Expected<std::shared_ptr<const Executable>>;
 /// A kernel written at most ~16 MiB over its runs at the quick tier has
 /// cost less than its O2 compile would have.
 constexpr uint64_t UpgradeAfterBytes = 16u << 20;
+
+/// Runs at the quick tier before \p Spec is recompiled at the runtime's
+/// level.
+uint64_t upgradeAfterRuns(const KernelSpec &Spec) {
+  return std::max<uint64_t>(1, UpgradeAfterBytes / std::max<uint64_t>(1, Spec.outputBytes()));
+}
+
+/// What the cache charges an entry besides its code: the spec (kept by the
+/// entry, its LRU node, the upgrader and the generic loop), the last state
+/// handed out with its descriptor, the allocations' overheads.
+constexpr uint64_t EntryBytes = 4096;
+/// Linked code takes whole pages.
+uint64_t codeBytes(size_t ObjectBytes) { return (ObjectBytes + 4095) / 4096 * 4096; }
+/// Compiled epilogues kept by key; past it the table starts over.
+constexpr size_t EpilogueCapacity = 256;
 } // namespace
 
 namespace {
@@ -65,7 +82,12 @@ struct Runtime::Impl {
     /// The state last handed out for this spec, so that an equal
     /// descriptor's hit needs no allocation.
     std::shared_ptr<const Kernel::State> Last;
+    /// The code once made (to tell its tier and charge its upgrades), and
+    /// the bytes the cache charges for the entry.
+    const TieredCode *Tiered = nullptr;
+    uint64_t Bytes = EntryBytes;
   };
+  uint64_t CachedBytes = 0; ///< Summed over Cache.
   std::unordered_map<KernelSpec, Entry, KernelSpecHash> Cache;
   /// Compiled epilogues by key (see epilogue()).
   std::mutex EpilogueMutex;
@@ -119,12 +141,13 @@ struct Runtime::Impl {
   }
 
   LinkResult compileSpec(const KernelSpec &Spec, OptLevel Level, CompileTimes &Times,
-                         bool &FromDisk, bool &Stored) {
+                         bool &FromDisk, bool &Stored, uint64_t &Bytes) {
     const std::string Name = Spec.symbolName();
     Expected<PipelineResult> Object = objectFor(Spec, Level);
     if (!Object)
       return Object.status();
     Times = Object->Times;
+    Bytes = codeBytes(Object->Bytes.size());
     FromDisk = Object->FromCache;
     Stored = Object->Stored;
     Clock::time_point T0 = Clock::now();
@@ -140,45 +163,95 @@ struct Runtime::Impl {
     return Code;
   }
 
-  /// Compiles \p Spec at its first level: the quick tier for a small
-  /// kernel, else the runtime's level.
-  CodeResult compileFirst(const KernelSpec &Spec, CompileTimes &Times, bool &FromDisk,
-                          bool &Stored) {
-    const OptLevel Level = firstLevel(Spec, Options);
-    LinkResult Code = compileSpec(Spec, Level, Times, FromDisk, Stored);
-    if (!Code)
-      return Code.status();
-    const uint64_t Bytes = std::max<uint64_t>(1, Spec.outputBytes());
-    const uint64_t UpgradeAfter =
-        Level == Options.Opt ? 0 : std::max<uint64_t>(1, UpgradeAfterBytes / Bytes);
-    return std::make_shared<TieredCode>(
-        Code.take(), Level, UpgradeAfter,
-        [this, Spec](TieredCode &Tiered) { upgrade(Spec, Tiered); }, Upgrades);
+  /// True if \p Spec starts at the generic tier: nothing compiled on the
+  /// caller's thread (see Specialize).
+  bool startsGeneric(const KernelSpec &Spec) const {
+    if (Spec.hasEpilogue())
+      return false; // The generic loop has no epilogue.
+    switch (Options.Specialization) {
+    case Specialize::Adaptive:
+      return !specializeAtCompile(Spec);
+    case Specialize::AtCompile:
+      return false;
+    case Specialize::Never:
+      return true;
+    }
+    return false;
   }
 
-  /// Recompiles \p Spec at the runtime's level and switches \p Code to it
-  /// (on the background thread). On failure the quick code keeps running.
+  TieredCode::Upgrader upgrader(const KernelSpec &Spec) {
+    return [this, Spec](TieredCode &Tiered) { upgrade(Spec, Tiered); };
+  }
+
+  /// The first code of \p Spec: the generic loop, or the kernel compiled at
+  /// its first level (the quick tier for a small kernel, else the
+  /// runtime's level).
+  CodeResult compileFirst(const KernelSpec &Spec, CompileTimes &Times, bool &FromDisk,
+                          bool &Stored, uint64_t &Bytes) {
+    if (startsGeneric(Spec))
+      return std::make_shared<TieredCode>(
+          std::make_shared<GenericCode>(Spec), KernelTier::Generic, OptLevel::O0,
+          Options.Specialization == Specialize::Never ? 0 : specializeAfterRuns(Spec),
+          upgrader(Spec), Upgrades);
+    const OptLevel Level = firstLevel(Spec, Options);
+    LinkResult Code = compileSpec(Spec, Level, Times, FromDisk, Stored, Bytes);
+    if (!Code)
+      return Code.status();
+    return std::make_shared<TieredCode>(Code.take(), KernelTier::Specialized, Level,
+                                        Level == Options.Opt ? 0 : upgradeAfterRuns(Spec),
+                                        upgrader(Spec), Upgrades);
+  }
+
+  /// Compiles the next tier of \p Spec and switches \p Code to it (on the
+  /// background thread): the generic loop moves to the first level, the
+  /// quick tier to the runtime's. On failure the current code keeps
+  /// running.
   void upgrade(const KernelSpec &Spec, TieredCode &Code) {
+    const bool FromGeneric = Code.tier() == KernelTier::Generic;
+    const OptLevel Level = FromGeneric ? firstLevel(Spec, Options) : Options.Opt;
     CompileTimes Times;
     bool FromDisk = false, Stored = false;
-    LinkResult Full = compileSpec(Spec, Options.Opt, Times, FromDisk, Stored);
+    uint64_t Bytes = 0;
+    LinkResult Next = compileSpec(Spec, Level, Times, FromDisk, Stored, Bytes);
     std::lock_guard<std::mutex> Lock(CacheMutex);
     Stats.CompileMs += Times.total();
     Stats.DiskLoads += FromDisk;
     Stats.DiskStores += Stored;
-    if (!Full) {
+    if (!Next) {
       if (Log)
         std::fprintf(stderr, "gatherjit: upgrading %s: %s\n", Spec.symbolName().c_str(),
-                     Full.status().message().c_str());
+                     Next.status().message().c_str());
       return;
     }
-    Code.upgrade(Full.take(), Options.Opt);
-    ++Stats.Upgrades;
+    Code.upgrade(Next.take(), KernelTier::Specialized, Level,
+                 Level == Options.Opt ? 0 : upgradeAfterRuns(Spec));
+    ++(FromGeneric ? Stats.Specializations : Stats.Upgrades);
+    // The older code stays linked while the entry lives: charge both.
+    if (auto It = Cache.find(Spec); It != Cache.end() && It->second.Tiered == &Code) {
+      It->second.Bytes += Bytes;
+      CachedBytes += Bytes;
+      evictOverflow();
+    }
+  }
+
+  /// Evicts the least recently used entries while the cache holds more
+  /// than its capacity, in entries or bytes; the newest always stays.
+  /// Called with CacheMutex held.
+  void evictOverflow() {
+    while (Cache.size() > 1 &&
+           (Cache.size() > Options.CacheCapacity || CachedBytes > Options.CacheBytes)) {
+      // Code still held by a Kernel handle is freed when that handle goes.
+      auto Victim = Cache.find(Lru.back());
+      CachedBytes -= Victim->second.Bytes;
+      Cache.erase(Victim);
+      Lru.pop_back();
+      ++Stats.Evictions;
+    }
   }
 
   /// \p E compiled for this runtime's CPU and the given row lengths; clang
-  /// runs once per key. (Entries are small; past the kernel cache's
-  /// capacity the table starts over, kernels keep what they hold.)
+  /// runs once per key. (Entries are small; past EpilogueCapacity the
+  /// table starts over, kernels keep what they hold.)
   Expected<std::shared_ptr<const EpilogueCode>> epilogue(const Epilogue &E, uint64_t RowIn,
                                                          uint64_t RowOut) {
     const EpilogueTarget Target = epilogueTarget(Gen->targetMachine(), RowIn, RowOut);
@@ -189,7 +262,7 @@ struct Runtime::Impl {
     if (!Code)
       return Code;
     std::lock_guard<std::mutex> Lock(EpilogueMutex);
-    if (Epilogues.size() >= Options.CacheCapacity)
+    if (Epilogues.size() >= EpilogueCapacity)
       Epilogues.clear();
     Epilogues.emplace(Key, *Code);
     return Code;
@@ -263,29 +336,34 @@ struct Runtime::Impl {
     std::promise<CodeResult> Promise;
     Lru.push_front(Spec);
     Cache.emplace(Spec, Entry{Promise.get_future().share(), Lru.begin(), nullptr});
+    CachedBytes += EntryBytes;
+    evictOverflow();
     Lock.unlock();
 
     bool Stored = false;
-    CodeResult Result = compileFirst(Spec, Times, FromDisk, Stored);
+    uint64_t Bytes = 0;
+    CodeResult Result = compileFirst(Spec, Times, FromDisk, Stored, Bytes);
     Promise.set_value(Result);
 
     Lock.lock();
     Stats.CompileMs += Times.total();
     Stats.DiskLoads += FromDisk;
     Stats.DiskStores += Stored;
+    auto Made = Cache.find(Spec);
+    if (Made == Cache.end())
+      return Result; // Evicted meanwhile (a tiny capacity).
     if (!Result) {
       // Do not cache a failure: a later request tries again.
-      if (auto Failed = Cache.find(Spec); Failed != Cache.end()) {
-        Lru.erase(Failed->second.LruPos);
-        Cache.erase(Failed);
-      }
+      CachedBytes -= Made->second.Bytes;
+      Lru.erase(Made->second.LruPos);
+      Cache.erase(Made);
+      return Result;
     }
-    while (Cache.size() > Options.CacheCapacity && !Lru.empty()) {
-      // Code still held by a Kernel handle is freed when that handle goes.
-      Cache.erase(Lru.back());
-      Lru.pop_back();
-      ++Stats.Evictions;
-    }
+    Stats.SpecializedAtCompile += (*Result)->tier() == KernelTier::Specialized;
+    Made->second.Tiered = Result->get();
+    Made->second.Bytes += Bytes;
+    CachedBytes += Bytes;
+    evictOverflow();
     return Result;
   }
 };
@@ -455,9 +533,14 @@ CacheStats Runtime::stats() const {
   std::lock_guard<std::mutex> Lock(I->CacheMutex);
   CacheStats S = I->Stats;
   S.Entries = I->Cache.size();
+  S.CacheBytes = I->CachedBytes;
+  for (const auto &[Spec, E] : I->Cache)
+    S.GenericEntries += E.Tiered && E.Tiered->tier() == KernelTier::Generic;
   S.LiveKernels = I->Jit->liveCount();
   return S;
 }
+
+void Runtime::drainBackground() { I->Upgrades->drain(); }
 
 double Runtime::initMs() const { return I->InitMs; }
 const RuntimeOptions &Runtime::options() const { return I->Options; }

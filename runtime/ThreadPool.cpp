@@ -85,6 +85,7 @@ void BackgroundQueue::stop() {
     Jobs.clear();
   }
   Wake.notify_one();
+  Idle.notify_all();
   if (!Worker.joinable())
     return;
   if (Worker.get_id() == std::this_thread::get_id())
@@ -103,9 +104,20 @@ void BackgroundQueue::loop() {
         return;
       Job = std::move(Jobs.front());
       Jobs.pop_front();
+      Running = true;
     }
     Job();
+    {
+      std::lock_guard<std::mutex> Lock(Mutex);
+      Running = false;
+    }
+    Idle.notify_all();
   }
+}
+
+void BackgroundQueue::drain() {
+  std::unique_lock<std::mutex> Lock(Mutex);
+  Idle.wait(Lock, [this] { return Stopping || (Jobs.empty() && !Running); });
 }
 
 } // namespace gatherjit

@@ -56,13 +56,16 @@ public:
 
   void push(std::function<void()> Job);
   void stop();
+  /// Waits until no job is queued or running (or the queue stops).
+  void drain();
 
 private:
   void loop();
   std::mutex Mutex;
-  std::condition_variable Wake;
+  std::condition_variable Wake, Idle;
   std::deque<std::function<void()>> Jobs;
   bool Stopping = false;
+  bool Running = false;
   std::thread Worker;
 };
 

@@ -1,65 +1,80 @@
-//===- runtime/TieredCode.h - Code that moves up a tier while it runs ----===//
+//===- runtime/TieredCode.h - Code that moves up tiers while it runs -----===//
 /// \file
-/// The code every handle of one spec runs. It starts at one level (the
-/// quick tier for a small kernel) and may be upgraded once, on the
-/// runtime's background thread, while handles run it: calls already in
-/// the first code finish there, later ones take the new code.
+/// The code every handle of one spec runs. It starts at one tier (the
+/// generic loop for a new shape, or compiled code: the quick tier for a
+/// small kernel) and moves up, on the runtime's background thread, while
+/// handles run it: calls already in the older code finish there, later
+/// ones take the new code. Older code stays loaded while this object lives.
 //===----------------------------------------------------------------------===//
 #ifndef GATHERJIT_RUNTIME_TIEREDCODE_H
 #define GATHERJIT_RUNTIME_TIEREDCODE_H
 
 #include "compiler/backend/Executable.h"
 #include "gatherjit/OptLevel.h"
+#include "gatherjit/Runtime.h"
 #include "runtime/ThreadPool.h"
 
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <vector>
 
 namespace gatherjit {
 
 class TieredCode : public std::enable_shared_from_this<TieredCode> {
 public:
-  /// Recompiles at the runtime's level and calls upgrade() (on the
-  /// background queue); on failure the first code keeps running.
+  /// Compiles the next tier and calls upgrade() (on the background queue);
+  /// on failure the current code keeps running.
   using Upgrader = std::function<void(TieredCode &)>;
 
-  /// \p UpgradeAfter: runs before an upgrade is due; 0 for never.
-  TieredCode(std::shared_ptr<const Executable> First, OptLevel Level, uint64_t UpgradeAfter,
-             Upgrader Upgrade, std::weak_ptr<BackgroundQueue> Queue)
-      : First(std::move(First)), Current(this->First.get()), Level(Level),
-        UpgradeAfter(UpgradeAfter), Upgrade(std::move(Upgrade)), Queue(std::move(Queue)) {}
+  /// \p UpgradeAfter: runs before the next tier is due; 0 for never.
+  TieredCode(std::shared_ptr<const Executable> First, KernelTier Tier, OptLevel Level,
+             uint64_t UpgradeAfter, Upgrader Upgrade, std::weak_ptr<BackgroundQueue> Queue)
+      : Current(First.get()), Tier(Tier), Level(Level), UpgradeAfter(UpgradeAfter),
+        Upgrade(std::move(Upgrade)), Queue(std::move(Queue)) {
+    Codes.push_back(std::move(First));
+  }
 
   const Executable &current() const { return *Current.load(std::memory_order_acquire); }
+  KernelTier tier() const { return Tier.load(std::memory_order_acquire); }
   OptLevel level() const { return Level.load(std::memory_order_acquire); }
 
   /// Counts one run; queues the upgrade on the run that makes it due.
   void countRun() {
-    if (UpgradeAfter == 0)
+    const uint64_t After = UpgradeAfter.load(std::memory_order_relaxed);
+    if (After == 0)
       return;
     // Racing runs may lose counts: this only decides when to upgrade.
     const uint64_t N = Runs.load(std::memory_order_relaxed) + 1;
     Runs.store(N, std::memory_order_relaxed);
-    if (N >= UpgradeAfter && !Due.load(std::memory_order_relaxed) &&
+    if (N >= After && !Due.load(std::memory_order_relaxed) &&
         !Due.exchange(true, std::memory_order_relaxed))
       requestUpgrade();
   }
 
-  /// Switches every handle to \p Code. The first code stays loaded while
-  /// this object lives.
-  void upgrade(std::shared_ptr<const Executable> Code, OptLevel NewLevel) {
-    Upgraded = std::move(Code);
-    Current.store(Upgraded.get(), std::memory_order_release);
+  /// Switches every handle to \p Code, of \p NewTier at \p NewLevel; the
+  /// tier after it is due after \p NextAfter runs (0: none). Called by the
+  /// upgrader alone, one at a time.
+  void upgrade(std::shared_ptr<const Executable> Code, KernelTier NewTier, OptLevel NewLevel,
+               uint64_t NextAfter) {
+    Current.store(Code.get(), std::memory_order_release);
+    Codes.push_back(std::move(Code));
+    Tier.store(NewTier, std::memory_order_release);
     Level.store(NewLevel, std::memory_order_release);
+    Runs.store(0, std::memory_order_relaxed);
+    UpgradeAfter.store(NextAfter, std::memory_order_relaxed);
+    Due.store(false, std::memory_order_release);
   }
 
 private:
   void requestUpgrade();
 
-  std::shared_ptr<const Executable> First, Upgraded;
+  /// Every code this object has run; the last is current.
+  std::vector<std::shared_ptr<const Executable>> Codes;
   std::atomic<const Executable *> Current;
+  std::atomic<KernelTier> Tier;
   std::atomic<OptLevel> Level;
-  const uint64_t UpgradeAfter;
+  std::atomic<uint64_t> UpgradeAfter;
   std::atomic<uint64_t> Runs{0};
   std::atomic<bool> Due{false};
   /// Run only by the queue's jobs, which the runtime stops before it goes.

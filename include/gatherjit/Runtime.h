@@ -26,17 +26,55 @@
 
 namespace gatherjit {
 
+/// The code a kernel handle runs now.
+enum class KernelTier {
+  /// The shape-generic loop built into the library: sizes and strides are
+  /// run-time values, nothing was compiled for this descriptor.
+  Generic,
+  /// Compiled once per family of shapes, sizes as arguments (not yet
+  /// made: a family's shapes run the generic loop).
+  Family,
+  /// Compiled for this descriptor: every size and stride a constant.
+  Specialized,
+};
+const char *kernelTierName(KernelTier Tier); // "generic", "family", "specialized"
+
+/// When a descriptor's specialized kernel is compiled.
+enum class Specialize {
+  /// compile() never waits for LLVM: a new shape runs the generic loop at
+  /// once, and its specialized kernel is compiled on the runtime's
+  /// background thread once the shape is hot (a few runs, or enough bytes
+  /// written; runtime/TierPlan.h). Handles switch to it by themselves. A
+  /// kernel so large that specializing pays for itself within one call,
+  /// and a kernel with an epilogue, are specialized at compile().
+  Adaptive,
+  /// compile() specializes every kernel before it returns: warm-ups,
+  /// benchmarks, ahead-of-time-like use.
+  AtCompile,
+  /// Only the generic loop (a kernel with an epilogue is still compiled).
+  Never,
+};
+const char *specializeName(Specialize Mode); // "adaptive", "compile", "never"
+/// Parses specializeName()'s spellings; false for anything else.
+bool parseSpecialize(std::string_view Text, Specialize &Mode);
+
 struct RuntimeOptions {
   OptLevel Opt = OptLevel::O2;
+  Specialize Specialization = Specialize::Adaptive;
   /// At O2, a kernel that writes at most 64 KiB runs in microseconds but
   /// takes milliseconds to optimize: it is compiled at O1 first, in a
   /// fraction of the time, and recompiled at O2 on a background thread once
   /// it has written about 16 MiB over its runs. Handles pick up the new code
   /// by themselves. False compiles every kernel at O2 straight away.
   bool QuickTier = true;
-  /// Kernels kept in the cache; the least recently used beyond it are
-  /// evicted (their code freed once no Kernel handle holds it).
-  size_t CacheCapacity = 256;
+  /// Bytes the in-memory cache keeps: each kernel's code (rounded up to
+  /// pages) and its state. Past it, the least recently used kernels are
+  /// evicted (their code freed once no Kernel handle holds it). The generic
+  /// tier's entries cost a few hundred bytes, so a walk over tens of
+  /// thousands of shapes stays cached.
+  uint64_t CacheBytes = uint64_t(64) << 20;
+  /// Kernels kept in the cache, whatever their bytes (0 means 1).
+  size_t CacheCapacity = size_t(1) << 20;
   /// Threads a large kernel is split across; 0 means all cores, 1 runs
   /// every kernel on the caller's thread.
   unsigned Threads = 0;
@@ -79,6 +117,15 @@ struct CacheStats {
   /// Kernels recompiled at the runtime's level after starting at the quick
   /// tier (see RuntimeOptions::QuickTier).
   uint64_t Upgrades = 0;
+  /// Kernels that started at the generic tier and were specialized in the
+  /// background, and misses specialized at compile() (Specialize::AtCompile,
+  /// a call too large for the generic loop, an epilogue).
+  uint64_t Specializations = 0;
+  uint64_t SpecializedAtCompile = 0;
+  /// Cached entries running the generic loop now, and the bytes the
+  /// cache charges for all entries (see RuntimeOptions::CacheBytes).
+  uint64_t GenericEntries = 0;
+  uint64_t CacheBytes = 0;
   /// Milliseconds spent compiling (or loading), summed over every miss and
   /// upgrade.
   double CompileMs = 0;
@@ -118,6 +165,9 @@ public:
   /// quick tier, the runtime's level once upgraded (O0 for an empty output,
   /// which has no code).
   OptLevel optLevel() const;
+  /// The tier of the code that runs now (Specialized for an empty output,
+  /// which needs no code).
+  KernelTier tier() const;
 
 private:
   friend class Runtime;
@@ -184,6 +234,10 @@ public:
   Expected<std::string> assembly(const Kernel &K);
 
   CacheStats stats() const;
+  /// Waits until the background thread has compiled every specialization
+  /// and upgrade asked for so far (for benchmarks and tests that want the
+  /// hot shapes' code in place).
+  void drainBackground();
   /// Milliseconds create() spent setting up the JIT.
   double initMs() const;
   const RuntimeOptions &options() const;

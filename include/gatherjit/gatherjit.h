@@ -93,15 +93,35 @@ typedef struct gj_descriptor {
   uint32_t batch_dimension_count;
 } gj_descriptor;
 
+/* When a descriptor's specialized kernel (every size a constant) is
+ * compiled; see RuntimeOptions::Specialization in gatherjit/Runtime.h. */
+typedef enum gj_specialize {
+  GJ_SPECIALIZE_ADAPTIVE = 0, /* default: a new shape runs the generic loop at
+                                 once; hot shapes are specialized on a
+                                 background thread, very large ones at once */
+  GJ_SPECIALIZE_COMPILE = 1,  /* gj_compile specializes before it returns */
+  GJ_SPECIALIZE_NEVER = 2     /* the generic loop only (epilogues compile) */
+} gj_specialize;
+
+/* The tier of the code a kernel runs now. */
+typedef enum gj_kernel_tier {
+  GJ_TIER_GENERIC = 0,
+  GJ_TIER_FAMILY = 1,
+  GJ_TIER_SPECIALIZED = 2
+} gj_kernel_tier;
+
 typedef struct gj_runtime_options {
   gj_opt_level opt_level;   /* default GJ_O2 */
-  uint64_t cache_capacity;  /* kernels kept in memory; default 256 */
+  uint64_t cache_capacity;  /* kernels kept in memory; default 1048576 */
   uint32_t threads;         /* 0 (default): all cores; 1: caller's thread */
   const char *cache_dir;    /* persistent kernel cache, or NULL */
   uint32_t no_quick_tier;   /* nonzero: compile small kernels at O2 from the
                                start (RuntimeOptions::QuickTier = false) */
   uint64_t cache_dir_limit; /* bytes cache_dir keeps, least recently used
                                removed past it; default 256 MiB, 0: no limit */
+  gj_specialize specialize; /* default GJ_SPECIALIZE_ADAPTIVE */
+  uint64_t cache_bytes;     /* bytes of code and state kept in memory, least
+                               recently used evicted past it; default 64 MiB */
 } gj_runtime_options;
 
 typedef struct gj_cache_stats {
@@ -109,6 +129,10 @@ typedef struct gj_cache_stats {
   uint64_t disk_loads, disk_stores;
   double compile_ms;
   uint64_t upgrades; /* quick-tier kernels recompiled at the runtime's level */
+  uint64_t specializations;        /* generic kernels specialized in the background */
+  uint64_t specialized_at_compile; /* misses specialized before gj_compile returned */
+  uint64_t generic_entries;        /* cached kernels running the generic loop now */
+  uint64_t cache_bytes;            /* bytes the memory cache charges now */
 } gj_cache_stats;
 
 typedef struct gj_runtime gj_runtime;
@@ -176,6 +200,8 @@ gj_status gj_kernel_run_rows(const gj_kernel *kernel, const void *input,
 uint64_t gj_kernel_rows(const gj_kernel *kernel);
 /* The native symbol's name, as profilers and debuggers show it. */
 const char *gj_kernel_symbol(const gj_kernel *kernel);
+/* The tier of the code the kernel runs now (it moves up by itself). */
+gj_kernel_tier gj_kernel_tier_of(const gj_kernel *kernel);
 void gj_kernel_release(gj_kernel *kernel);
 
 #ifdef __cplusplus

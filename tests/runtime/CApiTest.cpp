@@ -205,6 +205,7 @@ TEST(CApi, QuickTierKernelsAreUpgradedUnlessTurnedOff) {
     gj_runtime_options O;
     gj_runtime_options_init(&O);
     EXPECT_EQ(O.no_quick_tier, 0u);
+    O.specialize = GJ_SPECIALIZE_COMPILE; // The quick tier is compiled code's.
     O.no_quick_tier = Off;
     CRuntime RT(&O);
     gj_kernel *K;
@@ -231,6 +232,7 @@ TEST(CApi, KernelsOutliveTheRuntimeAndTheCacheDirectoryPersists) {
   gj_runtime_options_init(&O);
   O.cache_dir = Cache.c_str();
   O.threads = 2;
+  O.specialize = GJ_SPECIALIZE_COMPILE; // Only compiled code is stored.
   const uint64_t Shape[2] = {3, 4};
   gj_tensor_desc Data = gj_tensor(GJ_UINT8, 2, Shape), Idx = gj_tensor(GJ_INT32, 2, Shape);
   gj_descriptor D;

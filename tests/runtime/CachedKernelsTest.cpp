@@ -32,6 +32,7 @@ namespace {
 
 RuntimeOptions optionsFor(const std::string &Dir, OptLevel Level) {
   RuntimeOptions O;
+  O.Specialization = Specialize::AtCompile; // These tests are about compiled code.
   O.CacheDir = Dir;
   O.Opt = Level;
   O.Threads = 1;

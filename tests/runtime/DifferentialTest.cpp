@@ -9,7 +9,7 @@
 #include "RandomCase.h"
 #include "gatherjit/Interpreter.h"
 #include "gatherjit/Runtime.h"
-#include "bench/GenericKernel.h"
+#include "runtime/GenericKernel.h"
 
 #include <gtest/gtest.h>
 

@@ -22,6 +22,7 @@ namespace {
 std::unique_ptr<Runtime> runtimeWith(const std::string &Dir, OptLevel Opt = OptLevel::O2,
                                      bool WarmUp = false) {
   RuntimeOptions O;
+  O.Specialization = Specialize::AtCompile; // These tests are about compiled code.
   O.CacheDir = Dir;
   O.Opt = Opt;
   O.Threads = 1;
@@ -169,8 +170,8 @@ TEST(DiskCache, ConcurrentProcessesLeaveOneValidEntry) {
   std::string Cmd;
   for (int P = 0; P < 6; ++P)
     Cmd += std::string(GATHERJIT_CLI) + " gather-elements --data " + (Dir / "d.npy") +
-           " --indices " + (Dir / "i.npy") + " --axis 1 --cache-dir " + (Dir / "cache") +
-           " -o " + (Dir / ("o" + std::to_string(P) + ".npy")) + " & ";
+           " --indices " + (Dir / "i.npy") + " --axis 1 --specialize compile --cache-dir " +
+           (Dir / "cache") + " -o " + (Dir / ("o" + std::to_string(P) + ".npy")) + " & ";
   Cmd += "wait";
   ASSERT_EQ(std::system(Cmd.c_str()), 0);
   size_t Count = 0;
@@ -249,6 +250,7 @@ TEST(DiskCache, PastItsLimitTheLeastRecentlyUsedEntriesGo) {
   const uint64_t EntryBytes = std::filesystem::file_size(entries(Cache)[0]);
   std::filesystem::remove_all(Cache);
   RuntimeOptions O;
+  O.Specialization = Specialize::AtCompile; // These tests are about compiled code.
   O.CacheDir = Cache;
   O.Threads = 1;
   O.CacheDirLimit = EntryBytes * 3 + EntryBytes / 2;

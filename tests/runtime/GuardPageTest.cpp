@@ -17,7 +17,7 @@
 #include "gatherjit/Aot.h"
 #include "gatherjit/Interpreter.h"
 #include "gatherjit/Runtime.h"
-#include "bench/GenericKernel.h"
+#include "runtime/GenericKernel.h"
 
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/Support/MemoryBuffer.h>

@@ -113,6 +113,7 @@ bool waitForLevel(const Kernel &K, OptLevel Level) {
 
 TEST(Runtime, TheQuickTierTakesKernelsOfAtMost64KiBAtO2) {
   RuntimeOptions O;
+  O.Specialization = Specialize::AtCompile; // These tests are about compiled code.
   O.Threads = 1;
   for (OptLevel Level : {OptLevel::O0, OptLevel::O1, OptLevel::O2, OptLevel::O3})
     for (bool Quick : {true, false}) {
@@ -277,6 +278,7 @@ TEST(Runtime, IRAndAssemblyNameTheKernel) {
 
 TEST(Runtime, PerfMapNamesEachKernelAtItsAddress) {
   RuntimeOptions O;
+  O.Specialization = Specialize::AtCompile; // These tests are about compiled code.
   O.Threads = 1;
   O.PerfMap = true;
   O.Debugger = true; // Registering with GDB's JIT interface must not fail either.

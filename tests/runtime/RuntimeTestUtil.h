@@ -15,6 +15,7 @@ namespace gatherjit::test {
 
 inline std::unique_ptr<Runtime> makeRuntime(size_t Capacity = 16, unsigned Threads = 1) {
   RuntimeOptions O;
+  O.Specialization = Specialize::AtCompile; // These tests are about compiled code.
   O.CacheCapacity = Capacity;
   O.Threads = Threads;
   Expected<std::unique_ptr<Runtime>> RT = Runtime::create(O);

@@ -46,6 +46,10 @@ void addEngineFlags(CLI::App *Sub, EngineFlags &E) {
                   "keep compiled kernels in this directory across runs "
                   "(default $XDG_CACHE_HOME/gatherjit or ~/.cache/gatherjit)");
   Sub->add_flag("--no-cache", E.NoCache, "keep no compiled kernels across runs");
+  Sub->add_option("--specialize", E.Specialize,
+                  "adaptive (default: the generic loop at once, a specialized kernel for "
+                  "hot or large shapes), compile (always specialize first) or never")
+      ->check(CLI::IsMember({"adaptive", "compile", "never"}));
 }
 
 /// The persistent kernel cache of a command, as ccache and Triton keep
@@ -85,6 +89,7 @@ Expected<RuntimeOptions> runtimeOptions(const EngineFlags &E) {
   RuntimeOptions Options;
   Options.Opt = *parseOptLevel(E.Opt);
   Options.Threads = E.Threads;
+  (void)parseSpecialize(E.Specialize, Options.Specialization); // Checked by the parser.
   Options.CacheDir = cacheDirFor(E);
   Expected<uint64_t> Limit = cacheLimitFromEnv(Options.CacheDirLimit);
   if (!Limit)
@@ -121,9 +126,10 @@ Status runAndWrite(Problem &P, const EngineFlags &E, AtomicFile &File, const Ker
     std::fprintf(stderr,
                  "{\"engine\": \"%s\", \"opt_level\": \"%s\", \"jit_init_ms\": %.4f, "
                  "\"compile_ms\": %.4f, \"cache\": \"%s\", \"run_ms_median\": %.6f, "
-                 "\"repeat\": %u}\n",
+                 "\"repeat\": %u, \"tier\": \"%s\"}\n",
                  E.Engine.c_str(), E.Opt.c_str(), Times.InitMs, Times.CompileMs,
-                 Times.Hit ? "hit" : "miss", Median, E.Repeat);
+                 Times.Hit ? "hit" : "miss", Median, E.Repeat,
+                 Jit ? kernelTierName(K.tier()) : "interpreter");
   }
   return Status::ok();
 }

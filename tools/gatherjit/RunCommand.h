@@ -44,6 +44,7 @@ struct EngineFlags {
   bool Stats = false;
   std::string CacheDir;
   bool NoCache = false;
+  std::string Specialize = "adaptive";
 };
 
 void addEngineFlags(CLI::App *Sub, EngineFlags &E);

@@ -38,6 +38,7 @@ TEST(Jit, ThePerfMapFollowsNoPlantedLinkAndIsPrivate) {
   ASSERT_EQ(::chmod(Victim.c_str(), 0600), 0);
   ASSERT_EQ(::symlink(Victim.c_str(), Map.c_str()), 0);
   RuntimeOptions Options;
+  Options.Specialization = Specialize::AtCompile;
   Options.PerfMap = true;
   Expected<std::unique_ptr<Runtime>> RT = Runtime::create(Options);
   ASSERT_TRUE(RT.isOk());

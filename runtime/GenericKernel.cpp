@@ -1,8 +1,11 @@
-//===- bench/GenericKernel.cpp - The generic precompiled baseline --------===//
+//===- runtime/GenericKernel.cpp - Tier 0: one loop for every shape ------===//
 
-#include "bench/GenericKernel.h"
+#include "runtime/GenericKernel.h"
 
+#include <algorithm>
+#include <cassert>
 #include <cstring>
+#include <type_traits>
 
 namespace gatherjit {
 namespace {
@@ -11,8 +14,8 @@ struct Bytes16 {
   char B[16];
 };
 
-template <typename IndexT>
-inline bool resolve(IndexT Raw, uint64_t Size, OobPolicy Policy, uint64_t &Out) {
+template <OobPolicy Policy, typename IndexT>
+inline bool resolve(IndexT Raw, uint64_t Size, uint64_t &Out) {
   int64_t V = static_cast<int64_t>(Raw);
   if constexpr (std::is_signed_v<IndexT>) {
     if (V < 0 && Policy != OobPolicy::Clip)
@@ -42,10 +45,10 @@ inline bool resolve(IndexT Raw, uint64_t Size, OobPolicy Policy, uint64_t &Out) 
 /// (\p Off). Returns -1 if it may be read, else the component that is out of
 /// range (under Check) or that clamps into an empty axis. \p Tuples is
 /// false for the gathers with one index per element (a loop less).
-template <bool Tuples, typename IndexT>
+template <OobPolicy Policy, bool Tuples, typename IndexT>
 inline int tupleOffset(const KernelSpec &S, const IndexT *Idx, uint64_t &Off) {
   if constexpr (!Tuples) {
-    if (!resolve(Idx[0], S.AxisSize[0], S.Policy, Off))
+    if (!resolve<Policy>(Idx[0], S.AxisSize[0], Off))
       return 0;
     Off *= S.AxisStride[0];
     return -1;
@@ -53,14 +56,14 @@ inline int tupleOffset(const KernelSpec &S, const IndexT *Idx, uint64_t &Off) {
   Off = 0;
   for (unsigned C = 0; C < S.TupleSize; ++C) {
     uint64_t I;
-    if (!resolve(Idx[C * S.TupleStride], S.AxisSize[C], S.Policy, I))
+    if (!resolve<Policy>(Idx[C * S.TupleStride], S.AxisSize[C], I))
       return static_cast<int>(C);
     Off += I * S.AxisStride[C];
   }
   return -1;
 }
 
-template <typename ElemT, bool Tuples, typename IndexT>
+template <typename ElemT, OobPolicy Policy, bool Tuples, typename IndexT>
 int64_t run(const KernelSpec &S, const char *In, const IndexT *Idx, char *Out,
             uint64_t Begin, uint64_t End) {
   const unsigned R = S.Rank;
@@ -86,8 +89,8 @@ int64_t run(const KernelSpec &S, const char *In, const IndexT *Idx, char *Out,
     }
     if (Block) {
       uint64_t I;
-      if (const int Bad = tupleOffset<Tuples>(S, Idx + IdxOff, I); Bad >= 0) {
-        if (S.Policy == OobPolicy::Check)
+      if (const int Bad = tupleOffset<Policy, Tuples>(S, Idx + IdxOff, I); Bad >= 0) {
+        if constexpr (Policy == OobPolicy::Check)
           return static_cast<int64_t>(Pos) + Bad + 1;
         std::memset(Out + (OutOff + InnerBegin) * EB, 0, (InnerEnd - InnerBegin) * EB);
       } else {
@@ -100,8 +103,8 @@ int64_t run(const KernelSpec &S, const char *In, const IndexT *Idx, char *Out,
       for (uint64_t J = InnerBegin; J < InnerEnd; ++J) {
         uint64_t I;
         char *Dst = Out + (OutOff + J * SOut) * EB;
-        if (const int Bad = tupleOffset<Tuples>(S, Idx + IdxOff + J * SIdx, I); Bad >= 0) {
-          if (S.Policy == OobPolicy::Check)
+        if (const int Bad = tupleOffset<Policy, Tuples>(S, Idx + IdxOff + J * SIdx, I); Bad >= 0) {
+          if constexpr (Policy == OobPolicy::Check)
             return static_cast<int64_t>(Pos + J * S.PosStride[L]) + Bad + 1;
           std::memset(Dst, 0, EB);
           continue;
@@ -126,47 +129,64 @@ int64_t run(const KernelSpec &S, const char *In, const IndexT *Idx, char *Out,
   return 0;
 }
 
-template <typename IndexT>
-int64_t dispatchElem(const KernelSpec &S, const void *In, const void *Idx, void *Out,
+template <OobPolicy Policy, typename IndexT>
+int64_t dispatchElem(const KernelSpec &S, const char *I, const IndexT *X, char *O,
                      uint64_t Begin, uint64_t End) {
+  const bool T = S.TupleSize != 1;
+  switch (S.ElemBytes) {
+  case 1:
+    return T ? run<uint8_t, Policy, true>(S, I, X, O, Begin, End)
+             : run<uint8_t, Policy, false>(S, I, X, O, Begin, End);
+  case 2:
+    return T ? run<uint16_t, Policy, true>(S, I, X, O, Begin, End)
+             : run<uint16_t, Policy, false>(S, I, X, O, Begin, End);
+  case 4:
+    return T ? run<uint32_t, Policy, true>(S, I, X, O, Begin, End)
+             : run<uint32_t, Policy, false>(S, I, X, O, Begin, End);
+  case 8:
+    return T ? run<uint64_t, Policy, true>(S, I, X, O, Begin, End)
+             : run<uint64_t, Policy, false>(S, I, X, O, Begin, End);
+  case 16:
+    return T ? run<Bytes16, Policy, true>(S, I, X, O, Begin, End)
+             : run<Bytes16, Policy, false>(S, I, X, O, Begin, End);
+  default:
+    return T ? run<void, Policy, true>(S, I, X, O, Begin, End)
+             : run<void, Policy, false>(S, I, X, O, Begin, End);
+  }
+}
+
+template <typename IndexT>
+int64_t dispatchPolicy(const KernelSpec &S, const void *In, const void *Idx, void *Out,
+                       uint64_t Begin, uint64_t End) {
   auto *I = static_cast<const char *>(In);
   auto *X = static_cast<const IndexT *>(Idx);
   auto *O = static_cast<char *>(Out);
-  switch (S.ElemBytes) {
-  case 1:
-    return S.TupleSize == 1 ? run<uint8_t, false>(S, I, X, O, Begin, End)
-                            : run<uint8_t, true>(S, I, X, O, Begin, End);
-  case 2:
-    return S.TupleSize == 1 ? run<uint16_t, false>(S, I, X, O, Begin, End)
-                            : run<uint16_t, true>(S, I, X, O, Begin, End);
-  case 4:
-    return S.TupleSize == 1 ? run<uint32_t, false>(S, I, X, O, Begin, End)
-                            : run<uint32_t, true>(S, I, X, O, Begin, End);
-  case 8:
-    return S.TupleSize == 1 ? run<uint64_t, false>(S, I, X, O, Begin, End)
-                            : run<uint64_t, true>(S, I, X, O, Begin, End);
-  case 16:
-    return S.TupleSize == 1 ? run<Bytes16, false>(S, I, X, O, Begin, End)
-                            : run<Bytes16, true>(S, I, X, O, Begin, End);
-  default:
-    return S.TupleSize == 1 ? run<void, false>(S, I, X, O, Begin, End)
-                            : run<void, true>(S, I, X, O, Begin, End);
+  switch (S.Policy) {
+  case OobPolicy::Check:
+    return dispatchElem<OobPolicy::Check>(S, I, X, O, Begin, End);
+  case OobPolicy::Clamp:
+    return dispatchElem<OobPolicy::Clamp>(S, I, X, O, Begin, End);
+  case OobPolicy::Clip:
+    return dispatchElem<OobPolicy::Clip>(S, I, X, O, Begin, End);
   }
+  return 0;
 }
 
 } // namespace
 
 int64_t runGeneric(const KernelSpec &S, const void *In, const void *Idx, void *Out,
                    uint64_t Begin, uint64_t End) {
+  assert(!S.hasEpilogue() && "the generic loop has no epilogue");
+  End = std::min(End, S.rows());
   switch (S.IndexType) {
   case DataType::Int32:
-    return dispatchElem<int32_t>(S, In, Idx, Out, Begin, End);
+    return dispatchPolicy<int32_t>(S, In, Idx, Out, Begin, End);
   case DataType::Int64:
-    return dispatchElem<int64_t>(S, In, Idx, Out, Begin, End);
+    return dispatchPolicy<int64_t>(S, In, Idx, Out, Begin, End);
   case DataType::UInt32:
-    return dispatchElem<uint32_t>(S, In, Idx, Out, Begin, End);
+    return dispatchPolicy<uint32_t>(S, In, Idx, Out, Begin, End);
   default:
-    return dispatchElem<uint64_t>(S, In, Idx, Out, Begin, End);
+    return dispatchPolicy<uint64_t>(S, In, Idx, Out, Begin, End);
   }
 }
 

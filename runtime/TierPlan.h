@@ -1,0 +1,58 @@
+//===- runtime/TierPlan.h - When a shape's specialized kernel is made ----===//
+/// \file
+/// The adaptive mode's decisions (RuntimeOptions::Specialization), pure
+/// functions of a spec: when a shape running the generic loop is hot enough
+/// to specialize in the background, and when one call is so large that its
+/// specialized kernel pays for its compile within that call. The constants
+/// and the measurements that chose them are here; `gatherjit bench
+/// --shapes` measures the walks they serve.
+//===----------------------------------------------------------------------===//
+#ifndef GATHERJIT_RUNTIME_TIERPLAN_H
+#define GATHERJIT_RUNTIME_TIERPLAN_H
+
+#include "compiler/spec/KernelSpec.h"
+
+#include <algorithm>
+#include <cstdint>
+
+namespace gatherjit {
+
+/// A shape is hot after this many runs: the walks the runtime is built for
+/// (a batch size or sequence length that changes every few calls) run each
+/// shape a handful of times, and a shape seen three times is likely seen
+/// again. The compile runs on the background thread, so a wrong guess
+/// costs a core for about a millisecond, never the caller's time.
+constexpr uint64_t HotRuns = 3;
+/// ...or once it has written this many bytes: one call of a few megabytes
+/// already loses more to the generic loop than its compile costs the
+/// background thread.
+constexpr uint64_t HotBytes = uint64_t(1) << 20;
+
+/// Runs of the generic loop before \p Spec is specialized in the background.
+inline uint64_t specializeAfterRuns(const KernelSpec &Spec) {
+  const uint64_t Bytes = std::max<uint64_t>(1, Spec.outputBytes());
+  return std::clamp<uint64_t>((HotBytes + Bytes - 1) / Bytes, 1, HotRuns);
+}
+
+/// What the generic loop loses against the specialized kernel, in
+/// picoseconds per output byte, and what specializing a large kernel costs
+/// (LLVM at O2, emit to link), measured by `gatherjit bench` on the suite's
+/// cases in one run on a 2-core Zen 4 EPYC: element rows (GE1, GE4, GE6,
+/// GN2) lose 150-400 ps/B, block rows (G1, G2, GN1) 5-40 ps/B; an O2
+/// compile takes 2-4 ms. The lower ends are used, so a call is specialized
+/// first only where that surely pays.
+constexpr uint64_t ElementRowLossPsPerByte = 150;
+constexpr uint64_t BlockRowLossPsPerByte = 5;
+constexpr uint64_t SpecializeCostNs = 4'000'000;
+
+/// True if one call of \p Spec loses more to the generic loop than its
+/// specialized kernel takes to compile: compile() specializes it before
+/// returning, so a one-shot call of a large shape is as fast as ever.
+inline bool specializeAtCompile(const KernelSpec &Spec) {
+  const uint64_t Loss = Spec.innerIsBlock() ? BlockRowLossPsPerByte : ElementRowLossPsPerByte;
+  return Spec.outputBytes() / 1000 * Loss > SpecializeCostNs;
+}
+
+} // namespace gatherjit
+
+#endif
