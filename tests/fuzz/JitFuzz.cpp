@@ -40,6 +40,7 @@ TensorDesc pickTensor(FuzzedDataProvider &P, DataType Type, unsigned Rank) {
 Runtime &runtime() {
   static std::unique_ptr<Runtime> RT = [] {
     RuntimeOptions Options;
+    Options.Specialization = Specialize::AtCompile;
     Options.Threads = 1;
     Options.CacheCapacity = 64;
     Expected<std::unique_ptr<Runtime>> Created = Runtime::create(Options);

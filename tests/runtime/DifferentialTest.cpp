@@ -58,6 +58,7 @@ void compareEngines(Runtime &RT, const RandomCase &C, const std::string &Trace) 
 TEST(Differential, TwoThousandRandomConfigurations) {
   const uint64_t Seed = seedFromEnv(20261122);
   RuntimeOptions Options;
+  Options.Specialization = Specialize::AtCompile;
   Options.Threads = 1;
   Options.CacheCapacity = 64; // Exercise eviction on the way.
   // Most random cases are small: compile them at O2 itself, the code large
@@ -95,6 +96,7 @@ TEST(Differential, EveryOptimizationLevel) {
   const uint64_t Seed = seedFromEnv(7);
   for (OptLevel Level : {OptLevel::O0, OptLevel::O1, OptLevel::O3}) {
     RuntimeOptions Options;
+    Options.Specialization = Specialize::AtCompile;
     Options.Opt = Level;
     Options.Threads = 1;
     Expected<std::unique_ptr<Runtime>> RT = Runtime::create(Options);

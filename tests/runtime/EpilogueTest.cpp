@@ -380,6 +380,7 @@ void compareWithInterpreter(Runtime &RT, const Kernel &K, const RandomCase &C) {
 TEST(Epilogue, ElementEpiloguesOnRandomConfigurations) {
   REQUIRE_EPILOGUES();
   RuntimeOptions Options;
+  Options.Specialization = Specialize::AtCompile;
   Options.Threads = 1;
   Options.QuickTier = false;
   Expected<std::unique_ptr<Runtime>> RT = Runtime::create(Options);

@@ -59,6 +59,7 @@ protected:
   void SetUp() override {
     if (GetParam()) {
       RuntimeOptions O;
+      O.Specialization = Specialize::AtCompile;
       O.Threads = 1;
       RT = Runtime::create(O).take();
     }

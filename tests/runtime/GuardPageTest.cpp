@@ -140,6 +140,7 @@ TEST(GuardPage, JitAotAndGenericKernelsStayInsideTheirBuffers) {
   const uint64_t Seed = seedFromEnv(20261123);
   constexpr int Cases = 2000, Batch = 100;
   RuntimeOptions Options;
+  Options.Specialization = Specialize::AtCompile;
   Options.Threads = 1;
   Options.CacheCapacity = 64;
   Expected<std::unique_ptr<Runtime>> RT = Runtime::create(Options);
