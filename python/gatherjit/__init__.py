@@ -38,7 +38,7 @@ from . import _native
 from ._native import Kernel
 
 __all__ = ["take_along_axis", "take", "gather_nd", "compile", "Epilogue", "Kernel", "set_threads",
-           "stats"]
+           "set_specialize", "wait_background", "stats"]
 
 #: Whether this build compiles epilogues (built with clang's libraries).
 EPILOGUES = _native.epilogues_supported
@@ -240,8 +240,28 @@ def set_threads(threads):
     return _native.set_threads(int(threads))
 
 
+def set_specialize(mode):
+    """When this process's kernels are specialized: "adaptive" (the default:
+    a new shape runs the generic loop at once and is compiled for its shape
+    on a background thread once hot; a very large call is compiled first),
+    "compile" (every kernel compiled before its first call: warm-ups,
+    benchmarks) or "never" (the generic loop only). Takes effect only before
+    the process's first kernel; returns whether it did. ValueError for any
+    other mode."""
+    return _native.set_specialize(str(mode))
+
+
+def wait_background():
+    """Waits until the background thread has compiled every specialization
+    asked for so far (benchmarks and tests that want hot shapes' code)."""
+    _native.wait_background()
+
+
 def stats():
-    """The process's kernel cache: hits, misses, entries, compile_ms."""
+    """The process's kernel cache: hits, misses, entries, evictions,
+    compile_ms, generic_entries (kernels running the generic loop now),
+    specializations (made in the background), specialized_at_compile,
+    upgrades (quick tier to O2) and cache_bytes."""
     return _native.stats()
 
 

@@ -546,6 +546,8 @@ PYBIND11_MODULE(_native, M) {
       .def_property_readonly("symbol", [](const PyKernel &K) { return K.kernel().symbolName(); })
       .def_property_readonly("opt_level",
                              [](const PyKernel &K) { return optLevelName(K.kernel().optLevel()); })
+      .def_property_readonly("tier",
+                             [](const PyKernel &K) { return kernelTierName(K.kernel().tier()); })
       .def_readwrite("_spec", &PyKernel::Spec);
 
   M.def(
@@ -574,13 +576,36 @@ PYBIND11_MODULE(_native, M) {
         return true;
       },
       py::arg("threads"));
+  M.def(
+      "set_specialize",
+      [](const std::string &Mode) {
+        Specialize Parsed;
+        if (!parseSpecialize(Mode, Parsed))
+          throw py::value_error("specialize = " + quote(Mode) +
+                                " is not 'adaptive', 'compile' or 'never'");
+        if (RuntimeCreated)
+          return false;
+        runtimeOptions().Specialization = Parsed;
+        return true;
+      },
+      py::arg("mode"));
+  M.def("wait_background", [] {
+    py::gil_scoped_release Release;
+    runtime().drainBackground();
+  });
   M.def("stats", [] {
     const CacheStats S = runtime().stats();
     py::dict D;
     D["hits"] = S.Hits;
     D["misses"] = S.Misses;
     D["entries"] = S.Entries;
+    D["evictions"] = S.Evictions;
     D["compile_ms"] = S.CompileMs;
+    D["generic_entries"] = S.GenericEntries;
+    D["specializations"] = S.Specializations;
+    D["specialized_at_compile"] = S.SpecializedAtCompile;
+    D["upgrades"] = S.Upgrades;
+    D["cache_bytes"] = S.CacheBytes;
     return D;
   });
 }

@@ -245,3 +245,41 @@ def test_set_threads_applies_before_the_first_kernel_only():
             "print(first, gj.set_threads(2))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["True", "False"]
+
+
+def test_new_shapes_run_at_once_and_hot_ones_are_specialized():
+    import subprocess
+    import sys
+    # A fresh process: the first kernel of a new shape runs the generic
+    # loop, compiles nothing, and moves to its specialized code once hot.
+    code = (
+        "import numpy as np, gatherjit as gj\n"
+        "rng = np.random.default_rng(3)\n"
+        "data = rng.standard_normal((40, 64)).astype('f4')\n"
+        "idx = rng.integers(-64, 64, size=(40, 16))\n"
+        "want = np.take_along_axis(data, idx % 64, axis=1)\n"
+        "k = gj.compile('gather_elements', ((40, 64), 'float32'), ((40, 16), 'int64'), 1)\n"
+        "print(k.tier, gj.stats()['compile_ms'] == 0, gj.stats()['generic_entries'])\n"
+        "for _ in range(5):\n"
+        "    assert np.array_equal(k(data, idx), want)\n"
+        "gj.wait_background()\n"
+        "print(k.tier, gj.stats()['specializations'], gj.stats()['generic_entries'])\n"
+        "assert np.array_equal(k(data, idx), want)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["generic", "True", "1", "specialized", "1", "0"]
+
+
+def test_set_specialize_chooses_the_mode_before_the_first_kernel():
+    import subprocess
+    import sys
+    code = ("import numpy as np, gatherjit as gj\n"
+            "try:\n"
+            "    gj.set_specialize('eager')\n"
+            "except ValueError as e:\n"
+            "    print('refused' if 'eager' in str(e) else 'wrong message')\n"
+            "first = gj.set_specialize('compile')\n"
+            "k = gj.compile('gather', ((5,), 'int64'), ((1,), 'int64'))\n"
+            "assert k(np.arange(5), np.array([4]))[0] == 4\n"
+            "print(first, k.tier, gj.set_specialize('never'))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["refused", "True", "specialized", "False"]
