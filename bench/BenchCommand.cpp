@@ -3,6 +3,7 @@
 #include "BenchCommand.h"
 
 #include "Npy.h"
+#include "Shapes.h"
 #include "Suite.h"
 #include "CliOptions.h"
 #include "runtime/AtomicFile.h"
@@ -32,6 +33,11 @@ CLI::App *addBenchCommand(CLI::App &App, BenchFlags &F) {
   Sub->add_option("--results", F.ResultsDir,
                   "directory for <date>.json, .md and .png (default bench/results)");
   Sub->add_flag("--quiet", F.Quiet, "no progress lines on stderr");
+  Sub->add_flag("--shapes", F.Shapes,
+                "run the walks over changing shapes instead of the suite (a Markdown table "
+                "on stdout)");
+  Sub->add_option("--rounds", F.Rounds, "rounds of each walk with --shapes (default 3)")
+      ->check(integerIn(1, 100));
   return Sub;
 }
 
@@ -353,6 +359,11 @@ bool plot(const SuiteReport &R, const std::string &Png) {
 } // namespace
 
 Status runBench(const BenchFlags &F) {
+  if (F.Shapes) {
+    const std::string Md = bench::runShapeWalks(F.Rounds);
+    std::fwrite(Md.data(), 1, Md.size(), stdout);
+    return Status::ok();
+  }
   bench::SuiteOptions Options;
   Options.Threads = F.Threads;
   std::stringstream Cases(F.Cases);

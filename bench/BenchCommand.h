@@ -21,6 +21,8 @@ struct BenchFlags {
   std::string Json;
   std::string ResultsDir = "bench/results";
   bool Quiet = false;
+  bool Shapes = false;
+  unsigned Rounds = 3;
 };
 
 CLI::App *addBenchCommand(CLI::App &App, BenchFlags &F);

@@ -298,6 +298,11 @@ gj_status gj_runtime_create(const gj_runtime_options *Options, gj_runtime **Out)
 
 void gj_runtime_destroy(gj_runtime *Runtime) { delete Runtime; }
 
+void gj_runtime_wait_background(gj_runtime *Runtime) {
+  if (Runtime)
+    Runtime->R->drainBackground();
+}
+
 void gj_runtime_stats(const gj_runtime *Runtime, gj_cache_stats *Out) {
   if (!Runtime || !Out)
     return;

@@ -202,13 +202,16 @@ struct Runtime::Impl {
                                         upgrader(Spec), Upgrades);
   }
 
-  /// Compiles the next tier of \p Spec and switches \p Code to it (on the
-  /// background thread): the generic loop moves to the first level, the
-  /// quick tier to the runtime's. On failure the current code keeps
-  /// running.
+  /// Compiles \p Spec at the runtime's level and switches \p Code to it (on
+  /// the background thread), from the generic loop or the quick tier. A
+  /// shape leaves the generic loop straight for the runtime's level, not the
+  /// quick tier: the compile is off the caller's thread, and on small rows
+  /// the quick tier's code ran 5x slower than O2's and 2x slower than the
+  /// generic loop (`gatherjit bench --shapes`, walk (a)). On failure the
+  /// current code keeps running.
   void upgrade(const KernelSpec &Spec, TieredCode &Code) {
     const bool FromGeneric = Code.tier() == KernelTier::Generic;
-    const OptLevel Level = FromGeneric ? firstLevel(Spec, Options) : Options.Opt;
+    const OptLevel Level = Options.Opt;
     CompileTimes Times;
     bool FromDisk = false, Stored = false;
     uint64_t Bytes = 0;
@@ -223,8 +226,7 @@ struct Runtime::Impl {
                      Next.status().message().c_str());
       return;
     }
-    Code.upgrade(Next.take(), KernelTier::Specialized, Level,
-                 Level == Options.Opt ? 0 : upgradeAfterRuns(Spec));
+    Code.upgrade(Next.take(), KernelTier::Specialized, Level, /*NextAfter=*/0);
     ++(FromGeneric ? Stats.Specializations : Stats.Upgrades);
     // The older code stays linked while the entry lives: charge both.
     if (auto It = Cache.find(Spec); It != Cache.end() && It->second.Tiered == &Code) {

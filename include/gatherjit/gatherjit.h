@@ -169,6 +169,9 @@ void gj_runtime_options_init(gj_runtime_options *options);
 gj_status gj_runtime_create(const gj_runtime_options *options, gj_runtime **out);
 void gj_runtime_destroy(gj_runtime *runtime);
 void gj_runtime_stats(const gj_runtime *runtime, gj_cache_stats *out);
+/* Waits until the runtime's background thread has compiled every
+ * specialization and upgrade asked for so far. */
+void gj_runtime_wait_background(gj_runtime *runtime);
 
 /* Validates and compiles (or finds in the cache). */
 gj_status gj_compile(gj_runtime *runtime, const gj_descriptor *desc, gj_kernel **out);

