@@ -125,9 +125,9 @@ TEST(Runtime, AShapeBecomesHotAfterAFewRunsOrEnoughBytes) {
 }
 
 TEST(Runtime, ACallTooLargeForTheGenericLoopIsSpecializedAtCompile) {
-  // 4096 x 2048 FLOAT32 element rows: 32 MiB of output lose more to the
-  // generic loop in one call than an O2 compile costs.
-  const KernelSpec Large = canonicalize(geOf(4096, 2048));
+  // 4096 x 4096 FLOAT32 element rows (the suite's GE1): 64 MiB of output
+  // lose more to the generic loop in one call than an O2 compile costs.
+  const KernelSpec Large = canonicalize(geOf(4096, 4096));
   ASSERT_TRUE(specializeAtCompile(Large));
   EXPECT_FALSE(specializeAtCompile(canonicalize(geOf(256, 256))));
   // The same bytes as embedding rows (one memcpy a row) lose little: generic.
@@ -139,7 +139,7 @@ TEST(Runtime, ACallTooLargeForTheGenericLoopIsSpecializedAtCompile) {
   EXPECT_FALSE(specializeAtCompile(canonicalize(*RowsValid)));
 
   auto RT = runtimeIn(Specialize::Adaptive);
-  Expected<Kernel> K = RT->compile(geOf(4096, 2048));
+  Expected<Kernel> K = RT->compile(geOf(4096, 4096));
   ASSERT_TRUE(K.isOk()) << K.status().message();
   EXPECT_EQ(K->tier(), KernelTier::Specialized);
   EXPECT_EQ(K->optLevel(), OptLevel::O2);
