@@ -543,6 +543,7 @@ CacheStats Runtime::stats() const {
 }
 
 void Runtime::drainBackground() { I->Upgrades->drain(); }
+void Runtime::stopBackground() { I->Upgrades->stop(); }
 
 double Runtime::initMs() const { return I->InitMs; }
 const RuntimeOptions &Runtime::options() const { return I->Options; }

@@ -238,6 +238,11 @@ public:
   /// and upgrade asked for so far (for benchmarks and tests that want the
   /// hot shapes' code in place).
   void drainBackground();
+  /// Stops the background thread: the compile under way finishes, queued
+  /// ones are dropped, and later hot shapes keep their code. Call it (or
+  /// destroy the runtime) before the process exits: LLVM's own static
+  /// objects may be destroyed at exit while a compile still uses them.
+  void stopBackground();
   /// Milliseconds create() spent setting up the JIT.
   double initMs() const;
   const RuntimeOptions &options() const;

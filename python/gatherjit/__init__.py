@@ -265,7 +265,13 @@ def stats():
     return _native.stats()
 
 
+import atexit as _atexit
 import copyreg as _copyreg
+
+# A specialization still compiling when the interpreter exits would use
+# LLVM's static objects while C++ destroys them: stop the background thread
+# first (the compile under way finishes, the queued ones are dropped).
+_atexit.register(_native._stop_background)
 
 _copyreg.pickle(Kernel, _reduce)
 # dask names a task by its arguments: a kernel by its spec.

@@ -593,6 +593,12 @@ PYBIND11_MODULE(_native, M) {
     py::gil_scoped_release Release;
     runtime().drainBackground();
   });
+  M.def("_stop_background", [] {
+    if (!RuntimeCreated)
+      return;
+    py::gil_scoped_release Release;
+    runtime().stopBackground();
+  });
   M.def("stats", [] {
     const CacheStats S = runtime().stats();
     py::dict D;

@@ -283,3 +283,19 @@ def test_set_specialize_chooses_the_mode_before_the_first_kernel():
             "print(first, k.tier, gj.set_specialize('never'))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["refused", "True", "specialized", "False"]
+
+
+def test_exiting_while_shapes_are_specialized_is_clean():
+    import subprocess
+    import sys
+    # Sixteen shapes become hot at once and the interpreter exits while the
+    # background thread compiles them: it must stop before LLVM's statics go.
+    code = ("import numpy as np, gatherjit as gj\n"
+            "data = np.arange(64, dtype=np.float32).reshape(1, 64)\n"
+            "idx = (np.arange(16) * 5 % 64).reshape(1, 16)\n"
+            "for j in range(1000):\n"
+            "    k = j % 16 + 1\n"
+            "    assert np.array_equal(gj.take_along_axis(data, idx[:, :k], 1), idx[:, :k])\n")
+    for _ in range(3):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        assert (out.returncode, out.stderr) == (0, "")
