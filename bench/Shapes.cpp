@@ -105,6 +105,7 @@ Walk embeddingWalk(const std::string &Name, uint64_t Rows, uint64_t Width, uint6
 
 struct WalkTimes {
   double TotalUs = 0;
+  double MedianCompileUs = 0;  ///< gj_compile, the median shape.
   double MaxFirstCallUs = 0;   ///< gj_compile + the first run, worst shape.
   double MaxCompileUs = 0;     ///< gj_compile alone, worst shape.
   double MaxOverGenericUs = 0; ///< First call less the generic loop's call.
@@ -115,6 +116,7 @@ struct WalkTimes {
 /// first calls with.
 WalkTimes walkRuntime(gj_runtime *RT, Walk &W, const std::vector<double> &GenericUs) {
   WalkTimes T;
+  std::vector<double> Compiles;
   const Clock::time_point Start = Clock::now();
   for (size_t I = 0; I < W.Shapes.size(); ++I) {
     const Clock::time_point T0 = Clock::now();
@@ -124,6 +126,7 @@ WalkTimes walkRuntime(gj_runtime *RT, Walk &W, const std::vector<double> &Generi
       return T;
     }
     const double CompileUs = usSince(T0);
+    Compiles.push_back(CompileUs);
     for (unsigned C = 0; C < W.Calls; ++C) {
       (void)gj_kernel_run(K, W.Input.data(), W.Indices.data(), W.Output.data());
       if (C == 0) {
@@ -137,6 +140,8 @@ WalkTimes walkRuntime(gj_runtime *RT, Walk &W, const std::vector<double> &Generi
     gj_kernel_release(K);
   }
   T.TotalUs = usSince(Start);
+  std::sort(Compiles.begin(), Compiles.end());
+  T.MedianCompileUs = Compiles.empty() ? 0 : Compiles[Compiles.size() / 2];
   return T;
 }
 
@@ -162,6 +167,56 @@ gj_runtime *newRuntime(gj_specialize Mode) {
   O.specialize = Mode;
   gj_runtime *RT = nullptr;
   return gj_runtime_create(&O, &RT) == GJ_OK ? RT : nullptr;
+}
+
+uint64_t residentBytes() {
+  std::FILE *F = std::fopen("/proc/self/statm", "r");
+  unsigned long long Pages = 0, Resident = 0;
+  if (F) {
+    if (std::fscanf(F, "%llu %llu", &Pages, &Resident) != 2)
+      Resident = 0;
+    std::fclose(F);
+  }
+  return Resident * 4096;
+}
+
+/// 100,000 distinct GatherElements shapes through one runtime with default
+/// options, one call each: resident memory as the walk goes.
+std::string memoryWalk() {
+  constexpr uint64_t MaxRows = 997, MaxCols = 101;
+  std::vector<float> In(MaxRows * MaxCols), Out(MaxRows * MaxCols);
+  std::vector<int64_t> Idx(MaxRows * MaxCols, 0);
+  gj_runtime *RT = newRuntime(GJ_SPECIALIZE_ADAPTIVE);
+  if (!RT)
+    return "";
+  std::ostringstream M;
+  M << "\nMemory: 100,000 distinct shapes (GatherElements FLOAT32 [1 + N % 997, 1 + N / 997], "
+       "one call each) through one runtime with default options; resident memory after ";
+  const uint64_t Before = residentBytes();
+  for (uint64_t N = 0; N < 100000; ++N) {
+    const uint64_t Sizes[2] = {1 + N % MaxRows, 1 + N / MaxRows};
+    gj_tensor_desc Data = gj_tensor(GJ_FLOAT32, 2, Sizes), Index = gj_tensor(GJ_INT64, 2, Sizes);
+    gj_descriptor D;
+    gj_kernel *K = nullptr;
+    if (gj_onnx_gather_elements(&Data, &Index, 1, &D) != GJ_OK || gj_compile(RT, &D, &K) != GJ_OK)
+      break;
+    (void)gj_kernel_run(K, In.data(), Idx.data(), Out.data());
+    gj_kernel_release(K);
+    if (N + 1 == 1000 || N + 1 == 10000 || N + 1 == 50000 || N + 1 == 100000) {
+      char B[96];
+      std::snprintf(B, sizeof B, "%s%llu shapes: %+.1f MiB", N + 1 == 1000 ? "" : ", ",
+                    static_cast<unsigned long long>(N + 1),
+                    (static_cast<double>(residentBytes()) - static_cast<double>(Before)) / (1 << 20));
+      M << B;
+    }
+  }
+  gj_cache_stats S;
+  gj_runtime_stats(RT, &S);
+  M << " (from " << Before / (1 << 20) << " MiB before the walk); the cache then holds "
+    << S.entries << " entries, " << S.cache_bytes / (1 << 20) << " MiB charged, "
+    << S.evictions << " evicted.\n";
+  gj_runtime_destroy(RT);
+  return M.str();
 }
 
 double median(std::vector<double> V) {
@@ -200,11 +255,12 @@ std::string runShapeWalks(unsigned Rounds) {
                                      64, 4096, 64, 1024, 1024, 3));
   std::ostringstream M;
   M << "| walk | shapes x calls | generic loop | first walk | / generic | second walk | / generic "
-       "| specialized ahead | / generic | worst new shape: gj_compile | first call | "
-       "over the generic call |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+       "| specialized ahead | / generic | new shape's gj_compile, median | worst new shape: "
+       "gj_compile | first call | over the generic call |\n"
+       "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (Walk &W : Walks) {
     std::fprintf(stderr, "bench: %s\n", W.Name.c_str());
-    std::vector<double> Generic, First, Second, Ahead, Compile, FirstCall, Over;
+    std::vector<double> Generic, First, Second, Ahead, Compile, MedianCompile, FirstCall, Over;
     for (unsigned R = 0; R < Rounds; ++R) {
       std::vector<double> PerShape;
       Generic.push_back(walkGeneric(W, &PerShape));
@@ -215,6 +271,7 @@ std::string runShapeWalks(unsigned Rounds) {
         return "bench: cannot create a runtime\n";
       WalkTimes T = walkRuntime(RT, W, PerShape);
       First.push_back(T.TotalUs);
+      MedianCompile.push_back(T.MedianCompileUs);
       Compile.push_back(T.MaxCompileUs);
       FirstCall.push_back(T.MaxFirstCallUs);
       Over.push_back(T.MaxOverGenericUs);
@@ -232,7 +289,7 @@ std::string runShapeWalks(unsigned Rounds) {
       << " | " << fmtMs(median(First)) << " | " << fmtX(median(First) / G) << " | "
       << fmtMs(median(Second)) << " | " << fmtX(median(Second) / G) << " | "
       << fmtMs(median(Ahead)) << " | " << fmtX(median(Ahead) / G) << " | "
-      << fmtUs(median(Compile)) << " | " << fmtUs(median(FirstCall)) << " | "
+      << fmtUs(median(MedianCompile)) << " | " << fmtUs(median(Compile)) << " | " << fmtUs(median(FirstCall)) << " | "
       << fmtUs(median(Over)) << " |\n";
   }
   M << "\nIn-process through the C API, one runtime with default options (adaptive) and one "
@@ -244,6 +301,8 @@ std::string runShapeWalks(unsigned Rounds) {
        "timed) before the walk. Each shape is gj_compile, its calls, gj_kernel_release. "
        "Worst new shape: the largest gj_compile, gj_compile + first run, and that less the "
        "generic loop's first call of the same shape.\n";
+  std::fprintf(stderr, "bench: 100,000 distinct shapes\n");
+  M << memoryWalk();
   return M.str();
 }
 
