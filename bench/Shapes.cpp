@@ -254,18 +254,25 @@ std::string runShapeWalks(unsigned Rounds) {
                                      "axis 1, L = 64..4096 step 64",
                                      64, 4096, 64, 1024, 1024, 3));
   std::ostringstream M;
-  M << "| walk | shapes x calls | generic loop | first walk | / generic | second walk | / generic "
+  M << "| walk | shapes x calls | generic loop | never specialize | / generic | first walk | "
+       "/ generic | second walk | / generic "
        "| specialized ahead | / generic | new shape's gj_compile, median | worst new shape: "
        "gj_compile | first call | over the generic call |\n"
-       "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+       "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (Walk &W : Walks) {
     std::fprintf(stderr, "bench: %s\n", W.Name.c_str());
-    std::vector<double> Generic, First, Second, Ahead, Compile, MedianCompile, FirstCall, Over;
+    std::vector<double> Generic, Never, First, Second, Ahead, Compile, MedianCompile, FirstCall,
+        Over;
     for (unsigned R = 0; R < Rounds; ++R) {
       std::vector<double> PerShape;
       Generic.push_back(walkGeneric(W, &PerShape));
       // A fresh runtime: every shape new; then again once the background
       // thread has specialized what became hot.
+      gj_runtime *Generic0 = newRuntime(GJ_SPECIALIZE_NEVER);
+      if (!Generic0)
+        return "bench: cannot create a runtime\n";
+      Never.push_back(walkRuntime(Generic0, W, {}).TotalUs);
+      gj_runtime_destroy(Generic0);
       gj_runtime *RT = newRuntime(GJ_SPECIALIZE_ADAPTIVE);
       if (!RT)
         return "bench: cannot create a runtime\n";
@@ -286,7 +293,8 @@ std::string runShapeWalks(unsigned Rounds) {
     }
     const double G = median(Generic);
     M << "| " << W.Name << " | " << W.Shapes.size() << " x " << W.Calls << " | " << fmtMs(G)
-      << " | " << fmtMs(median(First)) << " | " << fmtX(median(First) / G) << " | "
+      << " | " << fmtMs(median(Never)) << " | " << fmtX(median(Never) / G) << " | "
+      << fmtMs(median(First)) << " | " << fmtX(median(First) / G) << " | "
       << fmtMs(median(Second)) << " | " << fmtX(median(Second) / G) << " | "
       << fmtMs(median(Ahead)) << " | " << fmtX(median(Ahead) / G) << " | "
       << fmtUs(median(MedianCompile)) << " | " << fmtUs(median(Compile)) << " | " << fmtUs(median(FirstCall)) << " | "
@@ -296,7 +304,7 @@ std::string runShapeWalks(unsigned Rounds) {
        "thread, no disk cache; medians of "
     << Rounds
     << " rounds. First walk: a fresh runtime, every shape new. Second walk: the same runtime "
-       "after gj_runtime_wait_background. Generic loop: runtime/GenericKernel.cpp called "
+       "after gj_runtime_wait_background. Never specialize: a fresh runtime with GJ_SPECIALIZE_NEVER (the generic loop through the runtime, no background compiles). Generic loop: runtime/GenericKernel.cpp called "
        "directly, compiled ahead, no runtime. Specialized ahead: every shape compiled (not "
        "timed) before the walk. Each shape is gj_compile, its calls, gj_kernel_release. "
        "Worst new shape: the largest gj_compile, gj_compile + first run, and that less the "
