@@ -146,7 +146,17 @@ def _result(array, like):
     return torch.from_numpy(array)
 
 
+_ndarray = _np.ndarray
+
+
 def _gather(op, data, indices, axis, out, mode, epilogue, broadcast=True):
+    # numpy arrays in and out, an int axis, no epilogue: straight to the
+    # native layer, whose layout table finds the kernel (the common call,
+    # where the steps below cost as much as a small kernel's run).
+    if (type(data) is _ndarray and type(indices) is _ndarray and type(axis) is int
+            and epilogue is None and (out is None or type(out) is _ndarray)):
+        got = _native.gather_arrays(op, data, indices, axis, out, mode, None, broadcast)
+        return got if out is None else out
     like = data
     if axis is None:  # numpy's: from the flattened data
         data, axis = _array(data).ravel(), 0
