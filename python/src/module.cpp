@@ -455,13 +455,16 @@ void appendLayout(std::string &Key, const py::array &A) {
 }
 
 /// The function forms' kernels by the layouts of their calls, so that a
-/// repeated call skips building and validating its descriptor. Used under
-/// the GIL; emptied when full.
+/// repeated call skips building and validating its descriptor: a front of
+/// the runtime's cache, which still holds every kernel a miss here finds.
+/// Used under the GIL; emptied when full. Sized for walks over a few
+/// thousand shapes (a batch size or sequence length that changes); each
+/// entry holds a kernel handle (a few KiB with its state) alive.
 std::unordered_map<std::string, std::shared_ptr<PyKernel>> &callKernels() {
   static auto *Kernels = new std::unordered_map<std::string, std::shared_ptr<PyKernel>>();
   return *Kernels;
 }
-constexpr size_t CallKernelsCapacity = 512;
+constexpr size_t CallKernelsCapacity = 4096;
 
 /// The kernel for arrays \p Data and \p Indices (cached by the runtime),
 /// run into \p Out or a new array. \p Broadcast: GatherElements' indices

@@ -291,3 +291,54 @@ TEST(CApi, EpilogueFusedIntoTheKernel) {
   EXPECT_EQ(gj_compile_epilogue(RT.R, &D, &NoSource, &K), GJ_INVALID_ARGUMENT);
   EXPECT_THAT(gj_last_error(), ::testing::HasSubstr("epilogue->source"));
 }
+
+TEST(CApi, NewShapesRunTheGenericLoopAndHotOnesAreSpecialized) {
+  gj_runtime_options O;
+  gj_runtime_options_init(&O);
+  EXPECT_EQ(O.specialize, GJ_SPECIALIZE_ADAPTIVE);
+  EXPECT_EQ(O.cache_bytes, uint64_t(64) << 20);
+  O.threads = 1;
+  CRuntime RT(&O);
+  const uint64_t Shape[2] = {8, 8};
+  gj_tensor_desc Data = gj_tensor(GJ_FLOAT32, 2, Shape), Idx = gj_tensor(GJ_INT64, 2, Shape);
+  gj_descriptor D;
+  ASSERT_EQ(gj_onnx_gather_elements(&Data, &Idx, 1, &D), GJ_OK);
+  std::vector<float> In(64), Out(64);
+  std::vector<int64_t> Indices(64);
+  for (int I = 0; I < 64; ++I) {
+    In[I] = static_cast<float>(I);
+    Indices[I] = (I * 5) % 8 - 4; // Negative ones count from the end.
+  }
+  gj_kernel *K;
+  ASSERT_EQ(gj_compile(RT.R, &D, &K), GJ_OK);
+  EXPECT_EQ(gj_kernel_tier_of(K), GJ_TIER_GENERIC);
+  gj_cache_stats S;
+  gj_runtime_stats(RT.R, &S);
+  EXPECT_EQ(S.generic_entries, 1u);
+  EXPECT_EQ(S.compile_ms, 0.0);
+  for (int Run = 0; Run < 3; ++Run) {
+    ASSERT_EQ(gj_kernel_run(K, In.data(), Indices.data(), Out.data()), GJ_OK);
+    for (int I = 0; I < 64; ++I) {
+      const int64_t J = Indices[I] < 0 ? Indices[I] + 8 : Indices[I];
+      ASSERT_EQ(Out[I], In[I / 8 * 8 + J]) << "element " << I;
+    }
+  }
+  gj_runtime_wait_background(RT.R);
+  EXPECT_EQ(gj_kernel_tier_of(K), GJ_TIER_SPECIALIZED);
+  gj_runtime_stats(RT.R, &S);
+  EXPECT_EQ(S.specializations, 1u);
+  EXPECT_EQ(S.generic_entries, 0u);
+  EXPECT_GT(S.cache_bytes, 4096u);
+  Indices[13] = 8;
+  EXPECT_EQ(gj_kernel_run(K, In.data(), Indices.data(), Out.data()), GJ_INDEX_OUT_OF_RANGE);
+  EXPECT_EQ(gj_last_error_position(), 13u);
+  gj_kernel_release(K);
+
+  gj_runtime_options Bad;
+  gj_runtime_options_init(&Bad);
+  setRaw(Bad.specialize, 7);
+  gj_runtime *R = nullptr;
+  EXPECT_EQ(gj_runtime_create(&Bad, &R), GJ_INVALID_ARGUMENT);
+  EXPECT_THAT(gj_last_error(), HasSubstr("specialize = 7"));
+  EXPECT_EQ(gj_kernel_tier_of(nullptr), GJ_TIER_SPECIALIZED);
+}

@@ -38,6 +38,27 @@ TEST_F(CommandLine, GatherElementsOnnxExample2) {
   EXPECT_EQ(Shape, (std::vector<uint64_t>{2, 3}));
 }
 
+TEST_F(CommandLine, SpecializeChoosesTheTierAndStatsNameIt) {
+  const std::string Args = "gather-elements --data " + Dir / "data.npy" + " --indices " +
+                           Dir / "idx.npy" + " --axis 0 -o " + Dir / "out.npy" +
+                           " --no-cache --stats";
+  for (const auto &[Flag, Tier] : {std::pair<std::string, std::string>{"", "generic"},
+                                   {" --specialize adaptive", "generic"},
+                                   {" --specialize never", "generic"},
+                                   {" --specialize compile", "specialized"}}) {
+    CliResult R = runCli(Dir, Args + Flag);
+    ASSERT_EQ(R.Exit, 0) << R.Err;
+    EXPECT_THAT(R.Err, HasSubstr("\"tier\": \"" + Tier + "\"")) << Flag;
+    EXPECT_EQ(readArray<float>(Dir / "out.npy"), (std::vector<float>{4, 8, 3, 7, 2, 3})) << Flag;
+  }
+  CliResult R = runCli(Dir, Args + " --engine interp");
+  EXPECT_THAT(R.Err, HasSubstr("\"tier\": \"interpreter\""));
+  R = runCli(Dir, Args + " --specialize eager");
+  EXPECT_EQ(R.Exit, 2);
+  EXPECT_THAT(R.Err, HasSubstr("--specialize"));
+  EXPECT_THAT(R.Err, HasSubstr("eager"));
+}
+
 TEST_F(CommandLine, FlagsInAnyOrderAndNegativeAxis) {
   writeArray<int32_t>(Dir / "i1.npy", "<i4", {3, 1}, {2, -1, 0});
   CliResult R = runCli(Dir, "gather-elements -o " + Dir / "out.npy" + " --axis -1 --indices " +
