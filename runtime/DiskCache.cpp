@@ -14,6 +14,7 @@
 #include <dirent.h>
 #include <cstring>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -162,30 +163,54 @@ std::optional<std::vector<char>> DiskCache::load(const std::string &Key) const {
 Status DiskCache::store(const std::string &Key, const std::vector<char> &Object) const {
   // 0600 whatever the umask; no sync: a torn entry fails its checksum.
   Expected<AtomicFile> File = AtomicFile::replace(path(Key), 0600);
-  Status S = File ? File->append(encode(Key, Object)) : File.status();
+  const auto Entry = encode(Key, Object);
+  Status S = File ? File->append(Entry) : File.status();
   if (S)
     S = File->commit();
   if (!S) {
     warnOnce("cannot store a kernel in the cache: " + S.message());
     return S;
   }
-  const std::string Stamp = Dir + "/" + LastTrimName;
-  struct stat St;
-  if (::lstat(Stamp.c_str(), &St) != 0 || ::time(nullptr) - St.st_mtime > 3600) {
-    const int Fd = ::open(Stamp.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (Fd >= 0) {
-      ::futimens(Fd, nullptr);
-      ::close(Fd);
-    }
-    trim();
-  }
+  account(Entry.size());
   return S;
 }
 
-void DiskCache::trim() const {
+void DiskCache::account(uint64_t StoredBytes) const {
+  // The stamp holds "TOTAL TIME": the entries' bytes as the last trim
+  // counted them plus every store since, and when that trim ran. A store
+  // past the limit trims at once, so the directory never stays above it; a
+  // scan (which costs more than a compile in a full cache) runs only then,
+  // or hourly to sweep up what killed processes left. The stamp is locked
+  // while it is read and rewritten, so concurrent stores count each other.
+  const std::string Stamp = Dir + "/" + LastTrimName;
+  const int Fd = ::open(Stamp.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (Fd < 0) {
+    trim();
+    return;
+  }
+  ::flock(Fd, LOCK_EX);
+  char Text[64] = {};
+  unsigned long long Total = 0;
+  long long Trimmed = 0;
+  const ssize_t N = ::pread(Fd, Text, sizeof(Text) - 1, 0);
+  const bool Known = N > 0 && std::sscanf(Text, "%llu %lld", &Total, &Trimmed) == 2;
+  const time_t Now = ::time(nullptr);
+  Total += StoredBytes;
+  if (!Known || Now - Trimmed > 3600 || (Limit != 0 && Total > Limit)) {
+    Total = trim();
+    Trimmed = Now;
+  }
+  const int Len = std::snprintf(Text, sizeof(Text), "%llu %lld\n", Total,
+                                static_cast<long long>(Trimmed));
+  if (::ftruncate(Fd, 0) == 0 && ::pwrite(Fd, Text, static_cast<size_t>(Len), 0) != Len)
+    (void)::ftruncate(Fd, 0); // A torn stamp is read as none: the next store scans.
+  ::close(Fd); // Releases the lock.
+}
+
+uint64_t DiskCache::trim() const {
   DIR *D = ::opendir(Dir.c_str());
   if (!D)
-    return;
+    return 0;
   struct Entry {
     struct timespec Used;
     std::string Path;
@@ -211,7 +236,7 @@ void DiskCache::trim() const {
   }
   ::closedir(D);
   if (Limit == 0 || Total <= Limit)
-    return;
+    return Total;
   std::sort(Entries.begin(), Entries.end(), [](const Entry &A, const Entry &B) {
     return A.Used.tv_sec != B.Used.tv_sec ? A.Used.tv_sec < B.Used.tv_sec
                                           : A.Used.tv_nsec < B.Used.tv_nsec;
@@ -223,6 +248,7 @@ void DiskCache::trim() const {
     if (::unlink(E.Path.c_str()) == 0)
       Total -= E.Bytes;
   }
+  return Total;
 }
 
 } // namespace gatherjit

@@ -64,15 +64,21 @@ public:
   /// a regular file of the current user's).
   std::optional<std::vector<char>> load(const std::string &Key) const override;
   /// Stores \p Object under \p Key (mode 0600), then trims the directory
-  /// if no process has in the last hour (the stamp file LastTrimName says
-  /// when one did: scanning a full cache costs more than a compile). A
+  /// if the entries' bytes, as the stamp file LastTrimName counts them,
+  /// pass the limit, or if no process has trimmed in the last hour. A
   /// failure is warned about once; the kernel runs all the same.
   Status store(const std::string &Key, const std::vector<char> &Object) const override;
   /// Past the limit, removes the least recently used entries (a load marks
   /// an entry used) down to 90% of it; also removes temporary files that a
-  /// killed process left over an hour ago.
-  void trim() const;
+  /// killed process left over an hour ago. Returns the entries' bytes left.
+  uint64_t trim() const;
   static constexpr const char *LastTrimName = "last-trim";
+
+private:
+  /// Adds \p StoredBytes to the stamp's count and trims if it is due.
+  void account(uint64_t StoredBytes) const;
+
+public:
 
   /// The largest entry read.
   static constexpr uint64_t MaxEntryBytes = 64u << 20;
