@@ -21,6 +21,7 @@ public:
                   int64_t End) const override {
     return Entry(Input, Indices, Output, Begin, End);
   }
+  void *entryAddress() const override { return reinterpret_cast<void *>(Entry); }
 
 private:
   void *Base;

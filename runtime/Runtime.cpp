@@ -16,6 +16,7 @@
 #include "compiler/pipeline/Pipeline.h"
 #include "compiler/spec/KernelSpec.h"
 #include "runtime/DiskCache.h"
+#include "runtime/FamilyCode.h"
 #include "runtime/GenericKernel.h"
 #include "runtime/KernelState.h"
 #include "runtime/System.h"
@@ -60,6 +61,9 @@ constexpr uint64_t EntryBytes = 4096;
 uint64_t codeBytes(size_t ObjectBytes) { return (ObjectBytes + 4095) / 4096 * 4096; }
 /// Compiled epilogues kept by key; past it the table starts over.
 constexpr size_t EpilogueCapacity = 256;
+/// Family kernels kept (one per element size, index type, policy, rank
+/// and contiguity in use: few); past it the table starts over.
+constexpr size_t FamilyCapacity = 256;
 } // namespace
 
 namespace {
@@ -93,6 +97,10 @@ struct Runtime::Impl {
   std::mutex EpilogueMutex;
   std::unordered_map<uint64_t, std::shared_ptr<const EpilogueCode>> Epilogues;
   std::list<KernelSpec> Lru; ///< Most recently used first.
+  /// Family kernels by family spec (see familyCode()); null while one is
+  /// being compiled, or if its compile failed.
+  std::mutex FamilyMutex;
+  std::unordered_map<KernelSpec, std::shared_ptr<const Executable>, KernelSpecHash> Families;
   CacheStats Stats;
   std::optional<DiskCache> Disk;
   /// Runs upgrades; stopped first when the runtime goes.
@@ -188,11 +196,19 @@ struct Runtime::Impl {
   /// runtime's level).
   CodeResult compileFirst(const KernelSpec &Spec, CompileTimes &Times, bool &FromDisk,
                           bool &Stored, uint64_t &Bytes) {
-    if (startsGeneric(Spec))
+    if (startsGeneric(Spec)) {
+      const bool Adaptive = Options.Specialization == Specialize::Adaptive;
+      std::shared_ptr<const Executable> First = std::make_shared<GenericCode>(Spec);
+      KernelTier Tier = KernelTier::Generic;
+      if (std::optional<KernelSpec> Family = familyOf(Spec); Family && Adaptive)
+        if (std::shared_ptr<const Executable> Code = familyCode(*Family)) {
+          First = std::make_shared<FamilyCode>(std::move(Code), Spec);
+          Tier = KernelTier::Family;
+        }
       return std::make_shared<TieredCode>(
-          std::make_shared<GenericCode>(Spec), KernelTier::Generic, OptLevel::O0,
-          Options.Specialization == Specialize::Never ? 0 : specializeAfterRuns(Spec),
-          upgrader(Spec), Upgrades);
+          std::move(First), Tier, Tier == KernelTier::Generic ? OptLevel::O0 : Options.Opt,
+          Adaptive ? specializeAfterRuns(Spec) : 0, upgrader(Spec), Upgrades);
+    }
     const OptLevel Level = firstLevel(Spec, Options);
     LinkResult Code = compileSpec(Spec, Level, Times, FromDisk, Stored, Bytes);
     if (!Code)
@@ -202,15 +218,55 @@ struct Runtime::Impl {
                                         upgrader(Spec), Upgrades);
   }
 
+  /// The linked family kernel \p Family, or null if it is not compiled yet:
+  /// the first request queues its compile on the background thread, ahead
+  /// of the specializations asked for after it.
+  std::shared_ptr<const Executable> familyCode(const KernelSpec &Family) {
+    {
+      std::lock_guard<std::mutex> Lock(FamilyMutex);
+      if (auto It = Families.find(Family); It != Families.end())
+        return It->second;
+      if (Families.size() >= FamilyCapacity)
+        Families.clear(); // Kernel handles keep the code they run.
+      Families.emplace(Family, nullptr);
+    }
+    Upgrades->push([this, Family] { compileFamily(Family); });
+    return nullptr;
+  }
+
+  void compileFamily(const KernelSpec &Family) {
+    CompileTimes Times;
+    bool FromDisk = false, Stored = false;
+    uint64_t Bytes = 0;
+    LinkResult Code = compileSpec(Family, Options.Opt, Times, FromDisk, Stored, Bytes);
+    {
+      std::lock_guard<std::mutex> Lock(CacheMutex);
+      Stats.CompileMs += Times.total();
+      Stats.DiskLoads += FromDisk;
+      Stats.DiskStores += Stored;
+      Stats.FamilyKernels += Code.isOk();
+    }
+    if (!Code) {
+      if (Log)
+        std::fprintf(stderr, "gatherjit: compiling %s: %s\n", Family.symbolName().c_str(),
+                     Code.status().message().c_str());
+      return; // Its shapes keep the generic loop.
+    }
+    std::lock_guard<std::mutex> Lock(FamilyMutex);
+    if (auto It = Families.find(Family); It != Families.end())
+      It->second = Code.take();
+  }
+
   /// Compiles \p Spec at the runtime's level and switches \p Code to it (on
-  /// the background thread), from the generic loop or the quick tier. A
+  /// the background thread), from the generic loop, a family kernel or the
+  /// quick tier. A
   /// shape leaves the generic loop straight for the runtime's level, not the
   /// quick tier: the compile is off the caller's thread, and on small rows
   /// the quick tier's code ran 5x slower than O2's and 2x slower than the
   /// generic loop (`gatherjit bench --shapes`, walk (a)). On failure the
   /// current code keeps running.
   void upgrade(const KernelSpec &Spec, TieredCode &Code) {
-    const bool FromGeneric = Code.tier() == KernelTier::Generic;
+    const bool FromGeneric = Code.tier() != KernelTier::Specialized;
     const OptLevel Level = Options.Opt;
     CompileTimes Times;
     bool FromDisk = false, Stored = false;
@@ -536,8 +592,10 @@ CacheStats Runtime::stats() const {
   CacheStats S = I->Stats;
   S.Entries = I->Cache.size();
   S.CacheBytes = I->CachedBytes;
-  for (const auto &[Spec, E] : I->Cache)
+  for (const auto &[Spec, E] : I->Cache) {
     S.GenericEntries += E.Tiered && E.Tiered->tier() == KernelTier::Generic;
+    S.FamilyEntries += E.Tiered && E.Tiered->tier() == KernelTier::Family;
+  }
   S.LiveKernels = I->Jit->liveCount();
   return S;
 }

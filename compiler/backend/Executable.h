@@ -19,6 +19,9 @@ public:
   /// indices of the first out-of-range index.
   virtual int64_t runRows(const void *Input, const void *Indices, void *Output, int64_t Begin,
                           int64_t End) const = 0;
+  /// The native NAME_range entry, for a caller that knows its signature (a
+  /// family kernel's also takes its shape); null for code that has none.
+  virtual void *entryAddress() const { return nullptr; }
 };
 
 } // namespace gatherjit

@@ -50,6 +50,7 @@ public:
                   int64_t End) const override {
     return Entry(Input, Indices, Output, Begin, End);
   }
+  void *entryAddress() const override { return reinterpret_cast<void *>(Entry); }
 
 private:
   friend class JitEngine;

@@ -65,7 +65,7 @@ Value *KernelEmitter::loadWrappedIndex(Value *Off, unsigned C) {
   if (S.Policy == OobPolicy::Clip)
     return V; // numpy's clip: no wrap-around; safeIndex clamps.
   // Negative indices count from the end of the axis.
-  return B.CreateSelect(B.CreateICmpSLT(V, c(0)), B.CreateAdd(V, c(S.AxisSize[C])), V,
+  return B.CreateSelect(B.CreateICmpSLT(V, c(0)), B.CreateAdd(V, axisSize(C)), V,
                         "wrapped");
 }
 
@@ -91,7 +91,7 @@ void KernelEmitter::emitReturnIfBad(ArrayRef<Value *> Tuple, Value *Pos) {
 }
 
 Value *KernelEmitter::safeIndex(Value *W, unsigned C) {
-  Value *Last = c(S.AxisSize[C] - 1);
+  Value *Last = B.CreateSub(axisSize(C), c(1));
   // A signed index still negative (after wrap-around, under Clamp) clamps
   // to 0 under Clamp and Clip; under Check it is an error anyway and any in-range read will do, so the
   // unsigned minimum (one instruction) suffices.
@@ -160,14 +160,31 @@ void KernelEmitter::emitLevel(unsigned D, const Offsets &O, Value *Lo, Value *Hi
     if (D + 2 == S.Rank && P.PrefetchNextRegion)
       emitShare(B.CreateAdd(O.In, c(S.InStride[D - 1]), "", true, true), P.RegionElements, IV,
                 S.Sizes[D], P.MaxRegionShareLines);
-    emitLevel(D + 1, advance(O, IV, D), c(0), c(S.Sizes[D + 1]));
+    emitLevel(D + 1, advance(O, IV, D), c(0), sizeAt(D + 1));
   });
 }
 
+Value *KernelEmitter::shapeValue(uint64_t V, unsigned Slot) {
+  if (!S.Family || V != KernelSpec::Variable)
+    return c(V);
+  Value *&Loaded = ShapeValues[Slot];
+  if (!Loaded) {
+    IRBuilder<> Entry(&F->getEntryBlock(), F->getEntryBlock().begin());
+    LoadInst *Load = Entry.CreateAlignedLoad(
+        I64, Entry.CreateConstInBoundsGEP1_64(I64, Shape, Slot), Align(8), "shape");
+    Load->setMetadata(LLVMContext::MD_invariant_load, MDNode::get(Ctx, {}));
+    Loaded = Load;
+  }
+  return Loaded;
+}
+
 void KernelEmitter::emit(const std::string &Name) {
-  // NAME_range(in, indices, out, begin, end)
-  FunctionType *RangeTy =
-      FunctionType::get(I64, {PtrTy, PtrTy, PtrTy, I64, I64}, false);
+  // NAME_range(in, indices, out, begin, end), and for a family kernel its
+  // shape: (..., const uint64_t shape[FamilyShapeSlots]).
+  SmallVector<Type *, 6> Params{PtrTy, PtrTy, PtrTy, I64, I64};
+  if (S.Family)
+    Params.push_back(PtrTy);
+  FunctionType *RangeTy = FunctionType::get(I64, Params, false);
   F = Function::Create(RangeTy, GlobalValue::ExternalLinkage, Name + "_range", M);
   F->addFnAttr(Attribute::NoUnwind);
   if (!P.NonTemporal) // Its closing fence synchronizes.
@@ -191,6 +208,13 @@ void KernelEmitter::emit(const std::string &Name) {
   Out->setName("output");
   F->getArg(3)->setName("begin");
   F->getArg(4)->setName("end");
+  if (S.Family) {
+    Shape = F->getArg(5);
+    Shape->setName("shape");
+    F->addParamAttr(5, Attribute::NoAlias);
+    F->addParamAttr(5, Attribute::NoCapture);
+    F->addParamAttr(5, Attribute::ReadOnly);
+  }
   if (S.hasEpilogue()) {
     Epi = M.getFunction(Name + ".epilogue");
     EpiParams = M.getNamedGlobal(Name + ".epilogue.params");
@@ -198,11 +222,11 @@ void KernelEmitter::emit(const std::string &Name) {
   }
   B.SetInsertPoint(BasicBlock::Create(Ctx, "entry", F));
   // Callers from C may pass any range: keep it inside [0, rows].
-  const uint64_t Rows = S.rows();
+  Value *Rows = S.Rank == 0 ? c(1) : sizeAt(0);
   Value *Lo = B.CreateBinaryIntrinsic(
-      Intrinsic::smin, B.CreateBinaryIntrinsic(Intrinsic::smax, F->getArg(3), c(0)), c(Rows));
+      Intrinsic::smin, B.CreateBinaryIntrinsic(Intrinsic::smax, F->getArg(3), c(0)), Rows);
   Value *Hi = B.CreateBinaryIntrinsic(
-      Intrinsic::smin, B.CreateBinaryIntrinsic(Intrinsic::smax, F->getArg(4), c(0)), c(Rows));
+      Intrinsic::smin, B.CreateBinaryIntrinsic(Intrinsic::smax, F->getArg(4), c(0)), Rows);
   Offsets Zero{c(0), c(0), c(0), c(0)};
   if (P.Row == RowKind::SharedIndices) {
     // Read (and check) the indices only if there are rows to gather.
@@ -220,6 +244,8 @@ void KernelEmitter::emit(const std::string &Name) {
     emitLevel(0, Zero, Lo, Hi);
   }
   emitReturn(c(0));
+  if (S.Family)
+    return; // Only the range entry: its rows come with its shape.
 
   // NAME(in, indices, out): every row.
   FunctionType *AllTy = FunctionType::get(I64, {PtrTy, PtrTy, PtrTy}, false);
@@ -227,12 +253,12 @@ void KernelEmitter::emit(const std::string &Name) {
   All->addFnAttr(Attribute::NoUnwind);
   IRBuilder<> AB(BasicBlock::Create(Ctx, "entry", All));
   CallInst *Call = AB.CreateCall(F, {All->getArg(0), All->getArg(1), All->getArg(2),
-                                     c(0), c(Rows)});
+                                     c(0), Rows});
   Call->setTailCall();
   AB.CreateRet(Call);
 
   new GlobalVariable(M, I64, /*isConstant=*/true, GlobalValue::ExternalLinkage,
-                     ConstantInt::get(I64, Rows), Name + "_rows");
+                     cast<ConstantInt>(Rows), Name + "_rows");
 }
 
 } // namespace emit

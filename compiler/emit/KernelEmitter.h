@@ -20,6 +20,7 @@
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
 
+#include <array>
 #include <functional>
 #include <string>
 
@@ -44,15 +45,30 @@ private:
   };
 
   Value *c(uint64_t V) { return ConstantInt::get(I64, V); }
-  Value *mulAdd(Value *Base, Value *IV, uint64_t Stride) {
-    if (Stride == 0)
+  /// The spec's value \p V, at \p Slot of a family kernel's shape argument:
+  /// a constant, or in a family kernel where \p V is KernelSpec::Variable,
+  /// the argument's value (loaded once, at entry).
+  Value *shapeValue(uint64_t V, unsigned Slot);
+  Value *sizeAt(unsigned D) { return shapeValue(S.Sizes[D], SizesSlot + D); }
+  Value *outStride(unsigned D) { return shapeValue(S.OutStride[D], OutStrideSlot + D); }
+  Value *idxStride(unsigned D) { return shapeValue(S.IdxStride[D], IdxStrideSlot + D); }
+  Value *inStride(unsigned D) { return shapeValue(S.InStride[D], InStrideSlot + D); }
+  Value *posStride(unsigned D) { return shapeValue(S.PosStride[D], PosStrideSlot + D); }
+  Value *axisSize(unsigned C) { return shapeValue(S.AxisSize[C], AxisSizeSlot + C); }
+  Value *axisStride(unsigned C) { return shapeValue(S.AxisStride[C], AxisStrideSlot + C); }
+  Value *tupleStride() { return shapeValue(S.TupleStride, TupleStrideSlot); }
+
+  Value *mulAdd(Value *Base, Value *IV, Value *Stride) {
+    auto *K = dyn_cast<ConstantInt>(Stride);
+    if (K && K->isZero())
       return Base;
-    Value *Term = Stride == 1 ? IV : B.CreateMul(IV, c(Stride), "", true, true);
+    Value *Term = K && K->isOne() ? IV : B.CreateMul(IV, Stride, "", true, true);
     return B.CreateAdd(Base, Term, "", true, true);
   }
+  Value *mulAdd(Value *Base, Value *IV, uint64_t Stride) { return mulAdd(Base, IV, c(Stride)); }
   Offsets advance(const Offsets &O, Value *IV, unsigned D) {
-    return {mulAdd(O.In, IV, S.InStride[D]), mulAdd(O.Idx, IV, S.IdxStride[D]),
-            mulAdd(O.Out, IV, S.OutStride[D]), mulAdd(O.Pos, IV, S.PosStride[D])};
+    return {mulAdd(O.In, IV, inStride(D)), mulAdd(O.Idx, IV, idxStride(D)),
+            mulAdd(O.Out, IV, outStride(D)), mulAdd(O.Pos, IV, posStride(D))};
   }
 
   /// for (IV = Lo; IV < Hi; ++IV) Body(IV). Leaves the builder after it.
@@ -71,7 +87,9 @@ private:
   void emitReturnIfBad(ArrayRef<Value *> Tuple, Value *Pos);
   /// The element offset of component C of the tuple at \p Off.
   Value *componentOffset(Value *Off, unsigned C) {
-    return C == 0 ? Off : B.CreateAdd(Off, c(C * S.TupleStride), "", true, true);
+    return C == 0 ? Off
+                  : B.CreateAdd(Off, B.CreateMul(c(C), tupleStride(), "", true, true), "", true,
+                                true);
   }
   /// The row-major position of component C of the tuple at \p Pos (the
   /// indices' last dimension, so adjacent).
@@ -84,7 +102,7 @@ private:
     if (S.emptyAxis())
       return nullptr;
     for (unsigned C = 0; C < Tuple.size(); ++C)
-      Base = mulAdd(Base, safeIndex(Tuple[C], C), S.AxisStride[C]);
+      Base = mulAdd(Base, safeIndex(Tuple[C], C), axisStride(C));
     return Base;
   }
   /// \p Base plus \p ElemOff elements, as a byte pointer.
@@ -96,7 +114,7 @@ private:
     return B.CreateInBoundsGEP(B.getInt8Ty(), Base, Bytes);
   }
   Value *isOutOfRange(Value *Wrapped, unsigned C) {
-    return B.CreateICmpUGE(Wrapped, c(S.AxisSize[C]));
+    return B.CreateICmpUGE(Wrapped, axisSize(C));
   }
   /// An index in [0, AxisSize[C]) for any input (requires AxisSize[C] > 0).
   Value *safeIndex(Value *Wrapped, unsigned C);
@@ -166,6 +184,9 @@ private:
   PointerType *PtrTy;
   Function *F = nullptr;
   Value *In = nullptr, *Idx = nullptr, *Out = nullptr;
+  /// A family kernel's shape argument, and its values loaded so far.
+  Value *Shape = nullptr;
+  std::array<Value *, FamilyShapeSlots> ShapeValues{};
   /// The input offsets of one row's elements, for shared-index rows.
   AllocaInst *Table = nullptr;
   /// The linked epilogue and its parameter block (see linkEpilogue).

@@ -30,7 +30,8 @@ std::optional<OptLevel> parseOptLevel(std::string_view Name) {
 }
 
 OptLevel kernelLevel(const KernelSpec &Spec, OptLevel Requested) {
-  if (Requested == OptLevel::O2 && Spec.outputBytes() <= QuickKernelBytes)
+  // A family kernel serves shapes of every size: the runtime's level.
+  if (Requested == OptLevel::O2 && !Spec.Family && Spec.outputBytes() <= QuickKernelBytes)
     return OptLevel::O1;
   return Requested;
 }

@@ -115,8 +115,10 @@ const char *rowKindName(RowKind Kind) {
 
 KernelPlan planKernel(const KernelSpec &S, const TargetFacts &T) {
   KernelPlan P;
-  P.MaxStraightLoop = MaxStraightLoop;
   P.LineBytes = T.CacheLineBytes;
+  if (S.Family)
+    return P; // Any sizes: element rows, none of the strategies sizes choose.
+  P.MaxStraightLoop = MaxStraightLoop;
   P.Row = S.innerIsBlock()       ? RowKind::Block
           : sharesRowIndices(S) ? RowKind::SharedIndices
                                 : RowKind::Element;

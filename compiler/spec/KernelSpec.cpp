@@ -13,7 +13,7 @@ bool KernelSpec::operator==(const KernelSpec &O) const {
                   const std::array<uint64_t, MaxRank> &B) {
     return std::equal(A.begin(), A.begin() + Rank, B.begin());
   };
-  return ElemBytes == O.ElemBytes && OutElemBytes == O.OutElemBytes &&
+  return Family == O.Family && ElemBytes == O.ElemBytes && OutElemBytes == O.OutElemBytes &&
          Epilogue == O.Epilogue && RowIn == O.RowIn && RowOut == O.RowOut &&
          IndexType == O.IndexType &&
          Policy == O.Policy && Rank == O.Rank && Same(Sizes, O.Sizes) &&
@@ -48,6 +48,7 @@ size_t KernelSpec::hashValue() const {
         K;
   if (hasEpilogue())
     H = (H ^ Epilogue.Key ^ (OutElemBytes | RowIn << 8) * 0x9fb21c651e98df25ull ^ RowOut) * K;
+  H ^= Family;
   H ^= H >> 29;
   H *= K;
   H ^= H >> 32;
@@ -81,8 +82,8 @@ std::string KernelSpec::symbolName() const {
                                                     : "u64";
   char Buf[96];
   const std::string Tuple = TupleSize > 1 ? "_t" + std::to_string(TupleSize) : "";
-  std::snprintf(Buf, sizeof(Buf), "gj_b%u_%s_r%u%s_%s_%016llx", ElemBytes, Idx, Rank,
-                Tuple.c_str(), oobPolicyName(Policy),
+  std::snprintf(Buf, sizeof(Buf), "gj_%sb%u_%s_r%u%s_%s_%016llx", Family ? "family_" : "",
+                ElemBytes, Idx, Rank, Tuple.c_str(), oobPolicyName(Policy),
                 static_cast<unsigned long long>(hashValue()));
   return Buf;
 }
@@ -91,10 +92,17 @@ std::string KernelSpec::describe() const {
   std::ostringstream OS;
   auto List = [&](const char *Name, const std::array<uint64_t, MaxRank> &A) {
     OS << " " << Name << "={";
-    for (unsigned D = 0; D < Rank; ++D)
-      OS << (D ? "," : "") << A[D];
+    for (unsigned D = 0; D < Rank; ++D) {
+      OS << (D ? "," : "");
+      if (A[D] == Variable)
+        OS << "?";
+      else
+        OS << A[D];
+    }
     OS << "}";
   };
+  if (Family)
+    OS << "family ";
   OS << "elem_bytes=" << ElemBytes << " index=" << dataTypeName(IndexType)
      << " oob=" << oobPolicyName(Policy)
      << " rank=" << Rank;
@@ -240,6 +248,48 @@ KernelSpec canonicalize(const ValidDesc &V) {
     S.Sizes[D] = S.OutStride[D] = S.IdxStride[D] = S.InStride[D] =
         S.PosStride[D] = 0;
   return S;
+}
+
+std::optional<KernelSpec> familyOf(const KernelSpec &Spec) {
+  if (Spec.Family || Spec.hasEpilogue() || Spec.Rank == 0 || Spec.innerIsBlock() ||
+      Spec.emptyAxis())
+    return std::nullopt;
+  KernelSpec F = Spec;
+  F.Family = true;
+  // 0 and 1 stay: they tell the emitter what is contiguous or broadcast.
+  auto Vary = [](uint64_t &V) {
+    if (V > 1)
+      V = KernelSpec::Variable;
+  };
+  for (unsigned D = 0; D < F.Rank; ++D) {
+    F.Sizes[D] = KernelSpec::Variable;
+    Vary(F.OutStride[D]);
+    Vary(F.IdxStride[D]);
+    Vary(F.InStride[D]);
+    Vary(F.PosStride[D]);
+  }
+  for (unsigned C = 0; C < F.TupleSize; ++C) {
+    F.AxisSize[C] = KernelSpec::Variable;
+    Vary(F.AxisStride[C]);
+  }
+  Vary(F.TupleStride);
+  return F;
+}
+
+std::array<uint64_t, FamilyShapeSlots> familyShape(const KernelSpec &Spec) {
+  std::array<uint64_t, FamilyShapeSlots> Shape{};
+  auto Put = [&](unsigned Slot, const std::array<uint64_t, MaxRank> &A) {
+    std::copy(A.begin(), A.end(), Shape.begin() + Slot);
+  };
+  Put(SizesSlot, Spec.Sizes);
+  Put(OutStrideSlot, Spec.OutStride);
+  Put(IdxStrideSlot, Spec.IdxStride);
+  Put(InStrideSlot, Spec.InStride);
+  Put(PosStrideSlot, Spec.PosStride);
+  Put(AxisSizeSlot, Spec.AxisSize);
+  Put(AxisStrideSlot, Spec.AxisStride);
+  Shape[TupleStrideSlot] = Spec.TupleStride;
+  return Shape;
 }
 
 } // namespace gatherjit

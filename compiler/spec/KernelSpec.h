@@ -23,6 +23,7 @@
 #include <array>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace gatherjit {
@@ -55,6 +56,13 @@ struct KernelSpec {
   EpilogueSignature Epilogue;
   uint64_t RowIn = 0, RowOut = 0;
   std::shared_ptr<const EpilogueCode> Code;
+  /// A family kernel (see familyOf): one code for every spec that differs
+  /// from this one only in sizes and strides. Where this spec holds
+  /// Variable, the kernel reads the value from its shape argument
+  /// (familyShape); the strides of 0 and 1 it keeps decide contiguity, so
+  /// the inner loop is still vectorized.
+  bool Family = false;
+  static constexpr uint64_t Variable = ~uint64_t(0);
 
   bool operator==(const KernelSpec &Other) const;
   size_t hashValue() const;
@@ -95,6 +103,27 @@ struct KernelSpecHash {
 /// Canonicalizes a validated descriptor. Cannot fail. An epilogue's Code is
 /// left for the caller, who compiled it.
 KernelSpec canonicalize(const ValidDesc &Desc);
+
+/// The family of \p Spec: \p Spec with every size and every stride other
+/// than 0 and 1 made Variable. std::nullopt where no family kernel serves:
+/// an epilogue, rank 0, rows copied whole (the generic loop moves them with
+/// one memcpy already) or an empty axis.
+std::optional<KernelSpec> familyOf(const KernelSpec &Spec);
+
+/// The shape argument of a family kernel: \p Spec's values in slots, each
+/// array at its FamilySlot.
+enum FamilySlot : unsigned {
+  SizesSlot = 0,
+  OutStrideSlot = MaxRank,
+  IdxStrideSlot = 2 * MaxRank,
+  InStrideSlot = 3 * MaxRank,
+  PosStrideSlot = 4 * MaxRank,
+  AxisSizeSlot = 5 * MaxRank,
+  AxisStrideSlot = 6 * MaxRank,
+  TupleStrideSlot = 7 * MaxRank,
+  FamilyShapeSlots,
+};
+std::array<uint64_t, FamilyShapeSlots> familyShape(const KernelSpec &Spec);
 
 } // namespace gatherjit
 

@@ -31,8 +31,9 @@ enum class KernelTier {
   /// The shape-generic loop built into the library: sizes and strides are
   /// run-time values, nothing was compiled for this descriptor.
   Generic,
-  /// Compiled once per family of shapes, sizes as arguments (not yet
-  /// made: a family's shapes run the generic loop).
+  /// Compiled once per family of shapes (element size, index type,
+  /// policy, rank, which strides are 0 or 1): sizes and strides are the
+  /// kernel's arguments, its inner loop still vectorized.
   Family,
   /// Compiled for this descriptor: every size and stride a constant.
   Specialized,
@@ -41,17 +42,20 @@ const char *kernelTierName(KernelTier Tier); // "generic", "family", "specialize
 
 /// When a descriptor's specialized kernel is compiled.
 enum class Specialize {
-  /// compile() never waits for LLVM: a new shape runs the generic loop at
-  /// once, and its specialized kernel is compiled on the runtime's
-  /// background thread once the shape is hot (a few runs, or enough bytes
-  /// written; runtime/TierPlan.h). Handles switch to it by themselves. A
+  /// compile() never waits for LLVM: a new shape runs at once, on its
+  /// family's kernel if that is compiled, else on the generic loop (and
+  /// the family kernel is compiled on the runtime's background thread).
+  /// Its specialized kernel is compiled there once the shape is hot (a few
+  /// runs, or enough bytes written; runtime/TierPlan.h). Handles switch to
+  /// it by themselves. A
   /// kernel so large that specializing pays for itself within one call,
   /// and a kernel with an epilogue, are specialized at compile().
   Adaptive,
   /// compile() specializes every kernel before it returns: warm-ups,
   /// benchmarks, ahead-of-time-like use.
   AtCompile,
-  /// Only the generic loop (a kernel with an epilogue is still compiled).
+  /// Only the generic loop: no LLVM after compile() (a kernel with an
+  /// epilogue is still compiled).
   Never,
 };
 const char *specializeName(Specialize Mode); // "adaptive", "compile", "never"
@@ -122,9 +126,13 @@ struct CacheStats {
   /// a call too large for the generic loop, an epilogue).
   uint64_t Specializations = 0;
   uint64_t SpecializedAtCompile = 0;
-  /// Cached entries running the generic loop now, and the bytes the
-  /// cache charges for all entries (see RuntimeOptions::CacheBytes).
+  /// Family kernels compiled (each serves every shape of its family).
+  uint64_t FamilyKernels = 0;
+  /// Cached entries running the generic loop now, those running a family
+  /// kernel, and the bytes the cache charges for all entries (see
+  /// RuntimeOptions::CacheBytes).
   uint64_t GenericEntries = 0;
+  uint64_t FamilyEntries = 0;
   uint64_t CacheBytes = 0;
   /// Milliseconds spent compiling (or loading), summed over every miss and
   /// upgrade.

@@ -1,0 +1,45 @@
+//===- runtime/FamilyCode.h - A family kernel bound to one shape ---------===//
+/// \file
+/// A family kernel (KernelSpec::Family) is compiled once for every shape
+/// that differs only in sizes and strides; its NAME_range entry takes the
+/// shape's values as a sixth argument. FamilyCode binds it to one shape, so
+/// a kernel handle runs it like any other code.
+//===----------------------------------------------------------------------===//
+#ifndef GATHERJIT_RUNTIME_FAMILYCODE_H
+#define GATHERJIT_RUNTIME_FAMILYCODE_H
+
+#include "compiler/backend/Executable.h"
+#include "compiler/spec/KernelSpec.h"
+
+#include <cassert>
+#include <memory>
+
+namespace gatherjit {
+
+class FamilyCode final : public Executable {
+public:
+  using RangeFn = int64_t (*)(const void *, const void *, void *, int64_t, int64_t,
+                              const uint64_t *);
+
+  /// \p Family: the family's linked code; \p Shape: a spec of that family.
+  FamilyCode(std::shared_ptr<const Executable> Family, const KernelSpec &Shape)
+      : Family(std::move(Family)),
+        Entry(reinterpret_cast<RangeFn>(this->Family->entryAddress())),
+        Values(familyShape(Shape)) {
+    assert(Entry && "family kernels are linked host code");
+  }
+
+  int64_t runRows(const void *Input, const void *Indices, void *Output, int64_t Begin,
+                  int64_t End) const override {
+    return Entry(Input, Indices, Output, Begin, End, Values.data());
+  }
+
+private:
+  std::shared_ptr<const Executable> Family;
+  RangeFn Entry;
+  std::array<uint64_t, FamilyShapeSlots> Values;
+};
+
+} // namespace gatherjit
+
+#endif

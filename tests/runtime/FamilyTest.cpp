@@ -1,0 +1,154 @@
+//===- tests/runtime/FamilyTest.cpp - One kernel for a family of shapes --===//
+//
+// A family kernel takes its sizes and strides as an argument: every shape
+// of the family must run it to the interpreter's bytes and first error.
+// Random configurations run through the family kernels compiled for them
+// (each family once), and through the runtime, where a new shape of a
+// compiled family runs its family kernel from its first call.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RandomCase.h"
+#include "RuntimeTestUtil.h"
+#include "compiler/backend/Jit.h"
+#include "compiler/backend/Target.h"
+#include "compiler/pipeline/Pipeline.h"
+#include "runtime/FamilyCode.h"
+
+#include <gtest/gtest.h>
+
+#include <unordered_map>
+
+using namespace gatherjit;
+using namespace gatherjit::test;
+
+namespace {
+
+ValidDesc geOf(uint64_t Rows, uint64_t Cols, uint64_t IdxCols) {
+  ValidateOptions O;
+  O.AllowSmallerIndices = true;
+  return *validate(GatherElementsDesc{tensor(DataType::Float32, {Rows, Cols}),
+                                      tensor(DataType::Int64, {Rows, IdxCols}),
+                                      tensor(DataType::Float32, {Rows, IdxCols}), 1},
+                   O);
+}
+
+} // namespace
+
+TEST(Family, ShapesOfOneFamilyShareItAndKeepTheirContiguity) {
+  const std::optional<KernelSpec> A = familyOf(canonicalize(geOf(8, 64, 16)));
+  const std::optional<KernelSpec> B = familyOf(canonicalize(geOf(1000, 64, 16)));
+  ASSERT_TRUE(A && B);
+  EXPECT_TRUE(*A == *B);
+  EXPECT_EQ(A->hashValue(), B->hashValue());
+  EXPECT_TRUE(A->Family);
+  EXPECT_EQ(A->Sizes[0], KernelSpec::Variable);
+  EXPECT_EQ(A->OutStride[1], 1u) << "unit strides stay constants";
+  EXPECT_EQ(A->InStride[1], 0u);
+  EXPECT_NE(A->symbolName().find("family"), std::string::npos);
+  // Rows copied whole (an embedding) have no family: the generic loop's
+  // memcpy serves them.
+  Expected<GatherDesc> Rows =
+      onnxGather(tensor(DataType::Float32, {100, 32}), tensor(DataType::Int64, {7}), 0);
+  ASSERT_TRUE(Rows.isOk());
+  EXPECT_FALSE(familyOf(canonicalize(*validate(*Rows))));
+  const std::array<uint64_t, FamilyShapeSlots> Shape = familyShape(canonicalize(geOf(8, 64, 16)));
+  EXPECT_EQ(Shape[SizesSlot], 8u);
+  EXPECT_EQ(Shape[SizesSlot + 1], 16u);
+  EXPECT_EQ(Shape[AxisSizeSlot], 64u);
+}
+
+TEST(Family, RandomConfigurationsMatchTheInterpreter) {
+  Expected<std::unique_ptr<CodeGenerator>> Gen = createCodeGenerator({}, OptLevel::O2);
+  ASSERT_TRUE(Gen.isOk()) << Gen.status().message();
+  Expected<std::shared_ptr<JitEngine>> Jit = JitEngine::create({});
+  ASSERT_TRUE(Jit.isOk());
+  std::unordered_map<KernelSpec, std::shared_ptr<const Executable>, KernelSpecHash> Families;
+  CaseGenerator Cases(20261125);
+  int Run = 0, Failing = 0;
+  for (int I = 0; I < 1500 && Run < 250; ++I) {
+    RandomCase C = Cases.next();
+    SCOPED_TRACE("case " + std::to_string(I) + ": " + C.Summary);
+    if (C.Desc.outputElements() == 0)
+      continue;
+    const KernelSpec Spec = canonicalize(C.Desc);
+    const std::optional<KernelSpec> Family = familyOf(Spec);
+    if (!Family)
+      continue;
+    std::shared_ptr<const Executable> &Code = Families[*Family];
+    if (!Code) {
+      Expected<PipelineResult> Object =
+          runPipeline({{*Family, Family->symbolName()}}, **Gen, OptLevel::O2);
+      ASSERT_TRUE(Object.isOk()) << Object.status().message();
+      Expected<std::shared_ptr<const Executable>> Linked =
+          (*Jit)->link(Family->symbolName(), Object->Bytes);
+      ASSERT_TRUE(Linked.isOk()) << Linked.status().message();
+      Code = Linked.take();
+    }
+    const FamilyCode Bound(Code, Spec);
+    const size_t OutBytes = requiredElements(C.Desc.Output) * C.Desc.Output.elementBytes();
+    std::vector<char> Ref(OutBytes, '\xab'), Got(OutBytes, '\xab');
+    Status RS = interpret(C.Desc, C.Input.data(), C.Indices.data(), Ref.data());
+    // In two ranges of rows, as a split run calls it.
+    const int64_t Rows = static_cast<int64_t>(Spec.rows()), Mid = Rows / 2;
+    int64_t R = Bound.runRows(C.Input.data(), C.Indices.data(), Got.data(), 0, Mid);
+    if (R == 0)
+      R = Bound.runRows(C.Input.data(), C.Indices.data(), Got.data(), Mid, Rows);
+    if (RS) {
+      ASSERT_EQ(R, 0);
+      ASSERT_EQ(Ref, Got) << "outputs differ";
+    } else {
+      ASSERT_NE(R, 0);
+      ASSERT_EQ(static_cast<uint64_t>(R - 1), *RS.position());
+      ++Failing;
+    }
+    ++Run;
+  }
+  EXPECT_GE(Run, 250);
+  EXPECT_GE(Failing, 10);
+}
+
+TEST(Runtime, ANewShapeOfACompiledFamilyRunsItsFamilyKernelAtOnce) {
+  RuntimeOptions O;
+  O.Threads = 2;
+  Expected<std::unique_ptr<Runtime>> Made = Runtime::create(O);
+  ASSERT_TRUE(Made.isOk());
+  Runtime &RT = **Made;
+  GeCase First(8, 16);
+  Expected<Kernel> A = RT.compile(First.Desc);
+  ASSERT_TRUE(A.isOk());
+  EXPECT_EQ(A->tier(), KernelTier::Generic) << "its family is compiled in the background";
+  RT.drainBackground();
+  EXPECT_EQ(RT.stats().FamilyKernels, 1u);
+  // Another shape of the family (a GeCase's indices are as wide as its
+  // data): the family kernel from the first call, nothing compiled for it.
+  GeCase Next(300, 16);
+  Expected<Kernel> B = RT.compile(Next.Desc);
+  ASSERT_TRUE(B.isOk());
+  EXPECT_EQ(B->tier(), KernelTier::Family);
+  EXPECT_EQ(B->compileTimes().total(), 0.0);
+  EXPECT_EQ(RT.stats().FamilyEntries, 1u);
+  EXPECT_TRUE(Next.agrees(*B));
+  GeCase Bad = Next;
+  Bad.Idx[2000] = 16;
+  Bad.Idx[4000] = -17;
+  EXPECT_TRUE(Bad.agrees(*B));
+  // Hot, it moves on to its specialized kernel.
+  for (int I = 0; I < 3; ++I)
+    ASSERT_TRUE(Next.agrees(*B));
+  RT.drainBackground();
+  EXPECT_EQ(B->tier(), KernelTier::Specialized);
+  EXPECT_TRUE(Bad.agrees(*B));
+  // A large output split across two threads runs the family kernel by rows.
+  GeCase Wide(1200, 256);
+  Expected<Kernel> W = RT.compile(Wide.Desc);
+  ASSERT_TRUE(W.isOk());
+  if (W->tier() == KernelTier::Generic) { // Another family: wait for it.
+    RT.drainBackground();
+    GeCase Wider(1300, 256);
+    W = RT.compile(Wider.Desc);
+    ASSERT_TRUE(W.isOk());
+    EXPECT_EQ(W->tier(), KernelTier::Family);
+    EXPECT_TRUE(Wider.agrees(*W));
+  }
+}
