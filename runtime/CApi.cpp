@@ -310,7 +310,7 @@ void gj_runtime_stats(const gj_runtime *Runtime, gj_cache_stats *Out) {
   *Out = gj_cache_stats{S.Hits,          S.Misses,     S.Evictions, S.Entries,
                         S.LiveKernels,   S.DiskLoads,  S.DiskStores, S.CompileMs,
                         S.Upgrades,      S.Specializations, S.SpecializedAtCompile,
-                        S.GenericEntries, S.CacheBytes};
+                        S.GenericEntries, S.CacheBytes, S.FamilyKernels, S.FamilyEntries};
 }
 
 namespace {

@@ -133,6 +133,8 @@ typedef struct gj_cache_stats {
   uint64_t specialized_at_compile; /* misses specialized before gj_compile returned */
   uint64_t generic_entries;        /* cached kernels running the generic loop now */
   uint64_t cache_bytes;            /* bytes the memory cache charges now */
+  uint64_t family_kernels;         /* family kernels compiled (sizes as arguments) */
+  uint64_t family_entries;         /* cached kernels running a family kernel now */
 } gj_cache_stats;
 
 typedef struct gj_runtime gj_runtime;

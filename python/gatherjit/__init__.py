@@ -252,8 +252,9 @@ def set_threads(threads):
 
 def set_specialize(mode):
     """When this process's kernels are specialized: "adaptive" (the default:
-    a new shape runs the generic loop at once and is compiled for its shape
-    on a background thread once hot; a very large call is compiled first),
+    a new shape runs at once, on its family's kernel or the generic loop,
+    and is compiled for its shape on a background thread once hot; a very
+    large call is compiled first),
     "compile" (every kernel compiled before its first call: warm-ups,
     benchmarks) or "never" (the generic loop only). Takes effect only before
     the process's first kernel; returns whether it did. ValueError for any
@@ -270,8 +271,10 @@ def wait_background():
 def stats():
     """The process's kernel cache: hits, misses, entries, evictions,
     compile_ms, generic_entries (kernels running the generic loop now),
-    specializations (made in the background), specialized_at_compile,
-    upgrades (quick tier to O2) and cache_bytes."""
+    family_entries (running a family kernel now), family_kernels (compiled,
+    each for every shape of its family), specializations (made in the
+    background), specialized_at_compile, upgrades (quick tier to O2) and
+    cache_bytes."""
     return _native.stats()
 
 

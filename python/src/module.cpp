@@ -615,6 +615,8 @@ PYBIND11_MODULE(_native, M) {
     D["specialized_at_compile"] = S.SpecializedAtCompile;
     D["upgrades"] = S.Upgrades;
     D["cache_bytes"] = S.CacheBytes;
+    D["family_kernels"] = S.FamilyKernels;
+    D["family_entries"] = S.FamilyEntries;
     return D;
   });
 }

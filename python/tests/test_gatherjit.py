@@ -264,9 +264,13 @@ def test_new_shapes_run_at_once_and_hot_ones_are_specialized():
         "    assert np.array_equal(k(data, idx), want)\n"
         "gj.wait_background()\n"
         "print(k.tier, gj.stats()['specializations'], gj.stats()['generic_entries'])\n"
-        "assert np.array_equal(k(data, idx), want)\n")
+        "assert np.array_equal(k(data, idx), want)\n"
+        "# Another shape of the family: its family kernel from the first call.\n"
+        "k2 = gj.compile('gather_elements', ((30, 64), 'float32'), ((30, 16), 'int64'), 1)\n"
+        "print(k2.tier, gj.stats()['family_kernels'])\n"
+        "assert np.array_equal(k2(data[:30], idx[:30]), want[:30])\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["generic", "True", "1", "specialized", "1", "0"]
+    assert out.stdout.split() == ["generic", "True", "1", "specialized", "1", "0", "family", "1"]
 
 
 def test_set_specialize_chooses_the_mode_before_the_first_kernel():
