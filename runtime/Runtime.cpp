@@ -259,14 +259,13 @@ struct Runtime::Impl {
 
   /// Compiles \p Spec at the runtime's level and switches \p Code to it (on
   /// the background thread), from the generic loop, a family kernel or the
-  /// quick tier. A
-  /// shape leaves the generic loop straight for the runtime's level, not the
+  /// quick tier. A hot shape goes straight to the runtime's level, not the
   /// quick tier: the compile is off the caller's thread, and on small rows
   /// the quick tier's code ran 5x slower than O2's and 2x slower than the
   /// generic loop (`gatherjit bench --shapes`, walk (a)). On failure the
   /// current code keeps running.
   void upgrade(const KernelSpec &Spec, TieredCode &Code) {
-    const bool FromGeneric = Code.tier() != KernelTier::Specialized;
+    const bool Specializes = Code.tier() != KernelTier::Specialized;
     const OptLevel Level = Options.Opt;
     CompileTimes Times;
     bool FromDisk = false, Stored = false;
@@ -283,7 +282,7 @@ struct Runtime::Impl {
       return;
     }
     Code.upgrade(Next.take(), KernelTier::Specialized, Level, /*NextAfter=*/0);
-    ++(FromGeneric ? Stats.Specializations : Stats.Upgrades);
+    ++(Specializes ? Stats.Specializations : Stats.Upgrades);
     // The older code stays linked while the entry lives: charge both.
     if (auto It = Cache.find(Spec); It != Cache.end() && It->second.Tiered == &Code) {
       It->second.Bytes += Bytes;
