@@ -97,10 +97,14 @@ struct Runtime::Impl {
   std::mutex EpilogueMutex;
   std::unordered_map<uint64_t, std::shared_ptr<const EpilogueCode>> Epilogues;
   std::list<KernelSpec> Lru; ///< Most recently used first.
-  /// Family kernels by family spec (see familyCode()); null while one is
-  /// being compiled, or if its compile failed.
+  /// Family kernels by family spec (see familyCode()): the code, null until
+  /// compiled (or if its compile failed), and the shapes seen before.
+  struct FamilyEntry {
+    std::shared_ptr<const Executable> Code;
+    unsigned Shapes = 0;
+  };
   std::mutex FamilyMutex;
-  std::unordered_map<KernelSpec, std::shared_ptr<const Executable>, KernelSpecHash> Families;
+  std::unordered_map<KernelSpec, FamilyEntry, KernelSpecHash> Families;
   CacheStats Stats;
   std::optional<DiskCache> Disk;
   /// Runs upgrades; stopped first when the runtime goes.
@@ -218,17 +222,21 @@ struct Runtime::Impl {
                                         upgrader(Spec), Upgrades);
   }
 
-  /// The linked family kernel \p Family, or null if it is not compiled yet:
-  /// the first request queues its compile on the background thread, ahead
-  /// of the specializations asked for after it.
+  /// The linked family kernel \p Family for a new shape of it, or null if it
+  /// is not compiled yet. The family's second shape queues its compile on
+  /// the background thread: a process that sees one shape of a family (a
+  /// one-shot command line) has no use for it.
   std::shared_ptr<const Executable> familyCode(const KernelSpec &Family) {
     {
       std::lock_guard<std::mutex> Lock(FamilyMutex);
-      if (auto It = Families.find(Family); It != Families.end())
-        return It->second;
-      if (Families.size() >= FamilyCapacity)
-        Families.clear(); // Kernel handles keep the code they run.
-      Families.emplace(Family, nullptr);
+      auto It = Families.find(Family);
+      if (It == Families.end()) {
+        if (Families.size() >= FamilyCapacity)
+          Families.clear(); // Kernel handles keep the code they run.
+        It = Families.emplace(Family, FamilyEntry()).first;
+      }
+      if (It->second.Code || ++It->second.Shapes != 2)
+        return It->second.Code;
     }
     Upgrades->push([this, Family] { compileFamily(Family); });
     return nullptr;
@@ -254,7 +262,7 @@ struct Runtime::Impl {
     }
     std::lock_guard<std::mutex> Lock(FamilyMutex);
     if (auto It = Families.find(Family); It != Families.end())
-      It->second = Code.take();
+      It->second.Code = Code.take();
   }
 
   /// Compiles \p Spec at the runtime's level and switches \p Code to it (on
