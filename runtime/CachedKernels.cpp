@@ -2,9 +2,11 @@
 
 #include "runtime/CachedKernels.h"
 
+#include "runtime/GenericKernel.h"
 #include "runtime/KernelState.h"
 #include "runtime/ObjectLoader.h"
 #include "runtime/System.h"
+#include "runtime/TierPlan.h"
 
 #include <chrono>
 #include <cstdio>
@@ -61,6 +63,35 @@ std::optional<Kernel> CachedKernels::find(const ValidDesc &Desc) const {
     std::fprintf(stderr, "gatherjit: loaded %s at %s without LLVM: load and link %.3f ms\n  spec: %s\n",
                  State->Symbol.c_str(), optLevelName(State->Code->level()), State->Times.Load,
                  Spec.describe().c_str());
+  Kernel K;
+  K.S = std::move(State);
+  return K;
+}
+
+std::optional<Kernel> CachedKernels::generic(const ValidDesc &Desc, const RuntimeOptions &Options,
+                                             uint64_t Runs) {
+  const KernelSpec Spec = canonicalize(Desc);
+  if (Spec.hasEpilogue())
+    return std::nullopt;
+  switch (Options.Specialization) {
+  case Specialize::AtCompile:
+    return std::nullopt;
+  case Specialize::Adaptive:
+    if (specializeAtCompile(Spec) || Runs >= specializeAfterRuns(Spec))
+      return std::nullopt;
+    break;
+  case Specialize::Never:
+    break;
+  }
+  auto State = std::make_shared<Kernel::State>();
+  State->Desc = Desc;
+  State->Spec = Spec;
+  State->Pool = std::make_shared<ThreadPool>(Options.Threads);
+  if (Desc.outputElements() != 0)
+    State->setCode(std::make_shared<TieredCode>(std::make_shared<GenericCode>(Spec),
+                                                KernelTier::Generic, OptLevel::O0,
+                                                /*UpgradeAfter=*/0, nullptr,
+                                                std::weak_ptr<BackgroundQueue>()));
   Kernel K;
   K.S = std::move(State);
   return K;

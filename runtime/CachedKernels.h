@@ -29,6 +29,14 @@ public:
   /// can be linked here (or \p Desc has an epilogue, which needs clang).
   std::optional<Kernel> find(const ValidDesc &Desc) const;
 
+  /// The kernel of \p Desc on the generic loop, where a runtime with
+  /// \p Options would start it there and \p Runs calls would not make it
+  /// hot: a run that needs no compiler. std::nullopt otherwise (an
+  /// epilogue, Specialize::AtCompile, a call large enough to specialize
+  /// first, or runs enough to specialize in the background).
+  static std::optional<Kernel> generic(const ValidDesc &Desc, const RuntimeOptions &Options,
+                                       uint64_t Runs);
+
 private:
   CachedKernels(DiskCache Disk, const RuntimeOptions &Options);
   DiskCache Disk;

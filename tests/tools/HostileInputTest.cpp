@@ -257,6 +257,19 @@ TEST_F(HostileInput, GatherjitAloneRunsCachedKernelsAndTheInterpreter) {
   EXPECT_EQ(readArray<float>(Out), expected());
   EXPECT_THAT(R.Err, StartsWith("{\"engine\": \"jit\""));
 
+  // A small one-shot run of a new shape needs no compiler in the default
+  // mode: the generic loop. Runs enough to make it hot go to gatherjit-llvm.
+  std::filesystem::remove(Out);
+  R = runProgram(Dir, Alone, ge(Out) + " --no-cache --stats");
+  ASSERT_EQ(R.Exit, 0) << R.Err;
+  EXPECT_EQ(readArray<float>(Out), expected());
+  EXPECT_THAT(R.Err, HasSubstr("\"tier\": \"generic\""));
+  std::filesystem::remove(Out);
+  R = runProgram(Dir, Alone, ge(Out) + " --no-cache --repeat 5");
+  EXPECT_EQ(R.Exit, 1);
+  EXPECT_THAT(R.Err, HasSubstr("error: running '" + Dir / "alone/gatherjit-llvm" + "'"));
+  EXPECT_FALSE(std::filesystem::exists(Out));
+
   std::filesystem::remove(Out);
   R = runProgram(Dir, Alone, ge(Out) + " --engine interp --no-cache");
   ASSERT_EQ(R.Exit, 0) << R.Err;

@@ -3,7 +3,10 @@
 // The program users run as `gatherjit`. It links no LLVM, so it starts in a
 // few milliseconds, and runs alone what needs no compiler:
 //   - gather-elements, gather, gather-nd and run whose kernel is in the
-//     kernel cache (runtime/CachedKernels.h), and
+//     kernel cache (runtime/CachedKernels.h),
+//   - the same where the runtime's mode (--specialize) runs the shape on
+//     the generic loop for all of its runs (a small one-shot run, by
+//     default), and
 //   - the same commands with --engine interp.
 // Everything else (a kernel to compile, --no-cache, GATHERJIT_PERF_MAP or
 // GATHERJIT_GDB, ir, aot, bench, demo, onnx-test, --help, a command line it
@@ -55,15 +58,17 @@ bool runWithoutCompiler(int Argc, char **Argv, int &Exit) {
   const EngineFlags &E = Engine[I];
   const bool Jit = E.Engine == "jit";
   std::optional<CachedKernels> Cache;
+  Expected<RuntimeOptions> Options = RuntimeOptions();
   double InitMs = 0;
   if (Jit) {
     const auto T0 = std::chrono::steady_clock::now();
-    Expected<RuntimeOptions> Options = runtimeOptions(E);
+    Options = runtimeOptions(E);
     // Kernels named in perf maps or registered with GDB are ORC's to link.
-    if (!Options || Options->CacheDir.empty() || Options->PerfMap || Options->Debugger)
+    if (!Options || Options->PerfMap || Options->Debugger)
       return false;
     Cache = CachedKernels::open(*Options);
-    if (!Cache)
+    // An unusable cache directory: gatherjit-llvm warns about it.
+    if (!Cache && !Options->CacheDir.empty())
       return false;
     InitMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - T0)
                  .count();
@@ -75,7 +80,9 @@ bool runWithoutCompiler(int Argc, char **Argv, int &Exit) {
   }
   Kernel K;
   if (Jit) {
-    std::optional<Kernel> Found = Cache->find(P->Desc);
+    std::optional<Kernel> Found = Cache ? Cache->find(P->Desc) : std::nullopt;
+    if (!Found)
+      Found = CachedKernels::generic(P->Desc, *Options, E.Repeat);
     if (!Found)
       return false;
     K = std::move(*Found);
