@@ -442,11 +442,12 @@ Expected<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions &Options
   I->Options = Options;
   if (I->Options.CacheCapacity == 0)
     I->Options.CacheCapacity = 1;
-  // The table's buckets for as many entries as the cache can hold: a
-  // rehash as it grows would hold the cache's lock through a pass over
-  // every entry, inside some new shape's compile().
-  I->Cache.reserve(std::min<uint64_t>(I->Options.CacheCapacity,
-                                      I->Options.CacheBytes / EntryBytes + 1));
+  // The table's buckets for as many entries as the cache can hold (up to
+  // 64 Ki, half a megabyte of buckets): a rehash as it grows would hold
+  // the cache's lock through a pass over every entry, inside some new
+  // shape's compile().
+  I->Cache.reserve(std::min<uint64_t>({I->Options.CacheCapacity,
+                                       I->Options.CacheBytes / EntryBytes + 1, 1u << 16}));
   I->Log = envFlag("GATHERJIT_LOG");
   if (!Options.CacheDir.empty())
     I->Disk = DiskCache::open(Options.CacheDir, cacheEnvironment(Options.Opt),
