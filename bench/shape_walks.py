@@ -4,7 +4,10 @@ run in a fresh process (every shape new, empty caches) and then again in
 that process after gatherjit.wait_background() (the hot shapes
 specialized). Results are checked against numpy before anything is timed.
 
-    PYTHONPATH=build/python python3 bench/shape_walks.py [--calls N]
+    PYTHONPATH=build/python python3 bench/shape_walks.py [--walks abc] [--rounds 3]
+
+Each round runs every engine once, in turn, so the shared machine's load
+weighs on all alike; the table gives each engine's median over the rounds.
 
 (a) take_along_axis FLOAT32 [L, 64] by INT64 [L, 16], axis 1, L = 8..1007
 (b) take (embedding rows) of FLOAT32 [50000, 256] by B INT64 ids, B = 1..1000
@@ -14,9 +17,9 @@ specialized). Results are checked against numpy before anything is timed.
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
-import time
 
 WALKS = {
     "a": dict(kind="ge", cols=64, idx_cols=16, lengths=list(range(8, 1008)), calls=10),
@@ -87,19 +90,27 @@ def run(walk, engine):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--walks", default="abc")
+    p.add_argument("--rounds", type=int, default=3)
     args = p.parse_args()
     print("| walk | engine | first walk | second walk | gatherjit first / best peer | "
           "gatherjit second / best peer |")
     print("|---|---|---|---|---|---|")
     for name in args.walks:
         walk = WALKS[name]
-        rows = {}
-        for engine in ("torch", "numpy", "gatherjit"):
-            r, err = run(walk, engine)
-            if r is None:
-                print(f"| ({name}) | {engine} | missing: {err} | | | |")
-                continue
-            rows[engine] = r
+        runs, missing = {}, {}
+        for _ in range(args.rounds):
+            for engine in ("torch", "numpy", "gatherjit"):
+                if engine in missing:
+                    continue
+                r, err = run(walk, engine)
+                if r is None:
+                    missing[engine] = err
+                    continue
+                runs.setdefault(engine, []).append(r)
+        for engine, err in missing.items():
+            print(f"| ({name}) | {engine} | missing: {err} | | | |")
+        rows = {e: {k: statistics.median(r[k] for r in rs) for k in ("first_ms", "second_ms")}
+                for e, rs in runs.items() if e not in missing}
         peers = [rows[e] for e in ("torch", "numpy") if e in rows]
         for engine, r in rows.items():
             ratio1 = ratio2 = ""
@@ -111,9 +122,9 @@ def main():
             print(f"| ({name}) {len(walk['lengths'])} shapes x {walk['calls']} | {engine} | "
                   f"{r['first_ms']:.1f} ms | {r['second_ms']:.1f} ms | {ratio1} | {ratio2} |")
         sys.stdout.flush()
-    print("\nRatios above 1 mean gatherjit is faster than the best of torch and numpy. "
-          "Each engine runs in a fresh process; torch and numpy's second walk is the same "
-          "walk again.")
+    print(f"\nMedians of {args.rounds} rounds. Ratios above 1 mean gatherjit is faster than the "
+          "best of torch and numpy. Each engine runs in a fresh process; torch and numpy's "
+          "second walk is the same walk again.")
 
 
 if __name__ == "__main__":

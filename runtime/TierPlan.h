@@ -21,18 +21,13 @@ namespace gatherjit {
 /// (a batch size or sequence length that changes every few calls) run each
 /// shape a handful of times, and a shape seen three times is likely seen
 /// again. The compile runs on the background thread, so a wrong guess
-/// costs a core for about a millisecond, never the caller's time.
+/// costs that thread a few milliseconds at O2, not the caller's thread
+/// (on a 2-core machine it still shares the caller's caches).
 constexpr uint64_t HotRuns = 3;
 /// ...or once it has written this many bytes: one call of a few megabytes
 /// already loses more to the generic loop than its compile costs the
 /// background thread.
 constexpr uint64_t HotBytes = uint64_t(1) << 20;
-
-/// Runs of the generic loop before \p Spec is specialized in the background.
-inline uint64_t specializeAfterRuns(const KernelSpec &Spec) {
-  const uint64_t Bytes = std::max<uint64_t>(1, Spec.outputBytes());
-  return std::clamp<uint64_t>((HotBytes + Bytes - 1) / Bytes, 1, HotRuns);
-}
 
 /// What the generic loop loses against the specialized kernel, in
 /// picoseconds per output byte, and what specializing a large kernel costs
@@ -45,6 +40,20 @@ inline uint64_t specializeAfterRuns(const KernelSpec &Spec) {
 constexpr uint64_t ElementRowLossPsPerByte = 246;
 constexpr uint64_t BlockRowLossPsPerByte = 5;
 constexpr uint64_t SpecializeCostNs = 9'400'000;
+
+/// Runs of the generic loop (or the family kernel) before \p Spec is
+/// specialized in the background. Rows copied whole lose so little to the
+/// generic loop's memcpy that a compile pays only once the rows written
+/// have lost it its cost (about 1.9 GB): their walks keep the generic loop
+/// and leave the background thread, and the caller's caches, alone.
+inline uint64_t specializeAfterRuns(const KernelSpec &Spec) {
+  const uint64_t Bytes = std::max<uint64_t>(1, Spec.outputBytes());
+  if (Spec.innerIsBlock()) {
+    const uint64_t PaysAfter = SpecializeCostNs * 1000 / BlockRowLossPsPerByte;
+    return std::max<uint64_t>(1, (PaysAfter + Bytes - 1) / Bytes);
+  }
+  return std::clamp<uint64_t>((HotBytes + Bytes - 1) / Bytes, 1, HotRuns);
+}
 
 /// True if one call of \p Spec loses more to the generic loop than its
 /// specialized kernel takes to compile: compile() specializes it before

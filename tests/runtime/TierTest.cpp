@@ -111,6 +111,12 @@ TEST(Runtime, AShapeBecomesHotAfterAFewRunsOrEnoughBytes) {
   EXPECT_EQ(specializeAfterRuns(canonicalize(geOf(4, 4))), HotRuns);
   EXPECT_EQ(specializeAfterRuns(canonicalize(geOf(1024, 256))), 1u); // 1 MiB
   EXPECT_EQ(specializeAfterRuns(canonicalize(geOf(512, 256))), 2u);  // 512 KiB
+  // Rows copied whole gain little from their own kernel: only after about
+  // 1.9 GB written (here 1 MiB a run).
+  Expected<GatherDesc> Rows =
+      onnxGather(tensor(DataType::Float32, {5000, 256}), tensor(DataType::Int64, {1024}), 0);
+  ASSERT_TRUE(Rows.isOk());
+  EXPECT_EQ(specializeAfterRuns(canonicalize(*validate(*Rows))), 1793u);
   auto RT = runtimeIn(Specialize::Adaptive);
   GeCase C(8, 8);
   Expected<Kernel> K = RT->compile(C.Desc);
