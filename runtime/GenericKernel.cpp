@@ -14,6 +14,14 @@ struct Bytes16 {
   char B[16];
 };
 
+/// Block rows fetch the row this many ahead, its first AheadBytes (the
+/// hardware prefetcher follows a row once it starts). On walk (b) of
+/// `gatherjit bench --shapes` (1 KiB rows from a 51 MB table) the loop went
+/// from 99.8 to 90.0 ms; 2 or 8 rows ahead, or whole rows, measured the
+/// same within the machine's noise (93.2-93.5 ms in one later run).
+constexpr uint64_t RowsAhead = 4;
+constexpr uint64_t AheadBytes = 256;
+
 template <OobPolicy Policy, typename IndexT>
 inline bool resolve(IndexT Raw, uint64_t Size, uint64_t &Out) {
   int64_t V = static_cast<int64_t>(Raw);
@@ -88,6 +96,19 @@ int64_t run(const KernelSpec &S, const char *In, const IndexT *Idx, char *Out,
       Pos += Counter[D] * S.PosStride[D];
     }
     if (Block) {
+      // Rows picked from a table (an embedding lookup): the row a few
+      // ahead is fetched now, as the specialized kernel's plan does, since
+      // no hardware prefetcher predicts it.
+      if (R == 2 && Counter[0] + RowsAhead < OuterEnd) {
+        const uint64_t Ahead = Counter[0] + RowsAhead;
+        uint64_t I;
+        if (tupleOffset<Policy, Tuples>(S, Idx + Ahead * S.IdxStride[0], I) < 0) {
+          const char *Row = In + (Ahead * S.InStride[0] + I + InnerBegin) * EB;
+          const uint64_t Bytes = std::min<uint64_t>((InnerEnd - InnerBegin) * EB, AheadBytes);
+          for (uint64_t B = 0; B < Bytes; B += 64)
+            __builtin_prefetch(Row + B);
+        }
+      }
       uint64_t I;
       if (const int Bad = tupleOffset<Policy, Tuples>(S, Idx + IdxOff, I); Bad >= 0) {
         if constexpr (Policy == OobPolicy::Check)
