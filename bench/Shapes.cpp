@@ -3,6 +3,7 @@
 #include "bench/Shapes.h"
 
 #include "compiler/spec/KernelSpec.h"
+#include "gatherjit/Interpreter.h"
 #include "gatherjit/gatherjit.h"
 #include "runtime/GenericKernel.h"
 
@@ -23,6 +24,7 @@ double usSince(Clock::time_point T0) {
 
 struct Shape {
   gj_descriptor Desc;
+  ValidDesc Valid; ///< What the interpreter checks against.
   KernelSpec Spec; ///< What the generic loop is given.
 };
 
@@ -70,6 +72,7 @@ Walk gatherElementsWalk(const std::string &Name, uint64_t First, uint64_t Last, 
         O);
     if (!V)
       continue;
+    S.Valid = *V;
     S.Spec = canonicalize(*V);
     W.Shapes.push_back(S);
   }
@@ -94,6 +97,7 @@ Walk embeddingWalk(const std::string &Name, uint64_t Rows, uint64_t Width, uint6
     Expected<ValidDesc> V = G ? validate(*G) : Expected<ValidDesc>(G.status());
     if (!V)
       continue;
+    S.Valid = *V;
     S.Spec = canonicalize(*V);
     W.Shapes.push_back(S);
   }
@@ -219,6 +223,30 @@ std::string memoryWalk() {
   return M.str();
 }
 
+/// True if every 50th shape of \p W gives the interpreter's bytes through
+/// a runtime in \p Mode and through the generic loop (before any timing).
+bool walkAgrees(Walk &W, gj_specialize Mode) {
+  gj_runtime *RT = newRuntime(Mode);
+  if (!RT)
+    return false;
+  bool Same = true;
+  for (size_t I = 0; I < W.Shapes.size() && Same; I += 50) {
+    const Shape &S = W.Shapes[I];
+    const size_t Bytes = S.Spec.outputBytes();
+    std::vector<char> Ref(Bytes), Got(Bytes, 1), Loop(Bytes, 2);
+    gj_kernel *K = nullptr;
+    Same = interpret(S.Valid, W.Input.data(), W.Indices.data(), Ref.data()) &&
+           gj_compile(RT, &S.Desc, &K) == GJ_OK &&
+           gj_kernel_run(K, W.Input.data(), W.Indices.data(), Got.data()) == GJ_OK &&
+           runGeneric(S.Spec, W.Input.data(), W.Indices.data(), Loop.data(), 0,
+                      S.Spec.rows()) == 0 &&
+           Ref == Got && Ref == Loop;
+    gj_kernel_release(K);
+  }
+  gj_runtime_destroy(RT);
+  return Same;
+}
+
 double median(std::vector<double> V) {
   std::sort(V.begin(), V.end());
   return V.empty() ? 0 : V[V.size() / 2];
@@ -261,6 +289,10 @@ std::string runShapeWalks(unsigned Rounds) {
        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (Walk &W : Walks) {
     std::fprintf(stderr, "bench: %s\n", W.Name.c_str());
+    if (!walkAgrees(W, GJ_SPECIALIZE_ADAPTIVE) || !walkAgrees(W, GJ_SPECIALIZE_COMPILE)) {
+      M << "| " << W.Name << " | results differ from the interpreter's: not timed |\n";
+      continue;
+    }
     std::vector<double> Generic, Never, First, Second, Ahead, Compile, MedianCompile, FirstCall,
         Over;
     for (unsigned R = 0; R < Rounds; ++R) {
@@ -303,7 +335,8 @@ std::string runShapeWalks(unsigned Rounds) {
   M << "\nIn-process through the C API, one runtime with default options (adaptive) and one "
        "thread, no disk cache; medians of "
     << Rounds
-    << " rounds. First walk: a fresh runtime, every shape new. Second walk: the same runtime "
+    << " rounds; every 50th shape checked against the interpreter first. First walk: a fresh "
+       "runtime, every shape new. Second walk: the same runtime "
        "after gj_runtime_wait_background. Never specialize: a fresh runtime with GJ_SPECIALIZE_NEVER (the generic loop through the runtime, no background compiles). Generic loop: runtime/GenericKernel.cpp called "
        "directly, compiled ahead, no runtime. Specialized ahead: every shape compiled (not "
        "timed) before the walk. Each shape is gj_compile, its calls, gj_kernel_release. "
