@@ -96,9 +96,10 @@ typedef struct gj_descriptor {
 /* When a descriptor's specialized kernel (every size a constant) is
  * compiled; see RuntimeOptions::Specialization in gatherjit/Runtime.h. */
 typedef enum gj_specialize {
-  GJ_SPECIALIZE_ADAPTIVE = 0, /* default: a new shape runs the generic loop at
-                                 once; hot shapes are specialized on a
-                                 background thread, very large ones at once */
+  GJ_SPECIALIZE_ADAPTIVE = 0, /* default: a new shape runs at once (its
+                                 family's kernel or the generic loop); hot
+                                 shapes are specialized on a background
+                                 thread, very large ones by gj_compile */
   GJ_SPECIALIZE_COMPILE = 1,  /* gj_compile specializes before it returns */
   GJ_SPECIALIZE_NEVER = 2     /* the generic loop only (epilogues compile) */
 } gj_specialize;
@@ -129,7 +130,7 @@ typedef struct gj_cache_stats {
   uint64_t disk_loads, disk_stores;
   double compile_ms;
   uint64_t upgrades; /* quick-tier kernels recompiled at the runtime's level */
-  uint64_t specializations;        /* generic kernels specialized in the background */
+  uint64_t specializations;        /* kernels specialized in the background */
   uint64_t specialized_at_compile; /* misses specialized before gj_compile returned */
   uint64_t generic_entries;        /* cached kernels running the generic loop now */
   uint64_t cache_bytes;            /* bytes the memory cache charges now */

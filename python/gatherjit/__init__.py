@@ -254,11 +254,10 @@ def set_specialize(mode):
     """When this process's kernels are specialized: "adaptive" (the default:
     a new shape runs at once, on its family's kernel or the generic loop,
     and is compiled for its shape on a background thread once hot; a very
-    large call is compiled first),
-    "compile" (every kernel compiled before its first call: warm-ups,
-    benchmarks) or "never" (the generic loop only). Takes effect only before
-    the process's first kernel; returns whether it did. ValueError for any
-    other mode."""
+    large call is compiled first), "compile" (every kernel compiled before
+    its first call: warm-ups, benchmarks) or "never" (the generic loop
+    only). Takes effect only before the process's first kernel; returns
+    whether it did. ValueError for any other mode."""
     return _native.set_specialize(str(mode))
 
 
