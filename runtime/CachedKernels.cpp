@@ -61,7 +61,7 @@ std::optional<Kernel> CachedKernels::find(const ValidDesc &Desc) const {
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - T0).count();
   if (envFlag("GATHERJIT_LOG") && State->Code)
     std::fprintf(stderr, "gatherjit: loaded %s at %s without LLVM: load and link %.3f ms\n  spec: %s\n",
-                 State->Symbol.c_str(), optLevelName(State->Code->level()), State->Times.Load,
+                 State->symbol().c_str(), optLevelName(State->Code->level()), State->Times.Load,
                  Spec.describe().c_str());
   Kernel K;
   K.S = std::move(State);

@@ -59,7 +59,10 @@ bool parseSpecialize(std::string_view Text, Specialize &Mode) {
 
 const ValidDesc &Kernel::desc() const { return S->Desc; }
 uint64_t Kernel::rows() const { return S->Rows; }
-const std::string &Kernel::symbolName() const { return S->Symbol; }
+const std::string &Kernel::symbolName() const {
+  static const std::string None;
+  return S->Code ? S->symbol() : None;
+}
 bool Kernel::cacheHit() const { return Hit; }
 bool Kernel::fromDiskCache() const { return !Hit && S->FromDisk; }
 OptLevel Kernel::optLevel() const {

@@ -9,6 +9,7 @@
 #include "runtime/TieredCode.h"
 
 #include <memory>
+#include <mutex>
 #include <string>
 
 namespace gatherjit {
@@ -19,7 +20,14 @@ struct Kernel::State {
   ValidDesc Desc;
   KernelSpec Spec;
   std::shared_ptr<TieredCode> Code; ///< Null for an empty output.
-  std::string Symbol;
+  /// The spec's symbol name, made on first use (Kernel::symbolName): a new
+  /// shape's compile() formats no string.
+  mutable std::once_flag SymbolOnce;
+  mutable std::string Symbol;
+  const std::string &symbol() const {
+    std::call_once(SymbolOnce, [this] { Symbol = Spec.symbolName(); });
+    return Symbol;
+  }
   bool FromDisk = false;
   CompileTimes Times; ///< Of the compile that made Code, if this one did.
   uint64_t Rows = 0;
@@ -31,7 +39,6 @@ struct Kernel::State {
   /// Sets the code of the spec's kernel, and what runs derive from it.
   void setCode(std::shared_ptr<TieredCode> C) {
     Code = std::move(C);
-    Symbol = Spec.symbolName();
     Rows = Spec.rows();
     Split = Rows >= 2 && Pool->worthSplitting(Spec.outputBytes());
   }
