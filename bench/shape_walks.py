@@ -2,7 +2,8 @@
 against torch (eager, one thread) and numpy on the same arrays, each walk
 run in a fresh process (every shape new, empty caches) and then again in
 that process after gatherjit.wait_background() (the hot shapes
-specialized). Results are checked against numpy before anything is timed.
+specialized); beside them the generic loop alone and every shape
+specialized ahead. Results are checked against numpy after the timed walks.
 
     PYTHONPATH=build/python python3 bench/shape_walks.py [--walks abc] [--rounds 3]
 
@@ -20,6 +21,8 @@ import json
 import statistics
 import subprocess
 import sys
+
+ENGINES = ("torch", "numpy", "gatherjit", "gatherjit-generic", "gatherjit-ahead")
 
 WALKS = {
     "a": dict(kind="ge", cols=64, idx_cols=16, lengths=list(range(8, 1008)), calls=10),
@@ -42,9 +45,14 @@ else:
     idx = rng.integers(0, walk["rows"], size=top)
     args = [(data, idx[:B]) for B in walk["lengths"]]
 ge = walk["kind"] == "ge"
-if engine == "gatherjit":
+if engine.startswith("gatherjit"):
     import gatherjit as gj
     gj.set_threads(1)
+    # gatherjit: the default (adaptive) mode; gatherjit-generic: the
+    # generic loop alone; gatherjit-ahead: every shape compiled before the
+    # first walk (not timed).
+    gj.set_specialize({"gatherjit": "adaptive", "gatherjit-generic": "never",
+                       "gatherjit-ahead": "compile"}[engine])
     fn = (lambda d, i: gj.take_along_axis(d, i, 1)) if ge else (lambda d, i: gj.take(d, i, 0))
 elif engine == "torch":
     import torch
@@ -53,16 +61,18 @@ elif engine == "torch":
     fn = (lambda d, i: torch.gather(d, 1, i)) if ge else (lambda d, i: torch.index_select(d, 0, i))
 else:
     fn = (lambda d, i: np.take_along_axis(d, i, 1)) if ge else (lambda d, i: np.take(d, i, 0))
-# Checked against numpy on a few shapes, in a throwaway pass that the
-# timing does not see (gatherjit's checks use their own process below).
+# Every call of the walk; a few shapes' results are checked against
+# numpy's after the timed walks.
 def walk_once():
     t0 = time.perf_counter()
     for d, i in args:
         for _ in range(walk["calls"]):
             fn(d, i)
     return (time.perf_counter() - t0) * 1e3
+if engine == "gatherjit-ahead":
+    walk_once()
 first = walk_once()
-if engine == "gatherjit":
+if engine.startswith("gatherjit"):
     gj.wait_background()
 second = walk_once()
 for d, i in args[:: max(1, len(args) // 7)]:
@@ -71,7 +81,7 @@ for d, i in args[:: max(1, len(args) // 7)]:
     want = np.take_along_axis(d, i, 1) if ge else np.take(d, i, 0)
     assert np.array_equal(got, want), "wrong result"
 out = {"first_ms": first, "second_ms": second}
-if engine == "gatherjit":
+if engine.startswith("gatherjit"):
     s = gj.stats()
     out.update(specializations=s["specializations"], misses=s["misses"],
                evictions=s["evictions"], generic_entries=s["generic_entries"])
@@ -99,7 +109,7 @@ def main():
         walk = WALKS[name]
         runs, missing = {}, {}
         for _ in range(args.rounds):
-            for engine in ("torch", "numpy", "gatherjit"):
+            for engine in ENGINES:
                 if engine in missing:
                     continue
                 r, err = run(walk, engine)
@@ -114,7 +124,7 @@ def main():
         peers = [rows[e] for e in ("torch", "numpy") if e in rows]
         for engine, r in rows.items():
             ratio1 = ratio2 = ""
-            if engine == "gatherjit" and peers:
+            if engine.startswith("gatherjit") and peers:
                 best1 = min(p["first_ms"] for p in peers)
                 best2 = min(p["second_ms"] for p in peers)
                 ratio1 = f"{best1 / r['first_ms']:.2f}x"
@@ -123,8 +133,10 @@ def main():
                   f"{r['first_ms']:.1f} ms | {r['second_ms']:.1f} ms | {ratio1} | {ratio2} |")
         sys.stdout.flush()
     print(f"\nMedians of {args.rounds} rounds. Ratios above 1 mean gatherjit is faster than the "
-          "best of torch and numpy. Each engine runs in a fresh process; torch and numpy's "
-          "second walk is the same walk again.")
+          "best of torch and numpy. Each engine runs in a fresh process; the second walk is the "
+          "same walk again (gatherjit's after wait_background()). gatherjit: the default mode; "
+          "gatherjit-generic: the generic loop alone (set_specialize('never')); "
+          "gatherjit-ahead: every shape compiled before the first walk, which is not timed.")
 
 
 if __name__ == "__main__":
