@@ -71,18 +71,9 @@ std::optional<Kernel> CachedKernels::find(const ValidDesc &Desc) const {
 std::optional<Kernel> CachedKernels::generic(const ValidDesc &Desc, const RuntimeOptions &Options,
                                              uint64_t Runs) {
   const KernelSpec Spec = canonicalize(Desc);
-  if (Spec.hasEpilogue())
+  if (!startsGeneric(Spec, Options.Specialization) ||
+      (Options.Specialization == Specialize::Adaptive && Runs >= specializeAfterRuns(Spec)))
     return std::nullopt;
-  switch (Options.Specialization) {
-  case Specialize::AtCompile:
-    return std::nullopt;
-  case Specialize::Adaptive:
-    if (specializeAtCompile(Spec) || Runs >= specializeAfterRuns(Spec))
-      return std::nullopt;
-    break;
-  case Specialize::Never:
-    break;
-  }
   auto State = std::make_shared<Kernel::State>();
   State->Desc = Desc;
   State->Spec = Spec;

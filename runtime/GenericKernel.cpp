@@ -150,29 +150,30 @@ int64_t run(const KernelSpec &S, const char *In, const IndexT *Idx, char *Out,
   return 0;
 }
 
+/// run() for tuples of several components (GatherND) or of one.
+template <typename ElemT, OobPolicy Policy, typename IndexT>
+int64_t runTuples(const KernelSpec &S, const char *I, const IndexT *X, char *O, uint64_t Begin,
+                  uint64_t End) {
+  return S.TupleSize != 1 ? run<ElemT, Policy, true>(S, I, X, O, Begin, End)
+                          : run<ElemT, Policy, false>(S, I, X, O, Begin, End);
+}
+
 template <OobPolicy Policy, typename IndexT>
 int64_t dispatchElem(const KernelSpec &S, const char *I, const IndexT *X, char *O,
                      uint64_t Begin, uint64_t End) {
-  const bool T = S.TupleSize != 1;
   switch (S.ElemBytes) {
   case 1:
-    return T ? run<uint8_t, Policy, true>(S, I, X, O, Begin, End)
-             : run<uint8_t, Policy, false>(S, I, X, O, Begin, End);
+    return runTuples<uint8_t, Policy>(S, I, X, O, Begin, End);
   case 2:
-    return T ? run<uint16_t, Policy, true>(S, I, X, O, Begin, End)
-             : run<uint16_t, Policy, false>(S, I, X, O, Begin, End);
+    return runTuples<uint16_t, Policy>(S, I, X, O, Begin, End);
   case 4:
-    return T ? run<uint32_t, Policy, true>(S, I, X, O, Begin, End)
-             : run<uint32_t, Policy, false>(S, I, X, O, Begin, End);
+    return runTuples<uint32_t, Policy>(S, I, X, O, Begin, End);
   case 8:
-    return T ? run<uint64_t, Policy, true>(S, I, X, O, Begin, End)
-             : run<uint64_t, Policy, false>(S, I, X, O, Begin, End);
+    return runTuples<uint64_t, Policy>(S, I, X, O, Begin, End);
   case 16:
-    return T ? run<Bytes16, Policy, true>(S, I, X, O, Begin, End)
-             : run<Bytes16, Policy, false>(S, I, X, O, Begin, End);
+    return runTuples<Bytes16, Policy>(S, I, X, O, Begin, End);
   default:
-    return T ? run<void, Policy, true>(S, I, X, O, Begin, End)
-             : run<void, Policy, false>(S, I, X, O, Begin, End);
+    return runTuples<void, Policy>(S, I, X, O, Begin, End);
   }
 }
 

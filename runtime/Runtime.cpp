@@ -175,22 +175,6 @@ struct Runtime::Impl {
     return Code;
   }
 
-  /// True if \p Spec starts at the generic tier: nothing compiled on the
-  /// caller's thread (see Specialize).
-  bool startsGeneric(const KernelSpec &Spec) const {
-    if (Spec.hasEpilogue())
-      return false; // The generic loop has no epilogue.
-    switch (Options.Specialization) {
-    case Specialize::Adaptive:
-      return !specializeAtCompile(Spec);
-    case Specialize::AtCompile:
-      return false;
-    case Specialize::Never:
-      return true;
-    }
-    return false;
-  }
-
   TieredCode::Upgrader upgrader(const KernelSpec &Spec) {
     return [this, Spec](TieredCode &Tiered) { upgrade(Spec, Tiered); };
   }
@@ -200,11 +184,12 @@ struct Runtime::Impl {
   /// runtime's level).
   CodeResult compileFirst(const KernelSpec &Spec, CompileTimes &Times, bool &FromDisk,
                           bool &Stored, uint64_t &Bytes) {
-    if (startsGeneric(Spec)) {
+    if (startsGeneric(Spec, Options.Specialization)) {
       const bool Adaptive = Options.Specialization == Specialize::Adaptive;
       std::shared_ptr<const Executable> First = std::make_shared<GenericCode>(Spec);
       KernelTier Tier = KernelTier::Generic;
-      if (std::optional<KernelSpec> Family = familyOf(Spec); Family && Adaptive)
+      std::optional<KernelSpec> Family = Adaptive ? familyOf(Spec) : std::nullopt;
+      if (Family)
         if (std::shared_ptr<const Executable> Code = familyCode(*Family)) {
           First = std::make_shared<FamilyCode>(std::move(Code), Spec);
           Tier = KernelTier::Family;

@@ -11,6 +11,7 @@
 #define GATHERJIT_RUNTIME_TIERPLAN_H
 
 #include "compiler/spec/KernelSpec.h"
+#include "gatherjit/Runtime.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -61,6 +62,22 @@ inline uint64_t specializeAfterRuns(const KernelSpec &Spec) {
 inline bool specializeAtCompile(const KernelSpec &Spec) {
   const uint64_t Loss = Spec.innerIsBlock() ? BlockRowLossPsPerByte : ElementRowLossPsPerByte;
   return Spec.outputBytes() / 1000 * Loss > SpecializeCostNs;
+}
+
+/// True if a runtime in \p Mode starts \p Spec without compiling it in
+/// compile(): on the generic loop (or, adaptive, its family's kernel).
+inline bool startsGeneric(const KernelSpec &Spec, Specialize Mode) {
+  if (Spec.hasEpilogue())
+    return false; // The generic loop has no epilogue.
+  switch (Mode) {
+  case Specialize::Adaptive:
+    return !specializeAtCompile(Spec);
+  case Specialize::AtCompile:
+    return false;
+  case Specialize::Never:
+    return true;
+  }
+  return false;
 }
 
 } // namespace gatherjit

@@ -8,7 +8,7 @@
 //     the generic loop for all of its runs (a small one-shot run, by
 //     default), and
 //   - the same commands with --engine interp.
-// Everything else (a kernel to compile, --no-cache, GATHERJIT_PERF_MAP or
+// Everything else (a kernel to compile, GATHERJIT_PERF_MAP or
 // GATHERJIT_GDB, ir, aot, bench, demo, onnx-test, --help, a command line it
 // does not understand) it hands to
 // gatherjit-llvm, and fused C epilogues to gatherjit-clang, replacing
