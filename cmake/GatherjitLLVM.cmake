@@ -115,6 +115,7 @@ set(GATHERJIT_COMPILER_SOURCES
   compiler/backend/Target.cpp
   compiler/backend/Jit.cpp
   compiler/backend/Aot.cpp
+  compiler/epilogue/EpilogueProcess.cpp
   runtime/Runtime.cpp
   runtime/CApi.cpp)
 # LLVM is built without RTTI; classes deriving from LLVM's must match.
@@ -133,6 +134,10 @@ endfunction()
 add_library(gatherjit_compiler_objs OBJECT ${GATHERJIT_COMPILER_SOURCES})
 gatherjit_llvm_sources(gatherjit_compiler_objs)
 target_link_libraries(gatherjit_compiler_objs PRIVATE gatherjit_frontend TBB::tbb)
+# The last place the epilogue helper is looked for: the build tree, where
+# tests and the Python package run from.
+set_source_files_properties(compiler/epilogue/EpilogueProcess.cpp PROPERTIES
+  COMPILE_DEFINITIONS GATHERJIT_BUILD_DIR="${PROJECT_BINARY_DIR}")
 # clang 19's own headers trip GCC's -Wnonnull once inlined at -O2
 # (ExternalASTSource.h's LazyOffsetPtr).
 set_source_files_properties(compiler/epilogue/Epilogue.cpp PROPERTIES COMPILE_OPTIONS -Wno-nonnull)

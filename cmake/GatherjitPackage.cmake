@@ -40,6 +40,9 @@ install(TARGETS gatherjit_shared gatherjit_cli EXPORT gatherjitTargets
 # The programs gatherjit hands commands to (tools/gatherjit/RunCommand.h).
 install(TARGETS gatherjit_cli_llvm gatherjit_cli_clang gatherjit_onnx_test
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# The library compiles epilogues in this helper, found in ../bin beside it.
+install(TARGETS gatherjit_epilogue RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+add_dependencies(gatherjit_shared gatherjit_epilogue)
 install(DIRECTORY include/gatherjit DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 set(GATHERJIT_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/gatherjit)
 install(EXPORT gatherjitTargets NAMESPACE gatherjit:: DESTINATION ${GATHERJIT_CMAKE_DIR})

@@ -257,6 +257,9 @@ void gj_runtime_options_init(gj_runtime_options *Options) {
   Options->no_quick_tier = !Defaults.QuickTier;
   Options->specialize = static_cast<gj_specialize>(Defaults.Specialization);
   Options->cache_bytes = Defaults.CacheBytes;
+  Options->epilogue_seconds = Defaults.Epilogues.Seconds;
+  Options->epilogue_memory = Defaults.Epilogues.MemoryBytes;
+  Options->epilogue_in_process = !Defaults.Epilogues.Isolated;
 }
 
 gj_status gj_runtime_create(const gj_runtime_options *Options, gj_runtime **Out) {
@@ -287,6 +290,17 @@ gj_status gj_runtime_create(const gj_runtime_options *Options, gj_runtime **Out)
         O.CacheDir = Options->cache_dir;
       O.CacheDirLimit = Options->cache_dir_limit;
       O.QuickTier = Options->no_quick_tier == 0;
+      if (!(Options->epilogue_seconds > 0))
+        return record(Status::invalidArgument(
+            "gj_runtime_options.epilogue_seconds = " + std::to_string(Options->epilogue_seconds) +
+            " is not a positive number of seconds"));
+      if (Options->epilogue_memory < (uint64_t(64) << 20))
+        return record(Status::invalidArgument(
+            "gj_runtime_options.epilogue_memory = " + std::to_string(Options->epilogue_memory) +
+            " is below 64 MiB, too little for clang"));
+      O.Epilogues.Seconds = Options->epilogue_seconds;
+      O.Epilogues.MemoryBytes = Options->epilogue_memory;
+      O.Epilogues.Isolated = Options->epilogue_in_process == 0;
     }
     Expected<std::unique_ptr<Runtime>> R = Runtime::create(O);
     if (!R)

@@ -308,7 +308,7 @@ struct Runtime::Impl {
     const uint64_t Key = epilogueKey(E, Target);
     if (auto Known = epilogueByKey(Key))
       return Known;
-    Expected<std::shared_ptr<const EpilogueCode>> Code = compileEpilogue(E, Target);
+    Expected<std::shared_ptr<const EpilogueCode>> Code = compileEpilogue(E, Target, Options.Epilogues);
     if (!Code)
       return Code;
     std::lock_guard<std::mutex> Lock(EpilogueMutex);

@@ -1,7 +1,7 @@
 //===- compiler/epilogue/Epilogue.cpp - Users' C epilogues ---------------===//
 //
-// clang compiles the source in-process, freestanding, for the kernel's
-// target, at -O0 without optnone (the kernel's pipeline optimizes it after
+// clang compiles the source (in whichever process runs this file: the
+// helper, see EpilogueProcess.cpp), freestanding, for the kernel's target, at -O0 without optnone (the kernel's pipeline optimizes it after
 // inlining). A checker beside clang's code generator enforces what an
 // epilogue may be: a defined function of a known signature, calling only
 // functions of its source and clang's builtins that become instructions,
@@ -21,6 +21,7 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/Linker/Linker.h>
 #include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/VirtualFileSystem.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Support/xxhash.h>
 #include <llvm/Target/TargetMachine.h>
@@ -36,10 +37,12 @@
 #include <clang/Frontend/CompilerInvocation.h>
 #include <clang/Frontend/FrontendAction.h>
 #include <clang/Frontend/MultiplexConsumer.h>
+#include <clang/Lex/Lexer.h>
 #include <llvm/Config/llvm-config.h>
 #include <llvm/Passes/PassPlugin.h>
 #endif
 
+#include <algorithm>
 #include <set>
 
 namespace gatherjit {
@@ -107,8 +110,8 @@ uint64_t epilogueKey(const Epilogue &E, const EpilogueTarget &T) {
 
 bool epiloguesSupported() { return false; }
 
-Expected<std::shared_ptr<const EpilogueCode>> compileEpilogue(const Epilogue &,
-                                                               const EpilogueTarget &) {
+Expected<std::shared_ptr<const EpilogueCode>> compileEpilogueHere(const Epilogue &,
+                                                                   const EpilogueTarget &) {
   return Status::unsupported("this gatherjit was built without clang's libraries "
                              "(GATHERJIT_EPILOGUES=OFF): epilogues are not available");
 }
@@ -387,6 +390,44 @@ private:
   CodeGenerator *Generator = nullptr;
 };
 
+/// Directives refused before clang sees the source: clang 19's #embed and
+/// __has_embed crash its preprocessor (whatever the file), and
+/// `#pragma clang __debug` crashes, hangs or overflows on purpose. A raw
+/// lexer sees comments, line splices and digraphs as clang does. Returns
+/// the error line, or "" for a source without them.
+std::string refusedDirective(const std::string &Source, const std::string &File) {
+  LangOptions Opts;
+  Opts.C17 = Opts.GNUMode = Opts.Digraphs = Opts.LineComment = true;
+  const SourceLocation Start = SourceLocation::getFromRawEncoding(1);
+  Lexer L(Start, Opts, Source.data(), Source.data(), Source.data() + Source.size());
+  auto Where = [&](const Token &T) {
+    const size_t Offset = T.getLocation().getRawEncoding() - Start.getRawEncoding();
+    const size_t Line = std::count(Source.begin(), Source.begin() + Offset, '\n') + 1;
+    return File + ":" + std::to_string(Line) + ": error: ";
+  };
+  Token T;
+  bool DirectiveName = false, Pragma = false;
+  do {
+    L.LexFromRawLexer(T);
+    if (T.isAtStartOfLine())
+      Pragma = false;
+    const bool Hash = T.is(tok::hash) && T.isAtStartOfLine();
+    if (T.is(tok::raw_identifier)) {
+      // An identifier split by line splices is spelled without them.
+      std::string Name = T.getRawIdentifier().str();
+      if (T.needsCleaning())
+        std::erase_if(Name, [](char C) { return C == '\\' || isspace(C); });
+      if ((DirectiveName && Name == "embed") || Name == "__has_embed")
+        return Where(T) + "an epilogue may not embed files ('" + Name + "')";
+      if (Pragma && Name == "__debug")
+        return Where(T) + "an epilogue may not use clang's debugging pragmas";
+      Pragma = Pragma || (DirectiveName && Name == "pragma");
+    }
+    DirectiveName = Hash;
+  } while (T.isNot(tok::eof));
+  return "";
+}
+
 /// A file name safe inside a #line directive and one error line.
 std::string displayName(const std::string &Name) {
   std::string Out;
@@ -397,13 +438,15 @@ std::string displayName(const std::string &Name) {
 
 } // namespace
 
-Expected<std::shared_ptr<const EpilogueCode>> compileEpilogue(const Epilogue &E,
-                                                               const EpilogueTarget &T) {
+Expected<std::shared_ptr<const EpilogueCode>> compileEpilogueHere(const Epilogue &E,
+                                                                   const EpilogueTarget &T) {
   const std::string File = displayName(E.FileName);
   if (E.Function.empty())
     return Status::invalidArgument(File + ": error: no epilogue function named");
   if (E.Source.find('\0') != std::string::npos)
     return Status::invalidArgument(File + ": error: the source contains a NUL byte");
+  if (std::string Refused = refusedDirective(E.Source, File); !Refused.empty())
+    return Status::invalidArgument(Refused);
 
   std::vector<std::string> Args = {"-triple", T.Triple};
   if (!T.Cpu.empty())
@@ -430,6 +473,9 @@ Expected<std::shared_ptr<const EpilogueCode>> compileEpilogue(const Epilogue &E,
   CI.getDiagnosticOpts().ShowCarets = false; // Nor "N errors generated." on stderr.
   // After the flags: the engine takes its warning options from them.
   CI.createDiagnostics(&Errors, /*ShouldOwnClient=*/false);
+  // clang sees an empty file system: the source comes from memory, and an
+  // #include of any path is "file not found".
+  CI.createFileManager(llvm::makeIntrusiveRefCnt<llvm::vfs::InMemoryFileSystem>());
   std::unique_ptr<llvm::MemoryBuffer> Buffer = llvm::MemoryBuffer::getMemBufferCopy(
       std::string(Prelude) + "#line 1 \"" + File + "\"\n" + E.Source, File);
   CI.getFrontendOpts().Inputs.clear();

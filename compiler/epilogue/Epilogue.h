@@ -1,7 +1,7 @@
 //===- compiler/epilogue/Epilogue.h - Users' C epilogues -----------------===//
 /// \file
-/// A user's C epilogue compiled in-process by clang's libraries to LLVM
-/// bitcode, unoptimized and checked (its signature, no calls out of the
+/// A user's C epilogue compiled by clang's libraries (in a helper process,
+/// EpilogueProcess.cpp) to LLVM bitcode, unoptimized and checked (its signature, no calls out of the
 /// source, no mutable global state), and the one way it enters a module:
 /// linked, made internal and always-inline, so the kernel's pipeline
 /// inlines it into the loop and optimizes the whole.
@@ -10,7 +10,7 @@
 #define GATHERJIT_COMPILER_EPILOGUE_EPILOGUE_H
 
 #include "gatherjit/Compile.h"
-#include "gatherjit/Runtime.h"
+#include "gatherjit/Descriptor.h"
 
 #include <memory>
 #include <string>
@@ -54,11 +54,24 @@ bool epiloguesSupported();
 /// parameters, flags and clang's version.
 uint64_t epilogueKey(const Epilogue &E, const EpilogueTarget &T);
 
-/// Compiles \p E. Errors are InvalidArgument with one line
-/// "FILE:LINE:COL: error: ..." (clang's first diagnostic, or a rule of
-/// epilogues broken), or Unsupported without clang's libraries.
+/// Compiles \p E, in the helper process unless \p Limits says otherwise.
+/// Errors are InvalidArgument with one line "FILE:LINE:COL: error: ..."
+/// (clang's first diagnostic, or a rule of epilogues broken) or "the
+/// epilogue's compile was stopped: ..." (the helper crashed, ran out of
+/// memory or time), or Unsupported without clang's libraries or without the
+/// helper program.
 Expected<std::shared_ptr<const EpilogueCode>> compileEpilogue(const Epilogue &E,
-                                                               const EpilogueTarget &T);
+                                                               const EpilogueTarget &T,
+                                                               const EpilogueLimits &Limits = {});
+
+/// compileEpilogue in this process: what the helper runs.
+Expected<std::shared_ptr<const EpilogueCode>> compileEpilogueHere(const Epilogue &E,
+                                                                   const EpilogueTarget &T);
+
+/// The helper program's main (gatherjit-epilogue --memory BYTES): sets its
+/// limits, then answers requests on its standard input and output until the
+/// input ends (compiler/epilogue/EpilogueProcess.cpp).
+int epilogueHelperMain(int Argc, char **Argv);
 
 /// Links \p Code into \p M with its entry renamed \p Name (internal,
 /// always-inline, like every function of the source) and returns it, with

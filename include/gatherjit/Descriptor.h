@@ -149,8 +149,9 @@ struct EpilogueSignature {
   bool operator==(const EpilogueSignature &) const = default;
 };
 
-/// A fused epilogue: C source that clang compiles in-process (freestanding,
-/// for the kernel's CPU) and the kernel's pipeline inlines into its loop.
+/// A fused epilogue: C source that clang compiles (in a helper process,
+/// freestanding, for the kernel's CPU) and the kernel's pipeline inlines
+/// into its loop.
 /// Function names one of
 ///   OUT f(IN x)                         applied to every element
 ///   OUT f(IN x, const P *params)
@@ -170,6 +171,30 @@ struct Epilogue {
   /// The bytes params points at, copied into the kernel (a compile-time
   /// constant there: different parameters make a different kernel).
   std::vector<unsigned char> Params;
+};
+
+/// How clang is confined while it compiles an epilogue. The epilogue's
+/// code runs in the host as native code once compiled; its compile runs in
+/// gatherjit-epilogue, a helper process started on the first epilogue
+/// (posix_spawn, never fork) and reused, so that a source that crashes
+/// clang, exhausts its memory or never ends is one InvalidArgument
+/// ("the epilogue's compile was stopped: ...") and the host goes on.
+struct EpilogueLimits {
+  /// False compiles in the calling process (no limits; a source that
+  /// crashes clang takes the process with it).
+  bool Isolated = true;
+  /// Wall-clock seconds one compile may take before the helper is killed.
+  double Seconds = 30;
+  /// The helper's address space (RLIMIT_AS): an allocation past it ends the
+  /// compile. clang with its libraries needs about 200 MiB for a typical
+  /// epilogue.
+  uint64_t MemoryBytes = uint64_t(2) << 30;
+  /// Bytes of compiled bitcode accepted back from the helper.
+  uint64_t OutputBytes = uint64_t(64) << 20;
+  /// The helper program; empty finds gatherjit-epilogue ($GATHERJIT_EPILOGUE_HELPER,
+  /// then beside the library or program, its ../bin and ../libexec/gatherjit,
+  /// then the build tree).
+  std::string Helper;
 };
 
 /// How a descriptor is validated.

@@ -103,6 +103,9 @@ struct RuntimeOptions {
   /// compiles that kernel in about the time of any later one; a compile
   /// asked for meanwhile waits for the warm-up step in progress.
   bool WarmUp = false;
+  /// How epilogues' compiles are confined (a helper process, its time and
+  /// memory; see EpilogueLimits).
+  EpilogueLimits Epilogues;
 };
 
 struct CacheStats {

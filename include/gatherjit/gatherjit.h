@@ -123,6 +123,12 @@ typedef struct gj_runtime_options {
   gj_specialize specialize; /* default GJ_SPECIALIZE_ADAPTIVE */
   uint64_t cache_bytes;     /* bytes of code and state kept in memory, least
                                recently used evicted past it; default 64 MiB */
+  /* An epilogue is compiled by clang in a helper process (gatherjit-epilogue),
+   * so that a source that crashes clang or exhausts it fails that compile
+   * with GJ_INVALID_ARGUMENT and the host goes on. */
+  double epilogue_seconds;   /* wall time of one epilogue compile; default 30 */
+  uint64_t epilogue_memory;  /* the helper's address space; default 2 GiB */
+  uint32_t epilogue_in_process; /* nonzero: compile in this process, no limits */
 } gj_runtime_options;
 
 typedef struct gj_cache_stats {
@@ -179,7 +185,7 @@ void gj_runtime_wait_background(gj_runtime *runtime);
 /* Validates and compiles (or finds in the cache). */
 gj_status gj_compile(gj_runtime *runtime, const gj_descriptor *desc, gj_kernel **out);
 /* A fused epilogue (see Epilogue in gatherjit/Descriptor.h): C source that
- * clang compiles in-process and the kernel inlines, applied to every
+ * clang compiles (in a helper process, see epilogue_seconds) and the kernel inlines, applied to every
  * gathered element (OUT f(IN x)) or row (void f(const IN *row, OUT *out)),
  * optionally with a last const P *params. The descriptor's output has the
  * epilogue's OUT type and, for a row epilogue, its own row length. */

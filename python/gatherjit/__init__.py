@@ -38,7 +38,7 @@ from . import _native
 from ._native import Kernel
 
 __all__ = ["take_along_axis", "take", "gather_nd", "compile", "Epilogue", "Kernel", "set_threads",
-           "set_specialize", "wait_background", "stats"]
+           "set_specialize", "set_epilogue_limits", "wait_background", "stats"]
 
 #: Whether this build compiles epilogues (built with clang's libraries).
 EPILOGUES = _native.epilogues_supported
@@ -195,8 +195,8 @@ def gather_nd(data, indices, batch_dims=0, out=None, mode="raise", epilogue=None
 
 def compile(op, data=None, indices=None, axis=0, mode="raise", batch_dims=None, epilogue=None):
     """A kernel for one layout: `op` is "gather_elements", "gather" or
-    "gather_nd"; `data` and `indices` are (shape, dtype) or (shape, dtype,
-    strides in elements). For "gather_nd", `batch_dims` replaces `axis`.
+    "gather_nd"; `data` and `indices` are (shape, dtype), (shape, dtype,
+    strides in elements) or arrays whose layouts they stand for. For "gather_nd", `batch_dims` replaces `axis`.
     `op` may instead be a descriptor dict in the format of `gatherjit run`
     ({"operator": "GATHER_ND1", "input": {...}, ...}, DirectML's tensors).
     Call it as k(data, indices, out=None); k.ir() and k.asm() show its code,
@@ -213,10 +213,25 @@ def compile(op, data=None, indices=None, axis=0, mode="raise", batch_dims=None, 
         raise ValueError("compile: give data and indices layouts, or a descriptor dict")
     if batch_dims is not None:
         axis = batch_dims
+    data, indices = _layout_of(data), _layout_of(indices)
     spec = (tuple(data), tuple(indices))
     kernel = _native.compile(op, _layout(data), _layout(indices), int(axis), mode, fused)
     kernel._spec = (op, spec[0], spec[1], int(axis), mode, epilogue)
     return kernel
+
+
+def _layout_of(x):
+    # An array (numpy's or anything with shape and dtype) stands for its
+    # layout: its shape, dtype and, where they are not C-contiguous, its
+    # strides in elements.
+    if isinstance(x, tuple) or not (hasattr(x, "shape") and hasattr(x, "dtype")):
+        return x
+    dtype = _np.dtype(str(x.dtype).replace("torch.", "")) if not isinstance(x, _np.ndarray) else x.dtype
+    shape = tuple(int(s) for s in x.shape)
+    strides = getattr(x, "strides", None)
+    if isinstance(x, _np.ndarray) and not x.flags.c_contiguous:
+        return (shape, dtype, tuple(s // dtype.itemsize for s in strides))
+    return (shape, dtype)
 
 
 def _layout(spec):
@@ -259,6 +274,18 @@ def set_specialize(mode):
     only). Takes effect only before the process's first kernel; returns
     whether it did. ValueError for any other mode."""
     return _native.set_specialize(str(mode))
+
+
+def set_epilogue_limits(seconds=30.0, memory_bytes=2 << 30, isolated=True):
+    """Limits on an epilogue's compile, before the first kernel is compiled.
+
+    clang compiles each epilogue in a helper process; a source that makes it
+    crash, run past `seconds` or allocate past `memory_bytes` raises
+    ValueError ("the epilogue's compile was stopped: ...") and the
+    interpreter goes on. `isolated=False` compiles in this process, without
+    limits. Returns False (and changes nothing) once the runtime exists.
+    """
+    return _native.set_epilogue_limits(float(seconds), int(memory_bytes), bool(isolated))
 
 
 def wait_background():

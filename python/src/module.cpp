@@ -592,6 +592,23 @@ PYBIND11_MODULE(_native, M) {
         return true;
       },
       py::arg("mode"));
+  M.def(
+      "set_epilogue_limits",
+      [](double Seconds, uint64_t MemoryBytes, bool Isolated) {
+        if (!(Seconds > 0))
+          throw py::value_error("seconds = " + std::to_string(Seconds) +
+                                " is not a positive number of seconds");
+        if (MemoryBytes < (uint64_t(64) << 20))
+          throw py::value_error("memory_bytes = " + std::to_string(MemoryBytes) +
+                                " is below 64 MiB, too little for clang");
+        if (RuntimeCreated)
+          return false;
+        runtimeOptions().Epilogues.Seconds = Seconds;
+        runtimeOptions().Epilogues.MemoryBytes = MemoryBytes;
+        runtimeOptions().Epilogues.Isolated = Isolated;
+        return true;
+      },
+      py::arg("seconds"), py::arg("memory_bytes"), py::arg("isolated"));
   M.def("wait_background", [] {
     py::gil_scoped_release Release;
     runtime().drainBackground();

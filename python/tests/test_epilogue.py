@@ -128,3 +128,21 @@ def test_from_file_names_the_file_in_errors(tmp_path):
     path.write_text("float f(float x) {\n  return y;\n}\n")
     with pytest.raises(ValueError, match=r"bad\.c:2:10: error:"):
         gj.take(np.ones(3, np.float32), np.array([1]), epilogue=gj.Epilogue.from_file(path, "f"))
+
+
+def test_hostile_sources_are_errors_and_the_interpreter_goes_on(tmp_path):
+    data = np.arange(4, dtype=np.float32)
+    secret = tmp_path / "secret.h"
+    secret.write_text('"the secret"\n')
+    deep = "float f(float x) { return " + "+".join(["x"] * 300000) + "; }"
+    for source, message in [
+            ('float f(float x) { return x; }\n#embed "/nonexistent"\n', "may not embed"),
+            ('static const char s[] =\n#include "%s"\n;\nfloat f(float x) { return x + s[0]; }'
+             % secret, "file not found"),
+            (deep, "the epilogue's compile was stopped: clang crashed")]:
+        with pytest.raises(ValueError, match=message) as raised:
+            gj.take(data, np.array([0]), epilogue=gj.Epilogue(source, "f"))
+        assert "the secret" not in str(raised.value)
+    np.testing.assert_array_equal(
+        gj.take(data, np.array([3, 1]), epilogue=gj.Epilogue("float f(float x) { return -x; }", "f")),
+        [-3, -1])

@@ -106,4 +106,24 @@ TEST(EpilogueCommand, BadEpiloguesExitTwoWithOneLineAndNoFile) {
   EXPECT_FALSE(std::filesystem::exists(Out));
 }
 
+TEST(EpilogueCommand, SourcesThatCrashClangExitTwo) {
+  if (!epiloguesSupported())
+    GTEST_SKIP() << "built without clang's libraries";
+  ScratchDir Dir;
+  std::string Sum = "x";
+  for (int I = 0; I < 300000; ++I)
+    Sum += "+x";
+  spit(Dir / "deep.c", "float f(float x) { return " + Sum + "; }\n");
+  spit(Dir / "embed.c", "float f(float x) { return x; }\n#embed \"/nonexistent\"\n");
+  writeArray<float>(Dir / "d.npy", "<f4", {4}, {1, 2, 3, 4});
+  writeArray<int64_t>(Dir / "i.npy", "<i8", {2}, {0, 3});
+  const std::string Ops = "gather --data " + Dir / "d.npy" + " --indices " + Dir / "i.npy";
+  const std::string Out = Dir / "o.npy";
+  expectOneErrorLine(runCli(Dir, Ops + " --epilogue " + Dir / "deep.c" + " --epilogue-fn f -o " + Out),
+                     2, "the epilogue's compile was stopped: clang crashed");
+  expectOneErrorLine(runCli(Dir, Ops + " --epilogue " + Dir / "embed.c" + " --epilogue-fn f -o " + Out),
+                     2, "embed.c:2: error: an epilogue may not embed files");
+  EXPECT_FALSE(std::filesystem::exists(Out));
+}
+
 } // namespace
