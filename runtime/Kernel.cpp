@@ -3,6 +3,10 @@
 #include "gatherjit/Interpreter.h"
 #include "runtime/KernelState.h"
 
+#include <cstring>
+#include <memory>
+#include <new>
+
 namespace gatherjit {
 namespace {
 
@@ -79,6 +83,10 @@ const CompileTimes &Kernel::compileTimes() const {
 
 Status Kernel::runRows(const void *Input, const void *Indices, void *Output,
                        uint64_t Begin, uint64_t End) const {
+  if (S && S->outputOverlaps(Input, Indices, Output))
+    return Status::invalidArgument(
+        "Kernel::runRows: the output buffer overlaps the input or indices buffer; "
+        "run() computes such a call through a temporary");
   return runKernel(S.get(), Indices, [&](const State &, const Executable &Code) {
     return Code.runRows(Input, Indices, Output, static_cast<int64_t>(Begin),
                         static_cast<int64_t>(End));
@@ -86,16 +94,32 @@ Status Kernel::runRows(const void *Input, const void *Indices, void *Output,
 }
 
 Status Kernel::run(const void *Input, const void *Indices, void *Output) const {
-  return runKernel(S.get(), Indices, [&](const State &St, const Executable &Code) {
-    if (!St.Split)
-      return Code.runRows(Input, Indices, Output, 0, static_cast<int64_t>(St.Rows));
-    // Each chunk reports its first bad position (+1); the smallest wins, as
-    // positions grow with the rows.
-    return St.Pool->parallelMin(St.Rows, [&](uint64_t Begin, uint64_t End) {
-      return Code.runRows(Input, Indices, Output, static_cast<int64_t>(Begin),
-                          static_cast<int64_t>(End));
+  auto Run = [&](void *Into) {
+    return runKernel(S.get(), Indices, [&](const State &St, const Executable &Code) {
+      if (!St.Split)
+        return Code.runRows(Input, Indices, Into, 0, static_cast<int64_t>(St.Rows));
+      // Each chunk reports its first bad position (+1); the smallest wins,
+      // as positions grow with the rows.
+      return St.Pool->parallelMin(St.Rows, [&](uint64_t Begin, uint64_t End) {
+        return Code.runRows(Input, Indices, Into, static_cast<int64_t>(Begin),
+                            static_cast<int64_t>(End));
+      });
     });
-  });
+  };
+  if (!S || !S->outputOverlaps(Input, Indices, Output))
+    return Run(Output);
+  // The kernel would read what it has written: it computes into a copy of
+  // the output's bytes (gaps between strided elements keep their values),
+  // copied back on success, so the result is the one disjoint buffers give.
+  struct Free {
+    void operator()(void *P) const { ::operator delete(P, std::align_val_t(64)); }
+  };
+  std::unique_ptr<void, Free> Temp(::operator new(S->OutputBytes, std::align_val_t(64)));
+  std::memcpy(Temp.get(), Output, S->OutputBytes);
+  Status R = Run(Temp.get());
+  if (R)
+    std::memcpy(Output, Temp.get(), S->OutputBytes);
+  return R;
 }
 
 } // namespace gatherjit

@@ -5,6 +5,7 @@
 #include "compiler/optimize/Optimize.h"
 #include "compiler/spec/KernelSpec.h"
 #include "gatherjit/Runtime.h"
+#include "gatherjit/Validate.h"
 #include "runtime/ThreadPool.h"
 #include "runtime/TieredCode.h"
 
@@ -36,11 +37,29 @@ struct Kernel::State {
   bool Split = false;
   std::shared_ptr<ThreadPool> Pool;
 
+  /// The bytes each buffer spans from its first element (Kernel::run
+  /// compares them to find an output that overlaps an operand).
+  uint64_t InputBytes = 0, IndicesBytes = 0, OutputBytes = 0;
+
   /// Sets the code of the spec's kernel, and what runs derive from it.
   void setCode(std::shared_ptr<TieredCode> C) {
     Code = std::move(C);
     Rows = Spec.rows();
     Split = Rows >= 2 && Pool->worthSplitting(Spec.outputBytes());
+    InputBytes = requiredElements(Desc.Input) * Desc.Input.elementBytes();
+    IndicesBytes = requiredElements(Desc.Indices) * Desc.Indices.elementBytes();
+    OutputBytes = requiredElements(Desc.Output) * Desc.Output.elementBytes();
+  }
+
+  /// True if \p Output's bytes share any byte with \p Input's or
+  /// \p Indices'.
+  bool outputOverlaps(const void *Input, const void *Indices, const void *Output) const {
+    auto Overlap = [](const void *A, uint64_t ABytes, const void *B, uint64_t BBytes) {
+      const auto X = reinterpret_cast<uintptr_t>(A), Y = reinterpret_cast<uintptr_t>(B);
+      return ABytes && BBytes && X < Y + BBytes && Y < X + ABytes;
+    };
+    return Overlap(Output, OutputBytes, Input, InputBytes) ||
+           Overlap(Output, OutputBytes, Indices, IndicesBytes);
   }
 };
 

@@ -154,9 +154,14 @@ public:
   /// Runs the kernel on buffers that hold the descriptor's tensors. Large
   /// kernels are split across the runtime's threads. Under Check, returns
   /// IndexOutOfRange naming the first out-of-range index; the output is
-  /// then unspecified.
+  /// then unspecified. An output whose bytes overlap the input's or the
+  /// indices' (the same buffer, or any part of it, as the descriptors'
+  /// sizes and strides span them) is computed through a temporary: the
+  /// result is the one disjoint buffers give, and a failed Check leaves
+  /// the output untouched.
   Status run(const void *Input, const void *Indices, void *Output) const;
   /// Runs rows [Begin, End) of the outermost loop on the calling thread.
+  /// An output that overlaps the input or indices is InvalidArgument here.
   Status runRows(const void *Input, const void *Indices, void *Output,
                  uint64_t Begin, uint64_t End) const;
 

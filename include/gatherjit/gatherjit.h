@@ -202,7 +202,11 @@ typedef struct gj_epilogue {
 gj_status gj_compile_epilogue(gj_runtime *runtime, const gj_descriptor *desc,
                               const gj_epilogue *epilogue, gj_kernel **out);
 /* Runs on buffers holding the descriptor's tensors; large kernels are split
- * across the runtime's threads. */
+ * across the runtime's threads. Aliasing: an output whose bytes overlap the
+ * input's or the indices' (the same buffer or any part of it, as the
+ * descriptors' sizes and strides span them) is computed through a
+ * temporary and copied back, so the result equals that of disjoint buffers
+ * (gj_kernel_run_rows answers GJ_INVALID_ARGUMENT for such buffers). */
 gj_status gj_kernel_run(const gj_kernel *kernel, const void *input, const void *indices,
                         void *output);
 /* Rows [begin, end) of the outermost loop, on the calling thread. */

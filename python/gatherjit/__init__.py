@@ -123,6 +123,9 @@ def _array(x, name="data", writable=False):
     if _torch_tensor(x):
         if x.device.type != "cpu":
             raise ValueError(f"{name} is on {x.device}; gatherjit runs on CPU memory")
+        if writable and x.requires_grad:
+            raise RuntimeError(f"{name} requires grad: gatherjit's functions with out= do not "
+                               "support automatic differentiation (as torch's refuse them)")
         t = x.detach()
         torch = _sys.modules["torch"]
         if t.dtype == torch.bfloat16:
@@ -133,6 +136,9 @@ def _array(x, name="data", writable=False):
             raise ValueError(f"{name}: DLPack gives read-only memory; pass a numpy array or a "
                              "PyTorch tensor to write into")
         return _np.from_dlpack(x)
+    if writable:
+        raise TypeError(f"{name} must be a numpy array or a PyTorch tensor to write into, "
+                        f"not {type(x).__name__}")
     return _np.asarray(x)
 
 

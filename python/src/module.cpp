@@ -97,6 +97,26 @@ py::array nativeIndices(py::array Indices) {
   return Indices.attr("astype")(Indices.dtype().attr("newbyteorder")("="));
 }
 
+/// Refuses an \p Out whose byte order is not \p Want's (the data's dtype,
+/// whose bytes the kernel moves unchanged; the machine's order where
+/// \p Want is unset, for an epilogue's output): its values would be read
+/// back as other numbers.
+void checkOutByteOrder(const py::array &Out, const std::optional<py::dtype> &Want) {
+  const char Native = std::endian::native == std::endian::little ? '<' : '>';
+  auto Order = [&](const py::dtype &D) {
+    const char C = D.byteorder();
+    return C == '=' ? Native : C;
+  };
+  const char Have = Order(Out.dtype()), Need = Want ? Order(*Want) : Native;
+  if (Have == '|' || Need == '|' || Have == Need)
+    return;
+  throw py::value_error("out has dtype " + std::string(py::str(Out.dtype())) + " in " +
+                        (Have == '<' ? "little" : "big") + "-endian order, the result's is " +
+                        (Need == '<' ? "little" : "big") +
+                        "-endian: gatherjit does not swap bytes; pass an out of the result's "
+                        "dtype");
+}
+
 /// True if dimension \p D of \p A steps over whole elements, forwards (or
 /// does not step at all): a stride a TensorDesc can say.
 bool describableStride(const py::array &A, py::ssize_t D) {
@@ -191,6 +211,10 @@ public:
     py::array Result = OutObj.is_none() ? newOutput() : operand(OutObj, "out", true);
     if (!Result.writeable())
       throw py::value_error("out is read-only");
+    if (!OutObj.is_none())
+      checkOutByteOrder(Result, V.Epilogue.Kind == EpilogueKind::None
+                                    ? std::optional<py::dtype>(Data.dtype())
+                                    : std::nullopt);
     expectLayout(Result, V.Output, "out", Seen[2]);
     run(Data, Indices, Result);
     if (!OutObj.is_none())
@@ -474,6 +498,8 @@ constexpr size_t CallKernelsCapacity = 4096;
 py::object gatherArrays(const std::string &Op, py::array Data, py::array Indices, int64_t Axis,
                         std::optional<py::array> Out, const std::string &Mode,
                         const std::optional<py::tuple> &Fused, bool Broadcast) {
+  if (Out)
+    checkOutByteOrder(*Out, Fused ? std::nullopt : std::optional<py::dtype>(Data.dtype()));
   Data = viewOrCopy(Data);
   Indices = nativeIndices(viewOrCopy(Indices));
   // Calls with an epilogue skip the layout table (its key would need the

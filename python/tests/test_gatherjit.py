@@ -306,3 +306,49 @@ def test_exiting_while_shapes_are_specialized_is_clean():
     for _ in range(3):
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
         assert (out.returncode, out.stderr) == (0, "")
+
+
+def test_out_overlapping_an_operand_gives_numpys_result():
+    # out is the data, a shifted view of it, or the indices' own memory.
+    for shift in (0, 2):
+        buf = np.arange(12, dtype=np.float32)
+        want = buf.copy()
+        want[shift:shift + 10] = np.take(buf[:10], np.arange(9, -1, -1))
+        gj.take(buf[:10], np.arange(9, -1, -1), 0, out=buf[shift:shift + 10])
+        np.testing.assert_array_equal(buf, want)
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    idx = np.array([[3, 2, 1, 0]] * 3)
+    want = np.take_along_axis(a, idx, 1)
+    gj.take_along_axis(a, idx, 1, out=a)
+    np.testing.assert_array_equal(a, want)
+    table = np.arange(10, dtype=np.int64).reshape(5, 2) * 10
+    ids = np.array([[4], [0], [2]], dtype=np.int64)
+    store = np.zeros(6, dtype=np.int64)
+    store[:3] = ids[:, 0]
+    want = table[ids[:, 0]]
+    got = gj.gather_nd(table, store[:3].reshape(3, 1), out=store.reshape(3, 2))
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(store.reshape(3, 2), want)
+
+
+def test_out_must_be_a_writable_array_in_the_results_byte_order():
+    data = np.arange(4, dtype=np.float32)
+    with pytest.raises(TypeError, match="out must be a numpy array"):
+        gj.take(data, np.array([1, 0]), 0, out=[0.0, 0.0])
+    with pytest.raises(TypeError, match="out must be a numpy array"):
+        gj.take(data, np.array([1, 0]), 0, out=(0.0, 0.0))
+    swapped = np.zeros(2, dtype=">f4")
+    with pytest.raises(ValueError, match="big-endian"):
+        gj.take(data, np.array([1, 0]), 0, out=swapped)
+    with pytest.raises(ValueError, match="big-endian"):
+        gj.compile("gather", data, np.zeros(2, np.int64))(data, np.array([1, 0]), out=swapped)
+    np.testing.assert_array_equal(swapped, [0, 0])
+    # Data in the other order moves into an out of the same order.
+    big = data.astype(">f4")
+    out = np.zeros(2, dtype=">f4")
+    gj.take(big, np.array([3, 1]), 0, out=out)
+    np.testing.assert_array_equal(out, [3, 1])
+    with pytest.raises(ValueError, match="read-only"):
+        ro = np.zeros(2, np.float32)
+        ro.flags.writeable = False
+        gj.take(data, np.array([1, 0]), 0, out=ro)

@@ -119,3 +119,11 @@ def test_callable_from_torch_jit_script():
     idx = torch.tensor([[3, 0], [1, 1], [2, 3]])
     assert torch.equal(_scripted(data, idx), torch.gather(data, 1, idx) * 2)
     assert "gatherjit::gather_elements" in str(_scripted.graph)
+
+
+def test_an_out_that_requires_grad_is_refused_as_torch_refuses_it():
+    data = torch.arange(4, dtype=torch.float32)
+    out = torch.zeros(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="requires grad"):
+        gj.take(data, torch.tensor([1, 0]), 0, out=out)
+    assert out.detach().tolist() == [0, 0]
