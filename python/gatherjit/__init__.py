@@ -30,6 +30,7 @@ Any of them fuses a C function into the kernel with `epilogue=`:
 """
 
 import json as _json
+import operator as _operator
 import sys as _sys
 
 import numpy as _np
@@ -156,17 +157,67 @@ _ndarray = _np.ndarray
 
 
 def _gather(op, data, indices, axis, out, mode, epilogue, broadcast=True):
-    # numpy arrays in and out, an int axis, no epilogue: straight to the
-    # native layer, whose layout table finds the kernel (the common call,
-    # where the steps below cost as much as a small kernel's run).
-    if (type(data) is _ndarray and type(indices) is _ndarray and type(axis) is int
-            and epilogue is None and (out is None or type(out) is _ndarray)):
-        got = _native.gather_arrays(op, data, indices, axis, out, mode, None, broadcast)
-        return got if out is None else out
+    try:
+        # numpy arrays in and out, an int axis, no epilogue: straight to the
+        # native layer, whose layout table finds the kernel (the common
+        # call, where the steps of _run_gather cost as much as a small
+        # kernel's run).
+        if (type(data) is _ndarray and type(indices) is _ndarray and type(axis) is int
+                and epilogue is None and (out is None or type(out) is _ndarray)):
+            got = _native.gather_arrays(op, data, indices, axis, out, mode, None, broadcast)
+            return got if out is None else out
+        return _run_gather(op, data, indices, axis, out, mode, epilogue, broadcast)
+    except IndexError as e:
+        if getattr(e, "position", None) is None:
+            raise
+        message = _out_of_range(op, data, indices, axis, e.position)
+        raise IndexError(message) from None
+
+
+def _index(axis):
+    # numpy's rule: an integer or an object with __index__, never a float
+    # or a string.
+    return _operator.index(axis)
+
+
+def _range(size):
+    return f"valid indices are {-size}..{size - 1}" if size else "the axis is empty"
+
+
+def _out_of_range(op, data, indices, axis, position):
+    """The first out-of-range index at `position` (row-major in the indices
+    the kernel saw) named in the caller's shapes."""
+    ids = _array(indices, "indices")
+    shape = tuple(int(s) for s in data.shape)
+    if op == "gather_nd":
+        k = ids.shape[-1]
+        where = _np.unravel_index(position // max(k, 1), ids.shape[:-1]) if ids.ndim > 1 else ()
+        tup = [int(v) for v in ids[where]]
+        for j, v in enumerate(tup):
+            size = shape[axis + j]
+            if not -size <= v < size:
+                at = ", ".join(str(int(c)) for c in where)
+                return (f"indices[{at + ', ' if at else ''}:] = {tuple(tup)} has component {j} = "
+                        f"{v}, out of range for axis {axis + j} of size {size}; {_range(size)}")
+    if axis is None:
+        shape, axis = (int(_np.prod(shape)),), 0
+    axis = axis + len(shape) if axis < 0 else axis
+    seen = list(ids.shape)
+    if op == "gather_elements":  # broadcast as numpy's take_along_axis
+        seen = [max(s, d) if a != axis else s for a, (s, d) in enumerate(zip(seen, shape))]
+    where = _np.unravel_index(position, seen) if seen else ()
+    where = tuple(int(c) if ids.shape[d] > 1 else 0 for d, c in enumerate(where))
+    at = ", ".join(str(c) for c in where)
+    size = shape[axis]
+    return (f"indices[{at}] = {int(ids[where])} is out of range for axis {axis} of size "
+            f"{size}; {_range(size)}")
+
+
+def _run_gather(op, data, indices, axis, out, mode, epilogue, broadcast):
     like = data
     if axis is None:  # numpy's: from the flattened data
         data, axis = _array(data).ravel(), 0
-    got = _native.gather_arrays(op, _array(data), _array(indices, "indices"), int(axis),
+    got = _native.gather_arrays(op, _array(data), _array(indices, "indices"), _index(axis),
                                 None if out is None else _array(out, "out", writable=True),
                                 mode, _fused(epilogue), broadcast)
     return out if out is not None else _result(got, like)
@@ -221,8 +272,9 @@ def compile(op, data=None, indices=None, axis=0, mode="raise", batch_dims=None, 
         axis = batch_dims
     data, indices = _layout_of(data), _layout_of(indices)
     spec = (tuple(data), tuple(indices))
-    kernel = _native.compile(op, _layout(data), _layout(indices), int(axis), mode, fused)
-    kernel._spec = (op, spec[0], spec[1], int(axis), mode, epilogue)
+    axis = _index(axis)
+    kernel = _native.compile(op, _layout(data), _layout(indices), axis, mode, fused)
+    kernel._spec = (op, spec[0], spec[1], axis, mode, epilogue)
     return kernel
 
 
@@ -244,10 +296,18 @@ def _layout(spec):
     spec = tuple(spec)
     if len(spec) not in (2, 3):
         raise ValueError("a layout is (shape, dtype) or (shape, dtype, strides)")
-    out = (tuple(int(s) for s in spec[0]), _np.dtype(spec[1]))
+    out = (_counts(spec[0], "shape"), _np.dtype(spec[1]))
     if len(spec) == 3 and spec[2] is not None:
-        out += (tuple(int(s) for s in spec[2]),)
+        out += (_counts(spec[2], "strides"),)
     return out
+
+
+def _counts(values, name):
+    got = tuple(_operator.index(v) for v in values)
+    for v in got:
+        if not 0 <= v < 1 << 63:
+            raise ValueError(f"a layout's {name} {got} holds {v}, which is not in 0..2**63-1")
+    return got
 
 
 def _rebuild(spec):
@@ -268,7 +328,10 @@ def set_threads(threads):
     default: every core; 1: the caller's thread alone, as one dask worker
     thread per core wants). Takes effect only before the process's first
     kernel; returns whether it did."""
-    return _native.set_threads(int(threads))
+    threads = _operator.index(threads)
+    if not 0 <= threads < 1 << 32:
+        raise ValueError(f"threads = {threads} is not in 0..2**32-1 (0: every core)")
+    return _native.set_threads(threads)
 
 
 def set_specialize(mode):
@@ -291,7 +354,10 @@ def set_epilogue_limits(seconds=30.0, memory_bytes=2 << 30, isolated=True):
     interpreter goes on. `isolated=False` compiles in this process, without
     limits. Returns False (and changes nothing) once the runtime exists.
     """
-    return _native.set_epilogue_limits(float(seconds), int(memory_bytes), bool(isolated))
+    memory_bytes = _operator.index(memory_bytes)
+    if not 0 <= memory_bytes < 1 << 64:
+        raise ValueError(f"memory_bytes = {memory_bytes} is not in 0..2**64-1")
+    return _native.set_epilogue_limits(float(seconds), memory_bytes, bool(isolated))
 
 
 def wait_background():

@@ -22,6 +22,7 @@
 
 #include <atomic>
 #include <bit>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -35,8 +36,13 @@ namespace {
 /// Raises \p S as the Python exception its code calls for.
 [[noreturn]] void raise(const Status &S) {
   switch (S.code()) {
-  case ErrorCode::IndexOutOfRange:
-    throw py::index_error(S.message());
+  case ErrorCode::IndexOutOfRange: {
+    // The position lets the package name the index in the caller's shape.
+    py::object E = py::reinterpret_borrow<py::object>(PyExc_IndexError)(S.message());
+    E.attr("position") = S.position().value_or(0);
+    PyErr_SetObject(PyExc_IndexError, E.ptr());
+    throw py::error_already_set();
+  }
   case ErrorCode::InvalidArgument:
   case ErrorCode::Unsupported:
     throw py::value_error(S.message());
@@ -495,9 +501,34 @@ constexpr size_t CallKernelsCapacity = 4096;
 /// and data broadcast as numpy's take_along_axis does; otherwise the
 /// indices may be smaller on dimensions other than the axis (ONNX's and
 /// torch.gather's rule).
-py::object gatherArrays(const std::string &Op, py::array Data, py::array Indices, int64_t Axis,
-                        std::optional<py::array> Out, const std::string &Mode,
+/// numpy's AxisError (numpy.exceptions' from numpy 1.25, numpy's before).
+[[noreturn]] void raiseAxisError(py::handle Axis, py::ssize_t Rank) {
+  py::module_ Np = py::module_::import("numpy");
+  py::object Type = py::hasattr(Np, "exceptions") && py::hasattr(Np.attr("exceptions"), "AxisError")
+                        ? Np.attr("exceptions").attr("AxisError")
+                        : Np.attr("AxisError");
+  py::object E = Type(py::str(Axis), Rank);
+  PyErr_SetObject(Type.ptr(), E.ptr());
+  throw py::error_already_set();
+}
+
+/// An axis (or batch_dims) given as a Python integer, any size: one beyond
+/// int64 becomes a value no array has, so that the range check names it.
+int64_t axisValue(py::handle Axis, bool &Overflow) {
+  if (!PyLong_Check(Axis.ptr()))
+    throw py::type_error(std::string("axis must be an integer, not ") +
+                         Py_TYPE(Axis.ptr())->tp_name);
+  int Over = 0;
+  const long long V = PyLong_AsLongLongAndOverflow(Axis.ptr(), &Over);
+  Overflow = Over != 0;
+  return Overflow ? std::numeric_limits<int64_t>::min() : V;
+}
+
+py::object gatherArrays(const std::string &Op, py::array Data, py::array Indices,
+                        py::handle AxisObj, std::optional<py::array> Out, const std::string &Mode,
                         const std::optional<py::tuple> &Fused, bool Broadcast) {
+  bool Overflow = false;
+  const int64_t Axis = axisValue(AxisObj, Overflow);
   if (Out)
     checkOutByteOrder(*Out, Fused ? std::nullopt : std::optional<py::dtype>(Data.dtype()));
   Data = viewOrCopy(Data);
@@ -515,6 +546,12 @@ py::object gatherArrays(const std::string &Op, py::array Data, py::array Indices
     if (auto It = callKernels().find(Key); It != callKernels().end())
       return It->second->run(Data, Indices, Out);
   }
+  // The first call of a layout checks the axis (a later one found its key).
+  if (Op != "gather_nd" && (Axis < -Data.ndim() || Axis >= Data.ndim()))
+    raiseAxisError(AxisObj, Data.ndim());
+  if (Op == "gather_nd" && (Overflow || Axis < 0))
+    throw py::value_error("batch_dims = " + std::string(py::str(AxisObj)) +
+                          " is negative or too large");
   TensorDesc DataT = tensorOf(Data, "data"), IdxT = tensorOf(Indices, "indices");
   if (Broadcast && Op == "gather_elements" && DataT.rank() == IdxT.rank() && DataT.rank() > 0) {
     // numpy broadcasts the dimensions other than the axis: a size of 1
@@ -581,11 +618,19 @@ PYBIND11_MODULE(_native, M) {
 
   M.def(
       "compile",
-      [](const std::string &Op, py::tuple Data, py::tuple Indices, int64_t Axis,
+      [](const std::string &Op, py::tuple Data, py::tuple Indices, py::handle AxisObj,
          const std::string &Mode, const std::optional<py::tuple> &Fused) {
         py::dtype DataType("float32"), IndexType("int64");
         TensorDesc D = tensorFromSpec(Data, DataType, "data");
         TensorDesc I = tensorFromSpec(Indices, IndexType, "indices");
+        bool Overflow = false;
+        const int64_t Axis = axisValue(AxisObj, Overflow);
+        const int64_t Rank = D.rank();
+        if (Op != "gather_nd" && (Axis < -Rank || Axis >= Rank))
+          raiseAxisError(AxisObj, Rank);
+        if (Op == "gather_nd" && (Overflow || Axis < 0))
+          throw py::value_error("batch_dims = " + std::string(py::str(AxisObj)) +
+                                " is negative or too large");
         return compileFor(Op, D, I, Axis, Mode, DataType, std::nullopt, epilogueOf(Fused));
       },
       py::arg("op"), py::arg("data"), py::arg("indices"), py::arg("axis") = 0,

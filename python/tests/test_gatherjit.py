@@ -91,7 +91,7 @@ def test_numpy_broadcasting_of_take_along_axis():
 def test_modes():
     data = np.arange(5.0)
     idx = np.array([0, 7, -1, -9])
-    with pytest.raises(IndexError, match=r"IndicesTensor\[1\] = 7 \(position 1\)"):
+    with pytest.raises(IndexError, match=r"^indices\[1\] = 7 is out of range for axis 0 of size 5"):
         gj.take(data, idx)
     # clamp: negative indices wrap once, then every index is clamped.
     np.testing.assert_array_equal(gj.take(data, idx, mode="clamp"), [0.0, 4.0, 4.0, 0.0])
@@ -352,3 +352,40 @@ def test_out_must_be_a_writable_array_in_the_results_byte_order():
         ro = np.zeros(2, np.float32)
         ro.flags.writeable = False
         gj.take(data, np.array([1, 0]), 0, out=ro)
+
+
+def test_out_of_range_indices_are_named_in_the_callers_shape():
+    table = np.zeros((50000, 4), np.float32)
+    with pytest.raises(IndexError, match=r"^indices\[5\] = 70000 is out of range for axis 0 of "
+                                         r"size 50000; valid indices are -50000\.\.49999$"):
+        gj.take(table, np.array([0, 1, 2, 3, 4, 70000]))
+    with pytest.raises(IndexError, match=r"^indices\[1, 0\] = -9 is out of range for axis 0 "):
+        gj.take(table[:5], np.array([[0, 1], [-9, 0]]), -2)
+    with pytest.raises(IndexError, match=r"^indices\[0, 2\] = 9 is out of range for axis 1 of "
+                                         r"size 4"):
+        gj.take_along_axis(np.zeros((3, 4), np.float32), np.array([[0, 1, 9]]), 1)
+    with pytest.raises(IndexError, match=r"^indices\[1, :\] = \(2, 9\) has component 1 = 9, out "
+                                         r"of range for axis 1 of size 4"):
+        gj.gather_nd(np.zeros((3, 4), np.float32), np.array([[0, 1], [2, 9]]))
+
+
+def test_axes_and_integers_are_checked_as_numpy_checks_them():
+    axis_error = getattr(getattr(np, "exceptions", np), "AxisError", None) or np.AxisError
+    data, ids = np.zeros((5, 4), np.float32), np.array([0, 1])
+    for axis in (2, -3, 1 << 70):
+        with pytest.raises(axis_error):
+            gj.take(data, ids, axis)
+    with pytest.raises(axis_error):
+        gj.take_along_axis(data, np.zeros((5, 2), np.int64), 5)
+    with pytest.raises(axis_error):
+        gj.compile("gather", ((5, 4), "float32"), ((2,), "int64"), axis=7)
+    for axis in ("0", 1.0):
+        with pytest.raises(TypeError, match="cannot be interpreted as an integer"):
+            gj.take(data, ids, axis)
+    assert gj.take(data, ids, np.int64(1)).shape == (5, 2)
+    with pytest.raises(ValueError, match="threads = -1"):
+        gj.set_threads(-1)
+    with pytest.raises(ValueError, match=r"shape \(-1, 4\)"):
+        gj.compile("gather", ((-1, 4), "float32"), ((2,), "int64"))
+    with pytest.raises(ValueError, match="batch_dims = -1"):
+        gj.gather_nd(data, np.zeros((2, 1), np.int64), batch_dims=-1)
