@@ -18,6 +18,20 @@ embedding_lookup(table, ids)
     `epilogue` (a gatherjit.Epilogue: a quantized table's dequantization)
     runs where the rows are gathered, so only its output travels.
 
+take(x, indices, axis=0)
+    numpy.take: `x` is rechunked to one chunk along `axis` (if it is not
+    already); each block of `indices` gathers from each block of `x`'s other
+    dimensions.
+
+gather_nd(x, indices, batch_dims=0)
+    ONNX GatherND: `x` is rechunked to one chunk along the dimensions the
+    index tuples address, `indices` to one chunk along its last dimension,
+    and the batch dimensions to the same chunks in both.
+
+Every function takes gatherjit's modes ("raise", "clip", "clamp") with
+gatherjit.take's meanings, and names an out-of-range index by its position
+in the whole `indices` array.
+
 Kernels compile once per process and block shape (the worker's own cache);
 the GIL is released while they run. In a distributed worker a kernel runs
 on the worker's thread alone (gatherjit.set_threads(1) before its first
@@ -29,7 +43,32 @@ import dask.array as da
 
 import gatherjit
 
-__all__ = ["take_along_axis", "embedding_lookup"]
+__all__ = ["take_along_axis", "take", "gather_nd", "embedding_lookup"]
+
+_MODES = ("raise", "clip", "clamp")
+
+
+def _check_mode(mode):
+    if mode not in _MODES:
+        raise ValueError(f"mode = {mode!r} is not 'raise' (an error naming the first "
+                         "out-of-range index), 'clip' (numpy's) or 'clamp' (DirectML's)")
+
+
+def _check_ids(name, dtype):
+    if not np.issubdtype(dtype, np.integer):
+        raise TypeError(f"{name} must be integers, not {dtype}")
+
+
+def _global_error(error, block_info, arg):
+    """`error` (an IndexError naming a block's index) renamed by the index's
+    position in the whole array: the block of argument `arg` starts at
+    block_info's array-location."""
+    where = getattr(error, "where", None)
+    if where is None or not block_info or arg not in block_info:
+        return error
+    starts = [lo for lo, _ in block_info[arg]["array-location"]]
+    at = ", ".join(str(int(w) + s) for w, s in zip(where, starts))
+    return IndexError(f"indices[{at}]{error.rest}")
 
 
 _threads_chosen = False
@@ -48,16 +87,37 @@ def _one_thread_in_workers():
     gatherjit.set_threads(1)
 
 
-def _take_along_axis_block(x, idx, axis, mode):
+def _first_bad(idx, size):
+    bad = np.argwhere((idx < -size) | (idx >= size))
+    return tuple(bad[0]) if bad.size else None
+
+
+def _block_error(idx, size, axis):
+    """An IndexError for the first out-of-range index of a block, carrying
+    its block position for _global_error."""
+    where = _first_bad(idx, size)
+    error = IndexError(f"indices{list(where)} is out of range")
+    error.where = where
+    error.rest = (f" = {int(idx[where])} is out of range for axis {axis} of size {size}; "
+                  f"valid indices are {-size}..{size - 1}")
+    return error
+
+
+def _take_along_axis_block(x, idx, axis, mode, block_info=None):
     _one_thread_in_workers()
-    return gatherjit.take_along_axis(x, idx, axis, mode=mode)
+    try:
+        return gatherjit.take_along_axis(x, idx, axis, mode=mode)
+    except IndexError:
+        raise _global_error(_block_error(idx, x.shape[axis], axis), block_info, 1) from None
 
 
 def take_along_axis(x, indices, axis, mode="raise"):
     """numpy.take_along_axis on dask arrays of one rank, whose sizes agree
     on every dimension but `axis`."""
+    _check_mode(mode)
     x = da.asarray(x)
     indices = da.asarray(indices)
+    _check_ids("indices", indices.dtype)
     if x.ndim != indices.ndim:
         raise ValueError(f"take_along_axis: x has {x.ndim} dimensions, indices {indices.ndim}")
     axis = axis + x.ndim if axis < 0 else axis
@@ -76,6 +136,68 @@ def take_along_axis(x, indices, axis, mode="raise"):
                          chunks=indices.chunks)
 
 
+def _take_block(x, idx, axis, mode):
+    _one_thread_in_workers()
+    return gatherjit.take(x, idx, axis, mode=mode)
+
+
+def _letters(n, start):
+    return tuple(chr(start + i) for i in range(n))
+
+
+def take(x, indices, axis=0, mode="raise"):
+    """numpy.take on a dask array by an array of indices (numpy or dask, any
+    shape): the result has x's dimensions with `axis` replaced by the
+    indices' dimensions."""
+    _check_mode(mode)
+    x = da.asarray(x)
+    indices = da.asarray(indices)
+    _check_ids("indices", indices.dtype)
+    axis = axis + x.ndim if axis < 0 else axis
+    if not 0 <= axis < x.ndim:
+        raise ValueError(f"take: axis {axis} is out of range for {x.ndim} dimensions")
+    if len(x.chunks[axis]) > 1:
+        x = x.rechunk({axis: -1})
+    xi = _letters(x.ndim, ord("a"))
+    ii = _letters(indices.ndim, ord("A"))
+    out = xi[:axis] + ii + xi[axis + 1:]
+    return da.blockwise(_take_block, out, x, xi, indices, ii, axis=axis, mode=mode,
+                        dtype=x.dtype, concatenate=True)
+
+
+def _gather_nd_block(x, idx, batch_dims, mode):
+    _one_thread_in_workers()
+    return gatherjit.gather_nd(x, idx, batch_dims, mode=mode)
+
+
+def gather_nd(x, indices, batch_dims=0, mode="raise"):
+    """ONNX GatherND on a dask array: the last dimension of `indices` holds
+    tuples addressing x's dimensions after `batch_dims` leading ones that x
+    and indices share."""
+    _check_mode(mode)
+    x = da.asarray(x)
+    indices = da.asarray(indices)
+    _check_ids("indices", indices.dtype)
+    if indices.ndim < 1 or batch_dims < 0 or batch_dims >= min(x.ndim, indices.ndim):
+        raise ValueError(f"gather_nd: batch_dims = {batch_dims} must be below both ranks "
+                         f"(x {x.ndim}, indices {indices.ndim})")
+    k = indices.shape[-1]
+    if batch_dims + k > x.ndim:
+        raise ValueError(f"gather_nd: tuples of {k} after {batch_dims} batch dimensions "
+                         f"address more than x's {x.ndim} dimensions")
+    # The tuples' dimensions in one chunk; the batch dimensions chunked alike.
+    x = x.rechunk({d: -1 for d in range(batch_dims, batch_dims + k)})
+    indices = indices.rechunk({indices.ndim - 1: -1})
+    batch = _letters(batch_dims, ord("a"))
+    addressed = _letters(k, ord("a") + batch_dims)
+    rest = _letters(x.ndim - batch_dims - k, ord("a") + batch_dims + k)
+    middle = _letters(indices.ndim - batch_dims - 1, ord("A"))
+    out = batch + middle + rest
+    return da.blockwise(_gather_nd_block, out, x, batch + addressed + rest, indices,
+                        batch + middle + ("Z",), batch_dims=batch_dims, mode=mode,
+                        dtype=x.dtype, concatenate=True, align_arrays=True)
+
+
 def _rows(block, local, epilogue):
     _one_thread_in_workers()
     return gatherjit.take(block, local, 0, epilogue=epilogue)
@@ -90,22 +212,15 @@ def embedding_lookup(table, ids, mode="raise", epilogue=None):
     """table[ids] for a 2-D dask array chunked by rows and a 1-D array of
     row numbers (negative ones count from the end), each row passed through
     `epilogue` (a gatherjit.Epilogue) if one is given."""
+    _check_mode(mode)
     table = da.asarray(table)
     if table.ndim != 2:
         raise ValueError(f"embedding_lookup: the table has {table.ndim} dimensions, not 2")
     ids = np.asarray(ids.compute() if hasattr(ids, "compute") else ids)
     if ids.ndim != 1:
         raise ValueError("embedding_lookup: ids must be one-dimensional")
+    _check_ids("embedding_lookup: ids", ids.dtype)
     rows = table.shape[0]
-    ids = ids.astype(np.int64)
-    if mode == "raise":
-        bad = np.flatnonzero((ids < -rows) | (ids >= rows))
-        if bad.size:
-            raise IndexError(f"embedding_lookup: ids[{bad[0]}] = {ids[bad[0]]} is out of range "
-                             f"for a table of {rows} rows")
-        ids = np.where(ids < 0, ids + rows, ids)
-    else:
-        ids = np.clip(np.where(ids < 0, ids + rows, ids), 0, rows - 1)
     if table.chunks[1] and len(table.chunks[1]) > 1:
         table = table.rechunk({1: -1})
     # The result's dtype and row length: the epilogue's, found by compiling
@@ -113,6 +228,17 @@ def embedding_lookup(table, ids, mode="raise", epilogue=None):
     probe = gatherjit.take(np.zeros((1, table.shape[1]), table.dtype), np.zeros(1, np.int64),
                            0, epilogue=epilogue)
     dtype, width = probe.dtype, probe.shape[1]
+    bad = np.flatnonzero((ids < -rows) | (ids >= rows)) if mode == "raise" else ()
+    if len(bad):
+        raise IndexError(f"embedding_lookup: ids[{bad[0]}] = {ids[bad[0]]} is out of range "
+                         f"for a table of {rows} rows; valid ids are {-rows}..{rows - 1}")
+    if rows == 0:  # clip and clamp into nothing: zeros, as gatherjit.take gives
+        return da.zeros((ids.size, width), dtype=dtype)
+    if mode == "clip":  # numpy's: no wrap-around
+        ids = np.clip(ids, 0, rows - 1).astype(np.int64)
+    else:  # raise (all in range) and clamp: negative ids wrap once
+        ids = ids.astype(np.int64)
+        ids = np.clip(np.where(ids < 0, ids + rows, ids), 0, rows - 1)
     starts = np.concatenate([[0], np.cumsum(table.chunks[0])])
     chunk_of = np.searchsorted(starts, ids, side="right") - 1
     order = np.argsort(chunk_of, kind="stable")

@@ -87,3 +87,50 @@ void dequant(const uint8_t *row, float *out) {
     assert got.dtype == np.float32 and got.shape == (777, dim)
     expected = (q.astype(np.float32) * scale[:, None] + bias[:, None])[ids]
     np.testing.assert_array_equal(got.compute(), expected)
+
+
+def test_take_and_gather_nd_match_numpy(client):
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((30, 40, 6)).astype(np.float32)
+    dx = da.from_array(x, chunks=(7, 15, 3))
+    idx = rng.integers(-40, 40, size=(5, 9))
+    for ids in (idx, da.from_array(idx, chunks=(2, 4))):
+        np.testing.assert_array_equal(gjd.take(dx, ids, 1).compute(), np.take(x, idx, 1))
+    tuples = np.stack([rng.integers(0, 30, 50), rng.integers(-40, 40, 50)], axis=1)
+    got = gjd.gather_nd(dx, da.from_array(tuples, chunks=(20, 1))).compute()
+    np.testing.assert_array_equal(got, x[tuples[:, 0], tuples[:, 1]])
+    # One batch dimension: x[b, ids[b, j, 0]].
+    ids = rng.integers(0, 40, size=(30, 4, 1))
+    got = gjd.gather_nd(dx, da.from_array(ids, chunks=(10, 2, 1)), batch_dims=1).compute()
+    want = np.stack([x[b, ids[b, :, 0]] for b in range(30)])
+    np.testing.assert_array_equal(got, want)
+
+
+def test_modes_and_ids_are_checked_as_gatherjit_take_checks_them(client):
+    table = np.arange(20, dtype=np.float32).reshape(10, 2)
+    dt = da.from_array(table, chunks=(4, 2))
+    ids = np.array([-1, 3, 12, -15])
+    for mode in ("clip", "clamp"):
+        np.testing.assert_array_equal(gjd.embedding_lookup(dt, ids, mode=mode).compute(),
+                                      gatherjit.take(table, ids, 0, mode=mode))
+    with pytest.raises(ValueError, match="'raiss' is not"):
+        gjd.embedding_lookup(dt, ids, mode="raiss")
+    with pytest.raises(ValueError, match="'wrapp' is not"):
+        gjd.take(dt, ids, 0, mode="wrapp")
+    with pytest.raises(TypeError, match="must be integers"):
+        gjd.embedding_lookup(dt, np.array([1.5]))
+    with pytest.raises(TypeError, match="must be integers"):
+        gjd.take_along_axis(dt, da.from_array(np.zeros((10, 2))), 1)
+    empty = da.zeros((0, 2), chunks=(1, 2), dtype=np.float32)
+    got = gjd.embedding_lookup(empty, np.array([0, -1]), mode="clamp").compute()
+    np.testing.assert_array_equal(got, np.zeros((2, 2), np.float32))
+    with pytest.raises(IndexError, match=r"ids\[0\] = 0 is out of range for a table of 0 rows"):
+        gjd.embedding_lookup(empty, np.array([0, -1]))
+
+
+def test_take_along_axis_names_the_index_in_the_whole_array(client):
+    x = da.from_array(np.zeros((40, 8), np.float32), chunks=(10, 8))
+    idx = np.zeros((40, 3), np.int64)
+    idx[27, 2] = 8
+    with pytest.raises(IndexError, match=r"indices\[27, 2\] = 8 is out of range for axis 1"):
+        gjd.take_along_axis(x, da.from_array(idx, chunks=(10, 3)), 1).compute()

@@ -1,0 +1,13 @@
+from typing import Any, Literal, Optional
+
+import dask.array as da
+
+from . import Epilogue
+
+_Mode = Literal["raise", "clip", "clamp"]
+
+def take_along_axis(x: Any, indices: Any, axis: int, mode: _Mode = ...) -> da.Array: ...
+def take(x: Any, indices: Any, axis: int = ..., mode: _Mode = ...) -> da.Array: ...
+def gather_nd(x: Any, indices: Any, batch_dims: int = ..., mode: _Mode = ...) -> da.Array: ...
+def embedding_lookup(table: Any, ids: Any, mode: _Mode = ...,
+                     epilogue: Optional[Epilogue] = ...) -> da.Array: ...
