@@ -16,6 +16,7 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include <cctype>
+#include <cstring>
 #include <set>
 #include <sstream>
 
@@ -28,6 +29,53 @@ bool isCIdentifier(const std::string &Name) {
     if (!std::isalnum(static_cast<unsigned char>(C)) && C != '_')
       return false;
   return true;
+}
+
+std::string reservedCName(const std::string &Name) {
+  static const std::set<std::string, std::less<>> Keywords = {
+      // C23
+      "alignas", "alignof", "auto", "bool", "break", "case", "char", "const", "constexpr",
+      "continue", "default", "do", "double", "else", "enum", "extern", "false", "float", "for",
+      "goto", "if", "inline", "int", "long", "nullptr", "register", "restrict", "return",
+      "short", "signed", "sizeof", "static", "static_assert", "struct", "switch",
+      "thread_local", "true", "typedef", "typeof", "typeof_unqual", "union", "unsigned", "void",
+      "volatile", "while", "asm",
+      // C++ (the header is included from C++ too)
+      "and", "and_eq", "bitand", "bitor", "catch", "char8_t", "char16_t", "char32_t", "class",
+      "co_await", "co_return", "co_yield", "compl", "concept", "consteval", "constinit",
+      "const_cast", "decltype", "delete", "dynamic_cast", "explicit", "export", "friend",
+      "mutable", "namespace", "new", "noexcept", "not", "not_eq", "operator", "or", "or_eq",
+      "private", "protected", "public", "reinterpret_cast", "requires", "static_cast",
+      "template", "this", "throw", "try", "typeid", "typename", "using", "virtual", "wchar_t",
+      "xor", "xor_eq"};
+  // External names of the C library a kernel's symbol would replace for
+  // the whole program (beyond the prefixes below), and main.
+  static const std::set<std::string, std::less<>> Library = {
+      "abort", "abs", "acos", "asin", "atan", "atan2", "atexit", "atof", "atoi", "atol",
+      "bsearch", "calloc", "ceil", "clock", "cos", "cosh", "div", "errno", "exit", "exp",
+      "fabs", "fclose", "feof", "ferror", "fflush", "fgetc", "fgets", "floor", "fmod",
+      "fopen", "fprintf", "fputc", "fputs", "fread", "free", "freopen", "frexp", "fscanf",
+      "fseek", "ftell", "fwrite", "getc", "getchar", "getenv", "gets", "labs", "ldexp",
+      "ldiv", "log", "log10", "longjmp", "main", "malloc", "modf", "perror", "pow", "printf",
+      "putc", "putchar", "puts", "qsort", "raise", "rand", "realloc", "remove", "rename",
+      "rewind", "scanf", "setbuf", "setjmp", "signal", "sin", "sinh", "snprintf", "sprintf",
+      "sqrt", "srand", "sscanf", "system", "tan", "tanh", "time", "tmpfile", "ungetc",
+      "vfprintf", "vprintf", "vsprintf", "read", "write", "open", "close"};
+  if (Keywords.count(Name))
+    return "a C or C++ keyword";
+  if (Library.count(Name))
+    return "a C library name (the kernel's symbol would replace it in the whole program)";
+  auto Lower = [&](size_t I) { return I < Name.size() && std::islower(static_cast<unsigned char>(Name[I])); };
+  if (Name.rfind("__", 0) == 0 ||
+      (Name.size() > 1 && Name[0] == '_' && std::isupper(static_cast<unsigned char>(Name[1]))))
+    return "reserved to the implementation (it begins with __ or _ and a capital)";
+  for (const char *Prefix : {"str", "mem", "wcs", "is", "to"})
+    if (Name.rfind(Prefix, 0) == 0 && Lower(std::strlen(Prefix)))
+      return std::string("reserved by the C standard library (names beginning with ") + Prefix +
+             " and a lowercase letter)";
+  if (Name.rfind("gj_", 0) == 0)
+    return "reserved by gatherjit's C API (names beginning with gj_)";
+  return "";
 }
 
 namespace {
@@ -100,6 +148,9 @@ Expected<AotResult> compileAot(const std::vector<AotKernel> &Kernels,
       return Status::invalidArgument("kernel name '" + K.Name +
                                      "' is not a C identifier (letters, digits "
                                      "and '_', not starting with a digit)");
+    if (std::string Why = reservedCName(K.Name); !Why.empty())
+      return Status::invalidArgument("kernel name '" + K.Name + "' is " + Why +
+                                     "; pick another");
     for (const std::string &Sym : {K.Name, K.Name + "_range", K.Name + "_rows"})
       if (!Symbols.insert(Sym).second)
         return Status::invalidArgument("kernel name '" + K.Name +

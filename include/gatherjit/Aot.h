@@ -57,6 +57,11 @@ Expected<AotResult> compileAot(const std::vector<AotKernel> &Kernels,
 /// suffixes colliding with another kernel; see compileAot).
 bool isCIdentifier(const std::string &Name);
 
+/// Why \p Name may not name a kernel though it is a C identifier (a C or
+/// C++ keyword, a C library name or prefix the standard reserves, gj_), or
+/// "" if it may.
+std::string reservedCName(const std::string &Name);
+
 } // namespace gatherjit
 
 #endif

@@ -23,6 +23,7 @@
 #include <llvm/TargetParser/Triple.h>
 
 #include <dlfcn.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <set>
@@ -172,6 +173,16 @@ TEST(Aot, RejectsNamesThatAreNotDistinctCIdentifiers) {
     EXPECT_NE(R.status().message().find("'" + Bad.back().Name + "'"), std::string::npos)
         << R.status().message();
   }
+  // Identifiers a header or a program cannot take: keywords, the C
+  // library's names and reserved prefixes, the C API's.
+  for (const char *Name : {"int", "bool", "class", "memcpy", "strfoo", "isfoo", "malloc", "main",
+                           "__k", "_K", "gj_compile"}) {
+    Expected<AotResult> R = compileAot({{Name, D}}, {}, OptLevel::O0, "k.h");
+    ASSERT_FALSE(R.isOk()) << Name;
+    EXPECT_THAT(R.status().message(), ::testing::HasSubstr("'" + std::string(Name) + "' is "));
+  }
+  for (const char *Name : {"mem", "is", "gather_str", "gather_is", "Memcpy", "_k", "to9"})
+    EXPECT_EQ(reservedCName(Name), "") << Name;
   Expected<AotResult> R = compileAot({{"k", D}}, {"nosucharch-linux-gnu", "", ""}, OptLevel::O2, "k.h");
   ASSERT_FALSE(R.isOk());
   EXPECT_NE(R.status().message().find("nosucharch-linux-gnu"), std::string::npos);
