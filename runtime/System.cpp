@@ -151,8 +151,10 @@ Expected<std::string> readTextFile(const std::string &Path, uint64_t MaxBytes) {
   Expected<bool> End = File->atEnd(); // A FIFO, or a file that grew.
   if (!End)
     return End.status();
-  if (!*End)
-    return TooLarge();
+  if (!*End) // Its size was not known ahead: read up to the cap.
+    return Status::invalidArgument(quote(Path) + " goes on past " + sizeText(MaxBytes) +
+                                   " (a FIFO or a file that grew); refused after reading that "
+                                   "much");
   return Text;
 }
 

@@ -47,6 +47,9 @@ TEST(System, TextFilesOverTheLimitAreRefusedRegularOrStreamed) {
   std::thread Writer([&] { spit(Fifo, std::string(1000, 'y')); });
   Expected<std::string> Streamed = readTextFile(Fifo, 10);
   EXPECT_FALSE(Streamed.isOk());
+  // It was read up to the limit: the message says so.
+  EXPECT_THAT(Streamed.status().message(), HasSubstr("goes on past 10 bytes"));
+  EXPECT_THAT(Streamed.status().message(), HasSubstr("refused after reading"));
   Writer.join();
 }
 

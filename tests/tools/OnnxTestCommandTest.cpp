@@ -14,6 +14,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 using namespace gatherjit::test;
 using ::testing::HasSubstr;
 
@@ -151,6 +153,20 @@ TEST(OnnxTestCommand, FailuresAreOneLineEachAndTheRestStillRun) {
   EXPECT_THAT(Lines[4], HasSubstr("(1, 5)"));
   EXPECT_EQ(Lines[5], "PASS ok");
   EXPECT_EQ(Lines[6], "1 passed, 5 failed");
+}
+
+TEST(OnnxTestCommand, FifosAreRefusedAndNamesEscaped) {
+  ScratchDir Dir;
+  writeBatchedGatherND(Dir.Path / "fifo", {0, 3, 7, 4, 9, 10});
+  const std::string Model = (Dir.Path / "fifo" / "model.onnx").string();
+  std::filesystem::remove(Model);
+  ASSERT_EQ(::mkfifo(Model.c_str(), 0600), 0);
+  writeBatchedGatherND(Dir.Path / "ok\x1b[31m", {0, 3, 7, 4, 9, 10});
+  CliResult R = runCli(Dir, "onnx-test " + (Dir / "fifo") + " '" + (Dir / "ok\x1b[31m") + "'");
+  EXPECT_EQ(R.Exit, 1) << R.Err;
+  EXPECT_THAT(R.Out, HasSubstr("FAIL fifo: 'model.onnx' is not a regular file"));
+  EXPECT_THAT(R.Out, HasSubstr("PASS 'ok\\x1b[31m'"));
+  EXPECT_EQ(R.Out.find('\x1b'), std::string::npos);
 }
 
 } // namespace

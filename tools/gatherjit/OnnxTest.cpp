@@ -145,6 +145,14 @@ Expected<OnnxTensor> fromProto(const onnx::TensorProto &P) {
 
 /// Parses \p Path as a protobuf message of type \p Message.
 template <typename Message> Status readProto(const fs::path &Path, Message &Out) {
+  // A test directory holds regular files: a FIFO or a device would block
+  // or never end.
+  std::error_code Err;
+  const fs::file_status St = fs::status(Path, Err);
+  if (!Err && fs::exists(St) && !fs::is_regular_file(St))
+    return Status::invalidArgument(quote(Path.filename().string()) +
+                                   " is not a regular file; onnx-test reads test directories "
+                                   "of regular files");
   Expected<std::string> Bytes = readTextFile(Path.string(), MaxProtoBytes);
   if (!Bytes)
     return Bytes.status();
@@ -376,6 +384,11 @@ int runOnnxTest(const std::vector<std::string> &Dirs, Status &Error) {
   for (const std::string &Dir : Dirs) {
     fs::path Path(Dir);
     std::string Name = (Path.has_filename() ? Path : Path.parent_path()).filename().string();
+    // A name with control characters (an escape sequence) is printed quoted
+    // and escaped, never raw to the terminal.
+    if (std::any_of(Name.begin(), Name.end(),
+                    [](char C) { return static_cast<unsigned char>(C) < 0x20 || C == 0x7f; }))
+      Name = quote(Name);
     const std::string Why = runDirectory(**RT, Path);
     if (Why.empty()) {
       ++Passed;
