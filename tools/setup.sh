@@ -15,6 +15,7 @@ packages=(cmake ninja-build g++ ccache pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libtbb-dev gnuplot-nox lld
   pybind11-dev python3-dev python3-numpy python3-pytest python3-dask python3-distributed
+  python3-venv python3-build
   python3-torch)
 missing=()
 for p in "${packages[@]}"; do

@@ -43,6 +43,7 @@ __all__ = ["take_along_axis", "take", "gather_nd", "compile", "Epilogue", "Kerne
 
 #: Whether this build compiles epilogues (built with clang's libraries).
 EPILOGUES = _native.epilogues_supported
+__version__ = _native.__version__
 
 
 class Epilogue:

@@ -8,6 +8,7 @@ Mode = Literal["raise", "clip", "clamp"]
 Layout = Union[Tuple[Sequence[int], npt.DTypeLike], Tuple[Sequence[int], npt.DTypeLike, Optional[Sequence[int]]]]
 
 EPILOGUES: bool
+__version__: str
 
 class Epilogue:
     """A C function fused into a kernel."""

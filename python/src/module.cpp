@@ -641,6 +641,7 @@ PYBIND11_MODULE(_native, M) {
         py::arg("axis"), py::arg("out") = py::none(), py::arg("mode") = "raise",
         py::arg("epilogue") = py::none(), py::arg("broadcast") = true);
   M.attr("epilogues_supported") = epiloguesSupported();
+  M.attr("__version__") = GATHERJIT_VERSION;
   M.def(
       "set_threads",
       [](unsigned Threads) {
