@@ -196,6 +196,19 @@ bool envFlag(const char *Name) {
   return true;
 }
 
+std::string defaultCacheDir() {
+  if (envFlag("GATHERJIT_NO_CACHE"))
+    return "";
+  if (const char *Dir = std::getenv("GATHERJIT_CACHE_DIR"); Dir && *Dir)
+    return Dir;
+  // The XDG base directory rules: a relative XDG_CACHE_HOME is ignored.
+  if (const char *Xdg = std::getenv("XDG_CACHE_HOME"); Xdg && *Xdg == '/')
+    return std::string(Xdg) + "/gatherjit";
+  if (const char *Home = std::getenv("HOME"); Home && *Home)
+    return std::string(Home) + "/.cache/gatherjit";
+  return "";
+}
+
 uint64_t hash64(std::string_view Bytes) {
   uint64_t H = 0xcbf29ce484222325ull;
   for (unsigned char C : Bytes) {

@@ -108,6 +108,12 @@ struct RuntimeOptions {
   EpilogueLimits Epilogues;
 };
 
+/// The persistent cache directory the command line and the Python package
+/// use by default, as ccache and Triton choose theirs: none under
+/// GATHERJIT_NO_CACHE, else GATHERJIT_CACHE_DIR, $XDG_CACHE_HOME/gatherjit
+/// or ~/.cache/gatherjit, the first that is set ("" for none).
+std::string defaultCacheDir();
+
 struct CacheStats {
   uint64_t Hits = 0;
   uint64_t Misses = 0;

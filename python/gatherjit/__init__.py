@@ -31,6 +31,7 @@ Any of them fuses a C function into the kernel with `epilogue=`:
 
 import json as _json
 import operator as _operator
+import os as _os
 import sys as _sys
 
 import numpy as _np
@@ -39,7 +40,7 @@ from . import _native
 from ._native import Kernel
 
 __all__ = ["take_along_axis", "take", "gather_nd", "compile", "Epilogue", "Kernel", "set_threads",
-           "set_specialize", "set_epilogue_limits", "wait_background", "stats"]
+           "set_specialize", "set_epilogue_limits", "set_cache_dir", "cache_dir", "wait_background", "stats"]
 
 #: Whether this build compiles epilogues (built with clang's libraries).
 EPILOGUES = _native.epilogues_supported
@@ -344,6 +345,21 @@ def set_specialize(mode):
     only). Takes effect only before the process's first kernel; returns
     whether it did. ValueError for any other mode."""
     return _native.set_specialize(str(mode))
+
+
+def set_cache_dir(path):
+    """The directory where compiled kernels persist across processes, before
+    the first kernel is compiled; None keeps none. The default is the
+    command line's: none under GATHERJIT_NO_CACHE, else
+    GATHERJIT_CACHE_DIR, $XDG_CACHE_HOME/gatherjit or ~/.cache/gatherjit
+    (bounded to 256 MiB, least recently used entries removed past it).
+    Returns False (and changes nothing) once the runtime exists."""
+    return _native.set_cache_dir(None if path is None else _os.fspath(path))
+
+
+def cache_dir():
+    """The persistent cache directory of this process ("" for none)."""
+    return _native.cache_dir()
 
 
 def set_epilogue_limits(seconds=30.0, memory_bytes=2 << 30, isolated=True):

@@ -59,7 +59,11 @@ template <typename T> T take(Expected<T> E) {
 
 /// The options the process's runtime is created with (see set_threads).
 RuntimeOptions &runtimeOptions() {
-  static RuntimeOptions Options;
+  static RuntimeOptions Options = [] {
+    RuntimeOptions O;
+    O.CacheDir = defaultCacheDir(); // The command line's, shared with it.
+    return O;
+  }();
   return Options;
 }
 std::atomic<bool> RuntimeCreated{false};
@@ -681,6 +685,16 @@ PYBIND11_MODULE(_native, M) {
         return true;
       },
       py::arg("seconds"), py::arg("memory_bytes"), py::arg("isolated"));
+  M.def(
+      "set_cache_dir",
+      [](std::optional<std::string> Dir) {
+        if (RuntimeCreated)
+          return false;
+        runtimeOptions().CacheDir = Dir.value_or("");
+        return true;
+      },
+      py::arg("path"));
+  M.def("cache_dir", [] { return runtimeOptions().CacheDir; });
   M.def("wait_background", [] {
     py::gil_scoped_release Release;
     runtime().drainBackground();
@@ -706,6 +720,8 @@ PYBIND11_MODULE(_native, M) {
     D["cache_bytes"] = S.CacheBytes;
     D["family_kernels"] = S.FamilyKernels;
     D["family_entries"] = S.FamilyEntries;
+    D["disk_loads"] = S.DiskLoads;
+    D["disk_stores"] = S.DiskStores;
     return D;
   });
 }

@@ -389,3 +389,27 @@ def test_axes_and_integers_are_checked_as_numpy_checks_them():
         gj.compile("gather", ((-1, 4), "float32"), ((2,), "int64"))
     with pytest.raises(ValueError, match="batch_dims = -1"):
         gj.gather_nd(data, np.zeros((2, 1), np.int64), batch_dims=-1)
+
+
+def test_a_second_process_loads_kernels_from_the_cache_directory(tmp_path):
+    import os
+    import subprocess
+    import sys
+    script = (
+        "import numpy as np, gatherjit as gj\n"
+        "gj.set_specialize('compile')\n"
+        "print(gj.cache_dir())\n"
+        "gj.take_along_axis(np.zeros((300, 64), np.float32), np.zeros((300, 16), np.int64), 1)\n"
+        "s = gj.stats(); print(s['disk_loads'], s['disk_stores'])\n")
+    env = dict(os.environ, GATHERJIT_CACHE_DIR=str(tmp_path / "kernels"))
+    env.pop("GATHERJIT_NO_CACHE", None)
+    runs = [subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                           text=True, check=True).stdout.split("\n") for _ in range(2)]
+    assert runs[0][0] == str(tmp_path / "kernels")
+    assert runs[0][1] == "0 1"  # compiled and stored
+    assert runs[1][1] == "1 0"  # loaded
+    # set_cache_dir(None) keeps none.
+    script = script.replace("gj.set_specialize", "gj.set_cache_dir(None)\ngj.set_specialize")
+    none = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                          check=True).stdout.split("\n")
+    assert none[0] == "" and none[1] == "0 0"

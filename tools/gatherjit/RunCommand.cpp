@@ -61,16 +61,7 @@ std::string cacheDirFor(const EngineFlags &E) {
     return "";
   if (!E.CacheDir.empty())
     return E.CacheDir;
-  if (envFlag("GATHERJIT_NO_CACHE"))
-    return "";
-  if (const char *Dir = std::getenv("GATHERJIT_CACHE_DIR"); Dir && *Dir)
-    return Dir;
-  // The XDG base directory rules: a relative XDG_CACHE_HOME is ignored.
-  if (const char *Xdg = std::getenv("XDG_CACHE_HOME"); Xdg && *Xdg == '/')
-    return std::string(Xdg) + "/gatherjit";
-  if (const char *Home = std::getenv("HOME"); Home && *Home)
-    return std::string(Home) + "/.cache/gatherjit";
-  return "";
+  return defaultCacheDir();
 }
 
 /// GATHERJIT_CACHE_LIMIT_MIB, the cache's size in MiB (0: no limit).
