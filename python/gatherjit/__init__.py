@@ -182,6 +182,24 @@ def _index(axis):
     return _operator.index(axis)
 
 
+def _wrapped(op, data, indices, axis):
+    """mode="wrap": `indices` taken modulo the sizes they index (numpy's
+    rule), as int64."""
+    ids = _np.asarray(indices)
+    if not _np.issubdtype(ids.dtype, _np.integer):
+        raise TypeError(f"indices must be integers, not {ids.dtype}")
+    if op != "gather_nd" and not -data.ndim <= axis < data.ndim:
+        return indices  # the gather names the bad axis
+    ids = ids.astype(_np.int64)
+    if op == "gather_nd":
+        sizes = _np.array(data.shape[axis:axis + ids.shape[-1]], dtype=_np.int64)
+    else:
+        sizes = _np.int64(data.shape[axis])
+    if _np.any(sizes == 0) and ids.size:
+        raise IndexError("cannot do a non-empty take from an empty axis (mode='wrap')")
+    return ids % _np.maximum(sizes, 1)
+
+
 def _range(size):
     return f"valid indices are {-size}..{size - 1}" if size else "the axis is empty"
 

@@ -100,6 +100,11 @@ DataType dataTypeOf(const py::dtype &D, unsigned &OpaqueBytes) {
 /// \p Indices in the machine's byte order: a big-endian array is copied
 /// (the kernels read indices as native integers; data is moved unread).
 py::array nativeIndices(py::array Indices) {
+  // 8- and 16-bit indices (numpy and torch take them; the kernels read 32
+  // and 64 bits) are widened to int32, which holds all their values.
+  const py::dtype T = Indices.dtype();
+  if ((T.kind() == 'i' || T.kind() == 'u') && T.itemsize() < 4)
+    return Indices.attr("astype")(py::dtype("int32"));
   const char Order = Indices.dtype().byteorder();
   const char Native = std::endian::native == std::endian::little ? '<' : '>';
   if (Order == '=' || Order == '|' || Order == Native)
@@ -176,8 +181,9 @@ OobPolicy policyOf(const std::string &Mode) {
   throw py::value_error("mode = '" + Mode +
                         "' is not 'raise' (an error naming the first out-of-range index), "
                         "'clip' (numpy's: too large reads the last element, negative the "
-                        "first) or 'clamp' (DirectML's: negative indices wrap once, then "
-                        "every index is clamped)");
+                        "first), 'clamp' (DirectML's: negative indices wrap once, then "
+                        "every index is clamped) or, for the functions, 'wrap' (numpy's: "
+                        "modulo the axis's size)");
 }
 
 /// A function of the gatherjit package's Python half, looked up under the
@@ -533,6 +539,9 @@ py::object gatherArrays(const std::string &Op, py::array Data, py::array Indices
                         const std::optional<py::tuple> &Fused, bool Broadcast) {
   bool Overflow = false;
   const int64_t Axis = axisValue(AxisObj, Overflow);
+  if (Mode == "wrap") // numpy's: every index taken modulo its axis's size.
+    return gatherArrays(Op, Data, package("_wrapped")(Op, Data, Indices, AxisObj), AxisObj, Out,
+                        "raise", Fused, Broadcast);
   if (Out)
     checkOutByteOrder(*Out, Fused ? std::nullopt : std::optional<py::dtype>(Data.dtype()));
   Data = viewOrCopy(Data);

@@ -106,7 +106,7 @@ def test_modes():
     np.testing.assert_array_equal(gj.take_along_axis(grid, far, 1, mode="clip"),
                                   np.take_along_axis(grid, np.clip(far, 0, 8), 1))
     with pytest.raises(ValueError, match="mode"):
-        gj.take(data, idx, mode="wrap")
+        gj.take(data, idx, mode="wrapp")
 
 
 def test_bad_input_is_an_exception():
@@ -413,3 +413,30 @@ def test_a_second_process_loads_kernels_from_the_cache_directory(tmp_path):
     none = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
                           check=True).stdout.split("\n")
     assert none[0] == "" and none[1] == "0 0"
+
+
+@pytest.mark.parametrize("index_dtype", ["int8", "uint8", "int16", "uint16"])
+def test_narrow_integer_indices_are_taken_as_numpy_takes_them(index_dtype):
+    data = np.arange(30, dtype=np.float32).reshape(6, 5)
+    ids = np.array([[4, 0], [1, 3], [2, 2], [0, 4], [3, 1], [1, 0]], dtype=index_dtype)
+    np.testing.assert_array_equal(gj.take_along_axis(data, ids, 1),
+                                  np.take_along_axis(data, ids, 1))
+    np.testing.assert_array_equal(gj.take(data, ids[:, 0], 0), np.take(data, ids[:, 0], 0))
+    np.testing.assert_array_equal(gj.gather_nd(data, ids[:, :1]), data[ids[:, 0]])
+
+
+def test_wrap_mode_is_numpys():
+    data = np.arange(20, dtype=np.float64).reshape(4, 5)
+    ids = np.array([7, -1, -12, 3, 100])
+    for axis in (0, 1, -1):
+        np.testing.assert_array_equal(gj.take(data, ids, axis, mode="wrap"),
+                                      np.take(data, ids, axis, mode="wrap"))
+    along = np.array([[7, -6]] * 4)
+    np.testing.assert_array_equal(gj.take_along_axis(data, along, 1, mode="wrap"),
+                                  np.take_along_axis(data, along % 5, 1))
+    np.testing.assert_array_equal(gj.gather_nd(data, np.array([[4, -1], [1, 9]]), mode="wrap"),
+                                  [data[0, 4], data[1, 4]])
+    with pytest.raises(IndexError, match="empty"):
+        gj.take(np.zeros((0, 2)), np.array([1]), 0, mode="wrap")
+    with pytest.raises(ValueError, match="'wrap' \\(numpy's"):
+        gj.take(data, ids, 0, mode="wrapp")

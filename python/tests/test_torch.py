@@ -92,7 +92,7 @@ def test_errors_are_python_exceptions():
     with pytest.raises(IndexError, match="3"):
         torch.ops.gatherjit.gather_elements(data, torch.tensor([[0, 3]]), 1)
     with pytest.raises(ValueError, match="mode"):
-        torch.ops.gatherjit.gather(data, torch.tensor([0]), 0, "wrap")
+        torch.ops.gatherjit.gather(data, torch.tensor([0]), 0, "wrapp")
     clipped = torch.ops.gatherjit.gather_elements(data, torch.tensor([[7, -9]]), 1, "clip")
     assert clipped.tolist() == [[2.0, 0.0]]
     with pytest.raises(ValueError, match="meta"):
