@@ -19,14 +19,19 @@ The operators are defined with torch.library.custom_op where PyTorch has
 it (2.4 and later, with fake implementations that give torch.compile and
 meta tensors their shapes) and with torch.library.Library before that (a
 CPU kernel alone); either way they are dispatcher operators, callable from
-torch.jit.script. They have no autograd formula.
+torch.jit.script. The operators have no autograd formula; the functions
+gather_elements, gather and gather_nd of this module do: with a data tensor
+that requires grad they are torch.autograd.Functions whose backward is a
+scatter-add of the output's gradient (repeated indices add up).
 """
+
+import math
 
 import torch
 
 import gatherjit
 
-__all__ = ["register", "gather_elements", "gather"]
+__all__ = ["register", "gather_elements", "gather", "gather_nd"]
 
 _SCHEMAS = {
     "gather_elements": "gather_elements(Tensor data, Tensor indices, int axis, "
@@ -36,9 +41,15 @@ _SCHEMAS = {
 _registered = None
 
 
+def _differentiable(data):
+    return torch.is_grad_enabled() and isinstance(data, torch.Tensor) and data.requires_grad
+
+
 def gather_elements(data: torch.Tensor, indices: torch.Tensor, axis: int,
                     mode: str = "raise") -> torch.Tensor:
     """torch.gather(data, axis, indices) by a gatherjit kernel."""
+    if _differentiable(data):
+        return _GatherElements.apply(data, indices, axis, mode)
     return gatherjit._gather("gather_elements", data, indices, axis, None, mode, None,
                              broadcast=False)
 
@@ -46,7 +57,99 @@ def gather_elements(data: torch.Tensor, indices: torch.Tensor, axis: int,
 def gather(data: torch.Tensor, indices: torch.Tensor, axis: int = 0,
            mode: str = "raise") -> torch.Tensor:
     """numpy.take(data, indices, axis) (ONNX Gather) by a gatherjit kernel."""
+    if _differentiable(data):
+        return _Gather.apply(data, indices, axis, mode)
     return gatherjit._gather("gather", data, indices, axis, None, mode, None)
+
+
+def gather_nd(data: torch.Tensor, indices: torch.Tensor, batch_dims: int = 0,
+              mode: str = "raise") -> torch.Tensor:
+    """ONNX GatherND by a gatherjit kernel."""
+    if _differentiable(data):
+        return _GatherND.apply(data, indices, batch_dims, mode)
+    return gatherjit._gather("gather_nd", data, indices, batch_dims, None, mode, None)
+
+
+# Backward passes: the gradient of a gather is a scatter-add of the output's
+# gradient into zeros of the data's shape (repeated indices add up), by
+# torch's own scatter_add_ / index_add_, deterministic on the CPU. The
+# indices are first made what the kernel read under `mode`.
+
+def _read(indices, size, mode):
+    """The positions a kernel read for `indices` along an axis of `size`."""
+    idx = torch.as_tensor(indices).long()
+    if mode == "clip":  # numpy's: no wrap-around
+        return idx.clamp(0, max(size - 1, 0))
+    if mode == "wrap":
+        return idx.remainder(max(size, 1))
+    idx = torch.where(idx < 0, idx + size, idx)
+    return idx.clamp(0, max(size - 1, 0))  # in range under raise already
+
+
+class _GatherElements(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, data, indices, axis, mode):
+        axis = axis + data.dim() if axis < 0 else axis
+        ctx.shape, ctx.axis = data.shape, axis
+        ctx.save_for_backward(_read(indices, data.shape[axis], mode))
+        return gatherjit._gather("gather_elements", data, indices, axis, None, mode, None,
+                                 broadcast=False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (idx,) = ctx.saved_tensors
+        out = grad.new_zeros(ctx.shape)
+        if ctx.shape[ctx.axis] == 0:
+            return out, None, None, None
+        return out.scatter_add(ctx.axis, idx, grad), None, None, None
+
+
+class _Gather(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, data, indices, axis, mode):
+        axis = axis + data.dim() if axis < 0 else axis
+        ctx.shape, ctx.axis = data.shape, axis
+        ctx.save_for_backward(_read(indices, data.shape[axis], mode).reshape(-1))
+        return gatherjit._gather("gather", data, indices, axis, None, mode, None)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (idx,) = ctx.saved_tensors
+        shape, axis = ctx.shape, ctx.axis
+        out = grad.new_zeros(shape)
+        if shape[axis] == 0:
+            return out, None, None, None
+        rows = grad.reshape(shape[:axis] + (idx.numel(),) + shape[axis + 1:])
+        return out.index_add(axis, idx, rows), None, None, None
+
+
+class _GatherND(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, data, indices, batch_dims, mode):
+        ids = torch.as_tensor(indices).long()
+        k = ids.shape[-1]
+        sizes = data.shape[batch_dims:batch_dims + k]
+        # Each tuple as one position in the data's first batch_dims + k
+        # dimensions, flattened.
+        flat = torch.zeros(ids.shape[:-1], dtype=torch.long)
+        for j, size in enumerate(sizes):
+            flat = flat * size + _read(ids[..., j], size, mode)
+        batches = math.prod(data.shape[:batch_dims])
+        per_batch = math.prod(sizes)
+        flat = flat.reshape(batches, -1) + torch.arange(batches).unsqueeze(1) * per_batch
+        ctx.shape, ctx.lead = data.shape, batch_dims + k
+        ctx.save_for_backward(flat.reshape(-1))
+        return gatherjit._gather("gather_nd", data, indices, batch_dims, None, mode, None)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (flat,) = ctx.saved_tensors
+        rest = ctx.shape[ctx.lead:]
+        out = grad.new_zeros((math.prod(ctx.shape[:ctx.lead]),) + rest)
+        if out.shape[0] == 0:
+            return out.reshape(ctx.shape), None, None, None
+        out = out.index_add(0, flat, grad.reshape((flat.numel(),) + rest))
+        return out.reshape(ctx.shape), None, None, None
 
 
 def _gather_elements_shape(data, indices, axis, mode="raise"):

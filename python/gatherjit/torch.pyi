@@ -3,10 +3,12 @@ from typing import Literal
 
 import torch
 
-Mode = Literal["raise", "clip", "clamp"]
+Mode = Literal["raise", "clip", "clamp", "wrap"]
 
 def register() -> None: ...
 def gather_elements(data: torch.Tensor, indices: torch.Tensor, axis: int,
                     mode: Mode = ...) -> torch.Tensor: ...
 def gather(data: torch.Tensor, indices: torch.Tensor, axis: int = ...,
            mode: Mode = ...) -> torch.Tensor: ...
+def gather_nd(data: torch.Tensor, indices: torch.Tensor, batch_dims: int = ...,
+              mode: Mode = ...) -> torch.Tensor: ...
