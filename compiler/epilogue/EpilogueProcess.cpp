@@ -414,15 +414,8 @@ int epilogueHelperMain(int Argc, char **Argv) {
                        std::strtoull(Req[8].c_str(), nullptr, 10)};
       Reply = answer(compileEpilogueHere(E, T));
     }
-    std::string Buf = message(Reply);
-    for (size_t Done = 0; Done < Buf.size();) {
-      const ssize_t Put = ::write(Out, Buf.data() + Done, Buf.size() - Done);
-      if (Put < 0 && errno == EINTR)
-        continue;
-      if (Put <= 0)
-        return 1;
-      Done += static_cast<size_t>(Put);
-    }
+    if (!writeAll(Out, message(Reply)))
+      return 1;
   }
 }
 

@@ -24,12 +24,6 @@ using ::testing::MatchesRegex;
 
 namespace {
 
-#define REQUIRE_EPILOGUES()                                                                  \
-  do {                                                                                       \
-    if (!epiloguesSupported())                                                               \
-      GTEST_SKIP() << "built without clang's libraries";                                     \
-  } while (false)
-
 Epilogue epilogue(std::string Source, std::string Function = "f") {
   Epilogue E;
   E.Source = std::move(Source);

@@ -3,6 +3,7 @@
 #define GATHERJIT_TESTS_RUNTIME_RUNTIMETESTUTIL_H
 
 #include "TestUtil.h"
+#include "compiler/epilogue/Epilogue.h"
 #include "compiler/plan/KernelPlan.h"
 #include "gatherjit/Interpreter.h"
 #include "gatherjit/Runtime.h"
@@ -10,6 +11,13 @@
 #include <gtest/gtest.h>
 
 #include <random>
+
+/// Skips a test of epilogues in a build without clang's libraries.
+#define REQUIRE_EPILOGUES()                                                                  \
+  do {                                                                                       \
+    if (!::gatherjit::epiloguesSupported())                                                  \
+      GTEST_SKIP() << "built without clang's libraries";                                     \
+  } while (false)
 
 namespace gatherjit::test {
 

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/epilogue/Epilogue.h"
+#include "runtime/RuntimeTestUtil.h"
 #include "gatherjit/gatherjit.h"
 
 #include <gmock/gmock.h>
@@ -22,12 +23,6 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 namespace {
-
-#define REQUIRE_EPILOGUES()                                                                  \
-  do {                                                                                       \
-    if (!epiloguesSupported())                                                               \
-      GTEST_SKIP() << "built without clang's libraries";                                     \
-  } while (false)
 
 const EpilogueTarget Host = {"x86_64-unknown-linux-gnu", "", "", 1, 1};
 
