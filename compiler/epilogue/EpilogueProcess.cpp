@@ -44,8 +44,8 @@ using Clock = std::chrono::steady_clock;
 
 /// The helper's exit status when an allocation failed (its handlers).
 constexpr int ExitOutOfMemory = 3;
-/// Bytes of a request the helper accepts: the source is capped at 1 MiB by
-/// every front end, the parameters far below.
+/// Bytes of a request the helper accepts: the source and the parameters
+/// are at most MaxEpilogueBytes each.
 constexpr uint64_t RequestBytes = uint64_t(16) << 20;
 /// Fields of a request and of a successful answer.
 constexpr size_t RequestFields = 9, AnswerFields = 6;
@@ -333,7 +333,14 @@ int field(const std::string &S) { return static_cast<int>(std::strtol(S.c_str(),
 Expected<std::shared_ptr<const EpilogueCode>> compileEpilogue(const Epilogue &E,
                                                                const EpilogueTarget &T,
                                                                const EpilogueLimits &Limits) {
-  if (!Limits.Isolated || !epiloguesSupported())
+  if (!epiloguesSupported())
+    return compileEpilogueHere(E, T); // Unsupported.
+  for (auto [What, Bytes] : {std::pair{"source", E.Source.size()}, {"parameters", E.Params.size()}})
+    if (Bytes > MaxEpilogueBytes)
+      return Status::invalidArgument("the epilogue's " + std::string(What) + " is " +
+                                     std::to_string(Bytes) + " bytes, more than the " +
+                                     std::to_string(MaxEpilogueBytes) + " an epilogue may have");
+  if (!Limits.Isolated)
     return compileEpilogueHere(E, T);
   static Helper *TheHelper = new Helper; // Never destroyed: the OS ends it with the host.
   std::vector<std::string> Answer;

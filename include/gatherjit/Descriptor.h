@@ -173,6 +173,9 @@ struct Epilogue {
   std::vector<unsigned char> Params;
 };
 
+/// The largest epilogue source, and parameter block, compiled (bytes).
+constexpr uint64_t MaxEpilogueBytes = uint64_t(1) << 20;
+
 /// How clang is confined while it compiles an epilogue. The epilogue's
 /// code runs in the host as native code once compiled; its compile runs in
 /// gatherjit-epilogue, a helper process started on the first epilogue

@@ -26,9 +26,6 @@ struct EpilogueFlags {
   uint64_t RowOut = 0;
 };
 
-/// Largest epilogue source or parameter file read.
-constexpr uint64_t MaxEpilogueBytes = 1u << 20;
-
 /// The epilogue \p F names, its files read; Function is empty if none.
 Expected<Epilogue> readEpilogue(const EpilogueFlags &F);
 

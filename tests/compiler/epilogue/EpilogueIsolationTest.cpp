@@ -137,6 +137,15 @@ TEST(EpilogueIsolation, MemoryAndTimeAreLimited) {
   expectRefused(Blowup, "took longer than 0.5 s", Short);
 }
 
+TEST(EpilogueIsolation, SourcesOverTheCapAreRefusedUnread) {
+  REQUIRE_EPILOGUES();
+  std::string Big = Good;
+  Big.append(MaxEpilogueBytes, ' ');
+  auto Code = compileEpilogue(epilogue(Big), Host);
+  ASSERT_FALSE(Code.isOk());
+  EXPECT_THAT(Code.status().message(), HasSubstr("more than the 1048576"));
+}
+
 TEST(EpilogueIsolation, AMissingHelperIsUnsupportedAndNamed) {
   REQUIRE_EPILOGUES();
   EpilogueLimits Missing;
