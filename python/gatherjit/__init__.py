@@ -113,9 +113,16 @@ def _fused(epilogue):
     return epilogue._as_tuple()
 
 
+_Tensor = None  # torch.Tensor, once a tensor has been seen (for _gather's fast path)
+
+
 def _torch_tensor(x):
+    global _Tensor
     torch = _sys.modules.get("torch")  # never imported here: only its tensors
-    return torch is not None and isinstance(x, torch.Tensor)
+    if torch is None or not isinstance(x, torch.Tensor):
+        return False
+    _Tensor = torch.Tensor
+    return True
 
 
 def _array(x, name="data", writable=False):
@@ -168,6 +175,14 @@ def _gather(op, data, indices, axis, out, mode, epilogue, broadcast=True):
                 and epilogue is None and (out is None or type(out) is _ndarray)):
             got = _native.gather_arrays(op, data, indices, axis, out, mode, None, broadcast)
             return got if out is None else out
+        # PyTorch CPU tensors likewise, their layouts read from the tensors
+        # (None: a call the general path serves).
+        if (type(data) is _Tensor and type(indices) is _Tensor and type(axis) is int
+                and epilogue is None and (out is None or type(out) is _Tensor)
+                and mode != "wrap"):
+            got = _native.gather_tensors(op, data, indices, axis, out, mode, broadcast)
+            if got is not None:
+                return got
         return _run_gather(op, data, indices, axis, out, mode, epilogue, broadcast)
     except IndexError as e:
         if getattr(e, "position", None) is None:

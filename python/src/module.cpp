@@ -22,6 +22,7 @@
 
 #include <atomic>
 #include <bit>
+#include <array>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -211,7 +212,9 @@ constexpr py::ssize_t GilFreeBytes = 16 << 10;
 /// A compiled kernel and the layouts it takes.
 class PyKernel {
 public:
-  PyKernel(Kernel K, std::string Op) : K(std::move(K)), Op(std::move(Op)) {}
+  PyKernel(Kernel K, std::string Op) : K(std::move(K)), Op(std::move(Op)) {
+    OutBytes = this->K.desc().outputElements() * this->K.desc().Output.elementBytes();
+  }
 
   /// Checks \p Data, \p Indices and \p Out against the kernel's tensors
   /// (sizes, types and strides) and runs it without the GIL. numpy arrays
@@ -243,20 +246,23 @@ public:
     py::array Result = Out ? *Out : newOutput();
     if (!Result.writeable())
       throw py::value_error("out is read-only");
-    const void *In = Data.data(), *Idx = Indices.data();
-    void *Dst = Result.mutable_data();
+    runInto(Data.data(), Indices.data(), Result.mutable_data());
+    return Result;
+  }
+
+  /// Runs on buffers of the kernel's layouts; raises its error.
+  void runInto(const void *In, const void *Idx, void *Dst) {
     Status S = Status::ok();
     {
       // Other Python threads run meanwhile, unless the kernel is done
       // sooner than the GIL would change hands (a few KiB written).
       std::optional<py::gil_scoped_release> Release;
-      if (Result.nbytes() >= GilFreeBytes)
+      if (OutBytes >= GilFreeBytes)
         Release.emplace();
       S = K.run(In, Idx, Dst);
     }
     if (!S)
       raise(S);
-    return Result;
   }
 
   std::string ir() { return take(runtime().optimizedIR(K.desc())); }
@@ -283,11 +289,15 @@ public:
 
   std::vector<py::ssize_t> OutShape;
   py::dtype OutType = py::dtype("float32");
+  /// The output's bytes (the GIL is released from GilFreeBytes on).
+  uint64_t OutBytes = 0;
   /// How the data and indices were described, to pickle the kernel.
   py::tuple Spec;
 
-private:
+  /// A new array for the output.
   py::array newOutput() { return py::array(OutType, OutShape); }
+
+private:
 
   /// A numpy dtype as its type number, size and byte order: what a call
   /// compares (decoding the dtype again would cost more than a tiny run).
@@ -506,11 +516,6 @@ std::unordered_map<std::string, std::shared_ptr<PyKernel>> &callKernels() {
 }
 constexpr size_t CallKernelsCapacity = 4096;
 
-/// The kernel for arrays \p Data and \p Indices (cached by the runtime),
-/// run into \p Out or a new array. \p Broadcast: GatherElements' indices
-/// and data broadcast as numpy's take_along_axis does; otherwise the
-/// indices may be smaller on dimensions other than the axis (ONNX's and
-/// torch.gather's rule).
 /// numpy's AxisError (numpy.exceptions' from numpy 1.25, numpy's before).
 [[noreturn]] void raiseAxisError(py::handle Axis, py::ssize_t Rank) {
   py::module_ Np = py::module_::import("numpy");
@@ -534,14 +539,19 @@ int64_t axisValue(py::handle Axis, bool &Overflow) {
   return Overflow ? std::numeric_limits<int64_t>::min() : V;
 }
 
-py::object gatherArrays(const std::string &Op, py::array Data, py::array Indices,
-                        py::handle AxisObj, std::optional<py::array> Out, const std::string &Mode,
-                        const std::optional<py::tuple> &Fused, bool Broadcast) {
+/// The kernel for arrays \p Data and \p Indices (cached by the runtime
+/// and, without an epilogue, in the layout table), which may be replaced by
+/// the copies it needs (unreadable strides, narrow or byte-swapped indices).
+/// \p Broadcast: GatherElements' indices and data broadcast as numpy's
+/// take_along_axis does; otherwise the indices may be smaller on dimensions
+/// other than the axis (ONNX's and torch.gather's rule).
+std::shared_ptr<PyKernel> kernelForArrays(const std::string &Op, py::array &Data,
+                                          py::array &Indices, py::handle AxisObj,
+                                          const std::optional<py::array> &Out,
+                                          const std::string &Mode,
+                                          const std::optional<py::tuple> &Fused, bool Broadcast) {
   bool Overflow = false;
   const int64_t Axis = axisValue(AxisObj, Overflow);
-  if (Mode == "wrap") // numpy's: every index taken modulo its axis's size.
-    return gatherArrays(Op, Data, package("_wrapped")(Op, Data, Indices, AxisObj), AxisObj, Out,
-                        "raise", Fused, Broadcast);
   if (Out)
     checkOutByteOrder(*Out, Fused ? std::nullopt : std::optional<py::dtype>(Data.dtype()));
   Data = viewOrCopy(Data);
@@ -557,7 +567,7 @@ py::object gatherArrays(const std::string &Op, py::array Data, py::array Indices
     if (Out)
       appendLayout(Key, *Out);
     if (auto It = callKernels().find(Key); It != callKernels().end())
-      return It->second->run(Data, Indices, Out);
+      return It->second;
   }
   // The first call of a layout checks the axis (a later one found its key).
   if (Op != "gather_nd" && (Axis < -Data.ndim() || Axis >= Data.ndim()))
@@ -597,7 +607,97 @@ py::object gatherArrays(const std::string &Op, py::array Data, py::array Indices
       callKernels().clear();
     callKernels().emplace(std::move(Key), K);
   }
+  return K;
+}
+
+/// kernelForArrays' kernel run into \p Out or a new array; mode "wrap"
+/// (numpy's: every index modulo its axis's size) through wrapped indices.
+py::object gatherArrays(const std::string &Op, py::array Data, py::array Indices,
+                        py::handle AxisObj, std::optional<py::array> Out, const std::string &Mode,
+                        const std::optional<py::tuple> &Fused, bool Broadcast) {
+  if (Mode == "wrap")
+    return gatherArrays(Op, Data, package("_wrapped")(Op, Data, Indices, AxisObj), AxisObj, Out,
+                        "raise", Fused, Broadcast);
+  std::shared_ptr<PyKernel> K =
+      kernelForArrays(Op, Data, Indices, AxisObj, Out, Mode, Fused, Broadcast);
   return K->run(Data, Indices, Out);
+}
+
+/// A CPU tensor's layout appended to \p Key and its data pointer, read
+/// through the tensor's attributes (no DLPack or numpy round trip), or
+/// false for a tensor the fast path does not take (on another device, or an
+/// output that requires grad, which the general path refuses).
+bool tensorLayout(py::handle T, bool IsOut, std::string &Key, uintptr_t &Pointer) {
+  static const auto *Names = new std::array<py::str, 6>{
+      py::str("is_cpu"), py::str("requires_grad"), py::str("data_ptr"),
+      py::str("shape"),  py::str("stride"),        py::str("dtype")};
+  const auto &[IsCpu, RequiresGrad, DataPtr, Shape, Stride, Dtype] = *Names;
+  if (T.attr(IsCpu).ptr() != Py_True || (IsOut && T.attr(RequiresGrad).ptr() == Py_True))
+    return false;
+  Pointer = T.attr(DataPtr)().cast<uintptr_t>();
+  const py::tuple Sizes = T.attr(Shape), Steps = T.attr(Stride)();
+  auto Put = [&](int64_t V) { Key.append(reinterpret_cast<const char *>(&V), sizeof V); };
+  Put(static_cast<int64_t>(Sizes.size()));
+  for (size_t D = 0; D < Sizes.size(); ++D) {
+    Put(PyLong_AsLongLong(Sizes[D].ptr()));
+    Put(PyLong_AsLongLong(Steps[D].ptr()));
+  }
+  // torch's dtypes are singletons: the object names the type.
+  Put(static_cast<int64_t>(reinterpret_cast<uintptr_t>(T.attr(Dtype).ptr())));
+  return true;
+}
+
+/// Kernels of the torch fast path, by the tensors' layouts: only those
+/// that read and write the tensors' own memory (no copy was needed).
+std::unordered_map<std::string, std::shared_ptr<PyKernel>> &tensorKernels() {
+  static auto *Kernels = new std::unordered_map<std::string, std::shared_ptr<PyKernel>>();
+  return *Kernels;
+}
+
+/// gatherArrays for PyTorch CPU tensors without an epilogue: a layout seen
+/// before runs straight on the tensors' pointers; a new one goes through
+/// numpy views once. Returns None where the general path must serve the
+/// call (another device, an out that requires grad).
+py::object gatherTensors(const std::string &Op, py::handle DataObj, py::handle IndicesObj,
+                         py::handle AxisObj, py::handle OutObj, const std::string &Mode,
+                         bool Broadcast) {
+  bool Overflow = false;
+  const int64_t Axis = axisValue(AxisObj, Overflow);
+  std::string Key = Op + '\0' + Mode + '\0' + (Broadcast ? 'b' : 'o');
+  Key.append(reinterpret_cast<const char *>(&Axis), sizeof Axis);
+  uintptr_t In = 0, Idx = 0, Dst = 0;
+  if (!tensorLayout(DataObj, false, Key, In) || !tensorLayout(IndicesObj, false, Key, Idx) ||
+      (!OutObj.is_none() && !tensorLayout(OutObj, true, Key, Dst)))
+    return py::none();
+  std::shared_ptr<PyKernel> K;
+  if (auto It = tensorKernels().find(Key); It != tensorKernels().end()) {
+    K = It->second;
+  } else {
+    py::array Data = operand(DataObj, "data", false), Indices = operand(IndicesObj, "indices", false);
+    std::optional<py::array> Out;
+    if (!OutObj.is_none())
+      Out = operand(OutObj, "out", true);
+    K = kernelForArrays(Op, Data, Indices, AxisObj, Out, Mode, std::nullopt, Broadcast);
+    if (reinterpret_cast<uintptr_t>(Data.data()) != In ||
+        reinterpret_cast<uintptr_t>(Indices.data()) != Idx)
+      return package("_result")(K->run(Data, Indices, Out), DataObj); // A copy was needed.
+    if (tensorKernels().size() >= CallKernelsCapacity)
+      tensorKernels().clear();
+    tensorKernels().emplace(std::move(Key), K);
+  }
+  if (!OutObj.is_none()) {
+    K->runInto(reinterpret_cast<const void *>(In), reinterpret_cast<const void *>(Idx),
+               reinterpret_cast<void *>(Dst));
+    return py::reinterpret_borrow<py::object>(OutObj);
+  }
+  py::array Result = K->newOutput();
+  K->runInto(reinterpret_cast<const void *>(In), reinterpret_cast<const void *>(Idx),
+             Result.mutable_data());
+  if (Result.dtype().kind() == 'V') // bfloat16: viewed back by the package.
+    return package("_result")(Result, DataObj);
+  static py::object *FromNumpy =
+      new py::object(py::module_::import("torch").attr("from_numpy"));
+  return (*FromNumpy)(Result);
 }
 
 } // namespace
@@ -650,6 +750,8 @@ PYBIND11_MODULE(_native, M) {
       py::arg("mode") = "raise", py::arg("epilogue") = py::none());
   M.def("compile_descriptor", &compileDescriptor, py::arg("json"),
         py::arg("epilogue") = py::none());
+  M.def("gather_tensors", &gatherTensors, py::arg("op"), py::arg("data"), py::arg("indices"),
+        py::arg("axis"), py::arg("out"), py::arg("mode"), py::arg("broadcast"));
   M.def("gather_arrays", &gatherArrays, py::arg("op"), py::arg("data"), py::arg("indices"),
         py::arg("axis"), py::arg("out") = py::none(), py::arg("mode") = "raise",
         py::arg("epilogue") = py::none(), py::arg("broadcast") = true);

@@ -155,3 +155,19 @@ def test_gradients_are_scatter_adds_and_gradcheck_passes():
     # Without grad, the plain kernel's result and no graph.
     with torch.no_grad():
         assert gjt.gather(data, ids, 1).grad_fn is None
+
+
+def test_repeated_layouts_run_on_each_calls_tensors():
+    # The second and later calls of a layout take the tensors' pointers
+    # directly: each call must see its own tensors, strided or narrow.
+    for step in range(3):
+        data = torch.arange(40, dtype=torch.float32).reshape(8, 5) * (step + 1)
+        view = data[::2, 1:]
+        ids = torch.tensor([[3, 0], [1, 1], [2, 0], [0, 3]])
+        out = torch.empty(4, 2)
+        assert gj.take_along_axis(view, ids, 1, out=out) is out
+        assert torch.equal(out, torch.gather(view, 1, ids))
+        narrow = torch.tensor([4, 0, 2], dtype=torch.int8)
+        assert torch.equal(gj.take(data, narrow, 0), data[narrow.long()])
+        half = data.to(torch.bfloat16)
+        assert torch.equal(gj.take(half, torch.tensor([1, 7]), 0), half[[1, 7]])
