@@ -333,7 +333,11 @@ int field(const std::string &S) { return static_cast<int>(std::strtol(S.c_str(),
 Expected<std::shared_ptr<const EpilogueCode>> compileEpilogue(const Epilogue &E,
                                                                const EpilogueTarget &T,
                                                                const EpilogueLimits &Limits) {
-  if (!epiloguesSupported())
+  // Without clang's libraries here, only a helper named explicitly (one
+  // from a build that has them) can compile.
+  const char *Env = std::getenv("GATHERJIT_EPILOGUE_HELPER");
+  const bool Named = !Limits.Helper.empty() || (Env && *Env);
+  if (!epiloguesSupported() && !(Limits.Isolated && Named))
     return compileEpilogueHere(E, T); // Unsupported.
   for (auto [What, Bytes] : {std::pair{"source", E.Source.size()}, {"parameters", E.Params.size()}})
     if (Bytes > MaxEpilogueBytes)

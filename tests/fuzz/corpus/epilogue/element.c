@@ -1,0 +1,1 @@
+float f(float x) { return x * 2.0f + 1.0f; }

@@ -1,0 +1,2 @@
+float f(float x) { return x; }
+#embed "/etc/passwd"

@@ -1,0 +1,2 @@
+#include "/etc/passwd"
+float f(float x) { return x; }

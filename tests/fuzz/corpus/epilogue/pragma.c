@@ -1,0 +1,2 @@
+#pragma clang __debug crash
+float f(float x) { return x; }
