@@ -61,15 +61,30 @@ std::optional<std::string> commandOutput(const std::string &Cmd) {
   return Out;
 }
 
-/// Library name ("numpy", "torch") -> case -> median ns.
-using LibraryTimes = std::map<std::string, std::map<std::string, double>>;
+/// What the Python baselines measured: library name ("numpy", "torch",
+/// "torch.compile", "onnxruntime", "jax") -> case -> median ns, and each
+/// library's version, compile times (ms, apart from the runs) and the
+/// libraries that are not installed.
+struct LibraryTimes : std::map<std::string, std::map<std::string, double>> {
+  std::map<std::string, std::string> Versions;
+  std::map<std::string, std::map<std::string, double>> CompileMs;
+  std::vector<std::string> Missing;
+};
 
 const char *const PythonBaselines =
 #include "PythonBaselines.inc"
     ;
 
-/// Times numpy and PyTorch on the same cases if python3 has them; empty
-/// otherwise (they are optional).
+/// \p Text as one shell word.
+std::string quoteForShell(const std::string &Text) {
+  std::string Quoted = "'";
+  for (char Ch : Text)
+    Quoted += Ch == '\'' ? std::string("'\\''") : std::string(1, Ch);
+  return Quoted + "'";
+}
+
+/// Times numpy, PyTorch and the other peers on the same cases where
+/// python3 has them; empty otherwise (they are optional).
 LibraryTimes pythonBaselines(const SuiteReport &R) {
   // The python3 on PATH, else the system's (a user's PATH may lead to a
   // virtual environment without Debian's python3-numpy).
@@ -80,7 +95,12 @@ LibraryTimes pythonBaselines(const SuiteReport &R) {
     return false;
   };
   std::string Python;
-  for (const char *Candidate : {"python3", "/usr/bin/python3"}) {
+  std::vector<std::string> Candidates = {"python3", "/usr/bin/python3"};
+  // GATHERJIT_BENCH_PYTHON: the interpreter with the peers
+  // (bench/install_peers.sh's venv).
+  if (const char *Chosen = std::getenv("GATHERJIT_BENCH_PYTHON"); Chosen && *Chosen)
+    Candidates.insert(Candidates.begin(), quoteForShell(Chosen));
+  for (const std::string &Candidate : Candidates) {
     if (HasLibrary(Candidate)) {
       Python = Candidate;
       break;
@@ -112,11 +132,7 @@ LibraryTimes pythonBaselines(const SuiteReport &R) {
   close(Fd);
   std::optional<std::string> Output;
   if (Written) {
-    std::string Quoted = "'";
-    for (char Ch : Cases.dump())
-      Quoted += Ch == '\'' ? std::string("'\\''") : std::string(1, Ch);
-    Quoted += "'";
-    Output = commandOutput(Python + " " + Script + " " + Quoted);
+    Output = commandOutput(Python + " " + Script + " " + quoteForShell(Cases.dump()));
   }
   std::remove(Script);
   if (!Output)
@@ -125,10 +141,26 @@ LibraryTimes pythonBaselines(const SuiteReport &R) {
   nlohmann::json J = nlohmann::json::parse(*Output, nullptr, /*allow_exceptions=*/false);
   if (!J.is_object())
     return {};
-  for (auto &[Library, ByCase] : J.items())
-    for (auto &[Case, Ns] : ByCase.items())
-      if (Ns.is_number())
-        Times[Library][Case] = Ns.get<double>();
+  for (auto &[Library, ByCase] : J.items()) {
+    if (Library == "_versions") {
+      for (auto &[Name, Version] : ByCase.items())
+        if (Version.is_string())
+          Times.Versions[Name] = Version.get<std::string>();
+    } else if (Library == "_compile_ms") {
+      for (auto &[Name, ByCaseMs] : ByCase.items())
+        for (auto &[Case, Ms] : ByCaseMs.items())
+          if (Ms.is_number())
+            Times.CompileMs[Name][Case] = Ms.get<double>();
+    } else if (Library == "_missing") {
+      for (auto &Name : ByCase)
+        if (Name.is_string())
+          Times.Missing.push_back(Name.get<std::string>());
+    } else if (ByCase.is_object()) {
+      for (auto &[Case, Ns] : ByCase.items())
+        if (Ns.is_number())
+          Times[Library][Case] = Ns.get<double>();
+    }
+  }
   return Times;
 }
 
@@ -244,6 +276,41 @@ std::vector<std::pair<std::string, CaseRows>> byCase(const SuiteReport &R) {
   return Out;
 }
 
+/// What the peers' columns are, their versions, compile times and the
+/// peers that are missing.
+std::string peersText(const LibraryTimes &Libraries) {
+  if (Libraries.empty())
+    return "\nNo peer is installed (numpy, PyTorch, ONNX Runtime, JAX): no columns for "
+           "them.\n";
+  std::ostringstream M;
+  M << "\nPeers, one thread each, same cases, same run, each output equal to numpy's bit for "
+       "bit before it is timed: numpy (take_along_axis, take, data[tuple(idx.T)]); torch "
+       "(gather, index_select with out=, data[tuple(idx.T)]); torch.compile (the same through "
+       "torch.compile(dynamic=True)); onnxruntime (a one-node model, run_with_iobinding on "
+       "preallocated buffers); jax (jax.jit, block_until_ready). \"jit / X\" is X's time over "
+       "jit's: above 1 jit is faster.\n\nVersions:";
+  for (const auto &[Name, Version] : Libraries.Versions)
+    M << " " << Name << " " << Version << ";";
+  if (!Libraries.Missing.empty()) {
+    M << " not installed:";
+    for (const std::string &Name : Libraries.Missing)
+      M << " " << Name;
+    M << " (bench/install_peers.sh; GATHERJIT_BENCH_PYTHON)";
+  }
+  M << "\n";
+  for (const auto &[Name, ByCase] : Libraries.CompileMs) {
+    std::vector<double> Ms;
+    for (const auto &[Case, V] : ByCase)
+      Ms.push_back(V);
+    std::sort(Ms.begin(), Ms.end());
+    if (!Ms.empty())
+      M << "\n" << Name << " compile per case (apart from the runs): median "
+        << fmt("%.1f", Ms[Ms.size() / 2]) << " ms, " << fmt("%.1f", Ms.front()) << " to "
+        << fmt("%.1f", Ms.back()) << " ms over " << Ms.size() << " cases.\n";
+  }
+  return M.str();
+}
+
 std::string markdown(const SuiteReport &R, const LibraryTimes &Libraries,
                      const FreshProcess &Fresh, const std::string &Date, const std::string &Png) {
   std::ostringstream M;
@@ -268,8 +335,12 @@ std::string markdown(const SuiteReport &R, const LibraryTimes &Libraries,
     << " / 1 thread |";
   for (const auto &[Library, Times] : Libraries)
     M << " " << Library << " | jit / " << Library << " |";
+  if (!Libraries.empty())
+    M << " best peer | jit / best |";
   M << "\n|---|---|---|---|---|---|---|---|---|---|";
   for (size_t L = 0; L < Libraries.size(); ++L)
+    M << "---|---|";
+  if (!Libraries.empty())
     M << "---|---|";
   M << "\n";
   std::vector<std::pair<std::string, double>> RandomCases;
@@ -284,14 +355,22 @@ std::string markdown(const SuiteReport &R, const LibraryTimes &Libraries,
       << fmt("%.2fx", C.Generic->MedianNs / C.Jit->MedianNs) << " | "
       << fmt("%.1fx", C.Interp->MedianNs / C.Jit->MedianNs) << " | "
       << (C.JitMt ? fmt("%.2fx", C.Jit->MedianNs / C.JitMt->MedianNs) : "-") << " |";
+    const std::string *Best = nullptr;
+    double BestNs = 0;
     for (const auto &[Library, Times] : Libraries) {
       auto It = Times.find(Name);
-      if (It == Times.end())
+      if (It == Times.end()) {
         M << " - | - |";
-      else
-        M << " " << duration(It->second) << " | " << fmt("%.2fx", It->second / C.Jit->MedianNs)
-          << " |";
+        continue;
+      }
+      M << " " << duration(It->second) << " | " << fmt("%.2fx", It->second / C.Jit->MedianNs)
+        << " |";
+      if (!Best || It->second < BestNs)
+        Best = &Library, BestNs = It->second;
     }
+    if (!Libraries.empty())
+      M << (Best ? " " + *Best + " | " + fmt("%.2fx", BestNs / C.Jit->MedianNs) + " |"
+                 : std::string(" - | - |"));
     M << "\n";
     if (Name == "GE2" || Name == "GN2")
       RandomCases.emplace_back(Name, C.Jit->MedianNs);
@@ -385,18 +464,13 @@ Status runBench(const BenchFlags &F) {
   const std::string Date = today(), Base = F.ResultsDir + "/" + Date;
   const bool Plotted = plot(*R, Base + ".png");
   if (!F.Quiet)
-    std::fprintf(stderr, "bench: numpy and PyTorch, if installed\n");
+    std::fprintf(stderr, "bench: numpy, PyTorch, ONNX Runtime and JAX, where installed\n");
   const LibraryTimes Libraries = pythonBaselines(*R);
   if (!F.Quiet)
     std::fprintf(stderr, "bench: compile and cache load in fresh processes\n");
   const FreshProcess Fresh = freshProcessCompile();
   std::string Md = markdown(*R, Libraries, Fresh, Date, Plotted ? Date + ".png" : "");
-  if (Libraries.empty())
-    Md += "\nNeither numpy nor PyTorch is installed: no columns for them.\n";
-  else
-    Md += "\nnumpy: take_along_axis (GatherElements), take (Gather) and data[tuple(idx.T)] "
-          "(GatherND); PyTorch: gather, index_select and data[tuple(idx.T)], one thread; same "
-          "cases, same run.\n";
+  Md += peersText(Libraries);
   for (const auto &[Path, Text] : {std::pair<std::string, const std::string &>{Base + ".json", Json},
                                    {Base + ".md", Md}})
     if (Status S = writeFileAtomic(Path, Text); !S)
