@@ -1,11 +1,15 @@
 """Walks over shapes that change, from Python: gatherjit's function forms
-against torch (eager, one thread) and numpy on the same arrays, each walk
+against torch (eager, one thread), numpy and, where installed
+(bench/install_peers.sh), torch.compile(dynamic=True), ONNX Runtime (one
+session with symbolic dimensions) and JAX (jax.jit, compiled per shape) on
+the same arrays, each walk
 run in a fresh process (every shape new, empty caches) and then again in
 that process after gatherjit.wait_background() (the hot shapes
 specialized); beside them the generic loop alone and every shape
 specialized ahead. Results are checked against numpy after the timed walks.
 
     PYTHONPATH=build/python python3 bench/shape_walks.py [--walks abc] [--rounds 3]
+    PYTHONPATH=build/python .venv-peers/bin/python bench/shape_walks.py
 
 Each round runs every engine once, in turn, so the shared machine's load
 weighs on all alike; the table gives each engine's median over the rounds.
@@ -22,7 +26,9 @@ import statistics
 import subprocess
 import sys
 
-ENGINES = ("torch", "numpy", "gatherjit", "gatherjit-generic", "gatherjit-ahead")
+ENGINES = ("torch", "numpy", "torch.compile", "onnxruntime", "jax", "gatherjit",
+           "gatherjit-generic", "gatherjit-ahead")
+PEERS = ("torch", "numpy", "torch.compile", "onnxruntime", "jax")
 
 WALKS = {
     "a": dict(kind="ge", cols=64, idx_cols=16, lengths=list(range(8, 1008)), calls=10),
@@ -31,7 +37,10 @@ WALKS = {
 }
 
 CHILD = r"""
-import json, sys, time
+import json, os, sys, time
+os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
+                      "intra_op_parallelism_threads=1")
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import numpy as np
 walk, engine = json.loads(sys.argv[1]), sys.argv[2]
 rng = np.random.default_rng(1)
@@ -59,6 +68,40 @@ elif engine == "torch":
     torch.set_num_threads(1)
     args = [(torch.from_numpy(d), torch.from_numpy(i)) for d, i in args]
     fn = (lambda d, i: torch.gather(d, 1, i)) if ge else (lambda d, i: torch.index_select(d, 0, i))
+elif engine == "torch.compile":  # PyTorch 2: Inductor's code for symbolic sizes
+    import torch
+    torch.set_num_threads(1)
+    args = [(torch.from_numpy(d), torch.from_numpy(i)) for d, i in args]
+    fn = torch.compile((lambda d, i: torch.gather(d, 1, i)) if ge else
+                       (lambda d, i: torch.index_select(d, 0, i)), dynamic=True)
+elif engine == "onnxruntime":  # one session, symbolic dimensions, every shape
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+    F, I = TensorProto.FLOAT, TensorProto.INT64
+    if ge:
+        node = helper.make_node("GatherElements", ["data", "indices"], ["out"], axis=1)
+        ios = ([("data", F, ["L", walk["cols"]]), ("indices", I, ["L", walk["idx_cols"]])],
+               [("out", F, ["L", walk["idx_cols"]])])
+    else:
+        node = helper.make_node("Gather", ["data", "indices"], ["out"], axis=0)
+        ios = ([("data", F, [walk["rows"], walk["width"]]), ("indices", I, ["B"])],
+               [("out", F, ["B", walk["width"]])])
+    info = lambda io: [helper.make_tensor_value_info(n, t, s) for n, t, s in io]
+    model = helper.make_model(helper.make_graph([node], "g", info(ios[0]), info(ios[1])),
+                              opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = options.inter_op_num_threads = 1
+    session = ort.InferenceSession(model.SerializeToString(), options,
+                                   providers=["CPUExecutionProvider"])
+    fn = lambda d, i: session.run(None, {"data": d, "indices": i})[0]
+elif engine == "jax":  # XLA: compiled per shape, as its users run it
+    import jax, jax.numpy as jnp
+    jax.config.update("jax_enable_x64", True)
+    f = jax.jit((lambda d, i: jnp.take_along_axis(d, i, axis=1, mode="clip")) if ge else
+                (lambda d, i: jnp.take(d, i, axis=0, mode="clip")))
+    args = [(jax.device_put(d), jax.device_put(i)) for d, i in args]
+    fn = lambda d, i: f(d, i).block_until_ready()
 else:
     fn = (lambda d, i: np.take_along_axis(d, i, 1)) if ge else (lambda d, i: np.take(d, i, 0))
 # Every call of the walk; a few shapes' results are checked against
@@ -81,6 +124,9 @@ for d, i in args[:: max(1, len(args) // 7)]:
     want = np.take_along_axis(d, i, 1) if ge else np.take(d, i, 0)
     assert np.array_equal(got, want), "wrong result"
 out = {"first_ms": first, "second_ms": second}
+module = {"torch.compile": "torch", "gatherjit-generic": "gatherjit",
+          "gatherjit-ahead": "gatherjit"}.get(engine, engine)
+out["version"] = getattr(sys.modules.get(module), "__version__", "")
 if engine.startswith("gatherjit"):
     s = gj.stats()
     out.update(specializations=s["specializations"], misses=s["misses"],
@@ -105,6 +151,7 @@ def main():
     print("| walk | engine | first walk | second walk | gatherjit first / best peer | "
           "gatherjit second / best peer |")
     print("|---|---|---|---|---|---|")
+    versions = {}
     for name in args.walks:
         walk = WALKS[name]
         runs, missing = {}, {}
@@ -121,7 +168,8 @@ def main():
             print(f"| ({name}) | {engine} | missing: {err} | | | |")
         rows = {e: {k: statistics.median(r[k] for r in rs) for k in ("first_ms", "second_ms")}
                 for e, rs in runs.items() if e not in missing}
-        peers = [rows[e] for e in ("torch", "numpy") if e in rows]
+        peers = [rows[e] for e in PEERS if e in rows]
+        versions.update({e: rs[0].get("version", "") for e, rs in runs.items()})
         for engine, r in rows.items():
             ratio1 = ratio2 = ""
             if engine.startswith("gatherjit") and peers:
@@ -132,8 +180,10 @@ def main():
             print(f"| ({name}) {len(walk['lengths'])} shapes x {walk['calls']} | {engine} | "
                   f"{r['first_ms']:.1f} ms | {r['second_ms']:.1f} ms | {ratio1} | {ratio2} |")
         sys.stdout.flush()
+    print("\nVersions: " + "; ".join(f"{e} {v}" for e, v in sorted(versions.items()) if v))
     print(f"\nMedians of {args.rounds} rounds. Ratios above 1 mean gatherjit is faster than the "
-          "best of torch and numpy. Each engine runs in a fresh process; the second walk is the "
+          "best peer (torch eager, numpy, torch.compile(dynamic=True), ONNX Runtime with "
+          "symbolic dimensions, jax.jit; those installed). Each engine runs in a fresh process; the second walk is the "
           "same walk again (gatherjit's after wait_background()). gatherjit: the default mode; "
           "gatherjit-generic: the generic loop alone (set_specialize('never')); "
           "gatherjit-ahead: every shape compiled before the first walk, which is not timed.")
