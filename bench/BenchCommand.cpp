@@ -402,17 +402,29 @@ std::string markdown(const SuiteReport &R, const LibraryTimes &Libraries,
 
 /// Draws GB/s per case and engine with the memcpy line; false if gnuplot
 /// is missing or fails (the report is still written).
-bool plot(const SuiteReport &R, const std::string &Png) {
+bool plot(const SuiteReport &R, const LibraryTimes &Libraries, const std::string &Png) {
   const std::string Data = Png + ".dat", Script = Png + ".gp", Temp = Png + ".tmp.png";
   {
     std::ofstream D(Data);
-    D << "case interp generic jit jit_mt\n";
-    for (const auto &[Name, C] : byCase(R))
-      if (C.Interp && C.Generic && C.Jit)
-        D << Name << " " << C.Interp->EffectiveGbps << " " << C.Generic->EffectiveGbps << " "
-          << C.Jit->EffectiveGbps << " " << (C.JitMt ? C.JitMt->EffectiveGbps : 0) << "\n";
+    D << "case interp generic jit jit_mt";
+    for (size_t L = 0; L < Libraries.size(); ++L)
+      D << " peer" << L;
+    D << "\n";
+    // A peer's GB/s: the case's bytes over its time (jit's GB/s scaled by
+    // the ratio of the times); 0 where it has no time.
+    for (const auto &[Name, C] : byCase(R)) {
+      if (!C.Interp || !C.Generic || !C.Jit)
+        continue;
+      D << Name << " " << C.Interp->EffectiveGbps << " " << C.Generic->EffectiveGbps << " "
+        << C.Jit->EffectiveGbps << " " << (C.JitMt ? C.JitMt->EffectiveGbps : 0);
+      for (const auto &[Library, Times] : Libraries) {
+        auto It = Times.find(Name);
+        D << " " << (It == Times.end() ? 0.0 : C.Jit->EffectiveGbps * C.Jit->MedianNs / It->second);
+      }
+      D << "\n";
+    }
     std::ofstream S(Script);
-    S << "set terminal pngcairo noenhanced size 1200,620 font 'sans,10'\n"
+    S << "set terminal pngcairo noenhanced size 1500,640 font 'sans,10'\n"
       << "set output '" << Temp << "'\n"
       << "set title 'gatherjit: effective bandwidth per case (higher is better)'\n"
       << "set ylabel 'GB/s = (2 x output + index bytes) / time'\n"
@@ -422,7 +434,11 @@ bool plot(const SuiteReport &R, const std::string &Png) {
       << "memcpy = " << R.MemcpyGbps << "\n"
       << "plot '" << Data << "' using 2:xtic(1) title 'interpreter', '' using 3 title "
       << "'generic C++', '' using 4 title 'jit, 1 thread', '' using 5 title 'jit, "
-      << R.Threads << " threads', memcpy with lines lw 2 dt 2 lc rgb 'black' title "
+      << R.Threads << " threads', ";
+    int Column = 6;
+    for (const auto &[Library, Times] : Libraries)
+      S << "'' using " << Column++ << " title '" << Library << "', ";
+    S << "memcpy with lines lw 2 dt 2 lc rgb 'black' title "
       << "sprintf('memcpy %.1f GB/s', memcpy)\n";
   }
   const std::string Cmd = "gnuplot '" + Script + "' 2>/dev/null";
@@ -462,10 +478,10 @@ Status runBench(const BenchFlags &F) {
                                    "': " + EC.message());
   const std::string Json = rowsJson(*R).dump(2) + "\n";
   const std::string Date = today(), Base = F.ResultsDir + "/" + Date;
-  const bool Plotted = plot(*R, Base + ".png");
   if (!F.Quiet)
     std::fprintf(stderr, "bench: numpy, PyTorch, ONNX Runtime and JAX, where installed\n");
   const LibraryTimes Libraries = pythonBaselines(*R);
+  const bool Plotted = plot(*R, Libraries, Base + ".png");
   if (!F.Quiet)
     std::fprintf(stderr, "bench: compile and cache load in fresh processes\n");
   const FreshProcess Fresh = freshProcessCompile();

@@ -114,7 +114,11 @@ Status Kernel::run(const void *Input, const void *Indices, void *Output) const {
   struct Free {
     void operator()(void *P) const { ::operator delete(P, std::align_val_t(64)); }
   };
-  std::unique_ptr<void, Free> Temp(::operator new(S->OutputBytes, std::align_val_t(64)));
+  std::unique_ptr<void, Free> Temp(
+      ::operator new(S->OutputBytes, std::align_val_t(64), std::nothrow));
+  if (!Temp)
+    return Status::internal("out of memory: the output overlaps an operand, and its " +
+                            std::to_string(S->OutputBytes) + "-byte temporary failed");
   std::memcpy(Temp.get(), Output, S->OutputBytes);
   Status R = Run(Temp.get());
   if (R)

@@ -642,8 +642,17 @@ bool tensorLayout(py::handle T, bool IsOut, std::string &Key, uintptr_t &Pointer
     Put(PyLong_AsLongLong(Sizes[D].ptr()));
     Put(PyLong_AsLongLong(Steps[D].ptr()));
   }
-  // torch's dtypes are singletons: the object names the type.
-  Put(static_cast<int64_t>(reinterpret_cast<uintptr_t>(T.attr(Dtype).ptr())));
+  // torch's dtypes are singletons: the object names the type. A complex
+  // tensor may be a conjugated or negated view whose bits are not its
+  // values: those go through the general path (numpy() resolves them).
+  const py::object Type = T.attr(Dtype);
+  static auto *Complex = new std::unordered_map<PyObject *, bool>();
+  auto [It, New] = Complex->try_emplace(Type.ptr(), false);
+  if (New)
+    It->second = Type.attr("is_complex").ptr() == Py_True;
+  if (It->second)
+    return false;
+  Put(static_cast<int64_t>(reinterpret_cast<uintptr_t>(Type.ptr())));
   return true;
 }
 
