@@ -100,7 +100,12 @@ elif engine == "jax":  # XLA: compiled per shape, as its users run it
     jax.config.update("jax_enable_x64", True)
     f = jax.jit((lambda d, i: jnp.take_along_axis(d, i, axis=1, mode="clip")) if ge else
                 (lambda d, i: jnp.take(d, i, axis=0, mode="clip")))
-    args = [(jax.device_put(d), jax.device_put(i)) for d, i in args]
+    put = {}  # walk (b) shares one table: one device copy of it
+    def device(d):
+        if id(d) not in put:
+            put[id(d)] = jax.device_put(d)
+        return put[id(d)]
+    args = [(device(d), jax.device_put(i)) for d, i in args]
     fn = lambda d, i: f(d, i).block_until_ready()
 else:
     fn = (lambda d, i: np.take_along_axis(d, i, 1)) if ge else (lambda d, i: np.take(d, i, 0))
