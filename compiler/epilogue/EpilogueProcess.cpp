@@ -175,11 +175,10 @@ std::string findHelper(const EpilogueLimits &Limits, std::string &Searched) {
   return "";
 }
 
-/// The one helper of this process.
+/// The one helper of this process (never destroyed: the helper's input
+/// ends with the host, and so does its loop).
 class Helper {
 public:
-  ~Helper() { stop(); }
-
   Expected<std::vector<std::string>> exchange(const std::vector<std::string> &Request,
                                               const EpilogueLimits &Limits) {
     if (Pid > 0 && (Limits.MemoryBytes != Memory || Limits.Helper != Program))
@@ -346,7 +345,7 @@ Expected<std::shared_ptr<const EpilogueCode>> compileEpilogue(const Epilogue &E,
                                      std::to_string(MaxEpilogueBytes) + " an epilogue may have");
   if (!Limits.Isolated)
     return compileEpilogueHere(E, T);
-  static Helper *TheHelper = new Helper; // Never destroyed: the OS ends it with the host.
+  static Helper *TheHelper = new Helper;
   std::vector<std::string> Answer;
   {
     std::lock_guard<std::mutex> Lock(HelperMutex);

@@ -490,9 +490,12 @@ TensorDesc tensorFromSpec(const py::tuple &Spec, py::dtype &Type, const char *Na
   return T;
 }
 
+/// Appends \p V's bytes to \p Key.
+void putInt(std::string &Key, int64_t V) { Key.append(reinterpret_cast<const char *>(&V), sizeof V); }
+
 /// Appends \p A's layout (rank, sizes, strides in bytes, dtype) to \p Key.
 void appendLayout(std::string &Key, const py::array &A) {
-  auto Put = [&](int64_t V) { Key.append(reinterpret_cast<const char *>(&V), sizeof V); };
+  auto Put = [&](int64_t V) { putInt(Key, V); };
   Put(A.ndim());
   for (py::ssize_t D = 0; D < A.ndim(); ++D) {
     Put(A.shape(D));
@@ -515,6 +518,23 @@ std::unordered_map<std::string, std::shared_ptr<PyKernel>> &callKernels() {
   return *Kernels;
 }
 constexpr size_t CallKernelsCapacity = 4096;
+
+/// Keeps \p K in the layout table under \p Key.
+void rememberCall(std::string Key, const std::shared_ptr<PyKernel> &K) {
+  if (callKernels().size() >= CallKernelsCapacity)
+    callKernels().clear();
+  callKernels().emplace(std::move(Key), K);
+}
+
+/// The start of a layout table key: what the call asks besides its
+/// operands' layouts, after \p Source ('a' for numpy arrays, 't' for the
+/// torch fast path, whose layouts are spelled differently).
+std::string callKey(char Source, const std::string &Op, const std::string &Mode, bool Broadcast,
+                    int64_t Axis) {
+  std::string Key = Source + Op + '\0' + Mode + '\0' + (Broadcast ? 'b' : 'o');
+  putInt(Key, Axis);
+  return Key;
+}
 
 /// numpy's AxisError (numpy.exceptions' from numpy 1.25, numpy's before).
 [[noreturn]] void raiseAxisError(py::handle Axis, py::ssize_t Rank) {
@@ -539,6 +559,17 @@ int64_t axisValue(py::handle Axis, bool &Overflow) {
   return Overflow ? std::numeric_limits<int64_t>::min() : V;
 }
 
+/// Raises numpy's AxisError for an axis outside a rank-\p Rank array's, or
+/// ValueError for a negative or overflowing batch_dims (GatherND's axis).
+void checkAxis(const std::string &Op, py::handle AxisObj, int64_t Axis, bool Overflow,
+               int64_t Rank) {
+  if (Op != "gather_nd" && (Axis < -Rank || Axis >= Rank))
+    raiseAxisError(AxisObj, Rank);
+  if (Op == "gather_nd" && (Overflow || Axis < 0))
+    throw py::value_error("batch_dims = " + std::string(py::str(AxisObj)) +
+                          " is negative or too large");
+}
+
 /// The kernel for arrays \p Data and \p Indices (cached by the runtime
 /// and, without an epilogue, in the layout table), which may be replaced by
 /// the copies it needs (unreadable strides, narrow or byte-swapped indices).
@@ -560,8 +591,7 @@ std::shared_ptr<PyKernel> kernelForArrays(const std::string &Op, py::array &Data
   // epilogue's text); the runtime's cache still finds their kernels.
   std::string Key;
   if (!Fused) {
-    Key = Op + '\0' + Mode + '\0' + (Broadcast ? 'b' : 'o');
-    Key.append(reinterpret_cast<const char *>(&Axis), sizeof Axis);
+    Key = callKey('a', Op, Mode, Broadcast, Axis);
     appendLayout(Key, Data);
     appendLayout(Key, Indices);
     if (Out)
@@ -570,11 +600,7 @@ std::shared_ptr<PyKernel> kernelForArrays(const std::string &Op, py::array &Data
       return It->second;
   }
   // The first call of a layout checks the axis (a later one found its key).
-  if (Op != "gather_nd" && (Axis < -Data.ndim() || Axis >= Data.ndim()))
-    raiseAxisError(AxisObj, Data.ndim());
-  if (Op == "gather_nd" && (Overflow || Axis < 0))
-    throw py::value_error("batch_dims = " + std::string(py::str(AxisObj)) +
-                          " is negative or too large");
+  checkAxis(Op, AxisObj, Axis, Overflow, Data.ndim());
   TensorDesc DataT = tensorOf(Data, "data"), IdxT = tensorOf(Indices, "indices");
   if (Broadcast && Op == "gather_elements" && DataT.rank() == IdxT.rank() && DataT.rank() > 0) {
     // numpy broadcasts the dimensions other than the axis: a size of 1
@@ -602,11 +628,8 @@ std::shared_ptr<PyKernel> kernelForArrays(const std::string &Op, py::array &Data
     OutT = tensorOf(*Out, "out");
   std::shared_ptr<PyKernel> K =
       compileFor(Op, DataT, IdxT, Axis, Mode, Data.dtype(), OutT, epilogueOf(Fused));
-  if (!Key.empty()) {
-    if (callKernels().size() >= CallKernelsCapacity)
-      callKernels().clear();
-    callKernels().emplace(std::move(Key), K);
-  }
+  if (!Key.empty())
+    rememberCall(std::move(Key), K);
   return K;
 }
 
@@ -636,7 +659,7 @@ bool tensorLayout(py::handle T, bool IsOut, std::string &Key, uintptr_t &Pointer
     return false;
   Pointer = T.attr(DataPtr)().cast<uintptr_t>();
   const py::tuple Sizes = T.attr(Shape), Steps = T.attr(Stride)();
-  auto Put = [&](int64_t V) { Key.append(reinterpret_cast<const char *>(&V), sizeof V); };
+  auto Put = [&](int64_t V) { putInt(Key, V); };
   Put(static_cast<int64_t>(Sizes.size()));
   for (size_t D = 0; D < Sizes.size(); ++D) {
     Put(PyLong_AsLongLong(Sizes[D].ptr()));
@@ -656,30 +679,23 @@ bool tensorLayout(py::handle T, bool IsOut, std::string &Key, uintptr_t &Pointer
   return true;
 }
 
-/// Kernels of the torch fast path, by the tensors' layouts: only those
-/// that read and write the tensors' own memory (no copy was needed).
-std::unordered_map<std::string, std::shared_ptr<PyKernel>> &tensorKernels() {
-  static auto *Kernels = new std::unordered_map<std::string, std::shared_ptr<PyKernel>>();
-  return *Kernels;
-}
-
 /// gatherArrays for PyTorch CPU tensors without an epilogue: a layout seen
 /// before runs straight on the tensors' pointers; a new one goes through
-/// numpy views once. Returns None where the general path must serve the
+/// numpy views once, and its kernel joins the layout table only if it reads
+/// and writes the tensors' own memory (no copy was needed). Returns None where the general path must serve the
 /// call (another device, an out that requires grad).
 py::object gatherTensors(const std::string &Op, py::handle DataObj, py::handle IndicesObj,
                          py::handle AxisObj, py::handle OutObj, const std::string &Mode,
                          bool Broadcast) {
   bool Overflow = false;
   const int64_t Axis = axisValue(AxisObj, Overflow);
-  std::string Key = Op + '\0' + Mode + '\0' + (Broadcast ? 'b' : 'o');
-  Key.append(reinterpret_cast<const char *>(&Axis), sizeof Axis);
+  std::string Key = callKey('t', Op, Mode, Broadcast, Axis);
   uintptr_t In = 0, Idx = 0, Dst = 0;
   if (!tensorLayout(DataObj, false, Key, In) || !tensorLayout(IndicesObj, false, Key, Idx) ||
       (!OutObj.is_none() && !tensorLayout(OutObj, true, Key, Dst)))
     return py::none();
   std::shared_ptr<PyKernel> K;
-  if (auto It = tensorKernels().find(Key); It != tensorKernels().end()) {
+  if (auto It = callKernels().find(Key); It != callKernels().end()) {
     K = It->second;
   } else {
     py::array Data = operand(DataObj, "data", false), Indices = operand(IndicesObj, "indices", false);
@@ -690,9 +706,7 @@ py::object gatherTensors(const std::string &Op, py::handle DataObj, py::handle I
     if (reinterpret_cast<uintptr_t>(Data.data()) != In ||
         reinterpret_cast<uintptr_t>(Indices.data()) != Idx)
       return package("_result")(K->run(Data, Indices, Out), DataObj); // A copy was needed.
-    if (tensorKernels().size() >= CallKernelsCapacity)
-      tensorKernels().clear();
-    tensorKernels().emplace(std::move(Key), K);
+    rememberCall(std::move(Key), K);
   }
   if (!OutObj.is_none()) {
     K->runInto(reinterpret_cast<const void *>(In), reinterpret_cast<const void *>(Idx),
@@ -747,12 +761,7 @@ PYBIND11_MODULE(_native, M) {
         TensorDesc I = tensorFromSpec(Indices, IndexType, "indices");
         bool Overflow = false;
         const int64_t Axis = axisValue(AxisObj, Overflow);
-        const int64_t Rank = D.rank();
-        if (Op != "gather_nd" && (Axis < -Rank || Axis >= Rank))
-          raiseAxisError(AxisObj, Rank);
-        if (Op == "gather_nd" && (Overflow || Axis < 0))
-          throw py::value_error("batch_dims = " + std::string(py::str(AxisObj)) +
-                                " is negative or too large");
+        checkAxis(Op, AxisObj, Axis, Overflow, D.rank());
         return compileFor(Op, D, I, Axis, Mode, DataType, std::nullopt, epilogueOf(Fused));
       },
       py::arg("op"), py::arg("data"), py::arg("indices"), py::arg("axis") = 0,
