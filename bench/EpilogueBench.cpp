@@ -9,7 +9,9 @@
 //  - GE1 (4096 x 4096, axis 1) from FLOAT16 into FLOAT32: fused, and the
 //    FLOAT16 gather followed by a separate conversion pass;
 //  - a cold compile in a warm process, of distinct small kernels, with and
-//    without a five-line element epilogue.
+//    without a five-line element epilogue;
+//  - the two fused kernels again with their epilogues checked
+//    (Epilogue::Checked), the cost of checked mode.
 // bench/epilogue_baselines.py measures numpy's (and PyTorch's) unfused
 // ways on the same data. Single-threaded throughout.
 //
@@ -129,6 +131,8 @@ int main(int Argc, char **Argv) {
   Dequant.Source = Rowwise;
   Dequant.Function = "dequant";
   Kernel Fused = must(RT.compile(Lookup, {}, Dequant));
+  Dequant.Checked = true;
+  Kernel FusedChecked = must(RT.compile(Lookup, {}, Dequant));
   GatherDesc Plain = Lookup;
   Plain.Output = Tensor(DataType::UInt8, {Ids, Width});
   Kernel Gather = must(RT.compile(Plain));
@@ -136,6 +140,8 @@ int main(int Argc, char **Argv) {
   std::vector<uint8_t> Rows8(Ids * Width);
   const double FusedMs =
       medianMs(Reps, [&] { check(Fused.run(Table.data(), Idx.data(), Out.data())); });
+  const double CheckedMs =
+      medianMs(Reps, [&] { check(FusedChecked.run(Table.data(), Idx.data(), Out.data())); });
   const double TwoPassMs = medianMs(Reps, [&] {
     check(Gather.run(Table.data(), Idx.data(), Rows8.data()));
     dequantPass(Rows8.data(), Ids, Dim, Out2.data());
@@ -157,6 +163,8 @@ int main(int Argc, char **Argv) {
   W.Source = Widen;
   W.Function = "widen";
   Kernel GeFused = must(RT.compile(Ge, {}, W));
+  W.Checked = true;
+  Kernel GeChecked = must(RT.compile(Ge, {}, W));
   GatherElementsDesc GePlain = Ge;
   GePlain.Output.Type = DataType::Float16;
   Kernel GeGather = must(RT.compile(GePlain));
@@ -164,6 +172,8 @@ int main(int Argc, char **Argv) {
   std::vector<_Float16> GeHalf(N * N);
   const double GeFusedMs =
       medianMs(Reps, [&] { check(GeFused.run(Half.data(), GeIdx.data(), GeOut.data())); });
+  const double GeCheckedMs =
+      medianMs(Reps, [&] { check(GeChecked.run(Half.data(), GeIdx.data(), GeOut.data())); });
   const double GeTwoPassMs = medianMs(Reps, [&] {
     check(GeGather.run(Half.data(), GeIdx.data(), GeHalf.data()));
     widenPass(GeHalf.data(), N * N, GeOut.data());
@@ -195,8 +205,9 @@ int main(int Argc, char **Argv) {
   std::sort(EpiMs.begin(), EpiMs.end());
   std::printf("{\"rowwise_fused_ms\": %.4f, \"rowwise_gather_then_dequant_ms\": %.4f, "
               "\"ge1_f16_fused_ms\": %.4f, \"ge1_f16_gather_then_convert_ms\": %.4f, "
-              "\"cold_compile_plain_ms\": %.4f, \"cold_compile_epilogue_ms\": %.4f}\n",
+              "\"cold_compile_plain_ms\": %.4f, \"cold_compile_epilogue_ms\": %.4f, "
+              "\"rowwise_fused_checked_ms\": %.4f, \"ge1_f16_fused_checked_ms\": %.4f}\n",
               FusedMs, TwoPassMs, GeFusedMs, GeTwoPassMs, PlainMs[PlainMs.size() / 2],
-              EpiMs[EpiMs.size() / 2]);
+              EpiMs[EpiMs.size() / 2], CheckedMs, GeCheckedMs);
   return 0;
 }

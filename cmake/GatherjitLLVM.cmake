@@ -148,6 +148,8 @@ foreach(variant full slim)
   target_link_libraries(gatherjit_${variant}_objs PRIVATE gatherjit_frontend)
 endforeach()
 target_link_libraries(gatherjit_full_objs PRIVATE gatherjit_clang)
+# Checked epilogues are rewritten where clang runs, with LLVM's passes.
+target_sources(gatherjit_full_objs PRIVATE compiler/epilogue/CheckedEpilogue.cpp)
 target_compile_definitions(gatherjit_full_objs PRIVATE GATHERJIT_DEFAULT_PIPELINE)
 
 add_library(gatherjit_lib STATIC

@@ -260,6 +260,7 @@ void gj_runtime_options_init(gj_runtime_options *Options) {
   Options->epilogue_seconds = Defaults.Epilogues.Seconds;
   Options->epilogue_memory = Defaults.Epilogues.MemoryBytes;
   Options->epilogue_in_process = !Defaults.Epilogues.Isolated;
+  Options->epilogue_checked = Defaults.Epilogues.Checked;
 }
 
 gj_status gj_runtime_create(const gj_runtime_options *Options, gj_runtime **Out) {
@@ -301,6 +302,7 @@ gj_status gj_runtime_create(const gj_runtime_options *Options, gj_runtime **Out)
       O.Epilogues.Seconds = Options->epilogue_seconds;
       O.Epilogues.MemoryBytes = Options->epilogue_memory;
       O.Epilogues.Isolated = Options->epilogue_in_process == 0;
+      O.Epilogues.Checked = Options->epilogue_checked != 0;
     }
     Expected<std::unique_ptr<Runtime>> R = Runtime::create(O);
     if (!R)
@@ -400,6 +402,7 @@ gj_status gj_compile_epilogue(gj_runtime *Runtime, const gj_descriptor *Desc,
     Fused.FileName = E->file_name;
   const auto *P = static_cast<const unsigned char *>(E->params);
   Fused.Params.assign(P, P + (P ? E->params_size : 0));
+  Fused.Checked = E->checked != 0;
   return compileDesc(Runtime, Desc, &Fused, Out);
 }
 

@@ -123,6 +123,12 @@ std::string validRange(const ValidDesc &V, uint64_t Size) {
 
 } // namespace
 
+Status epilogueFaultError() {
+  return Status::invalidArgument(
+      "the checked epilogue read or wrote outside its row, output row, parameters and own "
+      "variables, or divided by zero (the run stopped there; the output is incomplete)");
+}
+
 Status indexOutOfRangeError(const ValidDesc &V, const void *Indices,
                             uint64_t Position) {
   Coord C(V.rank());
@@ -229,10 +235,10 @@ Status interpret(const ValidDesc &V, const void *Input, const void *Indices, voi
     };
     if (!Read)
       std::memset(Dst, 0, Unit);
-    else if (Apply)
-      Apply(Src(), Dst);
-    else
+    else if (!Apply)
       std::memcpy(Dst, Src(), ElemBytes);
+    else if (!Apply(Src(), Dst))
+      return epilogueFaultError();
     // Next output coordinate (or row), row-major.
     for (unsigned D = Looped; D-- > 0;) {
       if (++Out[D] < V.Output.Sizes[D])

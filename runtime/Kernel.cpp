@@ -23,6 +23,8 @@ Status runKernel(const StateT *S, const void *Indices, BodyT &&Body) {
   const int64_t R = Body(*S, S->Code->current());
   if (R == 0)
     return Status::ok();
+  if (R == EpilogueFaulted)
+    return epilogueFaultError();
   return indexOutOfRangeError(S->Desc, Indices, static_cast<uint64_t>(R - 1));
 }
 

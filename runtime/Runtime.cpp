@@ -302,8 +302,16 @@ struct Runtime::Impl {
   /// \p E compiled for this runtime's CPU and the given row lengths; clang
   /// runs once per key. (Entries are small; past EpilogueCapacity the
   /// table starts over, kernels keep what they hold.)
-  Expected<std::shared_ptr<const EpilogueCode>> epilogue(const Epilogue &E, uint64_t RowIn,
+  Expected<std::shared_ptr<const EpilogueCode>> epilogue(const Epilogue &Given, uint64_t RowIn,
                                                          uint64_t RowOut) {
+    const Epilogue *EP = &Given;
+    Epilogue Forced;
+    if (Options.Epilogues.Checked && !Given.Checked) { // Every epilogue checked.
+      Forced = Given;
+      Forced.Checked = true;
+      EP = &Forced;
+    }
+    const Epilogue &E = *EP;
     const EpilogueTarget Target = epilogueTarget(Gen->targetMachine(), RowIn, RowOut);
     const uint64_t Key = epilogueKey(E, Target);
     if (auto Known = epilogueByKey(Key))
@@ -524,7 +532,9 @@ Expected<EpilogueApply> Runtime::epilogueFunction(const Kernel &K) {
   if (!Linked)
     return Linked.status();
   std::shared_ptr<const Executable> Fn = Linked.take();
-  return EpilogueApply([Fn](const void *In, void *Out) { Fn->runRows(In, nullptr, Out, 0, 1); });
+  return EpilogueApply([Fn](const void *In, void *Out) {
+    return Fn->runRows(In, nullptr, Out, 0, 1) != EpilogueFaulted;
+  });
 }
 
 Expected<Kernel> Runtime::compile(const ValidDesc &Desc) {

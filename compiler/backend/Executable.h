@@ -16,7 +16,7 @@ public:
   virtual ~Executable() = default;
   /// Runs rows [Begin, End) of the outermost loop (clamped to the kernel's
   /// rows). Returns 0, or under Check 1 + the row-major position in the
-  /// indices of the first out-of-range index.
+  /// indices of the first out-of-range index, or EpilogueFaulted.
   virtual int64_t runRows(const void *Input, const void *Indices, void *Output, int64_t Begin,
                           int64_t End) const = 0;
   /// The native NAME_range entry, for a caller that knows its signature (a

@@ -112,8 +112,15 @@ void KernelEmitter::copyElement(Value *InOff, Value *OutOff, Value *Dst) {
     Value *To = byteAt(Dst, B.CreateMul(OutOff, c(S.OutElemBytes), "", true, true));
     if (!InOff)
       B.CreateMemSet(To, B.getInt8(0), OutBytes, MaybeAlign(1));
-    else
-      emitEpilogueCall(B, S.Epilogue, Epi, EpiParams, bytePointer(In, InOff), To);
+    else if (Value *Faulted =
+                 emitEpilogueCall(B, S.Epilogue, Epi, EpiParams, bytePointer(In, InOff), To)) {
+      BasicBlock *Fault = BasicBlock::Create(Ctx, "epilogue.fault", F);
+      BasicBlock *Good = BasicBlock::Create(Ctx, "epilogue.ok", F);
+      B.CreateCondBr(Faulted, Fault, Good, MDBuilder(Ctx).createBranchWeights(1, 1 << 20));
+      B.SetInsertPoint(Fault);
+      emitReturn(c(EpilogueFaulted));
+      B.SetInsertPoint(Good);
+    }
     return;
   }
   if (S.integerSizedElement()) {

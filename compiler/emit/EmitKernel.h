@@ -6,7 +6,8 @@
 ///   i64 NAME(ptr in, ptr indices, ptr out)      ; all rows
 ///   i64 NAME_rows                               ; constant row count
 /// returning 0, or under Check 1 + the row-major position in the indices
-/// tensor of the first out-of-range index. Rows are the outermost loop.
+/// tensor of the first out-of-range index, or EpilogueFaulted (-1) when a
+/// checked epilogue faulted. Rows are the outermost loop.
 /// How the rows run is the plan's choice (compiler/plan/KernelPlan.h); the
 /// emitter follows it.
 //===----------------------------------------------------------------------===//

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/epilogue/Epilogue.h"
+#include "compiler/epilogue/CheckedEpilogue.h"
 
 #include <llvm/Bitcode/BitcodeReader.h>
 #include <llvm/Bitcode/BitcodeWriter.h>
@@ -93,7 +94,7 @@ EpilogueTarget epilogueTarget(const llvm::TargetMachine &TM, uint64_t RowIn, uin
 }
 
 uint64_t epilogueKey(const Epilogue &E, const EpilogueTarget &T) {
-  std::string Text = "gatherjit epilogue 1\n";
+  std::string Text = E.Checked ? "gatherjit epilogue 1 checked\n" : "gatherjit epilogue 1\n";
 #ifdef GATHERJIT_HAVE_CLANG
   Text += clang::getClangFullVersion() + "\n";
 #endif
@@ -456,6 +457,8 @@ Expected<std::shared_ptr<const EpilogueCode>> compileEpilogueHere(const Epilogue
   for (llvm::StringRef F : Features)
     Args.insert(Args.end(), {"-target-feature", F.str()});
   Args.insert(Args.end(), std::begin(Flags), std::end(Flags));
+  if (E.Checked) // Refusals name their line.
+    Args.push_back("-debug-info-kind=line-tables-only");
   Args.insert(Args.end(), {"-D", "GJ_ROW_IN=" + std::to_string(T.RowIn), "-D",
                            "GJ_ROW_OUT=" + std::to_string(T.RowOut), File});
   std::vector<const char *> Argv;
@@ -542,6 +545,13 @@ Expected<std::shared_ptr<const EpilogueCode>> compileEpilogueHere(const Epilogue
         Bytes(F->getReturnType()) != dataTypeSize(Sig.Out))
       return Status::unsupported(Where + "'s signature lowers to IR gatherjit cannot call");
   }
+  if (E.Checked) {
+    const EpilogueRegions Regions = {T.RowIn * dataTypeSize(Sig.In),
+                                     T.RowOut * dataTypeSize(Sig.Out), E.Params.size()};
+    if (Status S = makeEpilogueChecked(*M, E.Function, Sig, Regions, File); !S)
+      return S;
+    Sig.Checked = true;
+  }
   auto Code = std::make_shared<EpilogueCode>();
   Sig.Key = epilogueKey(E, T);
   Code->Signature = Sig;
@@ -601,9 +611,10 @@ Expected<llvm::Function *> linkEpilogue(llvm::Module &M, const EpilogueCode &Cod
   return Linked;
 }
 
-void emitEpilogueCall(llvm::IRBuilderBase &B, const EpilogueSignature &Sig, llvm::Function *Fn,
-                      llvm::Value *Params, llvm::Value *In, llvm::Value *Out) {
-  llvm::SmallVector<llvm::Value *, 3> Args;
+llvm::Value *emitEpilogueCall(llvm::IRBuilderBase &B, const EpilogueSignature &Sig,
+                              llvm::Function *Fn, llvm::Value *Params, llvm::Value *In,
+                              llvm::Value *Out) {
+  llvm::SmallVector<llvm::Value *, 4> Args;
   llvm::FunctionType *Ty = Fn->getFunctionType();
   if (Sig.Kind == EpilogueKind::Row) {
     Args = {In, Out};
@@ -618,12 +629,24 @@ void emitEpilogueCall(llvm::IRBuilderBase &B, const EpilogueSignature &Sig, llvm
   }
   if (Sig.HasParams)
     Args.push_back(Params);
+  llvm::Value *Fault = nullptr;
+  if (Sig.Checked) {
+    // A byte of the caller's frame, cleared before each call (promoted to a
+    // register once the epilogue is inlined).
+    llvm::BasicBlock &Entry = B.GetInsertBlock()->getParent()->getEntryBlock();
+    llvm::IRBuilder<> AtEntry(&Entry, Entry.getFirstInsertionPt());
+    Fault = AtEntry.CreateAlloca(B.getInt8Ty(), nullptr, "epilogue.fault");
+    B.CreateStore(B.getInt8(0), Fault);
+    Args.push_back(Fault);
+  }
   llvm::Value *R = B.CreateCall(Fn, Args);
-  if (Sig.Kind == EpilogueKind::Row)
-    return;
-  if (R->getType()->isIntegerTy(1))
-    R = B.CreateZExt(R, B.getInt8Ty());
-  B.CreateAlignedStore(R, Out, llvm::Align(1));
+  if (Sig.Kind != EpilogueKind::Row) {
+    if (R->getType()->isIntegerTy(1))
+      R = B.CreateZExt(R, B.getInt8Ty());
+    B.CreateAlignedStore(R, Out, llvm::Align(1));
+  }
+  return Fault ? B.CreateICmpNE(B.CreateLoad(B.getInt8Ty(), Fault), B.getInt8(0), "faulted")
+               : nullptr;
 }
 
 } // namespace gatherjit

@@ -82,9 +82,11 @@ Expected<llvm::Function *> linkEpilogue(llvm::Module &M, const EpilogueCode &Cod
 
 /// Applies the linked epilogue \p Fn once: to the element at \p In,
 /// storing its result at \p Out, or to the row at \p In, writing the row at
-/// \p Out.
-void emitEpilogueCall(llvm::IRBuilderBase &B, const EpilogueSignature &Sig, llvm::Function *Fn,
-                      llvm::Value *Params, llvm::Value *In, llvm::Value *Out);
+/// \p Out. For a checked epilogue, returns an i1 that is true if it
+/// faulted (the caller stops); null otherwise.
+llvm::Value *emitEpilogueCall(llvm::IRBuilderBase &B, const EpilogueSignature &Sig,
+                              llvm::Function *Fn, llvm::Value *Params, llvm::Value *In,
+                              llvm::Value *Out);
 
 } // namespace gatherjit
 

@@ -48,7 +48,7 @@ constexpr int ExitOutOfMemory = 3;
 /// are at most MaxEpilogueBytes each.
 constexpr uint64_t RequestBytes = uint64_t(16) << 20;
 /// Fields of a request and of a successful answer.
-constexpr size_t RequestFields = 9, AnswerFields = 6;
+constexpr size_t RequestFields = 10, AnswerFields = 7;
 
 void put(std::string &Buf, std::string_view S) {
   const uint64_t N = S.size();
@@ -310,7 +310,7 @@ std::mutex HelperMutex;
 std::vector<std::string> request(const Epilogue &E, const EpilogueTarget &T) {
   return {E.FileName, E.Function, E.Source,
           std::string(E.Params.begin(), E.Params.end()), T.Triple, T.Cpu, T.Features,
-          std::to_string(T.RowIn), std::to_string(T.RowOut)};
+          std::to_string(T.RowIn), std::to_string(T.RowOut), E.Checked ? "1" : "0"};
 }
 
 std::vector<std::string> answer(const Expected<std::shared_ptr<const EpilogueCode>> &Code) {
@@ -322,6 +322,7 @@ std::vector<std::string> answer(const Expected<std::shared_ptr<const EpilogueCod
           std::to_string(static_cast<int>(S.In)),
           std::to_string(static_cast<int>(S.Out)),
           S.HasParams ? "1" : "0",
+          S.Checked ? "1" : "0",
           (*Code)->Bitcode};
 }
 
@@ -373,10 +374,11 @@ Expected<std::shared_ptr<const EpilogueCode>> compileEpilogue(const Epilogue &E,
   Code->Signature.In = static_cast<DataType>(field(Answer[2]));
   Code->Signature.Out = static_cast<DataType>(field(Answer[3]));
   Code->Signature.HasParams = Answer[4] == "1";
+  Code->Signature.Checked = Answer[5] == "1";
   Code->Signature.Key = epilogueKey(E, T);
   Code->Function = E.Function;
   Code->Params = E.Params;
-  Code->Bitcode = std::move(Answer[5]);
+  Code->Bitcode = std::move(Answer[6]);
   return std::shared_ptr<const EpilogueCode>(std::move(Code));
 }
 
@@ -420,6 +422,7 @@ int epilogueHelperMain(int Argc, char **Argv) {
       E.Function = Req[1];
       E.Source = Req[2];
       E.Params.assign(Req[3].begin(), Req[3].end());
+      E.Checked = Req[9] == "1";
       EpilogueTarget T{Req[4], Req[5], Req[6], std::strtoull(Req[7].c_str(), nullptr, 10),
                        std::strtoull(Req[8].c_str(), nullptr, 10)};
       Reply = answer(compileEpilogueHere(E, T));

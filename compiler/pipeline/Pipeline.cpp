@@ -131,8 +131,10 @@ Expected<PipelineResult> runEpiloguePipeline(const EpilogueCode &Code, const std
       llvm::FunctionType::get(I64, {Ptr, Ptr, Ptr, I64, I64}, false),
       llvm::GlobalValue::ExternalLinkage, Name + "_range", M);
   llvm::IRBuilder<> B(llvm::BasicBlock::Create(Ctx, "entry", F));
-  emitEpilogueCall(B, Code.Signature, *Epi, Params, F->getArg(0), F->getArg(2));
-  B.CreateRet(B.getInt64(0));
+  llvm::Value *Faulted =
+      emitEpilogueCall(B, Code.Signature, *Epi, Params, F->getArg(0), F->getArg(2));
+  B.CreateRet(Faulted ? B.CreateSelect(Faulted, B.getInt64(EpilogueFaulted), B.getInt64(0))
+                      : B.getInt64(0));
   return finish(M, PipelineResult{}, T0, Gen, Level, PipelineOutput::Object, nullptr, "");
 }
 

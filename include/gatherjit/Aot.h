@@ -10,7 +10,8 @@
 ///   extern const int64_t NAME_rows;
 ///
 /// returning 0, or under Check 1 + the row-major position in the indices
-/// tensor of the first out-of-range index. The object needs nothing at run
+/// tensor of the first out-of-range index, or -1 (EpilogueFaulted) when a
+/// checked epilogue made an access outside its regions. The object needs nothing at run
 /// time but the C library (memcpy).
 //===----------------------------------------------------------------------===//
 #ifndef GATHERJIT_AOT_H

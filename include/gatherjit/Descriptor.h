@@ -143,6 +143,10 @@ struct EpilogueSignature {
   DataType In = DataType::Float32;
   DataType Out = DataType::Float32;
   bool HasParams = false;
+  /// Checked (Epilogue::Checked): the compiled function takes a last
+  /// pointer to a fault byte, which it sets instead of making an access it
+  /// cannot prove inside its regions.
+  bool Checked = false;
   /// Identifies the compiled epilogue (a hash of its source, function,
   /// parameters, flags and clang's version).
   uint64_t Key = 0;
@@ -171,7 +175,22 @@ struct Epilogue {
   /// The bytes params points at, copied into the kernel (a compile-time
   /// constant there: different parameters make a different kernel).
   std::vector<unsigned char> Params;
+  /// Checked mode: every load and store the epilogue makes (and every
+  /// memcpy or memset) is checked at run time to lie inside one of its
+  /// regions: the row (read only), the output row, the parameters (read
+  /// only), its own local variables and its const global data. An access
+  /// outside them writes nothing and fails the kernel's run with
+  /// InvalidArgument, as an out-of-range index does under Check. Casts of
+  /// integers to pointers, calls through function pointers, recursion,
+  /// variable-length arrays, reads of the stack frame's addresses and
+  /// target builtins that touch memory are refused at compile time. Costs
+  /// a compare per access the optimizer cannot prove in range.
+  bool Checked = false;
 };
+
+/// What a kernel returns when its checked epilogue faulted (an
+/// out-of-range index under Check returns 1 + its position; success 0).
+constexpr int64_t EpilogueFaulted = -1;
 
 /// The largest epilogue source, and parameter block, compiled (bytes).
 constexpr uint64_t MaxEpilogueBytes = uint64_t(1) << 20;
@@ -194,6 +213,9 @@ struct EpilogueLimits {
   uint64_t MemoryBytes = uint64_t(2) << 30;
   /// Bytes of compiled bitcode accepted back from the helper.
   uint64_t OutputBytes = uint64_t(64) << 20;
+  /// Every epilogue compiled checked, whatever its own Checked says (for a
+  /// host that runs epilogues it did not write).
+  bool Checked = false;
   /// The helper program; empty finds gatherjit-epilogue ($GATHERJIT_EPILOGUE_HELPER,
   /// then beside the library or program, its ../bin and ../libexec/gatherjit,
   /// then the build tree).

@@ -22,12 +22,14 @@ Status interpret(const ValidDesc &Desc, const void *Input, const void *Indices,
 
 /// A fused epilogue applied once: to the input element at \p In, storing
 /// the result at \p Out, or to the row at \p In, writing the row at \p Out
-/// (Runtime::epilogueFunction compiles one).
-using EpilogueApply = std::function<void(const void *In, void *Out)>;
+/// (Runtime::epilogueFunction compiles one). Returns false if a checked
+/// epilogue faulted (Epilogue::Checked).
+using EpilogueApply = std::function<bool(const void *In, void *Out)>;
 
 /// interpret() for a descriptor with an epilogue: \p Apply is called per
 /// gathered element or row; where Clamp finds an empty axis, the output
-/// element or row is zeros, as without one.
+/// element or row is zeros, as without one. A fault stops the run with
+/// epilogueFaultError().
 Status interpret(const ValidDesc &Desc, const void *Input, const void *Indices, void *Output,
                  const EpilogueApply &Apply);
 
@@ -35,6 +37,9 @@ Status interpret(const ValidDesc &Desc, const void *Input, const void *Indices, 
 /// indices tensor: names its coordinate, value and the valid range.
 Status indexOutOfRangeError(const ValidDesc &Desc, const void *Indices,
                             uint64_t Position);
+
+/// The InvalidArgument status of a run whose checked epilogue faulted.
+Status epilogueFaultError();
 
 } // namespace gatherjit
 

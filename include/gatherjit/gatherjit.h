@@ -129,6 +129,8 @@ typedef struct gj_runtime_options {
   double epilogue_seconds;   /* wall time of one epilogue compile; default 30 */
   uint64_t epilogue_memory;  /* the helper's address space; default 2 GiB */
   uint32_t epilogue_in_process; /* nonzero: compile in this process, no limits */
+  uint32_t epilogue_checked; /* nonzero: every epilogue compiled checked (see
+                                gj_epilogue.checked) */
 } gj_runtime_options;
 
 typedef struct gj_cache_stats {
@@ -195,6 +197,13 @@ typedef struct gj_epilogue {
   const char *file_name; /* named in diagnostics; NULL: "epilogue.c" */
   const void *params;    /* params_size bytes params points at, copied */
   size_t params_size;
+  /* Nonzero: checked mode (Epilogue::Checked). Every memory access of the
+   * epilogue is checked at run time; one outside its row, output row,
+   * parameters and own variables (or an integer division by zero) makes
+   * gj_kernel_run answer GJ_INVALID_ARGUMENT, with the output incomplete.
+   * Integer-to-pointer casts, calls through function pointers and
+   * recursion are refused by gj_compile_epilogue. */
+  uint32_t checked;
 } gj_epilogue;
 /* gj_compile with \p epilogue fused into the kernel. A bad epilogue is
  * GJ_INVALID_ARGUMENT with one line "FILE:LINE:COL: error: ..."; a build

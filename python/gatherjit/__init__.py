@@ -65,11 +65,18 @@ class Epilogue:
     as the data's). `params` (bytes, or any buffer such as a numpy array) is
     copied into the kernel as a constant. A bad epilogue raises ValueError
     with clang's first error as FILE:LINE:COL: error: ...
+
+    `checked=True` checks every memory access the function makes at run
+    time: one outside its row, output row, parameters and own variables (or
+    an integer division by zero) raises ValueError from the call instead of
+    reading or writing there. Casts of integers to pointers, calls through
+    function pointers and recursion are refused when it compiles.
     """
 
-    __slots__ = ("source", "function", "params", "row_out", "file_name")
+    __slots__ = ("source", "function", "params", "row_out", "file_name", "checked")
 
-    def __init__(self, source, function, params=None, row_out=None, file_name="epilogue.c"):
+    def __init__(self, source, function, params=None, row_out=None, file_name="epilogue.c",
+                 checked=False):
         self.source = str(source)
         self.function = str(function)
         self.params = b"" if params is None else bytes(memoryview(params).cast("B"))
@@ -77,15 +84,18 @@ class Epilogue:
         if self.row_out is not None and self.row_out <= 0:
             raise ValueError(f"epilogue: row_out = {row_out} is not a positive length")
         self.file_name = str(file_name)
+        self.checked = bool(checked)
 
     @classmethod
-    def from_file(cls, path, function, params=None, row_out=None):
+    def from_file(cls, path, function, params=None, row_out=None, checked=False):
         """The epilogue in the C file at `path` (its name in diagnostics)."""
         with open(path, encoding="utf-8") as f:
-            return cls(f.read(), function, params, row_out, file_name=str(path))
+            return cls(f.read(), function, params, row_out, file_name=str(path),
+                       checked=checked)
 
     def _as_tuple(self):
-        return (self.source, self.function, self.file_name, self.params, self.row_out or 0)
+        return (self.source, self.function, self.file_name, self.params, self.row_out or 0,
+                self.checked)
 
     def __eq__(self, other):
         return isinstance(other, Epilogue) and self._as_tuple() == other._as_tuple()
@@ -97,12 +107,12 @@ class Epilogue:
         return self._as_tuple()
 
     def __setstate__(self, state):
-        source, function, file_name, params, row_out = state
-        self.__init__(source, function, params, row_out or None, file_name)
+        source, function, file_name, params, row_out, checked = state
+        self.__init__(source, function, params, row_out or None, file_name, checked)
 
     def __repr__(self):
         return (f"Epilogue(function={self.function!r}, file_name={self.file_name!r}, "
-                f"params={len(self.params)} bytes, row_out={self.row_out})")
+                f"params={len(self.params)} bytes, row_out={self.row_out}, checked={self.checked})")
 
 
 def _fused(epilogue):
@@ -395,19 +405,22 @@ def cache_dir():
     return _native.cache_dir()
 
 
-def set_epilogue_limits(seconds=30.0, memory_bytes=2 << 30, isolated=True):
+def set_epilogue_limits(seconds=30.0, memory_bytes=2 << 30, isolated=True, checked=False):
     """Limits on an epilogue's compile, before the first kernel is compiled.
 
     clang compiles each epilogue in a helper process; a source that makes it
     crash, run past `seconds` or allocate past `memory_bytes` raises
     ValueError ("the epilogue's compile was stopped: ...") and the
     interpreter goes on. `isolated=False` compiles in this process, without
-    limits. Returns False (and changes nothing) once the runtime exists.
+    limits. `checked=True` compiles every epilogue checked, whatever its own
+    `checked` says (see Epilogue). Returns False (and changes nothing) once
+    the runtime exists.
     """
     memory_bytes = _operator.index(memory_bytes)
     if not 0 <= memory_bytes < 1 << 64:
         raise ValueError(f"memory_bytes = {memory_bytes} is not in 0..2**64-1")
-    return _native.set_epilogue_limits(float(seconds), memory_bytes, bool(isolated))
+    return _native.set_epilogue_limits(float(seconds), memory_bytes, bool(isolated),
+                                       bool(checked))
 
 
 def wait_background():

@@ -343,7 +343,7 @@ private:
 };
 
 /// An epilogue from Python: (source, function, file name, parameter bytes,
-/// row_out), as gatherjit.Epilogue passes it.
+/// row_out, checked), as gatherjit.Epilogue passes it.
 struct PyEpilogue {
   Epilogue E;
   uint64_t RowOut = 0;
@@ -352,8 +352,9 @@ struct PyEpilogue {
 std::optional<PyEpilogue> epilogueOf(const std::optional<py::tuple> &T) {
   if (!T)
     return std::nullopt;
-  if (T->size() != 5)
-    throw py::value_error("epilogue: expected (source, function, file_name, params, row_out)");
+  if (T->size() != 6)
+    throw py::value_error(
+        "epilogue: expected (source, function, file_name, params, row_out, checked)");
   PyEpilogue P;
   P.E.Source = (*T)[0].cast<std::string>();
   P.E.Function = (*T)[1].cast<std::string>();
@@ -361,6 +362,7 @@ std::optional<PyEpilogue> epilogueOf(const std::optional<py::tuple> &T) {
   const std::string Params = (*T)[3].cast<std::string>(); // bytes
   P.E.Params.assign(Params.begin(), Params.end());
   P.RowOut = (*T)[4].cast<uint64_t>();
+  P.E.Checked = (*T)[5].cast<bool>();
   return P;
 }
 
@@ -799,7 +801,7 @@ PYBIND11_MODULE(_native, M) {
       py::arg("mode"));
   M.def(
       "set_epilogue_limits",
-      [](double Seconds, uint64_t MemoryBytes, bool Isolated) {
+      [](double Seconds, uint64_t MemoryBytes, bool Isolated, bool Checked) {
         if (!(Seconds > 0))
           throw py::value_error("seconds = " + std::to_string(Seconds) +
                                 " is not a positive number of seconds");
@@ -811,9 +813,10 @@ PYBIND11_MODULE(_native, M) {
         runtimeOptions().Epilogues.Seconds = Seconds;
         runtimeOptions().Epilogues.MemoryBytes = MemoryBytes;
         runtimeOptions().Epilogues.Isolated = Isolated;
+        runtimeOptions().Epilogues.Checked = Checked;
         return true;
       },
-      py::arg("seconds"), py::arg("memory_bytes"), py::arg("isolated"));
+      py::arg("seconds"), py::arg("memory_bytes"), py::arg("isolated"), py::arg("checked"));
   M.def(
       "set_cache_dir",
       [](std::optional<std::string> Dir) {

@@ -146,3 +146,39 @@ def test_hostile_sources_are_errors_and_the_interpreter_goes_on(tmp_path):
     np.testing.assert_array_equal(
         gj.take(data, np.array([3, 1]), epilogue=gj.Epilogue("float f(float x) { return -x; }", "f")),
         [-3, -1])
+
+
+PAST_THE_ROW = """
+void shift(const float *row, float *out) {
+  for (int j = 0; j < GJ_ROW_OUT; ++j)
+    out[j] = row[j + (row[0] > 100.0f)];
+}
+"""
+
+
+def test_checked_epilogue_raises_instead_of_reading_past_its_row():
+    table = np.arange(64, dtype=np.float32).reshape(8, 8)
+    ids = np.array([1, 2, 3], dtype=np.int64)
+    checked = gj.Epilogue(PAST_THE_ROW, "shift", checked=True)
+    assert checked.checked and "checked=True" in repr(checked)
+    # Rows whose first value is at most 100 stay inside: the same as numpy.
+    np.testing.assert_array_equal(gj.take(table, ids, 0, epilogue=checked), table[ids])
+    # In an 8 x 16 table row 7 starts at 112: its epilogue reads one float
+    # past the row (here, past the whole table).
+    wide = np.arange(128, dtype=np.float32).reshape(8, 16)
+    out = np.full((2, 16), -1.0, dtype=np.float32)
+    with pytest.raises(ValueError, match="checked epilogue"):
+        gj.take(wide, np.array([0, 7]), 0, out=out, epilogue=checked)
+    np.testing.assert_array_equal(out[0], wide[0])  # row 0 ran before the fault
+    # Checked mode is part of the epilogue's identity and survives pickling.
+    unchecked = gj.Epilogue(PAST_THE_ROW, "shift")
+    assert checked != unchecked
+    assert pickle.loads(pickle.dumps(checked)) == checked
+
+
+def test_checked_epilogue_refuses_integer_to_pointer_casts_at_their_line():
+    source = "float f(float x) {\n  return x + *(const float *)(unsigned long)64;\n}\n"
+    data = np.arange(4, dtype=np.float32)
+    with pytest.raises(ValueError, match=r"epilogue\.c:2:\d+: error: the epilogue casts an "
+                                         r"integer to a pointer"):
+        gj.take(data, np.array([0, 1]), 0, epilogue=gj.Epilogue(source, "f", checked=True))

@@ -3,7 +3,8 @@
 // Compiles fuzzed C sources as epilogues the way every host does, through
 // the helper process: whatever the source (a crash of clang, a blow-up, a
 // directive reaching for files), the fuzzer's process must go on, and the
-// answer is a module or one clean error line. The helper is the one named
+// answer is a module or one clean error line (for odd-sized inputs, compiled
+// checked). The helper is the one named
 // by GATHERJIT_EPILOGUE_HELPER (a build with clang's libraries; the fuzz
 // build has none).
 //
@@ -24,6 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
   // line breaks they reach clang.
   std::replace(E.Source.begin(), E.Source.end(), '\0', '\n');
   E.Function = "f";
+  E.Checked = Size % 2 == 1; // Half the inputs through checked mode's rewrite.
   const EpilogueTarget Target = {"x86_64-unknown-linux-gnu", "", "", 4, 4};
   EpilogueLimits Limits;
   Limits.Seconds = 10;

@@ -126,4 +126,33 @@ TEST(EpilogueCommand, SourcesThatCrashClangExitTwo) {
   EXPECT_FALSE(std::filesystem::exists(Out));
 }
 
+TEST(EpilogueCommand, CheckedEpilogueFaultsExitTwoOnBothEngines) {
+  if (!epiloguesSupported())
+    GTEST_SKIP() << "built without clang's libraries";
+  ScratchDir Dir;
+  // Reads one float past its row where the row starts above 10.
+  spit(Dir / "past.c", "void f(const float *row, float *out) {\n"
+                       "  for (int j = 0; j < GJ_ROW_OUT; ++j) out[j] = row[j + (row[0] > 10)];\n"
+                       "}\n");
+  writeArray<float>(Dir / "d.npy", "<f4", {4, 4}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15});
+  writeArray<int64_t>(Dir / "i.npy", "<i8", {2}, {0, 1});
+  writeArray<int64_t>(Dir / "j.npy", "<i8", {2}, {0, 3});
+  const std::string Epi = " --epilogue " + Dir / "past.c" + " --epilogue-fn f --epilogue-checked";
+  for (const char *Engine : {"jit", "interp"}) {
+    SCOPED_TRACE(Engine);
+    const std::string Out = Dir / (std::string(Engine) + ".npy");
+    const std::string Ops = "gather --data " + Dir / "d.npy" + " --engine " + Engine;
+    CliResult Good = runCli(Dir, Ops + " --indices " + Dir / "i.npy" + Epi + " -o " + Out);
+    ASSERT_EQ(Good.Exit, 0) << Good.Err;
+    EXPECT_EQ(readArray<float>(Out), (std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7}));
+    std::filesystem::remove(Out);
+    expectOneErrorLine(runCli(Dir, Ops + " --indices " + Dir / "j.npy" + Epi + " -o " + Out), 2,
+                       "the checked epilogue read or wrote outside its row");
+    EXPECT_FALSE(std::filesystem::exists(Out));
+  }
+  expectOneErrorLine(runCli(Dir, "gather --data " + Dir / "d.npy" + " --indices " + Dir / "i.npy" +
+                                     " --epilogue-checked -o " + Dir / "o.npy"),
+                     2, "--epilogue-checked need --epilogue");
+}
+
 } // namespace

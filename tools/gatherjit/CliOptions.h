@@ -52,6 +52,9 @@ inline void addEpilogueFlags(CLI::App *Sub, EpilogueFlags &F) {
   Sub->add_option("--epilogue-row-out", F.RowOut,
                   "a row epilogue's output row length (default: the input's)")
       ->check(integerIn(1, int64_t(1) << 40));
+  Sub->add_flag("--epilogue-checked", F.Checked,
+                "check every memory access of the epilogue at run time (an access outside its "
+                "row, output row, parameters and own variables fails the run)");
 }
 
 } // namespace gatherjit

@@ -145,8 +145,9 @@ void Problem::fuse(const ValidDesc &V) {
 Expected<Epilogue> readEpilogue(const EpilogueFlags &F) {
   if (F.File.empty() != F.Function.empty())
     return Status::invalidArgument("--epilogue FILE.c and --epilogue-fn NAME go together");
-  if (F.File.empty() && (!F.Params.empty() || F.RowOut))
-    return Status::invalidArgument("--epilogue-params and --epilogue-row-out need --epilogue");
+  if (F.File.empty() && (!F.Params.empty() || F.RowOut || F.Checked))
+    return Status::invalidArgument(
+        "--epilogue-params, --epilogue-row-out and --epilogue-checked need --epilogue");
   Epilogue E;
   if (F.File.empty())
     return E;
@@ -156,6 +157,7 @@ Expected<Epilogue> readEpilogue(const EpilogueFlags &F) {
   E.Source = Source.take();
   E.Function = F.Function;
   E.FileName = F.File;
+  E.Checked = F.Checked;
   if (!F.Params.empty()) {
     Expected<std::string> Params = readTextFile(F.Params, MaxEpilogueBytes);
     if (!Params)

@@ -24,6 +24,7 @@ enum class ProblemSource { OnnxGatherElements, OnnxGather, OnnxGatherND, Json };
 struct EpilogueFlags {
   std::string File, Function, Params;
   uint64_t RowOut = 0;
+  bool Checked = false;
 };
 
 /// The epilogue \p F names, its files read; Function is empty if none.

@@ -160,7 +160,8 @@ Status execSibling(const char *Program, std::vector<char *> Argv) {
 }
 
 bool given(const EpilogueFlags &F) {
-  return !F.File.empty() || !F.Function.empty() || !F.Params.empty() || F.RowOut != 0;
+  return !F.File.empty() || !F.Function.empty() || !F.Params.empty() || F.RowOut != 0 ||
+         F.Checked;
 }
 
 CLI::App *addOperands(CLI::App *Parent, ProblemSource Kind, OperandFlags &F,
