@@ -115,6 +115,7 @@ set(GATHERJIT_COMPILER_SOURCES
   compiler/backend/Target.cpp
   compiler/backend/Jit.cpp
   compiler/backend/Aot.cpp
+  compiler/backend/CpuBackend.cpp
   compiler/epilogue/EpilogueProcess.cpp
   runtime/Runtime.cpp
   runtime/CApi.cpp)

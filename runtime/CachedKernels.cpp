@@ -4,7 +4,7 @@
 
 #include "runtime/GenericKernel.h"
 #include "runtime/KernelState.h"
-#include "runtime/ObjectLoader.h"
+#include "compiler/backend/ObjectLoader.h"
 #include "runtime/System.h"
 #include "runtime/TierPlan.h"
 

@@ -1,7 +1,7 @@
 //===- runtime/CachedKernels.h - Kernels from the cache, without LLVM -----===//
 /// \file
 /// Finds the kernel of a descriptor in the kernel cache and links it with
-/// runtime/ObjectLoader.h: what the command line's gatherjit does before it
+/// compiler/backend/ObjectLoader.h: what the command line's gatherjit does before it
 /// hands a run to the compiler (tools/gatherjit/main.cpp). It finds what a
 /// Runtime with the same options stored: the runtime's level first (an
 /// upgraded kernel), then the first tier.

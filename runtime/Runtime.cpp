@@ -73,6 +73,7 @@ using CodeResult = Expected<std::shared_ptr<TieredCode>>;
 struct Runtime::Impl {
   RuntimeOptions Options;
   std::unique_ptr<CodeGenerator> Gen; ///< With the target machine.
+  std::unique_ptr<Backend> Target;     ///< Gen's backend.
   std::shared_ptr<JitEngine> Jit;
   std::shared_ptr<ThreadPool> Pool;
   double InitMs = 0;
@@ -148,7 +149,7 @@ struct Runtime::Impl {
                                      PipelineOutput Output = PipelineOutput::Object,
                                      bool UseDisk = true) {
     std::lock_guard<std::mutex> Lock(CompileMutex);
-    return runPipeline({{Spec, Spec.symbolName()}}, *Gen, Level, Output,
+    return runPipeline({{Spec, Spec.symbolName()}}, *Target, Level, Output,
                        UseDisk && Disk ? &*Disk : nullptr);
   }
 
@@ -455,6 +456,7 @@ Expected<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions &Options
   if (!Gen)
     return Gen.status();
   I->Gen = Gen.take();
+  I->Target = backendFor(*I->Gen);
   if (Options.WarmUp)
     I->WarmUpThread = std::thread([Impl = I.get()] { Impl->warmUp(); });
   I->InitMs = msSince(T0);
@@ -524,7 +526,7 @@ Expected<EpilogueApply> Runtime::epilogueFunction(const Kernel &K) {
                 static_cast<unsigned long long>(Code.Signature.Key));
   Expected<PipelineResult> Object = [&] {
     std::lock_guard<std::mutex> Lock(I->CompileMutex);
-    return runEpiloguePipeline(Code, Name, *I->Gen, OptLevel::O1);
+    return runEpiloguePipeline(Code, Name, *I->Target, OptLevel::O1);
   }();
   if (!Object)
     return Object.status();

@@ -184,7 +184,7 @@ Expected<AotResult> compileAot(const std::vector<AotKernel> &Kernels,
     Specs.push_back({canonicalize(K.Desc), K.Name});
     Specs.back().Spec.Code = Code;
   }
-  Expected<PipelineResult> Object = runPipeline(Specs, **Gen, Level);
+  Expected<PipelineResult> Object = runPipeline(Specs, *backendFor(**Gen), Level);
   if (!Object)
     return Object.status();
   AotResult R;

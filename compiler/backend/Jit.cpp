@@ -3,7 +3,7 @@
 #include "compiler/backend/Jit.h"
 
 #include "compiler/backend/Target.h"
-#include "runtime/ObjectLoader.h"
+#include "compiler/backend/ObjectLoader.h"
 
 #include <llvm/ExecutionEngine/Orc/CompileUtils.h>
 #include <llvm/ExecutionEngine/Orc/DebugObjectManagerPlugin.h>

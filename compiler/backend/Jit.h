@@ -4,7 +4,7 @@
 /// the code is released: evicting a kernel really frees its code, and code
 /// for one spec may be linked again (a higher tier, or a recompile after
 /// eviction) while older code still runs. x86-64 objects are linked by
-/// runtime/ObjectLoader.h, in a fraction of ORC's time; the rest (another
+/// compiler/backend/ObjectLoader.h, in a fraction of ORC's time; the rest (another
 /// host, an object the loader refuses), and every kernel when perf maps or
 /// GDB want to know of them, go through one LLJIT per runtime, created at
 /// its first use: a process that never needs it never pays for it.

@@ -3,8 +3,8 @@
 // The loop nest runs over the canonical output dimensions. The innermost
 // dimension is one of:
 //  - a block copy, when the index is the same across it and both the input
-//    and output are contiguous (an embedding row): a loop of 64-byte vector
-//    copies per index. Rows from a table too large for the cache are
+//    and output are contiguous (an embedding row): a loop of vector copies (the
+//    plan's width) per index. Rows from a table too large for the cache are
 //    prefetched whole a few rows ahead; an output too large for the cache is
 //    written with non-temporal stores, so its lines are not read before
 //    being overwritten;

@@ -42,12 +42,12 @@ void KernelEmitter::emitBlockRow(const Offsets &O, Value *Lo, Value *Hi) {
 }
 
 void KernelEmitter::emitChunkCopy(Value *Dst, Value *Src, Value *Chunks, bool Streaming) {
-  Type *Chunk = FixedVectorType::get(B.getInt8Ty(), 64);
+  Type *Chunk = FixedVectorType::get(B.getInt8Ty(), P.VectorBytes);
   emitLoop(c(0), Chunks, Streaming ? "stream" : "copy", [&](Value *IV) {
-    Value *Off = B.CreateMul(IV, c(64), "", true, true);
+    Value *Off = B.CreateMul(IV, c(P.VectorBytes), "", true, true);
     Value *V = B.CreateAlignedLoad(Chunk, byteAt(Src, Off), Align(1));
     StoreInst *St = B.CreateAlignedStore(V, byteAt(Dst, Off),
-                                         Align(Streaming ? 64 : 1));
+                                         Align(Streaming ? P.VectorBytes : 1));
     if (Streaming)
       St->setMetadata(LLVMContext::MD_nontemporal,
                       MDNode::get(Ctx, ConstantAsMetadata::get(B.getInt32(1))));
@@ -55,10 +55,10 @@ void KernelEmitter::emitChunkCopy(Value *Dst, Value *Src, Value *Chunks, bool St
 }
 
 void KernelEmitter::emitShortCopy(Value *Dst, Value *Src, Value *Bytes) {
-  // As a C library copies a short run: the largest power of two not above
-  // the count, copied from each end (the two may overlap).
+  // As a C library copies a short run (under a line): the largest power of
+  // two not above the count, copied from each end (the two may overlap).
   BasicBlock *Done = BasicBlock::Create(Ctx, "short.done", F);
-  for (uint64_t W = 32; W >= 1; W /= 2) {
+  for (uint64_t W = P.LineBytes / 2; W >= 1; W /= 2) {
     BasicBlock *Copy = BasicBlock::Create(Ctx, "short" + Twine(W), F);
     BasicBlock *Less = BasicBlock::Create(Ctx, "short.below" + Twine(W), F);
     B.CreateCondBr(B.CreateICmpUGE(Bytes, c(W)), Copy, Less);
@@ -77,23 +77,25 @@ void KernelEmitter::emitShortCopy(Value *Dst, Value *Src, Value *Bytes) {
 
 void KernelEmitter::emitBlockCopy(Value *Dst, Value *Src, uint64_t Bytes) {
   if (P.NonTemporal) {
-    // Streaming stores need 64-byte alignment, which the caller does not
-    // promise: the row's whole 64-byte lines are streamed, and the bytes
-    // before the first and after the last stored plainly. No line is
-    // written both ways: a plain store to a line being streamed (or the
-    // reverse) waits for the line to reach memory and reads it back.
+    // Streaming stores need aligned lines, which the caller does not
+    // promise: the row's whole lines are streamed, and the bytes before the
+    // first and after the last stored plainly. No line is written both
+    // ways: a plain store to a line being streamed (or the reverse) waits
+    // for the line to reach memory and reads it back.
+    const uint64_t Line = P.LineBytes;
     Value *Head = B.CreateBinaryIntrinsic(
-        Intrinsic::umin, B.CreateAnd(B.CreateNeg(B.CreatePtrToInt(Dst, I64)), c(63)), c(Bytes),
-        nullptr, "head"); // Bytes to the first line, in [0, 64).
+        Intrinsic::umin, B.CreateAnd(B.CreateNeg(B.CreatePtrToInt(Dst, I64)), c(Line - 1)),
+        c(Bytes), nullptr, "head"); // Bytes to the first line, in [0, Line).
     Value *Rest = B.CreateSub(c(Bytes), Head, "", true, true);
-    Value *Tail = B.CreateAnd(Rest, c(63), "tail");
+    Value *Tail = B.CreateAnd(Rest, c(Line - 1), "tail");
     Value *TailAt = B.CreateSub(c(Bytes), Tail, "", true, true);
     emitShortCopy(Dst, Src, Head);
-    emitChunkCopy(byteAt(Dst, Head), byteAt(Src, Head), B.CreateLShr(Rest, c(6)), true);
+    emitChunkCopy(byteAt(Dst, Head), byteAt(Src, Head),
+                  B.CreateUDiv(B.CreateSub(Rest, Tail, "", true, true), c(P.VectorBytes)), true);
     emitShortCopy(byteAt(Dst, TailAt), byteAt(Src, TailAt), Tail);
     return;
   }
-  const uint64_t Chunks = Bytes / 64, Tail = Bytes % 64;
+  const uint64_t Chunks = Bytes / P.VectorBytes, Tail = Bytes % P.VectorBytes;
   if (Chunks > 0)
     emitChunkCopy(Dst, Src, c(Chunks), false);
   if (Tail)
@@ -139,8 +141,8 @@ void KernelEmitter::emitElementRow(const Offsets &O, Value *Lo, Value *Hi) {
   } else if (P.StreamIndices) {
     // Rows of rank >= 2 span the whole dimension: [Lo, Hi) = [0, Sizes[L]).
     // A streamed output row (contiguous, see emit()) stores its elements
-    // plainly up to its first 64-byte line; each block then gathers into a
-    // buffer and streams it out in whole lines.
+    // plainly up to its first line; each block then gathers into a buffer
+    // and streams it out in whole lines.
     const uint64_t N = S.Sizes[L];
     Value *Head = c(0);
     AllocaInst *Buf = nullptr;
@@ -148,9 +150,9 @@ void KernelEmitter::emitElementRow(const Offsets &O, Value *Lo, Value *Hi) {
       IRBuilder<> Entry(&F->getEntryBlock(), F->getEntryBlock().begin());
       Buf = Entry.CreateAlloca(ArrayType::get(B.getInt8Ty(), P.BlockElements * S.ElemBytes),
                                nullptr, "block.buf");
-      Buf->setAlignment(Align(64));
+      Buf->setAlignment(Align(P.LineBytes));
       Value *Start = B.CreatePtrToInt(bytePointer(Out, O.Out), I64);
-      Value *Skew = B.CreateAnd(B.CreateNeg(Start), c(63)); // Bytes to the next line.
+      Value *Skew = B.CreateAnd(B.CreateNeg(Start), c(P.LineBytes - 1)); // Bytes to the next line.
       // An output not aligned to its elements never reaches a line boundary
       // between them: the whole row is stored plainly.
       Value *ElemAligned = B.CreateICmpEQ(B.CreateAnd(Start, c(S.ElemBytes - 1)), c(0));
@@ -176,7 +178,7 @@ void KernelEmitter::emitElementRow(const Offsets &O, Value *Lo, Value *Hi) {
       });
       if (Buf)
         emitChunkCopy(bytePointer(Out, B.CreateAdd(O.Out, J0, "", true, true)), Buf,
-                      c(S.ElemBytes), true);
+                      c(P.BlockElements * S.ElemBytes / P.VectorBytes), true);
     });
     Plain(B.CreateAdd(Head, B.CreateMul(Blocks, c(P.BlockElements), "", true, true), "", true, true),
           c(N), "inner.tail");
@@ -240,7 +242,7 @@ void KernelEmitter::emitIndexTable() {
   const unsigned L = S.Rank - 1;
   IRBuilder<> Entry(&F->getEntryBlock(), F->getEntryBlock().begin());
   Table = Entry.CreateAlloca(ArrayType::get(I64, S.Sizes[L]), nullptr, "offsets");
-  Table->setAlignment(Align(64));
+  Table->setAlignment(Align(P.LineBytes));
   AllocaInst *BadFlag = emitBadFlag();
   const Offsets Zero{c(0), c(0), c(0), c(0)};
   emitLoop(c(0), c(S.Sizes[L]), "table", [&](Value *IV) {
@@ -261,31 +263,30 @@ void KernelEmitter::emitNextRowShare(const Offsets &O, Value *Block) {
 
 void KernelEmitter::emitShare(Value *Start, uint64_t Elements, Value *Part, uint64_t Parts,
                               uint64_t MaxLines) {
-  const uint64_t Lines = (Elements * S.ElemBytes + 63) / 64;
+  const uint64_t Line = P.LineBytes;
+  const uint64_t Lines = (Elements * S.ElemBytes + Line - 1) / Line;
   const uint64_t Share = std::min((Lines + Parts - 1) / Parts, MaxLines);
   emitPrefetchSpan(In,
                    B.CreateAdd(B.CreateMul(Start, c(S.ElemBytes), "", true, true),
-                               B.CreateMul(Part, c(Share * 64), "", true, true)),
-                   Share * 64);
+                               B.CreateMul(Part, c(Share * Line), "", true, true)),
+                   Share * Line);
 }
 
 void KernelEmitter::emitPrefetchSpan(Value *Base, Value *Offset, uint64_t Bytes) {
-  Value *P = B.CreateGEP(B.getInt8Ty(), Base, Offset);
+  Value *Span = B.CreateGEP(B.getInt8Ty(), Base, Offset);
   auto Fetch = [&](Value *LineOffset) {
     B.CreateIntrinsic(Intrinsic::prefetch, {PtrTy},
-                      {B.CreateGEP(B.getInt8Ty(), P, LineOffset), B.getInt32(0),
+                      {B.CreateGEP(B.getInt8Ty(), Span, LineOffset), B.getInt32(0),
                        B.getInt32(3), B.getInt32(1)});
   };
-  // A few lines inline; more in a loop (a long straight run of prefetches
-  // makes instruction scheduling, quadratic in a block's length, slow).
-  const uint64_t Lines = (Bytes + 63) / 64;
-  if (Lines <= 16) {
+  const uint64_t Lines = (Bytes + P.LineBytes - 1) / P.LineBytes;
+  if (Lines <= P.MaxInlinePrefetchLines) {
     for (uint64_t Line = 0; Line < Lines; ++Line)
-      Fetch(c(64 * Line));
+      Fetch(c(P.LineBytes * Line));
     return;
   }
   emitLoop(c(0), c(Lines), "fetch", [&](Value *Line) {
-    Fetch(B.CreateMul(Line, c(64), "", true, true));
+    Fetch(B.CreateMul(Line, c(P.LineBytes), "", true, true));
   });
 }
 

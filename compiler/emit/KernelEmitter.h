@@ -134,12 +134,13 @@ private:
       B.CreateFence(AtomicOrdering::SequentiallyConsistent);
     B.CreateRet(V);
   }
-  /// Copies \p Bytes (a constant) from \p Src to \p Dst in 64-byte vectors.
+  /// Copies \p Bytes (a constant) from \p Src to \p Dst in the plan's vectors.
   void emitBlockCopy(Value *Dst, Value *Src, uint64_t Bytes);
-  /// Copies \p Bytes (a run-time count below 64) with plain stores to
+  /// Copies \p Bytes (a run-time count below a line) with plain stores to
   /// those bytes alone.
   void emitShortCopy(Value *Dst, Value *Src, Value *Bytes);
-  /// Copies \p Chunks 64-byte vectors; streamed ones need \p Dst aligned.
+  /// Copies \p Chunks of the plan's vectors; streamed ones need \p Dst
+  /// aligned.
   void emitChunkCopy(Value *Dst, Value *Src, Value *Chunks, bool Streaming);
 
   void emitLevel(unsigned D, const Offsets &O, Value *Lo, Value *Hi);

@@ -2,19 +2,13 @@
 
 #include "compiler/pipeline/Pipeline.h"
 
-#include "compiler/backend/Target.h"
-#include "compiler/emit/EmitKernel.h"
 #include "compiler/epilogue/Epilogue.h"
-#include "compiler/optimize/Optimize.h"
 
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
-#include <llvm/Support/raw_ostream.h>
-#include <llvm/Target/TargetMachine.h>
 
 #include <chrono>
-#include <cstdio>
 
 namespace gatherjit {
 namespace {
@@ -24,54 +18,16 @@ double msSince(Clock::time_point T0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - T0).count();
 }
 
-} // namespace
-
-TargetFacts targetFacts(const llvm::TargetMachine &) {
-  // The CPUs gatherjit generates code for (x86-64, AArch64) have 64-byte
-  // lines, and copies use 64-byte vectors (split where narrower).
-  return TargetFacts{};
-}
-
-namespace {
-
-/// The stages after emission: configure \p M for \p Gen's target machine,
-/// optimize, generate, and store the object in \p Cache under \p Key if
-/// given.
+/// The stages after emission: generate with \p Target and store the object
+/// in \p Cache under \p Key if given.
 Expected<PipelineResult> finish(llvm::Module &M, PipelineResult R, Clock::time_point T0,
-                                CodeGenerator &Gen, OptLevel Level, PipelineOutput Output,
+                                Backend &Target, OptLevel Level, PipelineOutput Output,
                                 const ObjectCache *Cache, const std::string &Key) {
-  llvm::TargetMachine &TM = Gen.targetMachine();
-  configureModule(M, TM);
   R.Times.Emit = msSince(T0);
-  T0 = Clock::now();
-  if (Status S = optimize(M, TM, Level); !S)
-    return S;
-  R.Times.Optimize = msSince(T0);
-  T0 = Clock::now();
-  switch (Output) {
-  case PipelineOutput::OptimizedIR: {
-    std::string Text;
-    llvm::raw_string_ostream OS(Text);
-    M.print(OS, nullptr);
-    R.Bytes.assign(OS.str().begin(), OS.str().end());
-    return R;
-  }
-  case PipelineOutput::Assembly: {
-    Expected<std::string> Asm = Gen.assembly(M, Level);
-    if (!Asm)
-      return Asm.status();
-    R.Bytes.assign(Asm->begin(), Asm->end());
-    break;
-  }
-  case PipelineOutput::Object: {
-    Expected<llvm::SmallVector<char, 0>> Obj = Gen.object(M, Level);
-    if (!Obj)
-      return Obj.status();
-    R.Bytes.assign(Obj->begin(), Obj->end());
-    break;
-  }
-  }
-  R.Times.Codegen = msSince(T0);
+  Expected<std::vector<char>> Bytes = Target.generate(M, Level, Output, R.Times);
+  if (!Bytes)
+    return Bytes.status();
+  R.Bytes = Bytes.take();
   if (!Key.empty())
     R.Stored = Cache->store(Key, R.Bytes).isOk();
   return R;
@@ -80,7 +36,7 @@ Expected<PipelineResult> finish(llvm::Module &M, PipelineResult R, Clock::time_p
 } // namespace
 
 Expected<PipelineResult> runPipeline(const std::vector<PipelineKernel> &Kernels,
-                                     CodeGenerator &Gen, OptLevel Level,
+                                     Backend &Target, OptLevel Level,
                                      PipelineOutput Output, const ObjectCache *Cache) {
   PipelineResult R;
   std::string Key;
@@ -99,7 +55,6 @@ Expected<PipelineResult> runPipeline(const std::vector<PipelineKernel> &Kernels,
   llvm::LLVMContext Ctx;
   Clock::time_point T0 = Clock::now();
   llvm::Module M(Kernels.size() == 1 ? Kernels[0].Name : "gatherjit_aot", Ctx);
-  const TargetFacts Facts = targetFacts(Gen.targetMachine());
   for (const PipelineKernel &K : Kernels) {
     if (K.Spec.hasEpilogue()) {
       if (!K.Spec.Code)
@@ -109,13 +64,13 @@ Expected<PipelineResult> runPipeline(const std::vector<PipelineKernel> &Kernels,
           !F)
         return F.status();
     }
-    emitKernelInto(K.Spec, planKernel(K.Spec, Facts), K.Name, M);
+    Target.emit(K.Spec, planKernel(K.Spec, Target.facts()), K.Name, M);
   }
-  return finish(M, std::move(R), T0, Gen, Level, Output, Cache, Key);
+  return finish(M, std::move(R), T0, Target, Level, Output, Cache, Key);
 }
 
 Expected<PipelineResult> runEpiloguePipeline(const EpilogueCode &Code, const std::string &Name,
-                                             CodeGenerator &Gen, OptLevel Level) {
+                                             Backend &Target, OptLevel Level) {
   llvm::LLVMContext Ctx;
   Clock::time_point T0 = Clock::now();
   llvm::Module M(Name, Ctx);
@@ -135,7 +90,7 @@ Expected<PipelineResult> runEpiloguePipeline(const EpilogueCode &Code, const std
       emitEpilogueCall(B, Code.Signature, *Epi, Params, F->getArg(0), F->getArg(2));
   B.CreateRet(Faulted ? B.CreateSelect(Faulted, B.getInt64(EpilogueFaulted), B.getInt64(0))
                       : B.getInt64(0));
-  return finish(M, PipelineResult{}, T0, Gen, Level, PipelineOutput::Object, nullptr, "");
+  return finish(M, PipelineResult{}, T0, Target, Level, PipelineOutput::Object, nullptr, "");
 }
 
 } // namespace gatherjit

@@ -2,14 +2,16 @@
 /// \file
 /// The one compile pipeline, used by the JIT, ahead-of-time compilation and
 /// the IR and assembly printers:
-///   KernelSpec -plan-> KernelPlan -emit-> Module -optimize-> Module
-///     -codegen(target)-> object (or assembly, or the optimized IR)
-/// with an optional object cache consulted between emission and
-/// optimization, and the time each stage took.
+///   KernelSpec -plan(facts)-> KernelPlan -emit-> Module
+///     -generate-> object (or assembly, or the optimized IR)
+/// where the facts, the emitter and the generation are the target's
+/// Backend's (compiler/backend/Backend.h), with an optional object cache
+/// consulted before emission, and the time each stage took.
 //===----------------------------------------------------------------------===//
 #ifndef GATHERJIT_COMPILER_PIPELINE_PIPELINE_H
 #define GATHERJIT_COMPILER_PIPELINE_PIPELINE_H
 
+#include "compiler/backend/Backend.h"
 #include "compiler/plan/KernelPlan.h"
 #include "compiler/spec/KernelSpec.h"
 #include "gatherjit/Compile.h"
@@ -20,13 +22,7 @@
 #include <string_view>
 #include <vector>
 
-namespace llvm {
-class TargetMachine;
-} // namespace llvm
-
 namespace gatherjit {
-
-class CodeGenerator;
 
 /// Where compiled objects persist (the runtime's kernel cache directory).
 class ObjectCache {
@@ -45,8 +41,6 @@ struct PipelineKernel {
   std::string Name;
 };
 
-enum class PipelineOutput { Object, Assembly, OptimizedIR };
-
 struct PipelineResult {
   /// The object file, or the assembly or IR as text.
   std::vector<char> Bytes;
@@ -57,12 +51,12 @@ struct PipelineResult {
   bool Stored = false;
 };
 
-/// Compiles \p Kernels into one module for \p Gen's target machine at
-/// \p Level (one module at a time per code generator). Only a
-/// single-kernel object is cached. Fails only on a bug (a module that does
-/// not verify) or a target that cannot emit the output, as Internal.
+/// Compiles \p Kernels into one module for \p Target at \p Level (one
+/// module at a time per backend). Only a single-kernel object is cached.
+/// Fails only on a bug (a module that does not verify, in builds with
+/// assertions) or a target that cannot emit the output, as Internal.
 Expected<PipelineResult> runPipeline(const std::vector<PipelineKernel> &Kernels,
-                                     CodeGenerator &Gen, OptLevel Level,
+                                     Backend &Target, OptLevel Level,
                                      PipelineOutput Output = PipelineOutput::Object,
                                      const ObjectCache *Cache = nullptr);
 
@@ -70,10 +64,7 @@ Expected<PipelineResult> runPipeline(const std::vector<PipelineKernel> &Kernels,
 /// begin, end) applies it once to the element or row at in: the
 /// interpreter's reference, compiled and inlined as in a kernel.
 Expected<PipelineResult> runEpiloguePipeline(const EpilogueCode &Code, const std::string &Name,
-                                             CodeGenerator &Gen, OptLevel Level);
-
-/// The facts of \p TM that plans depend on.
-TargetFacts targetFacts(const llvm::TargetMachine &TM);
+                                             Backend &Target, OptLevel Level);
 
 } // namespace gatherjit
 

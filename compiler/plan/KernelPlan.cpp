@@ -49,6 +49,11 @@ constexpr uint64_t MaxRegionShareLines = 64;
 /// before the axis), of at most this many elements, read them once per call
 /// into a table of input offsets on the stack (32 KiB), checked once.
 constexpr uint64_t MaxSharedRow = 4096;
+/// Spans of at most this many lines are prefetched by straight-line code,
+/// longer ones in a loop: a long straight run of prefetches makes the
+/// instruction scheduler (quadratic in a block's length) slow to compile,
+/// while a loop of them cost nothing measurable on GE1 and G2.
+constexpr uint64_t MaxInlinePrefetchLines = 16;
 /// Loops of at most this many iterations, of constant count, are unrolled
 /// (the pipeline has no unroller; a tiny kernel's row pays no loop
 /// overhead).
@@ -116,14 +121,16 @@ const char *rowKindName(RowKind Kind) {
 KernelPlan planKernel(const KernelSpec &S, const TargetFacts &T) {
   KernelPlan P;
   P.LineBytes = T.CacheLineBytes;
+  P.VectorBytes = T.VectorBytes;
   if (S.Family)
     return P; // Any sizes: element rows, none of the strategies sizes choose.
   P.MaxStraightLoop = MaxStraightLoop;
-  P.Row = S.innerIsBlock()       ? RowKind::Block
-          : sharesRowIndices(S) ? RowKind::SharedIndices
-                                : RowKind::Element;
+  P.MaxInlinePrefetchLines = MaxInlinePrefetchLines;
+  P.Row = S.innerIsBlock()                ? RowKind::Block
+          : !T.Gpu && sharesRowIndices(S) ? RowKind::SharedIndices
+                                          : RowKind::Element;
   if (T.Gpu)
-    return P; // The CPU's memory strategies below do not apply.
+    return P; // The CPU's memory strategies below (and the table) do not apply.
   const unsigned L = S.Rank == 0 ? 0 : S.Rank - 1;
   if (P.Row == RowKind::Block && S.Rank >= 2 &&
       tableElements(S) * S.ElemBytes >= PrefetchTableBytes) {

@@ -18,14 +18,20 @@
 
 namespace gatherjit {
 
-/// What the plan needs to know of the machine.
+/// What the plan needs to know of the machine (a Backend's facts; see
+/// compiler/backend/Backend.h).
 struct TargetFacts {
+  /// The unit of prefetches, of non-temporal stores' alignment and of
+  /// prefetch shares.
   unsigned CacheLineBytes = 64;
-  /// The widest vector a copy uses.
+  /// The widest vector a block copy moves at once (the code generator
+  /// splits it where the machine's are narrower). A power of two dividing
+  /// CacheLineBytes.
   unsigned VectorBytes = 64;
   /// A GPU runs each element on a thread of its own: no prefetching,
   /// streaming or offset tables, which are CPU strategies.
   bool Gpu = false;
+  bool operator==(const TargetFacts &) const = default;
 };
 
 /// The innermost dimension's loop.
@@ -70,7 +76,12 @@ struct KernelPlan {
   /// Loops of at most this many iterations, of constant count, are emitted
   /// as straight-line code.
   uint64_t MaxStraightLoop = 0;
+  /// The target's line and copy vector (TargetFacts).
   unsigned LineBytes = 64;
+  unsigned VectorBytes = 64;
+  /// Prefetches of at most this many lines are emitted inline; longer
+  /// spans in a loop.
+  uint64_t MaxInlinePrefetchLines = 0;
 
   bool operator==(const KernelPlan &) const = default;
   /// One line naming each decision, for logs and tests.

@@ -1,14 +1,14 @@
 //===- tests/runtime/CachedKernelsTest.cpp - Cached kernels without LLVM --===//
 //
 // What a Runtime stores in the kernel cache, CachedKernels finds and
-// runtime/ObjectLoader links without LLVM: random configurations at every
+// compiler/backend/ObjectLoader links without LLVM: random configurations at every
 // level must give the interpreter's bytes or error. And the loader refuses
 // what it cannot link (damaged objects, foreign symbols) without crashing.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/CachedKernels.h"
-#include "runtime/ObjectLoader.h"
+#include "compiler/backend/ObjectLoader.h"
 
 #include "RandomCase.h"
 #include "TestUtil.h"
@@ -116,7 +116,7 @@ std::vector<char> kernelObject(const ValidDesc &D, std::string &Name) {
   const KernelSpec Spec = canonicalize(D);
   Name = Spec.symbolName();
   CodeGenerator Gen(TM.take());
-  Expected<PipelineResult> R = runPipeline({{Spec, Name}}, Gen, OptLevel::O2);
+  Expected<PipelineResult> R = runPipeline({{Spec, Name}}, *backendFor(Gen), OptLevel::O2);
   EXPECT_TRUE(R.isOk());
   return R ? R->Bytes : std::vector<char>();
 }

@@ -78,7 +78,7 @@ TEST(Family, RandomConfigurationsMatchTheInterpreter) {
     std::shared_ptr<const Executable> &Code = Families[*Family];
     if (!Code) {
       Expected<PipelineResult> Object =
-          runPipeline({{*Family, Family->symbolName()}}, **Gen, OptLevel::O2);
+          runPipeline({{*Family, Family->symbolName()}}, *backendFor(**Gen), OptLevel::O2);
       ASSERT_TRUE(Object.isOk()) << Object.status().message();
       Expected<std::shared_ptr<const Executable>> Linked =
           (*Jit)->link(Family->symbolName(), Object->Bytes);

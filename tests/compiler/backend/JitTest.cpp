@@ -59,7 +59,7 @@ std::vector<char> hostObject(const ValidDesc &V, const std::string &Name) {
   Expected<std::unique_ptr<llvm::TargetMachine>> TM = createTargetMachine({}, OptLevel::O1);
   EXPECT_TRUE(TM.isOk());
   CodeGenerator Gen(TM.take());
-  Expected<PipelineResult> R = runPipeline({{canonicalize(V), Name}}, Gen, OptLevel::O1);
+  Expected<PipelineResult> R = runPipeline({{canonicalize(V), Name}}, *backendFor(Gen), OptLevel::O1);
   EXPECT_TRUE(R.isOk()) << R.status().message();
   return R ? R->Bytes : std::vector<char>();
 }

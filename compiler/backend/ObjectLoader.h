@@ -1,4 +1,4 @@
-//===- runtime/ObjectLoader.h - Kernel objects linked without LLVM --------===//
+//===- compiler/backend/ObjectLoader.h - Objects linked without LLVM ------===//
 /// \file
 /// Links one kernel's relocatable object into the process: the sections a
 /// kernel object has (code, read-only constants, perhaps data) are laid out
@@ -12,8 +12,8 @@
 /// unknown relocation or symbol, a malformed file) is refused with an
 /// Unsupported status, never linked in part: the caller compiles instead.
 //===----------------------------------------------------------------------===//
-#ifndef GATHERJIT_RUNTIME_OBJECTLOADER_H
-#define GATHERJIT_RUNTIME_OBJECTLOADER_H
+#ifndef GATHERJIT_COMPILER_BACKEND_OBJECTLOADER_H
+#define GATHERJIT_COMPILER_BACKEND_OBJECTLOADER_H
 
 #include "compiler/backend/Executable.h"
 #include "gatherjit/Status.h"

@@ -1,6 +1,6 @@
-//===- runtime/ObjectLoader.cpp - Kernel objects linked without LLVM ------===//
+//===- compiler/backend/ObjectLoader.cpp - Objects linked without LLVM ----===//
 
-#include "runtime/ObjectLoader.h"
+#include "compiler/backend/ObjectLoader.h"
 
 #include <cstring>
 #include <elf.h>

@@ -1,0 +1,73 @@
+//===- compiler/backend/Backend.h - One target behind one interface -------===//
+/// \file
+/// The seam between the pipeline and a code generation target. A Backend
+/// answers the facts its plans follow (TargetFacts), emits a kernel into a
+/// module as the plan says, and turns the module into its artefact (an
+/// object file for a CPU; text for a target that makes text). The pipeline
+/// (compiler/pipeline/Pipeline.h) knows nothing else of the target:
+///
+///   spec --plan(facts)--> plan --emit--> module --generate--> artefact
+///
+/// backendFor picks the backend from the target machine, as Halide's
+/// CodeGen_LLVM::new_for_target does. The host CPU backend (x86-64,
+/// AArch64) is the one there is; its objects are loaded by the JIT's
+/// linker (compiler/backend/Jit.h) or written by AOT.
+//===----------------------------------------------------------------------===//
+#ifndef GATHERJIT_COMPILER_BACKEND_BACKEND_H
+#define GATHERJIT_COMPILER_BACKEND_BACKEND_H
+
+#include "compiler/plan/KernelPlan.h"
+#include "compiler/spec/KernelSpec.h"
+#include "gatherjit/Compile.h"
+#include "gatherjit/Status.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace llvm {
+class Module;
+class TargetMachine;
+} // namespace llvm
+
+namespace gatherjit {
+
+class CodeGenerator;
+
+enum class PipelineOutput { Object, Assembly, OptimizedIR };
+
+class Backend {
+public:
+  virtual ~Backend() = default;
+  /// What plans for this target follow.
+  const TargetFacts &facts() const { return Facts; }
+  /// Adds the kernel of \p Spec, run as \p Plan says, to \p M under \p Name
+  /// (NAME, NAME_range, NAME_rows). A spec with an epilogue calls
+  /// NAME.epilogue, linked into \p M already.
+  virtual void emit(const KernelSpec &Spec, const KernelPlan &Plan, const std::string &Name,
+                    llvm::Module &M) const = 0;
+  /// Configures \p M for the target, optimizes it at \p Level and generates
+  /// \p Output, adding the optimizer's and code generator's times to
+  /// \p Times. Fails only on a bug or an output the target cannot make.
+  virtual Expected<std::vector<char>> generate(llvm::Module &M, OptLevel Level,
+                                               PipelineOutput Output, CompileTimes &Times) = 0;
+
+protected:
+  explicit Backend(const TargetFacts &Facts) : Facts(Facts) {}
+
+private:
+  TargetFacts Facts;
+};
+
+/// The facts of \p TM: its cache line (the system's, when \p TM is for
+/// this host and the system says; 64 bytes otherwise) and the widest
+/// vector its CPU has (64 bytes with AVX-512, 32 with AVX, 16 for SSE and
+/// AArch64's NEON).
+TargetFacts targetFacts(const llvm::TargetMachine &TM);
+
+/// The backend for \p Gen's target machine; \p Gen outlives it.
+std::unique_ptr<Backend> backendFor(CodeGenerator &Gen);
+
+} // namespace gatherjit
+
+#endif

@@ -1,0 +1,108 @@
+//===- compiler/backend/CpuBackend.cpp - The host CPU backend -------------===//
+//
+// x86-64 and AArch64: the row emitter (compiler/emit/), the kernel
+// optimization pipeline (compiler/optimize/) and LLVM's code generator for
+// objects and assembly (compiler/backend/Target.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/backend/Backend.h"
+
+#include "compiler/backend/Target.h"
+#include "compiler/emit/EmitKernel.h"
+#include "compiler/optimize/Optimize.h"
+
+#include <llvm/IR/Module.h>
+#include <llvm/MC/MCSubtargetInfo.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/TargetParser/Host.h>
+
+#include <chrono>
+#include <unistd.h>
+
+namespace gatherjit {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double msSince(Clock::time_point T0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - T0).count();
+}
+
+class CpuBackend final : public Backend {
+public:
+  explicit CpuBackend(CodeGenerator &Gen)
+      : Backend(targetFacts(Gen.targetMachine())), Gen(Gen) {}
+
+  void emit(const KernelSpec &Spec, const KernelPlan &Plan, const std::string &Name,
+            llvm::Module &M) const override {
+    emitKernelInto(Spec, Plan, Name, M);
+  }
+
+  Expected<std::vector<char>> generate(llvm::Module &M, OptLevel Level, PipelineOutput Output,
+                                       CompileTimes &Times) override {
+    llvm::TargetMachine &TM = Gen.targetMachine();
+    configureModule(M, TM);
+    Clock::time_point T0 = Clock::now();
+    if (Status S = optimize(M, TM, Level); !S)
+      return S;
+    Times.Optimize += msSince(T0);
+    T0 = Clock::now();
+    std::vector<char> Bytes;
+    switch (Output) {
+    case PipelineOutput::OptimizedIR: {
+      std::string Text;
+      llvm::raw_string_ostream OS(Text);
+      M.print(OS, nullptr);
+      OS.flush();
+      Bytes.assign(Text.begin(), Text.end());
+      return Bytes; // No code generated.
+    }
+    case PipelineOutput::Assembly: {
+      Expected<std::string> Asm = Gen.assembly(M, Level);
+      if (!Asm)
+        return Asm.status();
+      Bytes.assign(Asm->begin(), Asm->end());
+      break;
+    }
+    case PipelineOutput::Object: {
+      Expected<llvm::SmallVector<char, 0>> Obj = Gen.object(M, Level);
+      if (!Obj)
+        return Obj.status();
+      Bytes.assign(Obj->begin(), Obj->end());
+      break;
+    }
+    }
+    Times.Codegen += msSince(T0);
+    return Bytes;
+  }
+
+private:
+  CodeGenerator &Gen;
+};
+
+} // namespace
+
+TargetFacts targetFacts(const llvm::TargetMachine &TM) {
+  TargetFacts F;
+  const llvm::Triple &T = TM.getTargetTriple();
+  if (T.normalize() == llvm::Triple::normalize(llvm::sys::getProcessTriple())) {
+    // This machine's line, where the system tells it.
+    const long Line = ::sysconf(_SC_LEVEL1_DCACHE_LINESIZE);
+    if (Line >= 16 && Line <= 256 && (Line & (Line - 1)) == 0)
+      F.CacheLineBytes = static_cast<unsigned>(Line);
+  }
+  const llvm::MCSubtargetInfo *STI = TM.getMCSubtargetInfo();
+  if (T.isX86())
+    F.VectorBytes = STI->checkFeatures("+avx512f") ? 64 : STI->checkFeatures("+avx") ? 32 : 16;
+  else
+    F.VectorBytes = 16;
+  F.VectorBytes = std::min(F.VectorBytes, F.CacheLineBytes);
+  return F;
+}
+
+std::unique_ptr<Backend> backendFor(CodeGenerator &Gen) {
+  return std::make_unique<CpuBackend>(Gen);
+}
+
+} // namespace gatherjit

@@ -1,0 +1,111 @@
+//===- tests/compiler/backend/BackendTest.cpp - Facts that change plans ---===//
+//
+// Each target machine's facts (line, vector width), and code emitted from
+// a plan of facts other than this host's: the IR follows the plan's line
+// and vector, not a number of the emitter's own.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Cases.h"
+#include "compiler/backend/Backend.h"
+#include "compiler/backend/Target.h"
+#include "compiler/emit/EmitKernel.h"
+
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <unistd.h>
+
+using namespace gatherjit;
+
+namespace {
+
+TargetFacts factsOf(const std::string &Triple, const std::string &Cpu) {
+  Expected<std::unique_ptr<llvm::TargetMachine>> TM =
+      createTargetMachine({Triple, Cpu, ""}, OptLevel::O2);
+  EXPECT_TRUE(TM.isOk()) << TM.status().message();
+  return TM ? targetFacts(**TM) : TargetFacts{};
+}
+
+TEST(Backend, VectorWidthIsTheCpusWidest) {
+  EXPECT_EQ(factsOf("x86_64-unknown-linux-gnu", "x86-64").VectorBytes, 16u);
+  EXPECT_EQ(factsOf("x86_64-unknown-linux-gnu", "haswell").VectorBytes, 32u);
+  EXPECT_EQ(factsOf("x86_64-unknown-linux-gnu", "skylake-avx512").VectorBytes, 64u);
+  EXPECT_EQ(factsOf("aarch64-unknown-linux-gnu", "neoverse-v1").VectorBytes, 16u);
+}
+
+TEST(Backend, TheHostsLineIsTheSystems) {
+  Expected<std::unique_ptr<llvm::TargetMachine>> TM = createTargetMachine({}, OptLevel::O2);
+  ASSERT_TRUE(TM.isOk());
+  const long Line = ::sysconf(_SC_LEVEL1_DCACHE_LINESIZE);
+  const TargetFacts F = targetFacts(**TM);
+  if (Line >= 16 && Line <= 256)
+    EXPECT_EQ(F.CacheLineBytes, static_cast<unsigned>(Line));
+  else
+    EXPECT_EQ(F.CacheLineBytes, 64u);
+  EXPECT_EQ(F.CacheLineBytes % F.VectorBytes, 0u);
+  // A cross target gets the common line, whatever this host has.
+  EXPECT_EQ(factsOf("aarch64-unknown-linux-gnu", "neoverse-v1").CacheLineBytes, 64u);
+}
+
+std::string emittedIR(const std::string &CaseName, const TargetFacts &Facts, KernelPlan &Plan) {
+  for (const bench::BenchCase &C : bench::benchCases())
+    if (CaseName == C.Name) {
+      Expected<ValidDesc> V = bench::benchDesc(C);
+      EXPECT_TRUE(V.isOk());
+      const KernelSpec Spec = canonicalize(*V);
+      Plan = planKernel(Spec, Facts);
+      llvm::LLVMContext Ctx;
+      std::unique_ptr<llvm::Module> M = emitKernel(Spec, Plan, "k", Ctx);
+      std::string Problems, IR;
+      llvm::raw_string_ostream PS(Problems), OS(IR);
+      EXPECT_FALSE(llvm::verifyModule(*M, &PS)) << Problems;
+      M->print(OS, nullptr);
+      return OS.str();
+    }
+  ADD_FAILURE() << "no case " << CaseName;
+  return "";
+}
+
+bool has(const std::string &IR, const std::string &Pattern) {
+  return std::regex_search(IR, std::regex(Pattern));
+}
+
+TEST(Backend, EmittedCodeFollowsFactsOtherThanTheHosts) {
+  const TargetFacts Wide{128, 32, false};
+  KernelPlan P;
+  // G1: 3 KiB embedding rows into a large output: streamed block copies.
+  std::string IR = emittedIR("G1", Wide, P);
+  ASSERT_TRUE(P.NonTemporal && P.Row == RowKind::Block) << P.describe();
+  EXPECT_EQ(P.LineBytes, 128u);
+  EXPECT_EQ(P.VectorBytes, 32u);
+  EXPECT_TRUE(has(IR, "load <32 x i8>")) << "32-byte copies";
+  EXPECT_FALSE(has(IR, "<64 x i8>"));
+  EXPECT_TRUE(has(IR, "and i64 [^,]+, 127")) << "bytes to the next 128-byte line";
+  EXPECT_FALSE(has(IR, "and i64 [^,]+, 63\\b"));
+  EXPECT_TRUE(has(IR, "store <32 x i8> [^\\n]*align 32, !nontemporal"));
+  // The short copies under a line start at half of it.
+  EXPECT_TRUE(has(IR, "\\nshort64:"));
+  // G2: rows sharing their indices prefetch 128-byte lines of the next row
+  // from a table aligned to the line.
+  IR = emittedIR("G2", Wide, P);
+  ASSERT_EQ(P.Row, RowKind::SharedIndices) << P.describe();
+  EXPECT_TRUE(has(IR, "%offsets = alloca \\[[0-9]+ x i64\\], align 128"));
+  EXPECT_TRUE(has(IR, "@llvm.prefetch[^\\n]*\\n[^\\n]*") &&
+              has(IR, "getelementptr i8, ptr %[^,]+, i64 (128|256|384)\\b"))
+      << "prefetches a line apart";
+  // The same cases for this host's facts (64-byte lines): none of it.
+  const TargetFacts Host{64, 64, false};
+  IR = emittedIR("G1", Host, P);
+  EXPECT_TRUE(has(IR, "load <64 x i8>"));
+  EXPECT_TRUE(has(IR, "and i64 [^,]+, 63\\b"));
+  EXPECT_FALSE(has(IR, "\\nshort64:"));
+}
+
+} // namespace
