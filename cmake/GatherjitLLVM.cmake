@@ -40,7 +40,8 @@ else()
   endif()
   llvm_map_components_to_libnames(GATHERJIT_LLVM_LIBS
     core passes orcjit orctargetprocess jitlink object mc target codegen support targetparser
-    x86codegen x86desc x86info aarch64codegen aarch64desc aarch64info)
+    x86codegen x86desc x86info aarch64codegen aarch64desc aarch64info
+    nvptxcodegen nvptxdesc nvptxinfo)
   target_link_libraries(gatherjit_llvm INTERFACE ${GATHERJIT_LLVM_LIBS})
   # Only what is referenced is a dependency (LLVMSupport names libz3).
   target_link_options(gatherjit_llvm INTERFACE -Wl,--as-needed)
@@ -110,12 +111,14 @@ set(GATHERJIT_COMPILER_SOURCES
   compiler/plan/KernelPlan.cpp
   compiler/emit/EmitKernel.cpp
   compiler/emit/EmitRows.cpp
+  compiler/emit/EmitThreads.cpp
   compiler/pipeline/Pipeline.cpp
   compiler/optimize/Optimize.cpp
   compiler/backend/Target.cpp
   compiler/backend/Jit.cpp
   compiler/backend/Aot.cpp
   compiler/backend/CpuBackend.cpp
+  compiler/backend/GpuBackend.cpp
   compiler/epilogue/EpilogueProcess.cpp
   runtime/Runtime.cpp
   runtime/CApi.cpp)

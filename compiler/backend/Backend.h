@@ -9,9 +9,10 @@
 ///   spec --plan(facts)--> plan --emit--> module --generate--> artefact
 ///
 /// backendFor picks the backend from the target machine, as Halide's
-/// CodeGen_LLVM::new_for_target does. The host CPU backend (x86-64,
-/// AArch64) is the one there is; its objects are loaded by the JIT's
-/// linker (compiler/backend/Jit.h) or written by AOT.
+/// CodeGen_LLVM::new_for_target does: the host CPU backend (x86-64,
+/// AArch64), whose objects are loaded by the JIT's linker
+/// (compiler/backend/Jit.h) or written by AOT, and the GPU backend
+/// (nvptx64), whose PTX text AOT writes.
 //===----------------------------------------------------------------------===//
 #ifndef GATHERJIT_COMPILER_BACKEND_BACKEND_H
 #define GATHERJIT_COMPILER_BACKEND_BACKEND_H
@@ -65,8 +66,22 @@ private:
 /// AArch64's NEON).
 TargetFacts targetFacts(const llvm::TargetMachine &TM);
 
-/// The backend for \p Gen's target machine; \p Gen outlives it.
+/// The backend for \p Gen's target machine (the GPU backend for nvptx64,
+/// the host CPU backend otherwise); \p Gen outlives it.
 std::unique_ptr<Backend> backendFor(CodeGenerator &Gen);
+
+/// A GPU's facts: 128-byte lines (L2 sectors of 32 bytes, four to a line),
+/// 16-byte vectors, one thread per element.
+TargetFacts gpuFacts();
+
+/// The GPU backend (compiler/backend/GpuBackend.cpp) for \p Gen, an
+/// nvptx64 target machine: PTX text as its artefact, for every output.
+std::unique_ptr<Backend> gpuBackend(CodeGenerator &Gen);
+
+/// The GPU's thread schedule with its grid run on the host by \p HostGen
+/// (a loop over the grid's threads), as a CPU kernel: proves the device
+/// kernel's arithmetic and policies on machines without a GPU.
+std::unique_ptr<Backend> simulatedGridBackend(CodeGenerator &HostGen);
 
 } // namespace gatherjit
 

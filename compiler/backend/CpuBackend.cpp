@@ -84,8 +84,10 @@ private:
 } // namespace
 
 TargetFacts targetFacts(const llvm::TargetMachine &TM) {
-  TargetFacts F;
   const llvm::Triple &T = TM.getTargetTriple();
+  if (T.isNVPTX())
+    return gpuFacts();
+  TargetFacts F;
   if (T.normalize() == llvm::Triple::normalize(llvm::sys::getProcessTriple())) {
     // This machine's line, where the system tells it.
     const long Line = ::sysconf(_SC_LEVEL1_DCACHE_LINESIZE);
@@ -102,6 +104,8 @@ TargetFacts targetFacts(const llvm::TargetMachine &TM) {
 }
 
 std::unique_ptr<Backend> backendFor(CodeGenerator &Gen) {
+  if (Gen.targetMachine().getTargetTriple().isNVPTX())
+    return gpuBackend(Gen);
   return std::make_unique<CpuBackend>(Gen);
 }
 

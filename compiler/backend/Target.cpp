@@ -43,6 +43,26 @@ void initializeTargets() {
   });
 }
 
+/// NVPTX (PTX text for the CUDA driver), registered only when asked for.
+static void initializeGpuTargets() {
+  static std::once_flag Once;
+  std::call_once(Once, [] {
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
+  });
+}
+
+/// The PTX ISA version that \p Cpu (sm_NN) needs: the lowest the
+/// architecture is defined in, so the oldest driver that knows the
+/// architecture loads it.
+static std::string ptxVersionFeature(const std::string &Cpu) {
+  const int Sm = std::atoi(Cpu.c_str() + (Cpu.rfind("sm_", 0) == 0 ? 3 : 0));
+  return Sm >= 90 ? "+ptx78" : Sm >= 89 ? "+ptx78" : Sm >= 87 ? "+ptx74" : Sm >= 86 ? "+ptx71"
+         : Sm >= 80 ? "+ptx70" : "+ptx63";
+}
+
 static llvm::CodeGenOptLevel codeGenLevel(OptLevel Level) {
   switch (Level) {
   case OptLevel::O0:
@@ -120,6 +140,9 @@ static Status checkFeatures(const llvm::Target *T, const llvm::Triple &Triple,
 Expected<std::unique_ptr<llvm::TargetMachine>>
 createTargetMachine(const TargetDesc &Choice, OptLevel Level) {
   initializeTargets();
+  const bool Gpu = llvm::StringRef(Choice.Triple).starts_with("nvptx");
+  if (Gpu)
+    initializeGpuTargets();
   std::optional<llvm::orc::JITTargetMachineBuilder> Builder;
   if (Choice.Triple.empty() && (Choice.Cpu.empty() || Choice.Cpu == "host")) {
     auto Host = llvm::orc::JITTargetMachineBuilder::detectHost();
@@ -132,9 +155,12 @@ createTargetMachine(const TargetDesc &Choice, OptLevel Level) {
     std::string Err;
     if (!llvm::TargetRegistry::lookupTarget(T.str(), Err))
       return Status::invalidArgument("cannot generate code for target '" + T.str() +
-                                     "': gatherjit's targets are x86-64 and AArch64");
+                                     "': gatherjit's targets are x86-64, AArch64 and "
+                                     "nvptx64-nvidia-cuda");
     Builder.emplace(T);
     std::string Cpu = Choice.Cpu == "host" ? llvm::sys::getHostCPUName().str() : Choice.Cpu;
+    if (Gpu && Cpu.empty())
+      Cpu = DefaultGpuArch;
     if (!Cpu.empty()) {
       const llvm::Target *Tgt = llvm::TargetRegistry::lookupTarget(T.str(), Err);
       std::unique_ptr<llvm::MCSubtargetInfo> STI(
@@ -154,6 +180,8 @@ createTargetMachine(const TargetDesc &Choice, OptLevel Level) {
   // (applied after) brings gathers back.
   if (Builder->getTargetTriple().isX86())
     F.AddFeature("prefer-no-gather");
+  if (Gpu && Choice.Features.find("ptx") == std::string::npos)
+    F.AddFeature(ptxVersionFeature(Builder->getCPU()));
   for (llvm::StringRef Part : llvm::split(Choice.Features, ','))
     if (!Part.empty())
       F.AddFeature(Part);
@@ -166,6 +194,15 @@ createTargetMachine(const TargetDesc &Choice, OptLevel Level) {
       Tgt ? shortFeatures(*Tgt, Builder->getTargetTriple(), Builder->getCPU(), F) : std::string();
   Builder->setFeatures(Short.empty() ? F.getString() : Short);
   Builder->setCodeGenOptLevel(codeGenLevel(Level));
+  if (Gpu) {
+    // No JIT for NVPTX: its text is loaded by the CUDA driver.
+    std::unique_ptr<llvm::TargetMachine> TM(Tgt->createTargetMachine(
+        Builder->getTargetTriple().str(), Builder->getCPU(), Builder->getFeatures().getString(),
+        llvm::TargetOptions(), std::nullopt, std::nullopt, codeGenLevel(Level)));
+    if (!TM)
+      return Status::invalidArgument("cannot generate code for target '" + Choice.Triple + "'");
+    return TM;
+  }
   Builder->setRelocationModel(llvm::Reloc::PIC_);
   Builder->setCodeModel(llvm::CodeModel::Small);
   auto TM = Builder->createTargetMachine();

@@ -22,8 +22,12 @@ class TargetMachine;
 
 namespace gatherjit {
 
-/// Registers the targets gatherjit generates code for (once per process).
+/// Registers the CPU targets gatherjit generates code for (once per
+/// process; NVPTX is registered by the first target machine for it).
 void initializeTargets();
+
+/// The GPU architecture an nvptx64 target without a CPU gets.
+constexpr const char *DefaultGpuArch = "sm_80";
 
 /// Converts an llvm::Error into an Internal status with context.
 Status toStatus(llvm::Error Err, const std::string &Context);

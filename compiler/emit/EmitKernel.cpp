@@ -58,7 +58,7 @@ void KernelEmitter::emitLoop(Value *Lo, Value *Hi, const Twine &Name,
 Value *KernelEmitter::loadWrappedIndex(Value *Off, unsigned C) {
   Type *IdxTy = S.indexBytes() == 8 ? I64 : Type::getInt32Ty(Ctx);
   LoadInst *Raw = B.CreateAlignedLoad(IdxTy, B.CreateInBoundsGEP(IdxTy, Idx, Off),
-                                      Align(1), "index");
+                                      elementAlign(S.indexBytes()), "index");
   if (!isSignedIndexType(S.IndexType))
     return B.CreateZExt(Raw, I64);
   Value *V = B.CreateSExt(Raw, I64);
@@ -126,9 +126,9 @@ void KernelEmitter::copyElement(Value *InOff, Value *OutOff, Value *Dst) {
   if (S.integerSizedElement()) {
     Type *Ty = Type::getIntNTy(Ctx, EB * 8);
     Value *V = InOff ? static_cast<Value *>(B.CreateAlignedLoad(
-                           Ty, B.CreateInBoundsGEP(Ty, In, InOff), Align(1)))
+                           Ty, B.CreateInBoundsGEP(Ty, In, InOff), elementAlign(EB)))
                      : Constant::getNullValue(Ty);
-    B.CreateAlignedStore(V, B.CreateInBoundsGEP(Ty, Dst, OutOff), Align(1));
+    B.CreateAlignedStore(V, B.CreateInBoundsGEP(Ty, Dst, OutOff), elementAlign(EB));
     return;
   }
   Value *To = bytePointer(Dst, OutOff);

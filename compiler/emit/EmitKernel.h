@@ -31,6 +31,18 @@ namespace gatherjit {
 void emitKernelInto(const KernelSpec &Spec, const KernelPlan &Plan, const std::string &Name,
                     llvm::Module &M);
 
+/// Which entry calls a GPU plan's thread body: the device's kernel
+/// NAME(in, indices, out, status) (status: a device word the caller sets
+/// to UINT64_MAX, lowered under Check to the key of the first bad index,
+/// output element * TupleSize + component), or the host's loop over the
+/// same grid, NAME_range/NAME/NAME_rows as a CPU kernel's (one row,
+/// returning 1 + the first bad index's position).
+enum class GridEntry { Device, SimulatedOnHost };
+
+/// Adds a GPU plan's kernel (Plan.ThreadsPerBlock > 0) to \p M.
+void emitThreadKernelInto(const KernelSpec &Spec, const KernelPlan &Plan, const std::string &Name,
+                          GridEntry Entry, llvm::Module &M);
+
 /// A fresh module holding one kernel named \p Name.
 std::unique_ptr<llvm::Module> emitKernel(const KernelSpec &Spec, const KernelPlan &Plan,
                                          const std::string &Name, llvm::LLVMContext &Ctx);

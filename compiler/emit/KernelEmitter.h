@@ -1,13 +1,15 @@
 //===- compiler/emit/KernelEmitter.h - The emitter's state and parts -----===//
 /// \file
 /// The emitter of compiler/emit/EmitKernel.h as a class whose parts live in
-/// two files: EmitKernel.cpp (the function, its loop nest, indices and
-/// element copies) and EmitRows.cpp (the innermost rows and prefetching).
+/// three files: EmitKernel.cpp (the function, its loop nest, indices and
+/// element copies), EmitRows.cpp (the innermost rows and prefetching) and
+/// EmitThreads.cpp (the GPU's thread schedule over the same parts).
 /// Private to compiler/emit/.
 //===----------------------------------------------------------------------===//
 #ifndef GATHERJIT_COMPILER_EMIT_KERNELEMITTER_H
 #define GATHERJIT_COMPILER_EMIT_KERNELEMITTER_H
 
+#include "compiler/emit/EmitKernel.h"
 #include "compiler/plan/KernelPlan.h"
 #include "compiler/spec/KernelSpec.h"
 
@@ -38,6 +40,9 @@ public:
   /// Emits NAME, NAME_range and NAME_rows; a spec with an epilogue calls
   /// NAME.epilogue, which must be linked into the module already.
   void emit(const std::string &Name);
+  /// The GPU thread schedule (EmitThreads.cpp): NAME.thread and the entry
+  /// \p Entry asks for.
+  void emitThreads(const std::string &Name, GridEntry Entry);
 
 private:
   struct Offsets {
@@ -45,6 +50,11 @@ private:
   };
 
   Value *c(uint64_t V) { return ConstantInt::get(I64, V); }
+  /// The alignment of an element of \p Bytes: its size where the plan
+  /// promises aligned buffers, else none (a CPU caller's may be unaligned).
+  Align elementAlign(unsigned Bytes) const {
+    return P.ElementAligned ? Align(Bytes) : Align(1);
+  }
   /// The spec's value \p V, at \p Slot of a family kernel's shape argument:
   /// a constant, or in a family kernel where \p V is KernelSpec::Variable,
   /// the argument's value (loaded once, at entry).
@@ -175,6 +185,10 @@ private:
   /// the address may lie past the buffer (a prefetch never faults).
   void emitPrefetchSpan(Value *Base, Value *Offset, uint64_t Bytes);
   void emitElementRow(const Offsets &O, Value *Lo, Value *Hi);
+  /// The offsets of the output element at linear position \p E.
+  Offsets offsetsAt(Value *E);
+  void emitDeviceEntry(const std::string &Name, Function *Body);
+  void emitSimulatedGrid(const std::string &Name, Function *Body);
 
   const KernelSpec &S;
   const KernelPlan &P;

@@ -101,7 +101,11 @@ void registerKernelAnalyses(llvm::TargetMachine &TM, llvm::ModuleAnalysisManager
     AA.registerFunctionAnalysis<BasicAA>();
     AA.registerFunctionAnalysis<ScopedNoAliasAA>();
     AA.registerFunctionAnalysis<TypeBasedAA>();
-    TM.registerDefaultAliasAnalyses(AA);
+    // NVPTX's alias analysis is registered by PassBuilder's callbacks,
+    // which these hand-built pipelines do not run; it knows only address
+    // spaces, and the kernels use the generic one.
+    if (!TM.getTargetTriple().isNVPTX())
+      TM.registerDefaultAliasAnalyses(AA);
     return AA;
   });
   FAM.registerPass([] { return BasicAA(); });

@@ -54,6 +54,11 @@ constexpr uint64_t MaxSharedRow = 4096;
 /// instruction scheduler (quadratic in a block's length) slow to compile,
 /// while a loop of them cost nothing measurable on GE1 and G2.
 constexpr uint64_t MaxInlinePrefetchLines = 16;
+/// A GPU's grid: blocks of 256 threads (8 warps), at most 8192 blocks
+/// (about 8 waves of a 132-SM device at 2048 threads per SM), the threads
+/// striding over larger outputs. Chosen, not yet measured on a device.
+constexpr uint64_t GpuThreadsPerBlock = 256;
+constexpr uint64_t MaxGpuBlocks = 8192;
 /// Loops of at most this many iterations, of constant count, are unrolled
 /// (the pipeline has no unroller; a tiny kernel's row pays no loop
 /// overhead).
@@ -129,8 +134,14 @@ KernelPlan planKernel(const KernelSpec &S, const TargetFacts &T) {
   P.Row = S.innerIsBlock()                ? RowKind::Block
           : !T.Gpu && sharesRowIndices(S) ? RowKind::SharedIndices
                                           : RowKind::Element;
-  if (T.Gpu)
-    return P; // The CPU's memory strategies below (and the table) do not apply.
+  if (T.Gpu) {
+    // The CPU's memory strategies below (and the table) do not apply.
+    P.ThreadsPerBlock = GpuThreadsPerBlock;
+    P.ElementAligned = true;
+    P.Blocks = std::clamp<uint64_t>((S.elements() + GpuThreadsPerBlock - 1) / GpuThreadsPerBlock,
+                                    1, MaxGpuBlocks);
+    return P;
+  }
   const unsigned L = S.Rank == 0 ? 0 : S.Rank - 1;
   if (P.Row == RowKind::Block && S.Rank >= 2 &&
       tableElements(S) * S.ElemBytes >= PrefetchTableBytes) {
@@ -197,6 +208,8 @@ std::string KernelPlan::describe() const {
     OS << " prefetch-rows(ahead=" << PrefetchRowsAhead << ",bytes=" << PrefetchRowBytes << ")";
   if (NonTemporal)
     OS << " non-temporal";
+  if (Blocks)
+    OS << " grid(blocks=" << Blocks << ",threads=" << ThreadsPerBlock << ")";
   return OS.str();
 }
 

@@ -82,6 +82,14 @@ struct KernelPlan {
   /// Prefetches of at most this many lines are emitted inline; longer
   /// spans in a loop.
   uint64_t MaxInlinePrefetchLines = 0;
+  /// A GPU plan: one thread per output element, in blocks of
+  /// ThreadsPerBlock threads, a grid of Blocks blocks striding over the
+  /// output when it has more elements than threads.
+  uint64_t ThreadsPerBlock = 0;
+  uint64_t Blocks = 0;
+  /// Every buffer is aligned to its element size (a GPU's allocations
+  /// are), so elements and indices load and store whole.
+  bool ElementAligned = false;
 
   bool operator==(const KernelPlan &) const = default;
   /// One line naming each decision, for logs and tests.

@@ -41,6 +41,7 @@ struct AotKernel {
 using AotTarget = TargetDesc;
 
 struct AotResult {
+  /// The object file; for nvptx64-nvidia-cuda, the PTX module's text.
   std::vector<char> Object;
   std::string Header;
   /// The triple and CPU the object was built for.

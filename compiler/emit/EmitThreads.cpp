@@ -1,0 +1,174 @@
+//===- compiler/emit/EmitThreads.cpp - The GPU thread schedule ------------===//
+//
+// One thread per output element, the grid striding over the output: the
+// thread body NAME.thread(in, indices, out, status, first, stride) maps
+// each of its elements' linear positions to output coordinates by constant
+// divisions, then reads, checks and copies through the same index loading,
+// wrapping, policies, tuple offsets, element copy and epilogue call as the
+// CPU's rows. Under Check a bad index is never read through (its element
+// is skipped) and its key, output element * TupleSize + component, is
+// folded into *status by an atomic minimum: the smallest key is the bad
+// index a CPU kernel finds first.
+//
+// Two entries call the body: the device's kernel, whose first and stride
+// come from the block and thread registers, and the host's simulation of
+// the same grid, NAME_range(in, indices, out, begin, end), a loop over the
+// grid's threads with the usual kernel return (0, or 1 + the lowest bad
+// position) so that the body's arithmetic runs and is checked on a CPU.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/emit/KernelEmitter.h"
+
+#include <llvm/IR/IntrinsicsNVPTX.h>
+
+namespace gatherjit::emit {
+
+void KernelEmitter::emitThreads(const std::string &Name, GridEntry Entry) {
+  assert(!S.Family && P.ThreadsPerBlock > 0 && "a GPU plan of a specialized spec");
+  // The body, inlined into its entry.
+  FunctionType *BodyTy = FunctionType::get(B.getVoidTy(), {PtrTy, PtrTy, PtrTy, PtrTy, I64, I64},
+                                           false);
+  F = Function::Create(BodyTy, GlobalValue::InternalLinkage, Name + ".thread", M);
+  F->addFnAttr(Attribute::AlwaysInline);
+  F->addFnAttr(Attribute::NoUnwind);
+  for (unsigned A = 0; A < 3; ++A)
+    F->addParamAttr(A, Attribute::NoAlias);
+  F->addParamAttr(0, Attribute::ReadOnly);
+  F->addParamAttr(1, Attribute::ReadOnly);
+  In = F->getArg(0);
+  Idx = F->getArg(1);
+  Out = F->getArg(2);
+  Value *Status = F->getArg(3);
+  if (S.hasEpilogue()) {
+    Epi = M.getFunction(Name + ".epilogue");
+    EpiParams = M.getNamedGlobal(Name + ".epilogue.params");
+  }
+  B.SetInsertPoint(BasicBlock::Create(Ctx, "entry", F));
+  const uint64_t N = S.elements();
+  BasicBlock *Loop = BasicBlock::Create(Ctx, "element", F);
+  BasicBlock *Next = BasicBlock::Create(Ctx, "element.next", F);
+  BasicBlock *Done = BasicBlock::Create(Ctx, "done", F);
+  BasicBlock *Head = B.GetInsertBlock();
+  B.CreateCondBr(B.CreateICmpULT(F->getArg(4), c(N)), Loop, Done);
+  B.SetInsertPoint(Loop);
+  PHINode *E = B.CreatePHI(I64, 2, "e");
+  E->addIncoming(F->getArg(4), Head);
+  const Offsets O = offsetsAt(E);
+  SmallVector<Value *, MaxRank> Tuple = loadTuple(O.Idx, nullptr);
+  if (S.Policy == OobPolicy::Check) {
+    // The element's first bad component, as the key E * TupleSize + C: the
+    // smallest key over the grid is the bad index a CPU kernel, walking
+    // the output in order, finds first.
+    for (unsigned C = 0; C < Tuple.size(); ++C) {
+      BasicBlock *Bad = BasicBlock::Create(Ctx, "bad", F);
+      BasicBlock *Good = BasicBlock::Create(Ctx, "good", F);
+      B.CreateCondBr(isOutOfRange(Tuple[C], C), Bad, Good,
+                     MDBuilder(Ctx).createBranchWeights(1, 1 << 20));
+      B.SetInsertPoint(Bad);
+      B.CreateAtomicRMW(AtomicRMWInst::UMin, Status,
+                        B.CreateAdd(B.CreateMul(E, c(S.TupleSize)), c(C)), MaybeAlign(8),
+                        AtomicOrdering::Monotonic);
+      B.CreateBr(Next);
+      B.SetInsertPoint(Good);
+    }
+  }
+  copyElement(tupleOffset(O.In, Tuple), O.Out);
+  B.CreateBr(Next);
+  B.SetInsertPoint(Next);
+  Value *After = B.CreateAdd(E, F->getArg(5), "", true, true);
+  E->addIncoming(After, Next);
+  B.CreateCondBr(B.CreateICmpULT(After, c(N)), Loop, Done);
+  B.SetInsertPoint(Done);
+  B.CreateRetVoid();
+  Function *Body = F;
+  if (Entry == GridEntry::Device)
+    emitDeviceEntry(Name, Body);
+  else
+    emitSimulatedGrid(Name, Body);
+}
+
+KernelEmitter::Offsets KernelEmitter::offsetsAt(Value *E) {
+  // Output coordinates, the last dimension fastest, each folded into the
+  // four offsets as it is found.
+  Offsets O{c(0), c(0), c(0), c(0)};
+  Value *Rest = E;
+  for (unsigned D = S.Rank; D-- > 0;) {
+    Value *Coord = D == 0 ? Rest : B.CreateURem(Rest, c(S.Sizes[D]));
+    if (D > 0)
+      Rest = B.CreateUDiv(Rest, c(S.Sizes[D]));
+    O = advance(O, Coord, D);
+  }
+  return O;
+}
+
+void KernelEmitter::emitDeviceEntry(const std::string &Name, Function *Body) {
+  // NAME(in, indices, out, status): a kernel of the PTX module.
+  F = Function::Create(FunctionType::get(B.getVoidTy(), {PtrTy, PtrTy, PtrTy, PtrTy}, false),
+                       GlobalValue::ExternalLinkage, Name, M);
+  F->addFnAttr(Attribute::NoUnwind);
+  M.getOrInsertNamedMetadata("nvvm.annotations")
+      ->addOperand(MDNode::get(Ctx, {ValueAsMetadata::get(F), MDString::get(Ctx, "kernel"),
+                                     ConstantAsMetadata::get(B.getInt32(1))}));
+  B.SetInsertPoint(BasicBlock::Create(Ctx, "entry", F));
+  auto Reg = [&](Intrinsic::ID Id) {
+    return B.CreateZExt(B.CreateIntrinsic(Id, {}, {}), I64);
+  };
+  Value *Block = Reg(Intrinsic::nvvm_read_ptx_sreg_ctaid_x);
+  Value *Threads = Reg(Intrinsic::nvvm_read_ptx_sreg_ntid_x);
+  Value *First = B.CreateAdd(B.CreateMul(Block, Threads), Reg(Intrinsic::nvvm_read_ptx_sreg_tid_x));
+  Value *Stride = B.CreateMul(Reg(Intrinsic::nvvm_read_ptx_sreg_nctaid_x), Threads);
+  B.CreateCall(Body, {F->getArg(0), F->getArg(1), F->getArg(2), F->getArg(3), First, Stride});
+  B.CreateRetVoid();
+}
+
+void KernelEmitter::emitSimulatedGrid(const std::string &Name, Function *Body) {
+  // NAME_range(in, indices, out, begin, end): the whole grid, thread by
+  // thread, if [begin, end) holds the one row.
+  FunctionType *RangeTy = FunctionType::get(I64, {PtrTy, PtrTy, PtrTy, I64, I64}, false);
+  F = Function::Create(RangeTy, GlobalValue::ExternalLinkage, Name + "_range", M);
+  F->addFnAttr(Attribute::NoUnwind);
+  B.SetInsertPoint(BasicBlock::Create(Ctx, "entry", F));
+  BasicBlock *Run = BasicBlock::Create(Ctx, "grid", F);
+  BasicBlock *None = BasicBlock::Create(Ctx, "none", F);
+  Value *Lo = B.CreateBinaryIntrinsic(Intrinsic::smax, F->getArg(3), c(0));
+  Value *Hi = B.CreateBinaryIntrinsic(Intrinsic::smin, F->getArg(4), c(1));
+  B.CreateCondBr(B.CreateICmpSLT(Lo, Hi), Run, None);
+  B.SetInsertPoint(None);
+  B.CreateRet(c(0));
+  B.SetInsertPoint(Run);
+  AllocaInst *Status = B.CreateAlloca(I64, nullptr, "status");
+  B.CreateStore(c(~uint64_t(0)), Status);
+  const uint64_t Threads = P.Blocks * P.ThreadsPerBlock;
+  emitLoop(c(0), c(Threads), "thread", [&](Value *T) {
+    B.CreateCall(Body, {F->getArg(0), F->getArg(1), F->getArg(2), Status, T, c(Threads)});
+  });
+  // The first bad key's position in the indices, as a CPU kernel returns it.
+  Value *Key = B.CreateLoad(I64, Status);
+  BasicBlock *Bad = BasicBlock::Create(Ctx, "bad", F);
+  BasicBlock *Good = BasicBlock::Create(Ctx, "good", F);
+  B.CreateCondBr(B.CreateICmpEQ(Key, c(~uint64_t(0))), Good, Bad);
+  B.SetInsertPoint(Good);
+  B.CreateRet(c(0));
+  B.SetInsertPoint(Bad);
+  const Offsets O = offsetsAt(B.CreateUDiv(Key, c(S.TupleSize)));
+  B.CreateRet(B.CreateAdd(B.CreateAdd(O.Pos, B.CreateURem(Key, c(S.TupleSize))), c(1)));
+  // NAME and NAME_rows as a CPU kernel's: the grid is one row.
+  Function *All = Function::Create(FunctionType::get(I64, {PtrTy, PtrTy, PtrTy}, false),
+                                   GlobalValue::ExternalLinkage, Name, M);
+  IRBuilder<> AB(BasicBlock::Create(Ctx, "entry", All));
+  AB.CreateRet(AB.CreateCall(F, {All->getArg(0), All->getArg(1), All->getArg(2), c(0), c(1)}));
+  new GlobalVariable(M, I64, /*isConstant=*/true, GlobalValue::ExternalLinkage, ConstantInt::get(I64, 1),
+                     Name + "_rows");
+}
+
+} // namespace gatherjit::emit
+
+namespace gatherjit {
+
+void emitThreadKernelInto(const KernelSpec &Spec, const KernelPlan &Plan, const std::string &Name,
+                          GridEntry Entry, llvm::Module &M) {
+  emit::KernelEmitter(Spec, Plan, M).emitThreads(Name, Entry);
+}
+
+} // namespace gatherjit

@@ -1,0 +1,185 @@
+//===- tests/compiler/backend/GpuBackendTest.cpp - GPU kernels, no GPU ----===//
+//
+// The GPU backend proved on a machine without a GPU:
+//  - its thread schedule, with the grid simulated on the host (every thread
+//    of the plan's grid run in turn, atomics on host memory), agrees with
+//    the interpreter bit for bit on random configurations of every
+//    operator, type, rank, layout and policy, the position Check reports
+//    included; a grid smaller than the output exercises the stride;
+//  - the PTX it generates for those configurations is accepted by ptxas
+//    for sm_80 and sm_90 where ptxas is found ($CUDA_HOME/bin, PATH,
+//    /usr/local/cuda/bin), with no spill and no stack frame.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RandomCase.h"
+#include "compiler/backend/Backend.h"
+#include "compiler/backend/Jit.h"
+#include "compiler/backend/Target.h"
+#include "compiler/emit/EmitKernel.h"
+#include "compiler/pipeline/Pipeline.h"
+#include "gatherjit/Interpreter.h"
+
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Target/TargetMachine.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <unistd.h>
+
+using namespace gatherjit;
+using namespace gatherjit::test;
+
+namespace {
+
+/// Runs \p Spec's simulated grid on \p C's operands into \p Out.
+int64_t runSimulated(Backend &Grid, JitEngine &Jit, const KernelSpec &Spec, const RandomCase &C,
+                     std::vector<char> &Out, const std::string &Name) {
+  Expected<PipelineResult> R = runPipeline({{Spec, Name}}, Grid, OptLevel::O1);
+  EXPECT_TRUE(R.isOk()) << R.status().message();
+  if (!R)
+    return -2;
+  Expected<std::shared_ptr<const Executable>> Code = Jit.link(Name, R->Bytes);
+  EXPECT_TRUE(Code.isOk()) << Code.status().message();
+  if (!Code)
+    return -2;
+  return (*Code)->runRows(C.Input.data(), C.Indices.data(), Out.data(), 0, 1);
+}
+
+TEST(GpuBackend, SimulatedGridMatchesTheInterpreter) {
+  Expected<std::unique_ptr<llvm::TargetMachine>> TM = createTargetMachine({}, OptLevel::O1);
+  ASSERT_TRUE(TM.isOk());
+  CodeGenerator Gen(TM.take());
+  std::unique_ptr<Backend> Grid = simulatedGridBackend(Gen);
+  ASSERT_TRUE(Grid->facts().Gpu);
+  Expected<std::shared_ptr<JitEngine>> Jit = JitEngine::create({});
+  ASSERT_TRUE(Jit.isOk());
+  CaseGenerator Cases(20261125);
+  unsigned Errors = 0;
+  for (int I = 0; I < 500; ++I) {
+    const RandomCase C = Cases.next();
+    SCOPED_TRACE(std::to_string(I) + ": " + C.Summary);
+    const KernelSpec Spec = canonicalize(C.Desc);
+    const size_t OutBytes = requiredElements(C.Desc.Output) * C.Desc.Output.elementBytes();
+    std::vector<char> Ref(OutBytes, '\xab'), Dev(OutBytes, '\xab');
+    Status RS = interpret(C.Desc, C.Input.data(), C.Indices.data(), Ref.data());
+    const int64_t R = runSimulated(*Grid, **Jit, Spec, C, Dev, "g" + std::to_string(I));
+    if (RS) {
+      ASSERT_EQ(R, 0);
+      ASSERT_EQ(Ref, Dev) << "outputs differ";
+    } else {
+      ++Errors;
+      ASSERT_GT(R, 0);
+      ASSERT_EQ(static_cast<uint64_t>(R - 1), *RS.position());
+    }
+  }
+  EXPECT_GT(Errors, 10u) << "too few configurations exercise Check";
+}
+
+TEST(GpuBackend, AGridSmallerThanTheOutputStrides) {
+  // A hand-made plan: 3 blocks of 5 threads over outputs of up to
+  // thousands of elements, so each thread takes many elements.
+  Expected<std::unique_ptr<llvm::TargetMachine>> TM = createTargetMachine({}, OptLevel::O1);
+  ASSERT_TRUE(TM.isOk());
+  CodeGenerator Gen(TM.take());
+  Expected<std::shared_ptr<JitEngine>> Jit = JitEngine::create({});
+  ASSERT_TRUE(Jit.isOk());
+  CaseGenerator Cases(7);
+  for (int I = 0; I < 60; ++I) {
+    const RandomCase C = Cases.next();
+    SCOPED_TRACE(C.Summary);
+    const KernelSpec Spec = canonicalize(C.Desc);
+    KernelPlan P = planKernel(Spec, gpuFacts());
+    P.Blocks = 3;
+    P.ThreadsPerBlock = 5;
+    llvm::LLVMContext Ctx;
+    llvm::Module M("m", Ctx);
+    emitThreadKernelInto(Spec, P, "s", GridEntry::SimulatedOnHost, M);
+    configureModule(M, Gen.targetMachine());
+    Expected<llvm::SmallVector<char, 0>> Obj = Gen.object(M, OptLevel::O1);
+    ASSERT_TRUE(Obj.isOk());
+    Expected<std::shared_ptr<const Executable>> Code =
+        (*Jit)->link("s", std::vector<char>(Obj->begin(), Obj->end()));
+    ASSERT_TRUE(Code.isOk()) << Code.status().message();
+    const size_t OutBytes = requiredElements(C.Desc.Output) * C.Desc.Output.elementBytes();
+    std::vector<char> Ref(OutBytes, '\xab'), Dev(OutBytes, '\xab');
+    Status RS = interpret(C.Desc, C.Input.data(), C.Indices.data(), Ref.data());
+    const int64_t R = (*Code)->runRows(C.Input.data(), C.Indices.data(), Dev.data(), 0, 1);
+    if (RS) {
+      ASSERT_EQ(R, 0);
+      ASSERT_EQ(Ref, Dev);
+    } else {
+      ASSERT_EQ(static_cast<uint64_t>(R - 1), *RS.position());
+    }
+  }
+}
+
+std::string findPtxas() {
+  std::vector<std::string> Places;
+  if (const char *Home = std::getenv("CUDA_HOME"))
+    Places.push_back(std::string(Home) + "/bin/ptxas");
+  if (const char *Path = std::getenv("PATH")) {
+    std::stringstream SS(Path);
+    for (std::string Dir; std::getline(SS, Dir, ':');)
+      if (!Dir.empty())
+        Places.push_back(Dir + "/ptxas");
+  }
+  Places.push_back("/usr/local/cuda/bin/ptxas");
+  for (const std::string &P : Places)
+    if (::access(P.c_str(), X_OK) == 0)
+      return P;
+  return "";
+}
+
+TEST(GpuBackend, PtxOfRandomConfigurationsAssemblesWithoutSpills) {
+  const std::string Ptxas = findPtxas();
+  if (Ptxas.empty())
+    GTEST_SKIP() << "no ptxas ($CUDA_HOME/bin, PATH, /usr/local/cuda/bin)";
+  const std::filesystem::path Dir =
+      std::filesystem::temp_directory_path() / ("gatherjit-ptx-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(Dir);
+  CaseGenerator Cases(20261125);
+  for (const char *Arch : {"sm_80", "sm_90"}) {
+    SCOPED_TRACE(Arch);
+    Expected<std::unique_ptr<CodeGenerator>> Gen =
+        createCodeGenerator({"nvptx64-nvidia-cuda", Arch, ""}, OptLevel::O2);
+    ASSERT_TRUE(Gen.isOk()) << Gen.status().message();
+    std::unique_ptr<Backend> Gpu = backendFor(**Gen);
+    ASSERT_TRUE(Gpu->facts().Gpu);
+    // 500 configurations, 50 kernels to a module.
+    for (int Module = 0; Module < 10; ++Module) {
+      std::vector<PipelineKernel> Kernels;
+      for (int K = 0; K < 50; ++K)
+        Kernels.push_back({canonicalize(Cases.next().Desc), "k" + std::to_string(K)});
+      Expected<PipelineResult> R = runPipeline(Kernels, *Gpu, OptLevel::O2);
+      ASSERT_TRUE(R.isOk()) << R.status().message();
+      const std::string Ptx(R->Bytes.begin(), R->Bytes.end());
+      ASSERT_NE(Ptx.find(std::string(".target ") + Arch), std::string::npos);
+      const std::filesystem::path File = Dir / ("m" + std::to_string(Module) + ".ptx");
+      std::ofstream(File) << Ptx;
+      const std::string Log = (Dir / "log").string();
+      const std::string Cmd = Ptxas + " -arch=" + Arch + " -v -o " + (Dir / "m.cubin").string() +
+                              " " + File.string() + " > " + Log + " 2>&1";
+      const int Rc = std::system(Cmd.c_str());
+      std::stringstream Out;
+      Out << std::ifstream(Log).rdbuf();
+      ASSERT_EQ(Rc, 0) << Out.str();
+      const std::string Text = Out.str();
+      size_t Entries = 0;
+      for (size_t P = 0; (P = Text.find("Compiling entry function", P)) != std::string::npos; ++P)
+        ++Entries;
+      EXPECT_EQ(Entries, Kernels.size());
+      EXPECT_FALSE(std::regex_search(Text, std::regex("[1-9][0-9]* bytes (stack frame|spill)")))
+          << Text;
+    }
+  }
+  std::filesystem::remove_all(Dir);
+}
+
+} // namespace
