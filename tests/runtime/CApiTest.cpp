@@ -270,7 +270,7 @@ TEST(CApi, EpilogueFusedIntoTheKernel) {
   D.output.data_type = GJ_FLOAT64;
   const double Scale = -2;
   gj_epilogue E = {"double f(float x, const double *k) { return x * *k; }", "f", NULL, &Scale,
-                   sizeof Scale};
+                   sizeof Scale, 0};
   gj_kernel *K = nullptr;
   const gj_status S = gj_compile_epilogue(RT.R, &D, &E, &K);
   if (S == GJ_UNSUPPORTED)
@@ -283,11 +283,11 @@ TEST(CApi, EpilogueFusedIntoTheKernel) {
   EXPECT_THAT(Out, ::testing::ElementsAre(-10, -12, -2, -4));
   gj_kernel_release(K);
 
-  gj_epilogue Bad = {"double f(float x) { return x +; }", "f", "mine.c", NULL, 0};
+  gj_epilogue Bad = {"double f(float x) { return x +; }", "f", "mine.c", NULL, 0, 0};
   EXPECT_EQ(gj_compile_epilogue(RT.R, &D, &Bad, &K), GJ_INVALID_ARGUMENT);
   EXPECT_STREQ(gj_last_error(), "mine.c:1:31: error: expected expression");
   EXPECT_EQ(K, nullptr);
-  gj_epilogue NoSource = {NULL, "f", NULL, NULL, 0};
+  gj_epilogue NoSource = {NULL, "f", NULL, NULL, 0, 0};
   EXPECT_EQ(gj_compile_epilogue(RT.R, &D, &NoSource, &K), GJ_INVALID_ARGUMENT);
   EXPECT_THAT(gj_last_error(), ::testing::HasSubstr("epilogue->source"));
 }

@@ -56,6 +56,8 @@ bool runWithoutCompiler(int Argc, char **Argv, int &Exit) {
   if (I == NumKinds || given(Operands[I].Epilogue))
     return false;
   const EngineFlags &E = Engine[I];
+  if (E.Device != "cpu")
+    return false; // A device run compiles PTX.
   const bool Jit = E.Engine == "jit";
   std::optional<CachedKernels> Cache;
   Expected<RuntimeOptions> Options = RuntimeOptions();

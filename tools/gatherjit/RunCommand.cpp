@@ -50,6 +50,9 @@ void addEngineFlags(CLI::App *Sub, EngineFlags &E) {
                   "adaptive (default: the generic loop at once, a specialized kernel for "
                   "hot or large shapes), compile (always specialize first) or never")
       ->check(CLI::IsMember({"adaptive", "compile", "never"}));
+  Sub->add_option("--device", E.Device,
+                  "cpu (default), or cuda / cuda:N: run on that CUDA device through its driver "
+                  "(the operands copied there and back); `ir` prints the kernel's PTX");
 }
 
 /// The persistent kernel cache of a command, as ccache and Triton keep

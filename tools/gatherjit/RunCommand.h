@@ -45,6 +45,7 @@ struct EngineFlags {
   std::string CacheDir;
   bool NoCache = false;
   std::string Specialize = "adaptive";
+  std::string Device = "cpu";
 };
 
 void addEngineFlags(CLI::App *Sub, EngineFlags &E);

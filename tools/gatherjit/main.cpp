@@ -40,6 +40,7 @@
 #include "gatherjit/Interpreter.h"
 #include "gatherjit/Runtime.h"
 #include "runtime/AtomicFile.h"
+#include "runtime/CudaDriver.h"
 #include "runtime/System.h"
 
 #include <CLI/CLI.hpp>
@@ -62,11 +63,40 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 /// Runs the problem on the chosen engine and writes the output file.
+/// A run on a CUDA device: PTX made for it, the operands copied there and
+/// the output back.
+Status executeOnDevice(Problem &P, const EngineFlags &E, int Ordinal, AtomicFile &File) {
+  if (E.Engine != "jit")
+    return Status::invalidArgument("--device " + E.Device + " runs the jit engine only");
+  if (!P.Fused.Function.empty())
+    return Status::unsupported("fused epilogues run on the CPU only for now (no --device)");
+  Expected<ByteBuffer> Out = P.outputBuffer();
+  if (!Out)
+    return Out.status();
+  Expected<DeviceRun> Run = runOnCuda(P.Desc, Ordinal, *parseOptLevel(E.Opt), P.Input.data(),
+                                      P.Indices.data(), Out->data());
+  if (!Run)
+    return Run.status();
+  if (Status S = P.writeOutput(File, *Out); !S)
+    return S;
+  if (E.Stats)
+    std::fprintf(stderr,
+                 "{\"engine\": \"jit\", \"device\": \"%s\", \"opt_level\": \"%s\", "
+                 "\"ptx_ms\": %.4f, \"load_ms\": %.4f, \"kernel_us\": %.3f}\n",
+                 Run->Device.c_str(), E.Opt.c_str(), Run->PtxMs, Run->LoadMs, Run->KernelUs);
+  return Status::ok();
+}
+
 Status execute(Problem &P, const EngineFlags &E, const std::string &OutPath) {
+  Expected<std::optional<int>> Device = parseDevice(E.Device);
+  if (!Device)
+    return Device.status();
   // The destination first: a bad one fails before any work.
   Expected<AtomicFile> File = AtomicFile::create(OutPath);
   if (!File)
     return File.status();
+  if (*Device)
+    return executeOnDevice(P, E, **Device, *File);
   double InitMs = 0, CompileMs = 0;
   bool Hit = false;
   std::unique_ptr<Runtime> RT;
@@ -106,6 +136,21 @@ Status execute(Problem &P, const EngineFlags &E, const std::string &OutPath) {
 
 Status printIR(const Problem &P, const EngineFlags &E, bool Asm,
                const std::string &OutPath) {
+  Expected<std::optional<int>> Device = parseDevice(E.Device);
+  if (!Device)
+    return Device.status();
+  if (*Device) { // The kernel's PTX, for the device's architecture if it is there.
+    if (!P.Fused.Function.empty())
+      return Status::unsupported("fused epilogues run on the CPU only for now (no --device)");
+    Expected<std::string> Ptx = ptxFor(P.Desc, *Device, *parseOptLevel(E.Opt), "gj_gather");
+    if (!Ptx)
+      return Ptx.status();
+    if (OutPath.empty()) {
+      std::fwrite(Ptx->data(), 1, Ptx->size(), stdout);
+      return Status::ok();
+    }
+    return writeFileAtomic(OutPath, *Ptx);
+  }
   RuntimeOptions Options;
   Options.Opt = *parseOptLevel(E.Opt);
   Options.Threads = 1;

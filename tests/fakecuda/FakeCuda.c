@@ -1,0 +1,157 @@
+/*===- tests/fakecuda/FakeCuda.c - A CUDA driver for tests -----------------===
+ *
+ * The entry points runtime/CudaDriver.cpp loads, answering as
+ * $GATHERJIT_FAKE_CUDA says (read at every call):
+ *   stub      cuInit answers CUDA_ERROR_STUB_LIBRARY (the toolkit's stub)
+ *   nodevice  cuInit answers CUDA_ERROR_NO_DEVICE
+ *   old       one device of compute capability 6.1
+ *   oldptx    cuModuleLoadDataEx answers CUDA_ERROR_UNSUPPORTED_PTX_VERSION
+ *   nojit     cuModuleLoadDataEx answers CUDA_ERROR_JIT_COMPILER_NOT_FOUND
+ *   ok        one sm_86 device whose memory is host memory; a launch runs
+ *             nothing, and with $GATHERJIT_FAKE_CUDA_KEY set stores that
+ *             number in the status word (a bad index's key)
+ * Each load and launch is appended to $GATHERJIT_FAKE_CUDA_LOG if set: the
+ * PTX's .target line, the entry's name, the grid and block.
+ *===----------------------------------------------------------------------===*/
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int CUresult;
+typedef unsigned long long CUdeviceptr;
+
+static const char *mode(void) {
+  const char *M = getenv("GATHERJIT_FAKE_CUDA");
+  return M ? M : "ok";
+}
+static int is(const char *M) { return strcmp(mode(), M) == 0; }
+
+static void logLine(const char *Text) {
+  const char *Path = getenv("GATHERJIT_FAKE_CUDA_LOG");
+  if (!Path)
+    return;
+  FILE *F = fopen(Path, "a");
+  if (F) {
+    fputs(Text, F);
+    fputc('\n', F);
+    fclose(F);
+  }
+}
+
+CUresult cuInit(unsigned Flags) {
+  (void)Flags;
+  return is("stub") ? 34 : is("nodevice") ? 100 : 0;
+}
+CUresult cuDeviceGetCount(int *Count) {
+  *Count = 1;
+  return 0;
+}
+CUresult cuDeviceGet(int *Dev, int Ordinal) {
+  if (Ordinal != 0)
+    return 101;
+  *Dev = 0;
+  return 0;
+}
+CUresult cuDeviceGetAttribute(int *Value, int Attr, int Dev) {
+  (void)Dev;
+  *Value = Attr == 75 ? (is("old") ? 6 : 8) : Attr == 76 ? (is("old") ? 1 : 6) : 0;
+  return 0;
+}
+static int Context;
+CUresult cuDevicePrimaryCtxRetain(void **Ctx, int Dev) {
+  (void)Dev;
+  *Ctx = &Context;
+  return 0;
+}
+CUresult cuCtxSetCurrent(void *Ctx) { return Ctx == &Context ? 0 : 201; }
+static int Module;
+CUresult cuModuleLoadDataEx(void **Mod, const void *Image, unsigned N, int *Options,
+                            void **Values) {
+  (void)N, (void)Options, (void)Values;
+  if (is("oldptx"))
+    return 222;
+  if (is("nojit"))
+    return 221;
+  const char *Target = strstr((const char *)Image, ".target ");
+  char Line[64] = "no .target";
+  if (Target)
+    sscanf(Target, "%63[^\n]", Line);
+  logLine(Line);
+  *Mod = &Module;
+  return 0;
+}
+static char EntryName[128];
+CUresult cuModuleGetFunction(void **Fn, void *Mod, const char *Name) {
+  (void)Mod;
+  snprintf(EntryName, sizeof EntryName, "%s", Name);
+  *Fn = EntryName;
+  return 0;
+}
+CUresult cuModuleUnload(void *Mod) {
+  (void)Mod;
+  return 0;
+}
+CUresult cuMemAlloc_v2(CUdeviceptr *Ptr, size_t Bytes) {
+  void *P = calloc(1, Bytes);
+  if (!P)
+    return 2;
+  *Ptr = (CUdeviceptr)(uintptr_t)P;
+  return 0;
+}
+CUresult cuMemFree_v2(CUdeviceptr Ptr) {
+  free((void *)(uintptr_t)Ptr);
+  return 0;
+}
+CUresult cuMemcpyHtoD_v2(CUdeviceptr Dst, const void *Src, size_t Bytes) {
+  memcpy((void *)(uintptr_t)Dst, Src, Bytes);
+  return 0;
+}
+CUresult cuMemcpyDtoH_v2(void *Dst, CUdeviceptr Src, size_t Bytes) {
+  memcpy(Dst, (const void *)(uintptr_t)Src, Bytes);
+  return 0;
+}
+CUresult cuLaunchKernel(void *Fn, unsigned Gx, unsigned Gy, unsigned Gz, unsigned Bx,
+                        unsigned By, unsigned Bz, unsigned Shared, void *Stream, void **Params,
+                        void **Extra) {
+  (void)Gy, (void)Gz, (void)By, (void)Bz, (void)Stream, (void)Extra;
+  char Line[256];
+  snprintf(Line, sizeof Line, "launch %s grid=%u block=%u shared=%u", (const char *)Fn, Gx, Bx,
+           Shared);
+  logLine(Line);
+  const char *Key = getenv("GATHERJIT_FAKE_CUDA_KEY");
+  if (Key) {
+    const CUdeviceptr Status = *(const CUdeviceptr *)Params[3];
+    *(uint64_t *)(uintptr_t)Status = strtoull(Key, NULL, 10);
+  }
+  return 0;
+}
+CUresult cuCtxSynchronize(void) { return 0; }
+static int Event;
+CUresult cuEventCreate(void **E, unsigned Flags) {
+  (void)Flags;
+  *E = &Event;
+  return 0;
+}
+CUresult cuEventRecord(void *E, void *Stream) {
+  (void)E, (void)Stream;
+  return 0;
+}
+CUresult cuEventSynchronize(void *E) {
+  (void)E;
+  return 0;
+}
+CUresult cuEventElapsedTime(float *Ms, void *A, void *B) {
+  (void)A, (void)B;
+  *Ms = 0.25f;
+  return 0;
+}
+CUresult cuEventDestroy_v2(void *E) {
+  (void)E;
+  return 0;
+}
+CUresult cuGetErrorName(CUresult R, const char **Name) {
+  *Name = R == 222 ? "CUDA_ERROR_UNSUPPORTED_PTX_VERSION" : "CUDA_ERROR_FAKE";
+  return 0;
+}

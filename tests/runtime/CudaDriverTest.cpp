@@ -1,0 +1,104 @@
+//===- tests/runtime/CudaDriverTest.cpp - The driver, faked ---------------===//
+//
+// --device cuda through runtime/CudaDriver.cpp against the test suite's
+// fake driver (tests/fakecuda/FakeCuda.c, named by GATHERJIT_CUDA_DRIVER):
+// every failure of the driver is one clean error line and exit 2 with its
+// own message and no output file; a run that succeeds loads PTX for the
+// device's architecture and launches the plan's grid; a bad index's key
+// from the device becomes the interpreter's error for that index.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../tools/CliTestUtil.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+using namespace gatherjit;
+using namespace gatherjit::test;
+using ::testing::HasSubstr;
+
+namespace {
+
+class CudaDriver : public ::testing::Test {
+protected:
+  void SetUp() override {
+    ::setenv("GATHERJIT_CUDA_DRIVER", GATHERJIT_FAKE_CUDA, 1);
+    ::setenv("GATHERJIT_FAKE_CUDA_LOG", (Dir / "driver.log").c_str(), 1);
+    ::unsetenv("GATHERJIT_FAKE_CUDA_KEY");
+    writeArray<float>(Dir / "d.npy", "<f4", {3, 4}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
+    writeArray<int64_t>(Dir / "i.npy", "<i8", {3, 4}, {3, 2, 1, 0, 0, 0, 0, 0, 1, 1, 1, 1});
+  }
+  void TearDown() override {
+    for (const char *Name : {"GATHERJIT_CUDA_DRIVER", "GATHERJIT_FAKE_CUDA",
+                             "GATHERJIT_FAKE_CUDA_LOG", "GATHERJIT_FAKE_CUDA_KEY"})
+      ::unsetenv(Name);
+  }
+  CliResult run(const char *Mode, const std::string &Device = "cuda") {
+    ::setenv("GATHERJIT_FAKE_CUDA", Mode, 1);
+    return runCli(Dir, "gather-elements --axis 1 --data " + Dir / "d.npy" + " --indices " +
+                           Dir / "i.npy" + " --device " + Device + " --stats -o " + Dir / "o.npy");
+  }
+  ScratchDir Dir;
+};
+
+TEST_F(CudaDriver, EachFailureIsItsOwnCleanError) {
+  const std::pair<const char *, const char *> Cases[] = {
+      {"stub", "the toolkit's stub library"},
+      {"nodevice", "no CUDA device"},
+      {"old", "is sm_61; gatherjit's GPU kernels need sm_70 or later"},
+      {"oldptx", "the CUDA driver is too old for gatherjit's PTX"},
+      {"nojit", "the CUDA driver has no PTX compiler"}};
+  for (const auto &[Mode, Message] : Cases) {
+    SCOPED_TRACE(Mode);
+    expectOneErrorLine(run(Mode), 2, Message);
+    EXPECT_FALSE(std::filesystem::exists(Dir / "o.npy"));
+  }
+  expectOneErrorLine(run("ok", "cuda:3"), 2, "no CUDA device 3: the driver has 1");
+  ::setenv("GATHERJIT_CUDA_DRIVER", (Dir / "missing.so").c_str(), 1);
+  expectOneErrorLine(run("ok"), 2, "no CUDA driver");
+}
+
+TEST_F(CudaDriver, ARunLoadsPtxForTheDeviceAndLaunchesThePlansGrid) {
+  const CliResult R = run("ok");
+  ASSERT_EQ(R.Exit, 0) << R.Err;
+  EXPECT_THAT(R.Err, HasSubstr("\"device\": \"cuda:0 (sm_86)\""));
+  EXPECT_THAT(R.Err, HasSubstr("\"kernel_us\": 250.000"));
+  const std::string Log = slurp(Dir / "driver.log");
+  EXPECT_THAT(Log, HasSubstr(".target sm_86"));
+  // 12 elements: one block of 256 threads.
+  EXPECT_THAT(Log, HasSubstr("launch gj_gather grid=1 block=256 shared=0"));
+  // The fake device ran nothing: the output is its zeroed memory, copied back.
+  EXPECT_EQ(readArray<float>(Dir / "o.npy"), std::vector<float>(12, 0.0f));
+}
+
+TEST_F(CudaDriver, TheDevicesBadIndexIsTheInterpretersError) {
+  // Key 6: output element 6, row 1 column 2, whose index (0) is in range
+  // on the CPU; the fake device claims it bad, and the run names it as the
+  // interpreter would.
+  ::setenv("GATHERJIT_FAKE_CUDA_KEY", "6", 1);
+  const CliResult R = run("ok");
+  EXPECT_EQ(R.Exit, 2) << R.Err;
+  EXPECT_THAT(R.Err, HasSubstr("IndicesTensor[1,2] = 0 (position 6)"));
+  EXPECT_FALSE(std::filesystem::exists(Dir / "o.npy"));
+}
+
+TEST_F(CudaDriver, IrPrintsPtxForTheDevice) {
+  ::setenv("GATHERJIT_FAKE_CUDA", "ok", 1);
+  const CliResult R = runCli(Dir, "ir gather-elements --axis 1 --data " + Dir / "d.npy" +
+                                      " --indices " + Dir / "i.npy" + " --device cuda");
+  ASSERT_EQ(R.Exit, 0) << R.Err;
+  EXPECT_THAT(R.Out, HasSubstr(".target sm_86"));
+  EXPECT_THAT(R.Out, HasSubstr(".visible .entry gj_gather("));
+  // Without a driver: PTX for sm_80.
+  ::setenv("GATHERJIT_CUDA_DRIVER", (Dir / "missing.so").c_str(), 1);
+  const CliResult NoDriver = runCli(Dir, "ir gather-elements --axis 1 --data " + Dir / "d.npy" +
+                                             " --indices " + Dir / "i.npy" + " --device cuda");
+  ASSERT_EQ(NoDriver.Exit, 0) << NoDriver.Err;
+  EXPECT_THAT(NoDriver.Out, HasSubstr(".target sm_80"));
+}
+
+} // namespace
