@@ -56,8 +56,10 @@ Expected<PipelineResult> runPipeline(const std::vector<PipelineKernel> &Kernels,
   Clock::time_point T0 = Clock::now();
   llvm::Module M(Kernels.size() == 1 ? Kernels[0].Name : "gatherjit_aot", Ctx);
   for (const PipelineKernel &K : Kernels) {
-    if (Target.facts().Gpu && K.Spec.hasEpilogue())
-      return Status::unsupported(K.Name + ": fused epilogues run on the CPU only for now");
+    if (Target.facts().Gpu &&
+        (K.Spec.Epilogue.Kind == EpilogueKind::Row || K.Spec.Epilogue.Checked))
+      return Status::unsupported(K.Name + ": row epilogues and checked epilogues run on the "
+                                          "CPU only for now; element epilogues run on GPUs too");
     if (Target.facts().Gpu && K.Spec.Family)
       return Status::unsupported(K.Name + ": a family kernel is CPU code");
     if (K.Spec.hasEpilogue()) {

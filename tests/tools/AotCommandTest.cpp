@@ -1,6 +1,7 @@
 //===- tests/tools/AotCommandTest.cpp - gatherjit aot --------------------===//
 
 #include "CliTestUtil.h"
+#include "compiler/epilogue/Epilogue.h"
 
 #include <gmock/gmock.h>
 
@@ -137,4 +138,50 @@ TEST(AotCommand, DescriptorsAsPositionalOperandsLikeRun) {
     ASSERT_EQ(R.Exit, 0) << R.Err;
     EXPECT_THAT(symbols(Dir, Dir / "k.o"), HasSubstr(" dml_ge_range\n"));
   }
+}
+
+TEST(AotCommand, PtxModuleAndLaunchHeaderForNvptx) {
+  ScratchDir Dir;
+  CliResult R = runCli(Dir, std::string("aot ") + GeFlags +
+                                " --name ge1 --target nvptx64-nvidia-cuda --cpu sm_90 -o " +
+                                (Dir / "k.ptx") + " --header " + (Dir / "k.h"));
+  ASSERT_EQ(R.Exit, 0) << R.Err;
+  const std::string Ptx = slurp(Dir / "k.ptx");
+  EXPECT_THAT(Ptx, HasSubstr(".target sm_90"));
+  EXPECT_THAT(Ptx, HasSubstr(".visible .entry ge1("));
+  EXPECT_THAT(Ptx, HasSubstr("atom.global.min.u64")) << "Check's first bad index";
+  const std::string H = slurp(Dir / "k.h");
+  // 16,777,216 elements: 8192 blocks (the plan's most) of 256 threads.
+  for (const char *Line : {"#define ge1_ENTRY \"ge1\"",
+                           "#define ge1_PARAMS \"input,indices,output,status\"",
+                           "#define ge1_GRID 8192u", "#define ge1_BLOCK 256u",
+                           "#define ge1_TUPLE 1u", "#define ge1_OUTPUT_BYTES 67108864u"})
+    EXPECT_THAT(H, HasSubstr(Line));
+  spit(Dir / "use.c", "#include \"k.h\"\nint main(void) { return ge1_GRID / ge1_BLOCK > 0; }\n");
+  const std::string Cc = "cc -std=c99 -Wall -Werror -fsyntax-only -I" + Dir.Path.string() + " " +
+                         (Dir / "use.c");
+  EXPECT_EQ(std::system(Cc.c_str()), 0);
+  // An unknown GPU architecture is the user's error.
+  expectOneErrorLine(runCli(Dir, std::string("aot ") + GeFlags +
+                                     " --target nvptx64-nvidia-cuda --cpu sm_5 -o " +
+                                     (Dir / "x.ptx")),
+                     2, "unknown CPU 'sm_5'");
+}
+
+TEST(AotCommand, ElementEpilogueFusedIntoPtx) {
+  if (!gatherjit::epiloguesSupported())
+    GTEST_SKIP() << "built without clang's libraries";
+  ScratchDir Dir;
+  spit(Dir / "relu.c", "float relu(float x) { return x > 0.0f ? x : 0.0f; }\n");
+  spit(Dir / "row.c", "void r(const float *row, float *out) { out[0] = row[0]; }\n");
+  const std::string Common = std::string("aot ") + GeFlags +
+                             " --target nvptx64-nvidia-cuda --cpu sm_80 --header " +
+                             (Dir / "k.h") + " -o " + (Dir / "k.ptx");
+  CliResult R = runCli(Dir, Common + " --epilogue " + (Dir / "relu.c") + " --epilogue-fn relu");
+  ASSERT_EQ(R.Exit, 0) << R.Err;
+  EXPECT_THAT(slurp(Dir / "k.ptx"), HasSubstr("max.f32"));
+  expectOneErrorLine(runCli(Dir, "aot gather --data-shape 100,8 --indices-shape 16 --target "
+                                 "nvptx64-nvidia-cuda -o " + (Dir / "r.ptx") + " --epilogue " +
+                                 (Dir / "row.c") + " --epilogue-fn r --epilogue-row-out 1"),
+                     2, "row epilogues and checked epilogues run on the CPU only");
 }
