@@ -121,7 +121,7 @@ set(GATHERJIT_COMPILER_SOURCES
   compiler/backend/GpuBackend.cpp
   compiler/epilogue/EpilogueProcess.cpp
   runtime/Runtime.cpp
-  runtime/CudaDriver.cpp
+  runtime/CudaRun.cpp
   runtime/CApi.cpp)
 # LLVM is built without RTTI; classes deriving from LLVM's must match.
 # LLVM's inline functions instantiated here stay hidden, like the static

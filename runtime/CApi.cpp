@@ -261,6 +261,7 @@ void gj_runtime_options_init(gj_runtime_options *Options) {
   Options->epilogue_memory = Defaults.Epilogues.MemoryBytes;
   Options->epilogue_in_process = !Defaults.Epilogues.Isolated;
   Options->epilogue_checked = Defaults.Epilogues.Checked;
+  Options->device = nullptr;
 }
 
 gj_status gj_runtime_create(const gj_runtime_options *Options, gj_runtime **Out) {
@@ -303,6 +304,8 @@ gj_status gj_runtime_create(const gj_runtime_options *Options, gj_runtime **Out)
       O.Epilogues.MemoryBytes = Options->epilogue_memory;
       O.Epilogues.Isolated = Options->epilogue_in_process == 0;
       O.Epilogues.Checked = Options->epilogue_checked != 0;
+      if (Options->device)
+        O.Device = Options->device;
     }
     Expected<std::unique_ptr<Runtime>> R = Runtime::create(O);
     if (!R)
@@ -413,6 +416,16 @@ gj_status gj_kernel_run(const gj_kernel *Kernel, const void *Input, const void *
   if (const char *Missing = missingBuffer(Kernel->K, Input, Indices, Output))
     return nullArgument("gj_kernel_run", Missing);
   return guarded([&] { return record(Kernel->K.run(Input, Indices, Output)); });
+}
+
+gj_status gj_kernel_run_stream(const gj_kernel *Kernel, const void *Input, const void *Indices,
+                               void *Output, void *Stream) {
+  if (!Kernel)
+    return nullArgument("gj_kernel_run_stream", "kernel");
+  if (const char *Missing = missingBuffer(Kernel->K, Input, Indices, Output))
+    return nullArgument("gj_kernel_run_stream", Missing);
+  return guarded(
+      [&] { return record(Kernel->K.runOnStream(Input, Indices, Output, Stream)); });
 }
 
 gj_status gj_kernel_run_rows(const gj_kernel *Kernel, const void *Input,

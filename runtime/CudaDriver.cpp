@@ -2,12 +2,11 @@
 
 #include "runtime/CudaDriver.h"
 
-#include "compiler/backend/Backend.h"
-#include "compiler/backend/Target.h"
-#include "compiler/pipeline/Pipeline.h"
+#include "compiler/plan/KernelPlan.h"
+#include "compiler/backend/Executable.h"
 #include "gatherjit/Interpreter.h"
 
-#include <chrono>
+#include <algorithm>
 #include <cstdlib>
 #include <dlfcn.h>
 #include <memory>
@@ -44,6 +43,7 @@ struct Api {
   CUresult (*LaunchKernel)(Handle, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                            unsigned, Handle, void **, void **);
   CUresult (*CtxSynchronize)();
+  CUresult (*StreamSynchronize)(Handle);
   CUresult (*EventCreate)(Handle *, unsigned);
   CUresult (*EventRecord)(Handle, Handle);
   CUresult (*EventSynchronize)(Handle);
@@ -90,6 +90,7 @@ Expected<const Api *> loadApi() {
     Get(Table.MemcpyDtoH, "cuMemcpyDtoH_v2");
     Get(Table.LaunchKernel, "cuLaunchKernel");
     Get(Table.CtxSynchronize, "cuCtxSynchronize");
+    Get(Table.StreamSynchronize, "cuStreamSynchronize");
     Get(Table.EventCreate, "cuEventCreate");
     Get(Table.EventRecord, "cuEventRecord");
     Get(Table.EventSynchronize, "cuEventSynchronize");
@@ -131,20 +132,104 @@ Status failed(const Api &A, CUresult R, const std::string &What) {
   }
 }
 
-/// The primary context of device \p Ordinal, current on this thread, and
-/// its compute capability.
-struct Device {
-  const Api *A = nullptr;
-  CUdevice Dev = 0;
-  int Major = 0, Minor = 0;
-  std::string arch() const { return "sm_" + std::to_string(Major * 10 + Minor); }
+thread_local void *CurrentStream = nullptr;
+thread_local std::string LastError;
+thread_local double LastKernelUs = 0;
+
+/// A loaded kernel: its module, entry, launch shape and status word.
+class CudaCode final : public Executable {
+public:
+  CudaCode(const Api &A, Handle Context, Handle Module, Handle Fn, const KernelSpec &Spec,
+           const KernelPlan &Plan)
+      : A(A), Context(Context), Module(Module), Fn(Fn), Blocks(Plan.Blocks),
+        Threads(Plan.ThreadsPerBlock), Tuple(Spec.TupleSize), Rank(Spec.Rank) {
+    for (unsigned D = 0; D < Rank; ++D) {
+      Sizes[D] = Spec.Sizes[D];
+      PosStride[D] = Spec.PosStride[D];
+    }
+  }
+  ~CudaCode() override {
+    if (Word)
+      A.MemFree(Word);
+    if (Start) {
+      A.EventDestroy(Start);
+      A.EventDestroy(Stop);
+    }
+    A.ModuleUnload(Module);
+  }
+
+  int64_t runRows(const void *Input, const void *Indices, void *Output, int64_t Begin,
+                  int64_t End) const override {
+    if (std::max<int64_t>(Begin, 0) >= std::min<int64_t>(End, 1))
+      return 0; // The grid is the one row.
+    std::lock_guard<std::mutex> Lock(Mutex); // One status word.
+    auto Fail = [&](CUresult R, const char *What) {
+      LastError = failed(A, R, What).message();
+      return DeviceFailed;
+    };
+    if (CUresult R = A.CtxSetCurrent(Context); R != Success)
+      return Fail(R, "cuCtxSetCurrent");
+    if (!Word)
+      if (CUresult R = A.MemAlloc(&Word, 8); R != Success)
+        return Fail(R, "cuMemAlloc");
+    const uint64_t None = ~uint64_t(0);
+    if (CUresult R = A.MemcpyHtoD(Word, &None, 8); R != Success)
+      return Fail(R, "cuMemcpyHtoD");
+    CUdeviceptr In = reinterpret_cast<CUdeviceptr>(Input),
+                Idx = reinterpret_cast<CUdeviceptr>(Indices),
+                Out = reinterpret_cast<CUdeviceptr>(Output);
+    void *Args[] = {&In, &Idx, &Out, &Word};
+    if (!Start) {
+      A.EventCreate(&Start, 0);
+      A.EventCreate(&Stop, 0);
+    }
+    A.EventRecord(Start, CurrentStream);
+    if (CUresult R = A.LaunchKernel(Fn, static_cast<unsigned>(Blocks), 1, 1,
+                                    static_cast<unsigned>(Threads), 1, 1, 0, CurrentStream, Args,
+                                    nullptr);
+        R != Success)
+      return Fail(R, "the kernel's launch");
+    A.EventRecord(Stop, CurrentStream);
+    const CUresult Synced =
+        CurrentStream ? A.StreamSynchronize(CurrentStream) : A.CtxSynchronize();
+    if (Synced != Success)
+      return Fail(Synced, "the kernel");
+    float Ms = 0;
+    LastKernelUs = A.EventElapsedTime(&Ms, Start, Stop) == Success ? Ms * 1000.0 : 0;
+    uint64_t Key = None;
+    if (CUresult R = A.MemcpyDtoH(&Key, Word, 8); R != Success)
+      return Fail(R, "cuMemcpyDtoH");
+    if (Key == None)
+      return 0;
+    // The first bad index's key: its output element and tuple component,
+    // mapped to its position in the indices.
+    uint64_t E = Key / Tuple, Pos = Key % Tuple;
+    for (unsigned D = Rank; D-- > 0;) {
+      Pos += (E % Sizes[D]) * PosStride[D];
+      E /= Sizes[D];
+    }
+    return static_cast<int64_t>(Pos + 1);
+  }
+  void *entryAddress() const override { return nullptr; }
+
+private:
+  const Api &A;
+  Handle Context, Module, Fn;
+  uint64_t Blocks, Threads, Tuple;
+  unsigned Rank;
+  uint64_t Sizes[MaxRank] = {}, PosStride[MaxRank] = {};
+  mutable std::mutex Mutex;
+  mutable CUdeviceptr Word = 0;
+  mutable Handle Start = nullptr, Stop = nullptr; ///< Events timing a launch.
 };
 
-Expected<Device> openDevice(int Ordinal) {
-  Expected<const Api *> A = loadApi();
-  if (!A)
-    return A.status();
-  const Api &Cu = **A;
+} // namespace
+
+Expected<std::shared_ptr<CudaDevice>> CudaDevice::open(int Ordinal) {
+  Expected<const Api *> Loaded = loadApi();
+  if (!Loaded)
+    return Loaded.status();
+  const Api &Cu = **Loaded;
   if (CUresult R = Cu.Init(0); R != Success)
     return failed(Cu, R, "cuInit");
   int Count = 0;
@@ -153,42 +238,81 @@ Expected<Device> openDevice(int Ordinal) {
   if (Ordinal < 0 || Ordinal >= Count)
     return Status::unsupported("no CUDA device " + std::to_string(Ordinal) + ": the driver has " +
                                std::to_string(Count));
-  Device D;
-  D.A = &Cu;
-  if (CUresult R = Cu.DeviceGet(&D.Dev, Ordinal); R != Success)
+  std::shared_ptr<CudaDevice> D(new CudaDevice);
+  D->Ordinal = Ordinal;
+  if (CUresult R = Cu.DeviceGet(&D->Dev, Ordinal); R != Success)
     return failed(Cu, R == InvalidDevice ? NoDevice : R, "cuDeviceGet");
-  if (CUresult R = Cu.DeviceGetAttribute(&D.Major, AttrMajor, D.Dev); R != Success)
+  int Major = 0, Minor = 0;
+  if (CUresult R = Cu.DeviceGetAttribute(&Major, AttrMajor, D->Dev); R != Success)
     return failed(Cu, R, "cuDeviceGetAttribute");
-  if (CUresult R = Cu.DeviceGetAttribute(&D.Minor, AttrMinor, D.Dev); R != Success)
+  if (CUresult R = Cu.DeviceGetAttribute(&Minor, AttrMinor, D->Dev); R != Success)
     return failed(Cu, R, "cuDeviceGetAttribute");
-  if (D.Major < 7)
-    return Status::unsupported("CUDA device " + std::to_string(Ordinal) + " is " + D.arch() +
+  D->Arch = "sm_" + std::to_string(Major * 10 + Minor);
+  if (Major < 7)
+    return Status::unsupported("CUDA device " + std::to_string(Ordinal) + " is " + D->Arch +
                                "; gatherjit's GPU kernels need sm_70 or later");
   Handle Ctx = nullptr;
-  if (CUresult R = Cu.PrimaryCtxRetain(&Ctx, D.Dev); R != Success)
+  if (CUresult R = Cu.PrimaryCtxRetain(&Ctx, D->Dev); R != Success)
     return failed(Cu, R, "cuDevicePrimaryCtxRetain");
   if (CUresult R = Cu.CtxSetCurrent(Ctx); R != Success)
     return failed(Cu, R, "cuCtxSetCurrent");
   return D;
 }
 
-/// Device memory freed when it goes.
-struct Buffer {
-  const Api *A;
-  CUdeviceptr Ptr = 0;
-  ~Buffer() {
-    if (Ptr)
-      A->MemFree(Ptr);
-  }
-};
-
-using Clock = std::chrono::steady_clock;
-double msSince(Clock::time_point T0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - T0).count();
+std::string CudaDevice::name() const {
+  return "cuda:" + std::to_string(Ordinal) + " (" + Arch + ")";
 }
 
-uint64_t bytesOf(const TensorDesc &T) { return requiredElements(T) * T.elementBytes(); }
+Expected<std::shared_ptr<const Executable>> CudaDevice::load(const std::string &Ptx,
+                                                            const std::string &Name,
+                                                            const KernelSpec &Spec,
+                                                            const KernelPlan &Plan) {
+  const Api &Cu = **loadApi();
+  Handle Ctx = nullptr, Module = nullptr, Fn = nullptr;
+  if (CUresult R = Cu.PrimaryCtxRetain(&Ctx, Dev); R != Success)
+    return failed(Cu, R, "cuDevicePrimaryCtxRetain");
+  if (CUresult R = Cu.CtxSetCurrent(Ctx); R != Success)
+    return failed(Cu, R, "cuCtxSetCurrent");
+  if (CUresult R = Cu.ModuleLoadDataEx(&Module, Ptx.c_str(), 0, nullptr, nullptr); R != Success)
+    return failed(Cu, R, "cuModuleLoadDataEx");
+  if (CUresult R = Cu.ModuleGetFunction(&Fn, Module, Name.c_str()); R != Success) {
+    Cu.ModuleUnload(Module);
+    return failed(Cu, R, "cuModuleGetFunction");
+  }
+  return std::shared_ptr<const Executable>(
+      std::make_shared<CudaCode>(Cu, Ctx, Module, Fn, Spec, Plan));
+}
 
+Status CudaDevice::copyToHost(void *Dst, const void *Src, size_t Bytes) const {
+  const Api &Cu = **loadApi();
+  if (CUresult R = Cu.MemcpyDtoH(Dst, reinterpret_cast<CUdeviceptr>(Src), Bytes); R != Success)
+    return failed(Cu, R, "cuMemcpyDtoH");
+  return Status::ok();
+}
+
+Expected<std::shared_ptr<void>> CudaDevice::allocate(size_t Bytes) const {
+  const Api *Cu = *loadApi();
+  CUdeviceptr Ptr = 0;
+  if (CUresult R = Cu->MemAlloc(&Ptr, std::max<size_t>(Bytes, 1)); R != Success)
+    return failed(*Cu, R, "cuMemAlloc");
+  return std::shared_ptr<void>(reinterpret_cast<void *>(Ptr),
+                               [Cu](void *P) { Cu->MemFree(reinterpret_cast<CUdeviceptr>(P)); });
+}
+
+Status CudaDevice::copyToDevice(void *Dst, const void *Src, size_t Bytes) const {
+  const Api &Cu = **loadApi();
+  if (CUresult R = Cu.MemcpyHtoD(reinterpret_cast<CUdeviceptr>(Dst), Src, Bytes); R != Success)
+    return failed(Cu, R, "cuMemcpyHtoD");
+  return Status::ok();
+}
+
+std::string lastDeviceError() { return LastError; }
+double lastKernelUs() { return LastKernelUs; }
+
+StreamScope::StreamScope(void *Stream) : Saved(CurrentStream) { CurrentStream = Stream; }
+StreamScope::~StreamScope() { CurrentStream = Saved; }
+
+namespace {
 } // namespace
 
 Expected<std::optional<int>> parseDevice(const std::string &Text) {
@@ -200,112 +324,6 @@ Expected<std::optional<int>> parseDevice(const std::string &Text) {
       Text.find_first_not_of("0123456789", 5) == std::string::npos)
     return std::optional<int>(std::atoi(Text.c_str() + 5));
   return Status::invalidArgument("--device '" + Text + "' is not cpu, cuda or cuda:N");
-}
-
-Expected<std::string> ptxFor(const ValidDesc &V, std::optional<int> Ordinal, OptLevel Level,
-                             const std::string &Name) {
-  std::string Arch = DefaultGpuArch;
-  if (Ordinal)
-    if (Expected<Device> D = openDevice(*Ordinal))
-      Arch = D->arch();
-  Expected<std::unique_ptr<CodeGenerator>> Gen =
-      createCodeGenerator({"nvptx64-nvidia-cuda", Arch, ""}, Level);
-  if (!Gen)
-    return Gen.status();
-  Expected<PipelineResult> R = runPipeline({{canonicalize(V), Name}}, *backendFor(**Gen), Level);
-  if (!R)
-    return R.status();
-  return std::string(R->Bytes.begin(), R->Bytes.end());
-}
-
-Expected<DeviceRun> runOnCuda(const ValidDesc &V, int Ordinal, OptLevel Level, const void *Input,
-                              const void *Indices, void *Output) {
-  if (V.Epilogue.Kind != EpilogueKind::None)
-    return Status::unsupported("fused epilogues run on the CPU only for now (no --device cuda)");
-  Expected<Device> D = openDevice(Ordinal);
-  if (!D)
-    return D.status();
-  const Api &Cu = *D->A;
-  DeviceRun Run;
-  Run.Device = "cuda:" + std::to_string(Ordinal) + " (" + D->arch() + ")";
-  Clock::time_point T0 = Clock::now();
-  Expected<std::unique_ptr<CodeGenerator>> Gen =
-      createCodeGenerator({"nvptx64-nvidia-cuda", D->arch(), ""}, Level);
-  if (!Gen)
-    return Gen.status();
-  std::unique_ptr<Backend> Gpu = backendFor(**Gen);
-  const KernelSpec Spec = canonicalize(V);
-  Expected<PipelineResult> Ptx = runPipeline({{Spec, "gj_gather"}}, *Gpu, Level);
-  if (!Ptx)
-    return Ptx.status();
-  Ptx->Bytes.push_back('\0');
-  Run.PtxMs = msSince(T0);
-  T0 = Clock::now();
-  Handle Module = nullptr, Fn = nullptr;
-  if (CUresult R = Cu.ModuleLoadDataEx(&Module, Ptx->Bytes.data(), 0, nullptr, nullptr);
-      R != Success)
-    return failed(Cu, R, "cuModuleLoadDataEx");
-  auto Done = [&] { Cu.ModuleUnload(Module); };
-  if (CUresult R = Cu.ModuleGetFunction(&Fn, Module, "gj_gather"); R != Success) {
-    Done();
-    return failed(Cu, R, "cuModuleGetFunction");
-  }
-  Run.LoadMs = msSince(T0);
-  Status S = [&]() -> Status {
-    const uint64_t InBytes = bytesOf(V.Input), IdxBytes = bytesOf(V.Indices),
-                   OutBytes = bytesOf(V.Output);
-    Buffer In{&Cu}, Idx{&Cu}, Out{&Cu}, Word{&Cu};
-    for (auto [Buf, Bytes] : {std::pair{&In, InBytes}, {&Idx, IdxBytes}, {&Out, OutBytes},
-                              {&Word, uint64_t(8)}})
-      if (CUresult R = Cu.MemAlloc(&Buf->Ptr, std::max<uint64_t>(Bytes, 1)); R != Success)
-        return failed(Cu, R, "cuMemAlloc");
-    const uint64_t None = ~uint64_t(0);
-    for (auto [Buf, Host, Bytes] : {std::tuple{&In, Input, InBytes}, {&Idx, Indices, IdxBytes},
-                                    {&Word, static_cast<const void *>(&None), uint64_t(8)}})
-      if (Bytes)
-        if (CUresult R = Cu.MemcpyHtoD(Buf->Ptr, Host, Bytes); R != Success)
-          return failed(Cu, R, "cuMemcpyHtoD");
-    const KernelPlan P = planKernel(Spec, Gpu->facts());
-    void *Args[] = {&In.Ptr, &Idx.Ptr, &Out.Ptr, &Word.Ptr};
-    Handle Start = nullptr, Stop = nullptr;
-    Cu.EventCreate(&Start, 0);
-    Cu.EventCreate(&Stop, 0);
-    Cu.EventRecord(Start, nullptr);
-    CUresult R = Cu.LaunchKernel(Fn, static_cast<unsigned>(P.Blocks), 1, 1,
-                                 static_cast<unsigned>(P.ThreadsPerBlock), 1, 1, 0, nullptr, Args,
-                                 nullptr);
-    Cu.EventRecord(Stop, nullptr);
-    if (R == Success)
-      R = Cu.CtxSynchronize();
-    float Ms = 0;
-    if (R == Success && Cu.EventSynchronize(Stop) == Success &&
-        Cu.EventElapsedTime(&Ms, Start, Stop) == Success)
-      Run.KernelUs = Ms * 1000.0;
-    Cu.EventDestroy(Start);
-    Cu.EventDestroy(Stop);
-    if (R != Success)
-      return failed(Cu, R, "the kernel's launch");
-    uint64_t Key = None;
-    if (CUresult R2 = Cu.MemcpyDtoH(&Key, Word.Ptr, 8); R2 != Success)
-      return failed(Cu, R2, "cuMemcpyDtoH");
-    if (OutBytes)
-      if (CUresult R2 = Cu.MemcpyDtoH(Output, Out.Ptr, OutBytes); R2 != Success)
-        return failed(Cu, R2, "cuMemcpyDtoH");
-    if (Key == None)
-      return Status::ok();
-    // The first bad index's key: its output element and tuple component,
-    // mapped to its position in the indices.
-    uint64_t E = Key / Spec.TupleSize, Pos = Key % Spec.TupleSize;
-    for (unsigned Dim = Spec.Rank; Dim-- > 0;) {
-      Pos += (E % Spec.Sizes[Dim]) * Spec.PosStride[Dim];
-      E /= Spec.Sizes[Dim];
-    }
-    return indexOutOfRangeError(V, Indices, Pos);
-  }();
-  Done();
-  if (!S)
-    return S;
-  return Run;
 }
 
 } // namespace gatherjit

@@ -2,10 +2,10 @@
 /// \file
 /// libcuda.so.1 opened with dlopen (never linked: CPU use never loads it)
 /// into a table of the driver API's entry points, the _v2 forms where they
-/// exist, and a gather run on a device through it: the kernel's PTX made
-/// for the device's architecture (compiler/backend/GpuBackend.cpp), loaded
-/// with cuModuleLoadDataEx into the device's primary context, the operands
-/// copied in, one launch of the plan's grid, the output copied back.
+/// exist: a device's primary context, PTX modules loaded with
+/// cuModuleLoadDataEx (made for the device's architecture by
+/// compiler/backend/GpuBackend.cpp), kernels launched with the plan's grid.
+/// runOnCuda (runtime/CudaRun.cpp) is one whole run from host buffers.
 ///
 /// Every way this fails is Unsupported with its own message: no driver
 /// library, the toolkit's stub library, no device (or not that one), a
@@ -20,10 +20,65 @@
 #include "gatherjit/Validate.h"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
 namespace gatherjit {
+
+struct KernelPlan;
+struct KernelSpec;
+class Executable;
+
+/// A CUDA device opened through the driver, its primary context current
+/// on the threads that use it.
+class CudaDevice {
+public:
+  /// Loads the driver and opens device \p Ordinal (see the file comment for
+  /// the ways this fails).
+  static Expected<std::shared_ptr<CudaDevice>> open(int Ordinal);
+  /// "sm_NN", the architecture PTX is made for.
+  const std::string &arch() const { return Arch; }
+  /// "cuda:N (sm_NN)".
+  std::string name() const;
+  /// Loads the PTX module \p Ptx and returns its kernel \p Name (planned
+  /// by \p Plan, for \p Spec) as code a Kernel runs: runRows launches
+  /// the grid on the calling thread's stream (see StreamScope) with device
+  /// pointers, waits for it and returns 0, 1 + the first bad index's
+  /// position, or DeviceFailed.
+  Expected<std::shared_ptr<const Executable>> load(const std::string &Ptx, const std::string &Name,
+                                                   const KernelSpec &Spec, const KernelPlan &Plan);
+  /// Device memory of \p Bytes, freed with the last pointer to it.
+  Expected<std::shared_ptr<void>> allocate(size_t Bytes) const;
+  /// Copies \p Bytes from the host to device memory at \p Dst.
+  Status copyToDevice(void *Dst, const void *Src, size_t Bytes) const;
+  /// Copies \p Bytes from device memory at \p Src to the host.
+  Status copyToHost(void *Dst, const void *Src, size_t Bytes) const;
+
+private:
+  CudaDevice() = default;
+  int Ordinal = 0;
+  int Dev = 0;
+  std::string Arch;
+};
+
+/// What a device kernel's runRows returns when the driver failed; the
+/// message is lastDeviceError() on that thread.
+constexpr int64_t DeviceFailed = -2;
+std::string lastDeviceError();
+/// How long the last device kernel this thread launched ran (CUDA events).
+double lastKernelUs();
+
+/// Launches of device kernels on this thread go to \p Stream (a CUstream;
+/// null: the context's default stream) while the scope lives.
+class StreamScope {
+public:
+  explicit StreamScope(void *Stream);
+  ~StreamScope();
+
+private:
+  void *Saved;
+};
 
 /// "cpu", "cuda" or "cuda:N": the device ordinal, or std::nullopt for the
 /// CPU; InvalidArgument naming the text otherwise.

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <vector>
 
 namespace gatherjit {
 namespace {
@@ -25,6 +26,14 @@ Status runKernel(const StateT *S, const void *Indices, BodyT &&Body) {
     return Status::ok();
   if (R == EpilogueFaulted)
     return epilogueFaultError();
+  if (R == DeviceFailed)
+    return Status::unsupported(lastDeviceError());
+  if (S->Device) { // The error names the index's value: read it from the device.
+    std::vector<char> Host(S->IndicesBytes);
+    if (Status C = S->Device->copyToHost(Host.data(), Indices, Host.size()); !C)
+      return C;
+    return indexOutOfRangeError(S->Desc, Host.data(), static_cast<uint64_t>(R - 1));
+  }
   return indexOutOfRangeError(S->Desc, Indices, static_cast<uint64_t>(R - 1));
 }
 
@@ -110,6 +119,9 @@ Status Kernel::run(const void *Input, const void *Indices, void *Output) const {
   };
   if (!S || !S->outputOverlaps(Input, Indices, Output))
     return Run(Output);
+  if (S->Device)
+    return Status::invalidArgument("Kernel::run: the output overlaps the input or indices "
+                                   "buffer, which a device kernel does not allow");
   // The kernel would read what it has written: it computes into a copy of
   // the output's bytes (gaps between strided elements keep their values),
   // copied back on success, so the result is the one disjoint buffers give.
@@ -126,6 +138,12 @@ Status Kernel::run(const void *Input, const void *Indices, void *Output) const {
   if (R)
     std::memcpy(Output, Temp.get(), S->OutputBytes);
   return R;
+}
+
+Status Kernel::runOnStream(const void *Input, const void *Indices, void *Output,
+                           void *Stream) const {
+  StreamScope Scope(Stream);
+  return run(Input, Indices, Output);
 }
 
 } // namespace gatherjit

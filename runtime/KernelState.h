@@ -6,6 +6,7 @@
 #include "compiler/spec/KernelSpec.h"
 #include "gatherjit/Runtime.h"
 #include "gatherjit/Validate.h"
+#include "runtime/CudaDriver.h"
 #include "runtime/ThreadPool.h"
 #include "runtime/TieredCode.h"
 
@@ -36,6 +37,9 @@ struct Kernel::State {
   /// kernel's run is a few nanoseconds).
   bool Split = false;
   std::shared_ptr<ThreadPool> Pool;
+  /// The device a device runtime's kernel runs on (its buffers are device
+  /// memory); null on the CPU.
+  std::shared_ptr<CudaDevice> Device;
 
   /// The bytes each buffer spans from its first element (Kernel::run
   /// compares them to find an output that overlaps an operand).
@@ -45,7 +49,7 @@ struct Kernel::State {
   void setCode(std::shared_ptr<TieredCode> C) {
     Code = std::move(C);
     Rows = Spec.rows();
-    Split = Rows >= 2 && Pool->worthSplitting(Spec.outputBytes());
+    Split = !Device && Rows >= 2 && Pool->worthSplitting(Spec.outputBytes());
     InputBytes = requiredElements(Desc.Input) * Desc.Input.elementBytes();
     IndicesBytes = requiredElements(Desc.Indices) * Desc.Indices.elementBytes();
     OutputBytes = requiredElements(Desc.Output) * Desc.Output.elementBytes();

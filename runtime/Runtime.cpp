@@ -15,6 +15,7 @@
 #include "compiler/optimize/Optimize.h"
 #include "compiler/pipeline/Pipeline.h"
 #include "compiler/spec/KernelSpec.h"
+#include "runtime/CudaDriver.h"
 #include "runtime/DiskCache.h"
 #include "runtime/FamilyCode.h"
 #include "runtime/GenericKernel.h"
@@ -74,6 +75,10 @@ struct Runtime::Impl {
   RuntimeOptions Options;
   std::unique_ptr<CodeGenerator> Gen; ///< With the target machine.
   std::unique_ptr<Backend> Target;     ///< Gen's backend.
+  /// A device runtime's device, and its code generator and backend.
+  std::shared_ptr<CudaDevice> Device;
+  std::unique_ptr<CodeGenerator> DeviceGen;
+  std::unique_ptr<Backend> DeviceTarget;
   std::shared_ptr<JitEngine> Jit;
   std::shared_ptr<ThreadPool> Pool;
   double InitMs = 0;
@@ -183,8 +188,31 @@ struct Runtime::Impl {
   /// The first code of \p Spec: the generic loop, or the kernel compiled at
   /// its first level (the quick tier for a small kernel, else the
   /// runtime's level).
+  /// A device runtime's code of \p Spec: PTX for the device, loaded.
+  CodeResult compileForDevice(const KernelSpec &Spec, CompileTimes &Times, uint64_t &Bytes) {
+    const std::string Name = Spec.symbolName();
+    Expected<PipelineResult> Ptx = [&] {
+      std::lock_guard<std::mutex> Lock(CompileMutex);
+      return runPipeline({{Spec, Name}}, *DeviceTarget, Options.Opt);
+    }();
+    if (!Ptx)
+      return Ptx.status();
+    Times = Ptx->Times;
+    Bytes = codeBytes(Ptx->Bytes.size());
+    Clock::time_point T0 = Clock::now();
+    LinkResult Code = Device->load(std::string(Ptx->Bytes.begin(), Ptx->Bytes.end()), Name, Spec,
+                                   planKernel(Spec, DeviceTarget->facts()));
+    Times.Link = msSince(T0);
+    if (!Code)
+      return Code.status();
+    return std::make_shared<TieredCode>(Code.take(), KernelTier::Specialized, Options.Opt, 0,
+                                        nullptr, Upgrades);
+  }
+
   CodeResult compileFirst(const KernelSpec &Spec, CompileTimes &Times, bool &FromDisk,
                           bool &Stored, uint64_t &Bytes) {
+    if (Device)
+      return compileForDevice(Spec, Times, Bytes);
     if (startsGeneric(Spec, Options.Specialization)) {
       const bool Adaptive = Options.Specialization == Specialize::Adaptive;
       std::shared_ptr<const Executable> First = std::make_shared<GenericCode>(Spec);
@@ -313,7 +341,8 @@ struct Runtime::Impl {
       EP = &Forced;
     }
     const Epilogue &E = *EP;
-    const EpilogueTarget Target = epilogueTarget(Gen->targetMachine(), RowIn, RowOut);
+    const EpilogueTarget Target =
+        epilogueTarget((DeviceGen ? DeviceGen : Gen)->targetMachine(), RowIn, RowOut);
     const uint64_t Key = epilogueKey(E, Target);
     if (auto Known = epilogueByKey(Key))
       return Known;
@@ -457,6 +486,22 @@ Expected<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions &Options
     return Gen.status();
   I->Gen = Gen.take();
   I->Target = backendFor(*I->Gen);
+  Expected<std::optional<int>> Ordinal = parseDevice(Options.Device);
+  if (!Ordinal)
+    return Status::invalidArgument("RuntimeOptions::Device = '" + Options.Device +
+                                   "' is not cpu, cuda or cuda:N");
+  if (*Ordinal) {
+    Expected<std::shared_ptr<CudaDevice>> Device = CudaDevice::open(**Ordinal);
+    if (!Device)
+      return Device.status();
+    I->Device = Device.take();
+    Expected<std::unique_ptr<CodeGenerator>> DeviceGen =
+        createCodeGenerator({"nvptx64-nvidia-cuda", I->Device->arch(), ""}, Options.Opt);
+    if (!DeviceGen)
+      return DeviceGen.status();
+    I->DeviceGen = DeviceGen.take();
+    I->DeviceTarget = backendFor(*I->DeviceGen);
+  }
   if (Options.WarmUp)
     I->WarmUpThread = std::thread([Impl = I.get()] { Impl->warmUp(); });
   I->InitMs = msSince(T0);
@@ -556,6 +601,7 @@ Expected<Kernel> Runtime::compile(const ValidDesc &Desc) {
   State->Desc = Desc;
   State->Spec = Spec;
   State->Pool = I->Pool;
+  State->Device = I->Device;
   if (Desc.outputElements() != 0) {
     // A zero-size output is a kernel that does nothing: no code at all.
     CodeResult Code = I->lookupOrCompile(Spec, K.Hit, State->FromDisk, State->Times);

@@ -106,6 +106,13 @@ struct RuntimeOptions {
   /// How epilogues' compiles are confined (a helper process, its time and
   /// memory; see EpilogueLimits).
   EpilogueLimits Epilogues;
+  /// Where kernels run: "cpu", or "cuda" / "cuda:N", a CUDA device through
+  /// its driver (loaded at run time; create() answers Unsupported without
+  /// one). A device runtime's kernels take device pointers, run on the
+  /// calling thread's stream (Kernel::runOnStream) and wait for it; they
+  /// are specialized at compile() (no generic tier on a device), element
+  /// epilogues fused, row and checked epilogues Unsupported.
+  std::string Device = "cpu";
 };
 
 /// The persistent cache directory the command line and the Python package
@@ -166,6 +173,9 @@ public:
   /// result is the one disjoint buffers give, and a failed Check leaves
   /// the output untouched.
   Status run(const void *Input, const void *Indices, void *Output) const;
+  /// run() on \p Stream (a CUstream) for a device runtime's kernel, which
+  /// waits for it; a CPU kernel ignores it.
+  Status runOnStream(const void *Input, const void *Indices, void *Output, void *Stream) const;
   /// Runs rows [Begin, End) of the outermost loop on the calling thread.
   /// An output that overlaps the input or indices is InvalidArgument here.
   Status runRows(const void *Input, const void *Indices, void *Output,

@@ -131,6 +131,11 @@ typedef struct gj_runtime_options {
   uint32_t epilogue_in_process; /* nonzero: compile in this process, no limits */
   uint32_t epilogue_checked; /* nonzero: every epilogue compiled checked (see
                                 gj_epilogue.checked) */
+  /* Where kernels run: NULL or "cpu", or "cuda" / "cuda:N", a CUDA device
+   * through its driver, loaded at run time (RuntimeOptions::Device):
+   * gj_runtime_create answers GJ_UNSUPPORTED without one. Its kernels take
+   * device pointers (gj_kernel_run_stream picks the stream). */
+  const char *device;
 } gj_runtime_options;
 
 typedef struct gj_cache_stats {
@@ -218,6 +223,11 @@ gj_status gj_compile_epilogue(gj_runtime *runtime, const gj_descriptor *desc,
  * (gj_kernel_run_rows answers GJ_INVALID_ARGUMENT for such buffers). */
 gj_status gj_kernel_run(const gj_kernel *kernel, const void *input, const void *indices,
                         void *output);
+/* gj_kernel_run on \p stream (a CUstream; NULL: the default stream) for a
+ * device runtime's kernel, which waits for the stream; a CPU kernel ignores
+ * the stream. */
+gj_status gj_kernel_run_stream(const gj_kernel *kernel, const void *input, const void *indices,
+                               void *output, void *stream);
 /* Rows [begin, end) of the outermost loop, on the calling thread. */
 gj_status gj_kernel_run_rows(const gj_kernel *kernel, const void *input,
                              const void *indices, void *output, uint64_t begin,

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "../tools/CliTestUtil.h"
+#include "gatherjit/gatherjit.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -70,7 +71,7 @@ TEST_F(CudaDriver, ARunLoadsPtxForTheDeviceAndLaunchesThePlansGrid) {
   const std::string Log = slurp(Dir / "driver.log");
   EXPECT_THAT(Log, HasSubstr(".target sm_86"));
   // 12 elements: one block of 256 threads.
-  EXPECT_THAT(Log, HasSubstr("launch gj_gather grid=1 block=256 shared=0"));
+  EXPECT_THAT(Log, ::testing::ContainsRegex("launch gj_[a-z0-9_]+ grid=1 block=256 shared=0"));
   // The fake device ran nothing: the output is its zeroed memory, copied back.
   EXPECT_EQ(readArray<float>(Dir / "o.npy"), std::vector<float>(12, 0.0f));
 }
@@ -99,6 +100,47 @@ TEST_F(CudaDriver, IrPrintsPtxForTheDevice) {
                                              " --indices " + Dir / "i.npy" + " --device cuda");
   ASSERT_EQ(NoDriver.Exit, 0) << NoDriver.Err;
   EXPECT_THAT(NoDriver.Out, HasSubstr(".target sm_80"));
+}
+
+TEST_F(CudaDriver, TheCApisDeviceRuntime) {
+  ::setenv("GATHERJIT_FAKE_CUDA", "ok", 1);
+  gj_runtime_options O;
+  gj_runtime_options_init(&O);
+  EXPECT_EQ(O.device, nullptr);
+  O.device = "cuda:0";
+  gj_runtime *RT = nullptr;
+  ASSERT_EQ(gj_runtime_create(&O, &RT), GJ_OK) << gj_last_error();
+  const uint64_t Sizes[] = {3, 4};
+  const gj_tensor_desc Data = gj_tensor(GJ_FLOAT32, 2, Sizes);
+  const gj_tensor_desc Ids = gj_tensor(GJ_INT64, 2, Sizes);
+  gj_descriptor D = {};
+  ASSERT_EQ(gj_onnx_gather_elements(&Data, &Ids, 1, &D), GJ_OK) << gj_last_error();
+  gj_kernel *K = nullptr;
+  ASSERT_EQ(gj_compile(RT, &D, &K), GJ_OK) << gj_last_error();
+  // The fake device's memory is the host's: these stand for device buffers.
+  float In[12] = {}, Out[12] = {};
+  int64_t Idx[12] = {0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 7};
+  EXPECT_EQ(gj_kernel_run(K, In, Idx, Out), GJ_OK) << gj_last_error();
+  int Stream = 0;
+  EXPECT_EQ(gj_kernel_run_stream(K, In, Idx, Out, &Stream), GJ_OK) << gj_last_error();
+  // The device reports key 11: index 7 at [2,3], named with its value, read
+  // back from the device.
+  ::setenv("GATHERJIT_FAKE_CUDA_KEY", "11", 1);
+  EXPECT_EQ(gj_kernel_run(K, In, Idx, Out), GJ_INDEX_OUT_OF_RANGE);
+  EXPECT_THAT(gj_last_error(), HasSubstr("IndicesTensor[2,3] = 7 (position 11)"));
+  // No temporary on a device: an overlapping output is refused.
+  EXPECT_EQ(gj_kernel_run(K, In, Idx, In), GJ_INVALID_ARGUMENT);
+  gj_kernel_release(K);
+  gj_runtime_destroy(RT);
+  const std::string Log = slurp(Dir / "driver.log");
+  EXPECT_THAT(Log, HasSubstr(".target sm_86"));
+  // A device the driver lacks, and a name that is not a device's.
+  O.device = "cuda:1";
+  EXPECT_EQ(gj_runtime_create(&O, &RT), GJ_UNSUPPORTED);
+  EXPECT_THAT(gj_last_error(), HasSubstr("no CUDA device 1"));
+  O.device = "gpu0";
+  EXPECT_EQ(gj_runtime_create(&O, &RT), GJ_INVALID_ARGUMENT);
+  EXPECT_THAT(gj_last_error(), HasSubstr("gpu0"));
 }
 
 } // namespace

@@ -1,0 +1,72 @@
+//===- runtime/CudaRun.cpp - Device runs and PTX from descriptors ---------===//
+
+#include "runtime/CudaDriver.h"
+
+#include "compiler/backend/Backend.h"
+#include "compiler/backend/Target.h"
+#include "compiler/pipeline/Pipeline.h"
+#include "gatherjit/Runtime.h"
+
+namespace gatherjit {
+
+Expected<std::string> ptxFor(const ValidDesc &V, std::optional<int> Ordinal, OptLevel Level,
+                             const std::string &Name) {
+  std::string Arch = DefaultGpuArch;
+  if (Ordinal)
+    if (Expected<std::shared_ptr<CudaDevice>> D = CudaDevice::open(*Ordinal))
+      Arch = (*D)->arch();
+  Expected<std::unique_ptr<CodeGenerator>> Gen =
+      createCodeGenerator({"nvptx64-nvidia-cuda", Arch, ""}, Level);
+  if (!Gen)
+    return Gen.status();
+  Expected<PipelineResult> R = runPipeline({{canonicalize(V), Name}}, *backendFor(**Gen), Level);
+  if (!R)
+    return R.status();
+  return std::string(R->Bytes.begin(), R->Bytes.end());
+}
+
+Expected<DeviceRun> runOnCuda(const ValidDesc &V, int Ordinal, OptLevel Level, const void *Input,
+                              const void *Indices, void *Output) {
+  if (V.Epilogue.Kind != EpilogueKind::None)
+    return Status::unsupported("fused epilogues run on the CPU only for now (no --device cuda)");
+  RuntimeOptions Options;
+  Options.Device = "cuda:" + std::to_string(Ordinal);
+  Options.Opt = Level;
+  Options.Threads = 1;
+  Expected<std::unique_ptr<Runtime>> RT = Runtime::create(Options);
+  if (!RT)
+    return RT.status();
+  Expected<std::shared_ptr<CudaDevice>> D = CudaDevice::open(Ordinal);
+  if (!D)
+    return D.status();
+  DeviceRun Run;
+  Run.Device = (*D)->name();
+  Expected<Kernel> K = (*RT)->compile(V);
+  if (!K)
+    return K.status();
+  Run.PtxMs = K->compileTimes().Emit + K->compileTimes().Optimize + K->compileTimes().Codegen;
+  Run.LoadMs = K->compileTimes().Link;
+  const uint64_t Bytes[3] = {requiredElements(V.Input) * V.Input.elementBytes(),
+                             requiredElements(V.Indices) * V.Indices.elementBytes(),
+                             requiredElements(V.Output) * V.Output.elementBytes()};
+  std::shared_ptr<void> Buffers[3];
+  for (int B = 0; B < 3; ++B) {
+    Expected<std::shared_ptr<void>> Made = (*D)->allocate(Bytes[B]);
+    if (!Made)
+      return Made.status();
+    Buffers[B] = Made.take();
+  }
+  for (auto [B, Host] : {std::pair{0, Input}, {1, Indices}})
+    if (Bytes[B])
+      if (Status S = (*D)->copyToDevice(Buffers[B].get(), Host, Bytes[B]); !S)
+        return S;
+  if (Status S = K->run(Buffers[0].get(), Buffers[1].get(), Buffers[2].get()); !S)
+    return S;
+  Run.KernelUs = lastKernelUs();
+  if (Bytes[2])
+    if (Status S = (*D)->copyToHost(Output, Buffers[2].get(), Bytes[2]); !S)
+      return S;
+  return Run;
+}
+
+} // namespace gatherjit
