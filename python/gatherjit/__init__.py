@@ -175,7 +175,65 @@ def _result(array, like):
 _ndarray = _np.ndarray
 
 
-def _gather(op, data, indices, axis, out, mode, epilogue, broadcast=True):
+def _device_operand(x, name):
+    """(shape, dtype, strides in elements) and the pointer of an object on a
+    CUDA device (its __cuda_array_interface__: a PyTorch CUDA tensor,
+    CuPy, Numba), and the stream it names."""
+    iface = getattr(x, "__cuda_array_interface__", None)
+    if iface is None:
+        raise TypeError(f"{name} is a {type(x).__name__}, not an array on a CUDA device "
+                        "(an object with __cuda_array_interface__, such as a PyTorch CUDA "
+                        "tensor); device='cuda' takes no copies of host arrays")
+    dtype = _np.dtype(iface["typestr"])
+    shape = tuple(int(s) for s in iface["shape"])
+    strides = iface.get("strides")
+    if strides is None:
+        elems = [1] * len(shape)
+        for d in range(len(shape) - 2, -1, -1):
+            elems[d] = elems[d + 1] * shape[d + 1]
+    else:
+        if any(st % dtype.itemsize for st in strides):
+            raise ValueError(f"{name}'s strides {tuple(strides)} are not whole elements")
+        elems = [st // dtype.itemsize for st in strides]
+    return (shape, dtype, elems), int(iface["data"][0]), iface.get("stream")
+
+
+def _gather_on_device(op, data, indices, axis, out, mode, epilogue, device):
+    """A gather of arrays on a CUDA device, in place on the device: no copy
+    of the operands; the result is `out`, or a new PyTorch tensor beside a
+    PyTorch `data`."""
+    dev = "cuda" if device is True else str(device)
+    if not (dev == "cuda" or dev.startswith("cuda:")):
+        raise ValueError(f"device = {device!r} is not 'cpu', 'cuda' or 'cuda:N'")
+    d_spec, d_ptr, stream = _device_operand(data, "data")
+    i_spec, i_ptr, _ = _device_operand(indices, "indices")
+    if not _np.issubdtype(i_spec[1], _np.integer):
+        raise TypeError(f"indices must be integers, not {i_spec[1]}")
+    if axis is None:
+        raise ValueError("axis=None (a flattened take) is not supported on a device")
+    if isinstance(axis, bool) or not isinstance(axis, int):
+        axis = _index(axis)
+    o_spec = None
+    if out is not None:
+        o_spec, o_ptr, _ = _device_operand(out, "out")
+    k = _native.compile_device(op, d_spec, i_spec, axis, mode, _fused(epilogue), dev,
+                               o_spec)
+    if out is None:
+        torch = _sys.modules.get("torch")
+        if torch is None or not isinstance(data, torch.Tensor):
+            raise TypeError("device='cuda' needs out= unless data is a PyTorch tensor")
+        dtype = torch.from_numpy(_np.empty(0, k.output_dtype)).dtype
+        out = torch.empty(k.output_shape, dtype=dtype, device=data.device)
+        _, o_ptr, _ = _device_operand(out, "out")
+        if stream is None:
+            stream = torch.cuda.current_stream(data.device).cuda_stream
+    k._run_device(d_ptr, i_ptr, o_ptr, int(stream or 0))
+    return out
+
+
+def _gather(op, data, indices, axis, out, mode, epilogue, broadcast=True, device=None):
+    if device is not None and device != "cpu":
+        return _gather_on_device(op, data, indices, axis, out, mode, epilogue, device)
     try:
         # numpy arrays in and out, an int axis, no epilogue: straight to the
         # native layer, whose layout table finds the kernel (the common
@@ -268,7 +326,7 @@ def _run_gather(op, data, indices, axis, out, mode, epilogue, broadcast):
     return out if out is not None else _result(got, like)
 
 
-def take_along_axis(data, indices, axis, out=None, mode="raise", epilogue=None):
+def take_along_axis(data, indices, axis, out=None, mode="raise", epilogue=None, device=None):
     """numpy.take_along_axis: out[i, j] = data[i, indices[i, j]] along `axis`.
 
     Dimensions other than `axis` broadcast as numpy's do. An element
@@ -276,23 +334,23 @@ def take_along_axis(data, indices, axis, out=None, mode="raise", epilogue=None):
     arrays, PyTorch CPU tensors and DLPack exporters are read where they
     lie; a PyTorch tensor gives a PyTorch tensor.
     """
-    return _gather("gather_elements", data, indices, axis, out, mode, epilogue)
+    return _gather("gather_elements", data, indices, axis, out, mode, epilogue, device=device)
 
 
-def take(data, indices, axis=0, out=None, mode="raise", epilogue=None):
+def take(data, indices, axis=0, out=None, mode="raise", epilogue=None, device=None):
     """numpy.take: the slices of `data` along `axis` that `indices` pick.
 
     `axis=None` takes from the flattened data, as numpy does. An `epilogue`
     (an Epilogue) is applied to every element or row gathered.
     """
-    return _gather("gather", data, indices, axis, out, mode, epilogue)
+    return _gather("gather", data, indices, axis, out, mode, epilogue, device=device)
 
 
-def gather_nd(data, indices, batch_dims=0, out=None, mode="raise", epilogue=None):
+def gather_nd(data, indices, batch_dims=0, out=None, mode="raise", epilogue=None, device=None):
     """ONNX GatherND: the slices of `data` that the tuples in the last
     dimension of `indices` address, after `batch_dims` leading batches. An
     `epilogue` (an Epilogue) is applied to every element or row gathered."""
-    return _gather("gather_nd", data, indices, batch_dims, out, mode, epilogue)
+    return _gather("gather_nd", data, indices, batch_dims, out, mode, epilogue, device=device)
 
 
 def compile(op, data=None, indices=None, axis=0, mode="raise", batch_dims=None, epilogue=None):

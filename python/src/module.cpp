@@ -80,6 +80,22 @@ Runtime &runtime() {
   return *RT;
 }
 
+/// The process's runtime for CUDA device \p Device ("cuda" or "cuda:N"),
+/// created on its first use with the process's options.
+Runtime &deviceRuntime(const std::string &Device) {
+  static std::mutex Mutex;
+  static std::map<std::string, std::unique_ptr<Runtime>> Runtimes;
+  std::lock_guard<std::mutex> Lock(Mutex);
+  std::unique_ptr<Runtime> &RT = Runtimes[Device];
+  if (!RT) {
+    RuntimeOptions O = runtimeOptions();
+    O.Device = Device;
+    RT = take(Runtime::create(O));
+    RuntimeCreated = true;
+  }
+  return *RT;
+}
+
 /// gatherjit's element type for a numpy dtype, decoded as a .npy file's
 /// dtype is. numpy's raw void of any width other than bfloat16's two bytes
 /// is moved whole too (a .npy file's must be bfloat16).
@@ -378,14 +394,14 @@ bool isPacked(const TensorDesc &T) {
 
 /// The kernel for \p Desc, with \p E fused when given.
 template <typename Desc>
-Expected<Kernel> compileWith(const Desc &D, const ValidateOptions &O,
+Expected<Kernel> compileWith(Runtime &RT, const Desc &D, const ValidateOptions &O,
                              const std::optional<PyEpilogue> &E) {
   if (!E)
-    return runtime().compile(D, O);
+    return RT.compile(D, O);
   Expected<ValidDesc> Plain = validate(D, O);
   if (!Plain)
     return Plain.status();
-  return runtime().compile(*Plain, E->E, E->RowOut);
+  return RT.compile(*Plain, E->E, E->RowOut);
 }
 
 /// \p OutT, if given, is the output array's layout (any strides).
@@ -395,7 +411,9 @@ std::shared_ptr<PyKernel> compileFor(const std::string &Op, TensorDesc Data, Ten
                                      int64_t Axis, const std::string &Mode,
                                      const py::dtype &DataType,
                                      const std::optional<TensorDesc> &OutT = std::nullopt,
-                                     const std::optional<PyEpilogue> &E = std::nullopt) {
+                                     const std::optional<PyEpilogue> &E = std::nullopt,
+                                     Runtime *On = nullptr) {
+  Runtime &RT = On ? *On : runtime();
   ValidateOptions O;
   O.Policy = policyOf(Mode);
   Expected<Kernel> K = Status::internal("unset");
@@ -422,7 +440,7 @@ std::shared_ptr<PyKernel> compileFor(const std::string &Op, TensorDesc Data, Ten
       raise(D.status());
     Shape = D->Output.Sizes;
     UseOut(D->Output);
-    K = compileWith(*D, O, E);
+    K = compileWith(RT, *D, O, E);
   } else if (Op == "gather") {
     Expected<GatherDesc> D = onnxGather(Data, Indices, Axis);
     if (!D)
@@ -430,14 +448,14 @@ std::shared_ptr<PyKernel> compileFor(const std::string &Op, TensorDesc Data, Ten
     Shape = onnxGatherOutputShape(Data.Sizes, Indices.Sizes,
                                   static_cast<unsigned>(Axis < 0 ? Axis + Data.rank() : Axis));
     UseOut(D->Output);
-    K = compileWith(*D, O, E);
+    K = compileWith(RT, *D, O, E);
   } else if (Op == "gather_nd") {
     Expected<GatherNDDesc> D = onnxGatherND(Data, Indices, Axis);
     if (!D)
       raise(D.status());
     Shape = onnxGatherNDOutputShape(Data.Sizes, Indices.Sizes, static_cast<unsigned>(Axis));
     UseOut(D->Output);
-    K = compileWith(*D, O, E);
+    K = compileWith(RT, *D, O, E);
   } else {
     throw py::value_error("op = '" + Op +
                           "' is not 'gather_elements', 'gather' or 'gather_nd'");
@@ -739,6 +757,22 @@ PYBIND11_MODULE(_native, M) {
            py::arg("out") = py::none(),
            "Runs the kernel (the GIL released) on arrays of the compiled shapes, dtypes and "
            "strides; returns out, or a new array.")
+      .def(
+          "_run_device",
+          [](const PyKernel &P, uintptr_t Data, uintptr_t Indices, uintptr_t Out,
+             uintptr_t Stream) {
+            Status S = Status::ok();
+            {
+              py::gil_scoped_release Release;
+              S = P.kernel().runOnStream(reinterpret_cast<const void *>(Data),
+                                         reinterpret_cast<const void *>(Indices),
+                                         reinterpret_cast<void *>(Out),
+                                         reinterpret_cast<void *>(Stream));
+            }
+            if (!S)
+              raise(S);
+          },
+          py::arg("data"), py::arg("indices"), py::arg("out"), py::arg("stream"))
       .def("ir", &PyKernel::ir, "The optimized LLVM IR.")
       .def("asm", &PyKernel::assembly, "The machine code, as assembly.")
       .def("save_object", &PyKernel::saveObject, py::arg("path"), py::arg("name") = "gather",
@@ -747,6 +781,7 @@ PYBIND11_MODULE(_native, M) {
            "machine, with the C ABI of `gatherjit aot`.")
       .def_property_readonly("op", &PyKernel::op)
       .def_property_readonly("output_shape", &PyKernel::outputShape)
+      .def_property_readonly("output_dtype", [](const PyKernel &K) { return K.OutType; })
       .def_property_readonly("symbol", [](const PyKernel &K) { return K.kernel().symbolName(); })
       .def_property_readonly("opt_level",
                              [](const PyKernel &K) { return optLevelName(K.kernel().optLevel()); })
@@ -768,6 +803,25 @@ PYBIND11_MODULE(_native, M) {
       },
       py::arg("op"), py::arg("data"), py::arg("indices"), py::arg("axis") = 0,
       py::arg("mode") = "raise", py::arg("epilogue") = py::none());
+  M.def(
+      "compile_device",
+      [](const std::string &Op, py::tuple Data, py::tuple Indices, py::handle AxisObj,
+         const std::string &Mode, const std::optional<py::tuple> &Fused,
+         const std::string &Device, std::optional<py::tuple> Out) {
+        py::dtype DataType("float32"), IndexType("int64"), OutType("float32");
+        TensorDesc D = tensorFromSpec(Data, DataType, "data");
+        TensorDesc I = tensorFromSpec(Indices, IndexType, "indices");
+        std::optional<TensorDesc> O;
+        if (Out)
+          O = tensorFromSpec(*Out, OutType, "out");
+        bool Overflow = false;
+        const int64_t Axis = axisValue(AxisObj, Overflow);
+        checkAxis(Op, AxisObj, Axis, Overflow, D.rank());
+        return compileFor(Op, D, I, Axis, Mode, DataType, O, epilogueOf(Fused),
+                          &deviceRuntime(Device));
+      },
+      py::arg("op"), py::arg("data"), py::arg("indices"), py::arg("axis"), py::arg("mode"),
+      py::arg("epilogue"), py::arg("device"), py::arg("out"));
   M.def("compile_descriptor", &compileDescriptor, py::arg("json"),
         py::arg("epilogue") = py::none());
   M.def("gather_tensors", &gatherTensors, py::arg("op"), py::arg("data"), py::arg("indices"),

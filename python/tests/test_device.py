@@ -1,0 +1,77 @@
+"""device="cuda" through the test suite's fake CUDA driver
+(tests/fakecuda/FakeCuda.c, whose device memory is host memory and whose
+launches run nothing): the operands are taken where they lie through
+__cuda_array_interface__, the kernel is made for the device and launched
+with the plan's grid, a bad index the device reports is an IndexError
+naming it, and host arrays are refused rather than copied."""
+
+import os
+
+import numpy as np
+import pytest
+
+FAKE = os.environ.get("GATHERJIT_FAKE_CUDA_LIBRARY")
+pytestmark = pytest.mark.skipif(not FAKE, reason="the fake CUDA driver was not built")
+
+
+class DeviceArray:
+    """A numpy array presented as device memory (the fake device's memory is
+    the host's)."""
+
+    def __init__(self, a):
+        self.a = a
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"shape": self.a.shape, "typestr": self.a.dtype.str,
+                "data": (self.a.ctypes.data, False),
+                "strides": self.a.strides if not self.a.flags.c_contiguous else None,
+                "version": 3}
+
+
+@pytest.fixture()
+def gj(tmp_path, monkeypatch):
+    monkeypatch.setenv("GATHERJIT_CUDA_DRIVER", FAKE)
+    monkeypatch.setenv("GATHERJIT_FAKE_CUDA", "ok")
+    monkeypatch.setenv("GATHERJIT_FAKE_CUDA_LOG", str(tmp_path / "driver.log"))
+    monkeypatch.delenv("GATHERJIT_FAKE_CUDA_KEY", raising=False)
+    import gatherjit
+    return gatherjit
+
+
+def test_a_device_gather_launches_on_the_operands_where_they_lie(gj, tmp_path):
+    data = np.arange(12, dtype=np.float32).reshape(3, 4)
+    idx = np.array([[3, 2], [0, 1], [1, 1]], dtype=np.int64)
+    out = DeviceArray(np.full((3, 2), -1, dtype=np.float32))
+    got = gj.take_along_axis(DeviceArray(data), DeviceArray(idx), 1, out=out, device="cuda")
+    assert got is out
+    log = (tmp_path / "driver.log").read_text()
+    assert ".target sm_86" in log
+    assert "grid=1 block=256" in log
+    # Strided views are described, not copied.
+    view = DeviceArray(np.arange(48, dtype=np.float32).reshape(6, 8)[::2, ::2])
+    gj.take(view, DeviceArray(np.array([2, 0], dtype=np.int32)), 0,
+            out=DeviceArray(np.zeros((2, 4), np.float32)), device="cuda:0")
+
+
+def test_the_devices_bad_index_is_an_index_error(gj, monkeypatch):
+    data = np.arange(12, dtype=np.float32).reshape(3, 4)
+    idx = np.array([[3, 2], [0, 1], [1, 9]], dtype=np.int64)
+    monkeypatch.setenv("GATHERJIT_FAKE_CUDA_KEY", "5")
+    with pytest.raises(IndexError, match="9"):
+        gj.take_along_axis(DeviceArray(data), DeviceArray(idx), 1,
+                           out=DeviceArray(np.zeros((3, 2), np.float32)), device="cuda")
+
+
+def test_host_arrays_and_bad_devices_are_refused(gj):
+    data = np.arange(4, dtype=np.float32)
+    idx = np.array([0, 1])
+    with pytest.raises(TypeError, match="__cuda_array_interface__"):
+        gj.take(data, idx, 0, device="cuda")
+    with pytest.raises(TypeError, match="needs out="):
+        gj.take(DeviceArray(data), DeviceArray(idx), 0, device="cuda")
+    with pytest.raises(ValueError, match="'gpu'"):
+        gj.take(DeviceArray(data), DeviceArray(idx), 0, device="gpu")
+    with pytest.raises(ValueError, match="out has shape"):
+        gj.take(DeviceArray(data), DeviceArray(idx), 0,
+                out=DeviceArray(np.zeros(3, np.float32)), device="cuda")
