@@ -6,12 +6,15 @@
 #include "Shapes.h"
 #include "Suite.h"
 #include "CliOptions.h"
+#include "gatherjit/Interpreter.h"
 #include "runtime/AtomicFile.h"
+#include "runtime/CudaDriver.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -38,6 +41,9 @@ CLI::App *addBenchCommand(CLI::App &App, BenchFlags &F) {
                 "on stdout)");
   Sub->add_option("--rounds", F.Rounds, "rounds of each walk with --shapes (default 3)")
       ->check(integerIn(1, 100));
+  Sub->add_option("--device", F.Device,
+                  "cuda or cuda:N: the cases on a CUDA device against a device copy of each "
+                  "output and PyTorch CUDA (<date>-cuda.json and .md)");
   return Sub;
 }
 
@@ -74,6 +80,9 @@ struct LibraryTimes : std::map<std::string, std::map<std::string, double>> {
 const char *const PythonBaselines =
 #include "PythonBaselines.inc"
     ;
+const char *const CudaBaselines =
+#include "CudaBaselines.inc"
+    ;
 
 /// \p Text as one shell word.
 std::string quoteForShell(const std::string &Text) {
@@ -81,6 +90,35 @@ std::string quoteForShell(const std::string &Text) {
   for (char Ch : Text)
     Quoted += Ch == '\'' ? std::string("'\\''") : std::string(1, Ch);
   return Quoted + "'";
+}
+
+/// The standard output of \p Python running the script \p Text (written
+/// to a temporary file) with the shell words \p Args.
+std::optional<std::string> runEmbeddedScript(const std::string &Python, const char *Text,
+                                             const std::string &Args) {
+  char Script[] = "/tmp/gatherjit-bench-XXXXXX.py";
+  int Fd = mkstemps(Script, 3);
+  if (Fd < 0)
+    return std::nullopt;
+  const size_t Size = std::strlen(Text);
+  const bool Written = write(Fd, Text, Size) == static_cast<ssize_t>(Size);
+  close(Fd);
+  std::optional<std::string> Output;
+  if (Written)
+    Output = commandOutput(Python + " " + Script + " " + Args);
+  std::remove(Script);
+  return Output;
+}
+
+/// The case \p C as the Python scripts take it.
+nlohmann::json caseJson(const bench::BenchCase &C) {
+  return {{"case", C.Name},
+          {"op", opKindName(C.Op)},
+          {"data_type", dataTypeName(C.Data)},
+          {"data_shape", C.DataShape},
+          {"index_type", dataTypeName(C.Index)},
+          {"index_shape", C.IndexShape},
+          {"axis", C.Axis}};
 }
 
 /// Times numpy, PyTorch and the other peers on the same cases where
@@ -115,26 +153,10 @@ LibraryTimes pythonBaselines(const SuiteReport &R) {
       continue;
     for (const bench::BenchCase &C : bench::benchCases())
       if (Row.Case == C.Name && C.Policy == OobPolicy::Check)
-        Cases.push_back({{"case", C.Name},
-                         {"op", opKindName(C.Op)},
-                         {"data_type", dataTypeName(C.Data)},
-                         {"data_shape", C.DataShape},
-                         {"index_type", dataTypeName(C.Index)},
-                         {"index_shape", C.IndexShape},
-                         {"axis", C.Axis}});
+        Cases.push_back(caseJson(C));
   }
-  char Script[] = "/tmp/gatherjit-baselines-XXXXXX.py";
-  int Fd = mkstemps(Script, 3);
-  if (Fd < 0)
-    return {};
-  const std::string Text = PythonBaselines;
-  const bool Written = write(Fd, Text.data(), Text.size()) == static_cast<ssize_t>(Text.size());
-  close(Fd);
-  std::optional<std::string> Output;
-  if (Written) {
-    Output = commandOutput(Python + " " + Script + " " + quoteForShell(Cases.dump()));
-  }
-  std::remove(Script);
+  std::optional<std::string> Output =
+      runEmbeddedScript(Python, PythonBaselines, quoteForShell(Cases.dump()));
   if (!Output)
     return {};
   LibraryTimes Times;
@@ -453,7 +475,104 @@ bool plot(const SuiteReport &R, const LibraryTimes &Libraries, const std::string
 
 } // namespace
 
+/// `gatherjit bench --device cuda`: each case's kernel on the device
+/// against a device-to-device copy of its output (the line) and PyTorch
+/// CUDA (where python3 has it), every output checked first; Markdown on
+/// stdout, <date>-cuda.json and .md in the results directory.
+Status runDeviceBench(const BenchFlags &F, int Ordinal) {
+  constexpr unsigned Repeat = 20;
+  std::set<std::string> Wanted;
+  std::stringstream Names(F.Cases);
+  for (std::string Name; std::getline(Names, Name, ',');)
+    if (!Name.empty())
+      Wanted.insert(Name);
+  nlohmann::json Rows = nlohmann::json::array(), PyCases = nlohmann::json::array();
+  std::string DeviceName;
+  for (const bench::BenchCase &C : bench::benchCases()) {
+    if (!Wanted.empty() && !Wanted.count(C.Name))
+      continue;
+    if (!F.Quiet)
+      std::fprintf(stderr, "bench: %s on cuda:%d\n", C.Name, Ordinal);
+    Expected<ValidDesc> V = bench::benchDesc(C);
+    if (!V)
+      return V.status();
+    const bench::BenchData Data = bench::benchData(*V);
+    std::vector<char> Out(Data.OutputBytes), Ref(Data.OutputBytes);
+    Expected<DeviceRun> Run = runOnCuda(*V, Ordinal, OptLevel::O2, Data.Input.data(),
+                                        Data.Indices.data(), Out.data(), Repeat);
+    if (!Run)
+      return Run.status();
+    DeviceName = Run->Device;
+    if (Status S = interpret(*V, Data.Input.data(), Data.Indices.data(), Ref.data()); !S)
+      return S;
+    Rows.push_back({{"case", C.Name},
+                    {"kernel_us", Run->KernelUs},
+                    {"copy_us", Run->CopyUs},
+                    {"ptx_ms", Run->PtxMs},
+                    {"load_ms", Run->LoadMs},
+                    {"bytes", Data.OutputBytes},
+                    {"matches_interpreter", Out == Ref}});
+    if (C.Policy == OobPolicy::Check)
+      PyCases.push_back(caseJson(C));
+  }
+  nlohmann::json Torch;
+  for (const char *Python : {"python3", "/usr/bin/python3"})
+    if (std::optional<std::string> Got = runEmbeddedScript(
+            Python, CudaBaselines, quoteForShell(PyCases.dump()) + " " + std::to_string(Repeat))) {
+      Torch = nlohmann::json::parse(*Got, nullptr, false);
+      if (!Torch.is_discarded() && !Torch.contains("missing"))
+        break;
+    }
+  std::ostringstream Md;
+  Md << "Device " << DeviceName;
+  if (Torch.contains("version"))
+    Md << ", PyTorch " << Torch["version"].get<std::string>() << " ("
+       << Torch["device"].get<std::string>() << ")";
+  else
+    Md << "; PyTorch column missing ("
+       << (Torch.contains("missing") ? Torch["missing"].get<std::string>() : "no python3")
+       << ")";
+  Md << ". Medians of " << Repeat << " runs (CUDA events).\n\n"
+     << "| case | gatherjit µs | copy line µs | % of line | PyTorch µs | PyTorch / gatherjit | "
+        "PTX ms | same as interpreter |\n|---|---|---|---|---|---|---|---|\n";
+  char Cell[64];
+  for (nlohmann::json &Row : Rows) {
+    const std::string Name = Row["case"];
+    const double Us = Row["kernel_us"], Copy = Row["copy_us"];
+    Md << "| " << Name;
+    std::snprintf(Cell, sizeof(Cell), " | %.1f | %.1f | %.0f%%", Us, Copy,
+                  Us > 0 ? 100.0 * Copy / Us : 0.0);
+    Md << Cell;
+    if (Torch.contains("cases") && Torch["cases"].contains(Name)) {
+      const double T = Torch["cases"][Name]["torch_us"];
+      Row["torch_us"] = T;
+      Row["torch_same"] = Torch["cases"][Name]["same"];
+      std::snprintf(Cell, sizeof(Cell), " | %.1f | %.2fx", T, Us > 0 ? T / Us : 0.0);
+      Md << Cell;
+    } else {
+      Md << " | - | -";
+    }
+    std::snprintf(Cell, sizeof(Cell), " | %.2f | %s |\n", Row["ptx_ms"].get<double>(),
+                  Row["matches_interpreter"].get<bool>() ? "yes" : "NO");
+    Md << Cell;
+  }
+  const std::string Text = Md.str();
+  std::fwrite(Text.data(), 1, Text.size(), stdout);
+  std::error_code EC;
+  std::filesystem::create_directories(F.ResultsDir, EC);
+  const std::string Base = F.ResultsDir + "/" + today() + "-cuda";
+  nlohmann::json Report = {{"device", DeviceName}, {"rows", Rows}, {"torch", Torch}};
+  if (Status S = writeFileAtomic(Base + ".json", Report.dump(2) + "\n"); !S)
+    return S;
+  return writeFileAtomic(Base + ".md", Text);
+}
+
 Status runBench(const BenchFlags &F) {
+  Expected<std::optional<int>> Device = parseDevice(F.Device);
+  if (!Device)
+    return Device.status();
+  if (*Device)
+    return runDeviceBench(F, **Device);
   if (F.Shapes) {
     const std::string Md = bench::runShapeWalks(F.Rounds);
     std::fwrite(Md.data(), 1, Md.size(), stdout);

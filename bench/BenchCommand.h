@@ -23,6 +23,7 @@ struct BenchFlags {
   bool Quiet = false;
   bool Shapes = false;
   unsigned Rounds = 3;
+  std::string Device = "cpu";
 };
 
 CLI::App *addBenchCommand(CLI::App &App, BenchFlags &F);

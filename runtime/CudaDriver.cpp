@@ -40,6 +40,7 @@ struct Api {
   CUresult (*MemFree)(CUdeviceptr);
   CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
   CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
+  CUresult (*MemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
   CUresult (*LaunchKernel)(Handle, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                            unsigned, Handle, void **, void **);
   CUresult (*CtxSynchronize)();
@@ -88,6 +89,7 @@ Expected<const Api *> loadApi() {
     Get(Table.MemFree, "cuMemFree_v2");
     Get(Table.MemcpyHtoD, "cuMemcpyHtoD_v2");
     Get(Table.MemcpyDtoH, "cuMemcpyDtoH_v2");
+    Get(Table.MemcpyDtoD, "cuMemcpyDtoD_v2");
     Get(Table.LaunchKernel, "cuLaunchKernel");
     Get(Table.CtxSynchronize, "cuCtxSynchronize");
     Get(Table.StreamSynchronize, "cuStreamSynchronize");
@@ -304,6 +306,27 @@ Status CudaDevice::copyToDevice(void *Dst, const void *Src, size_t Bytes) const 
   if (CUresult R = Cu.MemcpyHtoD(reinterpret_cast<CUdeviceptr>(Dst), Src, Bytes); R != Success)
     return failed(Cu, R, "cuMemcpyHtoD");
   return Status::ok();
+}
+
+Expected<double> CudaDevice::copyUs(void *Dst, const void *Src, size_t Bytes) const {
+  const Api &Cu = **loadApi();
+  Handle Start = nullptr, Stop = nullptr;
+  Cu.EventCreate(&Start, 0);
+  Cu.EventCreate(&Stop, 0);
+  Cu.EventRecord(Start, nullptr);
+  CUresult R = Cu.MemcpyDtoD(reinterpret_cast<CUdeviceptr>(Dst),
+                             reinterpret_cast<CUdeviceptr>(Src), Bytes);
+  Cu.EventRecord(Stop, nullptr);
+  float Ms = 0;
+  if (R == Success)
+    R = Cu.EventSynchronize(Stop);
+  if (R == Success)
+    R = Cu.EventElapsedTime(&Ms, Start, Stop);
+  Cu.EventDestroy(Start);
+  Cu.EventDestroy(Stop);
+  if (R != Success)
+    return failed(Cu, R, "cuMemcpyDtoD");
+  return Ms * 1000.0;
 }
 
 std::string lastDeviceError() { return LastError; }

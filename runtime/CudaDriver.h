@@ -54,6 +54,9 @@ public:
   Status copyToDevice(void *Dst, const void *Src, size_t Bytes) const;
   /// Copies \p Bytes from device memory at \p Src to the host.
   Status copyToHost(void *Dst, const void *Src, size_t Bytes) const;
+  /// The time (microseconds, CUDA events) of one device-to-device copy of
+  /// \p Bytes: the line a gather that writes those bytes is measured by.
+  Expected<double> copyUs(void *Dst, const void *Src, size_t Bytes) const;
 
 private:
   CudaDevice() = default;
@@ -84,18 +87,20 @@ private:
 /// CPU; InvalidArgument naming the text otherwise.
 Expected<std::optional<int>> parseDevice(const std::string &Text);
 
-/// What one device run took (milliseconds) and where.
+/// What one device run took and where: the PTX's making and loading
+/// (milliseconds), and the medians over its repeats of the kernel and of a
+/// device-to-device copy of the output's bytes (microseconds).
 struct DeviceRun {
   std::string Device; ///< e.g. "cuda:0 (sm_90)"
-  double PtxMs = 0, LoadMs = 0, KernelUs = 0;
+  double PtxMs = 0, LoadMs = 0, KernelUs = 0, CopyUs = 0;
 };
 
-/// Runs \p V on CUDA device \p Ordinal: \p Input and \p Indices are host
-/// buffers, copied to the device and the output copied back into
-/// \p Output. An out-of-range index under Check is the interpreter's
-/// error for it.
+/// Runs \p V on CUDA device \p Ordinal \p Repeat times: \p Input and
+/// \p Indices are host buffers, copied to the device and the output copied
+/// back into \p Output. An out-of-range index under Check is the
+/// interpreter's error for it.
 Expected<DeviceRun> runOnCuda(const ValidDesc &V, int Ordinal, OptLevel Level, const void *Input,
-                              const void *Indices, void *Output);
+                              const void *Indices, void *Output, unsigned Repeat = 1);
 
 /// The PTX of \p V's kernel, named \p Name, for the architecture of CUDA
 /// device \p Ordinal when a driver and the device are there, else for

@@ -203,6 +203,12 @@ struct Runtime::Impl {
     LinkResult Code = Device->load(std::string(Ptx->Bytes.begin(), Ptx->Bytes.end()), Name, Spec,
                                    planKernel(Spec, DeviceTarget->facts()));
     Times.Link = msSince(T0);
+    if (Log)
+      std::fprintf(stderr,
+                   "gatherjit: compiled %s for %s: emit %.3f ms, optimize %.3f ms, "
+                   "codegen %.3f ms, load %.3f ms\n",
+                   Name.c_str(), Device->name().c_str(), Times.Emit, Times.Optimize,
+                   Times.Codegen, Times.Link);
     if (!Code)
       return Code.status();
     return std::make_shared<TieredCode>(Code.take(), KernelTier::Specialized, Options.Opt, 0,

@@ -56,8 +56,9 @@ public:
       Bytes.assign(Text.begin(), Text.end());
       return Bytes;
     }
-    // PTX is text: the device's "object" is its assembly.
-    if (Entry == GridEntry::Device || Output == PipelineOutput::Assembly) {
+    // PTX is text: the device's object and its assembly are one (the
+    // code generator's cached pipeline makes the object).
+    if (Output == PipelineOutput::Assembly && Entry == GridEntry::SimulatedOnHost) {
       Expected<std::string> Asm = Gen.assembly(M, Level);
       if (!Asm)
         return Asm.status();

@@ -260,7 +260,11 @@ Status CodeGenerator::build(OptLevel Level) {
     return Status::ok();
   setAsMade(Level);
   auto Built = std::make_unique<Pipeline>();
-  if (TM->addPassesToEmitFile(Built->PM, Built->OS, nullptr, llvm::CodeGenFileType::ObjectFile))
+  // NVPTX's artefact is its text (the driver assembles it).
+  const llvm::CodeGenFileType Type = TM->getTargetTriple().isNVPTX()
+                                         ? llvm::CodeGenFileType::AssemblyFile
+                                         : llvm::CodeGenFileType::ObjectFile;
+  if (TM->addPassesToEmitFile(Built->PM, Built->OS, nullptr, Type))
     return Status::internal("the target cannot emit object files");
   Built->FastISel = TM->Options.EnableFastISel;
   Built->GlobalISel = TM->Options.EnableGlobalISel;

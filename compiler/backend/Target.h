@@ -51,6 +51,7 @@ public:
   CodeGenerator &operator=(const CodeGenerator &) = delete;
 
   llvm::TargetMachine &targetMachine() const { return *TM; }
+  /// The module's object file (for NVPTX, its PTX text).
   Expected<llvm::SmallVector<char, 0>> object(llvm::Module &M, OptLevel Level);
   /// With a pipeline of its own: assembly is for reading, not for speed.
   Expected<std::string> assembly(llvm::Module &M, OptLevel Level);

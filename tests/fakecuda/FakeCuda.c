@@ -112,6 +112,10 @@ CUresult cuMemcpyDtoH_v2(void *Dst, CUdeviceptr Src, size_t Bytes) {
   memcpy(Dst, (const void *)(uintptr_t)Src, Bytes);
   return 0;
 }
+CUresult cuMemcpyDtoD_v2(CUdeviceptr Dst, CUdeviceptr Src, size_t Bytes) {
+  memmove((void *)(uintptr_t)Dst, (const void *)(uintptr_t)Src, Bytes);
+  return 0;
+}
 CUresult cuLaunchKernel(void *Fn, unsigned Gx, unsigned Gy, unsigned Gz, unsigned Bx,
                         unsigned By, unsigned Bz, unsigned Shared, void *Stream, void **Params,
                         void **Extra) {

@@ -74,7 +74,7 @@ Status executeOnDevice(Problem &P, const EngineFlags &E, int Ordinal, AtomicFile
   if (!Out)
     return Out.status();
   Expected<DeviceRun> Run = runOnCuda(P.Desc, Ordinal, *parseOptLevel(E.Opt), P.Input.data(),
-                                      P.Indices.data(), Out->data());
+                                      P.Indices.data(), Out->data(), E.Repeat);
   if (!Run)
     return Run.status();
   if (Status S = P.writeOutput(File, *Out); !S)
@@ -82,8 +82,10 @@ Status executeOnDevice(Problem &P, const EngineFlags &E, int Ordinal, AtomicFile
   if (E.Stats)
     std::fprintf(stderr,
                  "{\"engine\": \"jit\", \"device\": \"%s\", \"opt_level\": \"%s\", "
-                 "\"ptx_ms\": %.4f, \"load_ms\": %.4f, \"kernel_us\": %.3f}\n",
-                 Run->Device.c_str(), E.Opt.c_str(), Run->PtxMs, Run->LoadMs, Run->KernelUs);
+                 "\"ptx_ms\": %.4f, \"load_ms\": %.4f, \"kernel_us\": %.3f, "
+                 "\"copy_us\": %.3f, \"repeat\": %u}\n",
+                 Run->Device.c_str(), E.Opt.c_str(), Run->PtxMs, Run->LoadMs, Run->KernelUs,
+                 Run->CopyUs, E.Repeat);
   return Status::ok();
 }
 

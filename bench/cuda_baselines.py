@@ -1,0 +1,68 @@
+# PyTorch on a CUDA device, timed on the benchmark cases for `gatherjit bench
+# --device cuda`: gather(out=) for GatherElements, index_select(out=) for
+# Gather, advanced indexing for GatherND; each output compared bit for bit
+# with numpy's on the same data before any timing; medians of CUDA-event
+# times. Prints one JSON object: {"version": ..., "device": ..., "cases":
+# {case: {"torch_us": ..., "same": bool}}}, or {"missing": why}.
+import json
+import sys
+
+
+def main():
+    cases = json.loads(sys.argv[1])
+    repeat = int(sys.argv[2]) if len(sys.argv) > 2 else 20
+    try:
+        import numpy as np
+        import torch
+    except ImportError as e:
+        print(json.dumps({"missing": f"no torch ({e})"}))
+        return
+    if not torch.cuda.is_available():
+        print(json.dumps({"missing": "torch has no CUDA device"}))
+        return
+    dev = torch.device("cuda")
+    dtypes = {"FLOAT32": np.float32, "FLOAT16": np.float16, "UINT8": np.uint8,
+              "INT32": np.int32, "INT64": np.int64}
+    out = {"version": torch.__version__, "device": torch.cuda.get_device_name(0), "cases": {}}
+    for c in cases:
+        rng = np.random.default_rng(12345)
+        data = rng.integers(0, 100, size=c["data_shape"]).astype(dtypes[c["data_type"]])
+        if c["op"] == "GatherND":
+            sizes = np.array(c["data_shape"][c["axis"]:c["axis"] + c["index_shape"][-1]])
+            idx = (rng.random(size=c["index_shape"]) * sizes).astype(np.int64)
+            want = data[tuple(np.moveaxis(idx, -1, 0))] if c["axis"] == 0 else None
+        else:
+            idx = rng.integers(0, c["data_shape"][c["axis"]], size=c["index_shape"])
+            want = (np.take_along_axis(data, idx, c["axis"]) if c["op"] == "GatherElements"
+                    else np.take(data, idx, axis=c["axis"]))
+        if want is None:
+            continue
+        d = torch.from_numpy(data).to(dev)
+        i = torch.from_numpy(idx.astype(np.int64)).to(dev)
+        o = torch.empty(want.shape, dtype=d.dtype, device=dev)
+        if c["op"] == "GatherElements":
+            run = lambda: torch.gather(d, c["axis"], i, out=o)
+        elif c["op"] == "Gather":
+            flat = i.reshape(-1)
+            shaped = o.view(*want.shape[:c["axis"]], flat.numel(), *want.shape[c["axis"] + idx.ndim:])
+            run = lambda: torch.index_select(d, c["axis"], flat, out=shaped)
+        else:
+            cols = tuple(i[..., k] for k in range(idx.shape[-1]))
+            run = lambda: o.copy_(d[cols])
+        run()
+        torch.cuda.synchronize()
+        same = o.cpu().numpy().tobytes() == want.tobytes()
+        times = []
+        for _ in range(repeat):
+            start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            run()
+            stop.record()
+            stop.synchronize()
+            times.append(start.elapsed_time(stop) * 1000.0)
+        times.sort()
+        out["cases"][c["case"]] = {"torch_us": times[len(times) // 2], "same": same}
+    print(json.dumps(out))
+
+
+main()
