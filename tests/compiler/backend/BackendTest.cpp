@@ -19,7 +19,7 @@
 
 #include <gtest/gtest.h>
 
-#include <regex>
+#include <sstream>
 #include <unistd.h>
 
 using namespace gatherjit;
@@ -73,8 +73,18 @@ std::string emittedIR(const std::string &CaseName, const TargetFacts &Facts, Ker
   return "";
 }
 
-bool has(const std::string &IR, const std::string &Pattern) {
-  return std::regex_search(IR, std::regex(Pattern));
+bool has(const std::string &IR, const std::string &Text) {
+  return IR.find(Text) != std::string::npos;
+}
+
+/// True if a line of \p IR contains \p Part and ends with \p End.
+bool hasLine(const std::string &IR, const std::string &Part, const std::string &End) {
+  std::istringstream Lines(IR);
+  for (std::string Line; std::getline(Lines, Line);)
+    if (Line.find(Part) != std::string::npos && Line.size() >= End.size() &&
+        Line.compare(Line.size() - End.size(), End.size(), End) == 0)
+      return true;
+  return false;
 }
 
 TEST(Backend, EmittedCodeFollowsFactsOtherThanTheHosts) {
@@ -87,25 +97,27 @@ TEST(Backend, EmittedCodeFollowsFactsOtherThanTheHosts) {
   EXPECT_EQ(P.VectorBytes, 32u);
   EXPECT_TRUE(has(IR, "load <32 x i8>")) << "32-byte copies";
   EXPECT_FALSE(has(IR, "<64 x i8>"));
-  EXPECT_TRUE(has(IR, "and i64 [^,]+, 127")) << "bytes to the next 128-byte line";
-  EXPECT_FALSE(has(IR, "and i64 [^,]+, 63\\b"));
-  EXPECT_TRUE(has(IR, "store <32 x i8> [^\\n]*align 32, !nontemporal"));
+  EXPECT_TRUE(hasLine(IR, "= and i64 ", ", 127")) << "bytes to the next 128-byte line";
+  EXPECT_FALSE(hasLine(IR, "= and i64 ", ", 63"));
+  EXPECT_TRUE(hasLine(IR, "store <32 x i8> ", "align 32, !nontemporal !0") ||
+              hasLine(IR, "store <32 x i8> ", "align 32, !nontemporal !1"));
   // The short copies under a line start at half of it.
-  EXPECT_TRUE(has(IR, "\\nshort64:"));
+  EXPECT_TRUE(has(IR, "\nshort64:"));
   // G2: rows sharing their indices prefetch 128-byte lines of the next row
   // from a table aligned to the line.
   IR = emittedIR("G2", Wide, P);
   ASSERT_EQ(P.Row, RowKind::SharedIndices) << P.describe();
-  EXPECT_TRUE(has(IR, "%offsets = alloca \\[[0-9]+ x i64\\], align 128"));
-  EXPECT_TRUE(has(IR, "@llvm.prefetch[^\\n]*\\n[^\\n]*") &&
-              has(IR, "getelementptr i8, ptr %[^,]+, i64 (128|256|384)\\b"))
+  EXPECT_TRUE(hasLine(IR, "%offsets = alloca [", " x i64], align 128"));
+  EXPECT_TRUE(has(IR, "@llvm.prefetch") &&
+              (hasLine(IR, "getelementptr i8, ptr %", ", i64 128") ||
+               hasLine(IR, "getelementptr i8, ptr %", ", i64 256")))
       << "prefetches a line apart";
   // The same cases for this host's facts (64-byte lines): none of it.
   const TargetFacts Host{64, 64, false};
   IR = emittedIR("G1", Host, P);
   EXPECT_TRUE(has(IR, "load <64 x i8>"));
-  EXPECT_TRUE(has(IR, "and i64 [^,]+, 63\\b"));
-  EXPECT_FALSE(has(IR, "\\nshort64:"));
+  EXPECT_TRUE(hasLine(IR, "= and i64 ", ", 63"));
+  EXPECT_FALSE(has(IR, "\nshort64:"));
 }
 
 } // namespace
