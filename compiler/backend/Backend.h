@@ -60,6 +60,12 @@ private:
   TargetFacts Facts;
 };
 
+/// What both backends' generate() does with their code generator \p Gen:
+/// configure \p M for its machine, optimize at \p Level, and make
+/// \p Output (for NVPTX, an object is the PTX text).
+Expected<std::vector<char>> generateWith(CodeGenerator &Gen, llvm::Module &M, OptLevel Level,
+                                         PipelineOutput Output, CompileTimes &Times);
+
 /// The facts of \p TM: its cache line (the system's, when \p TM is for
 /// this host and the system says; 64 bytes otherwise) and the widest
 /// vector its CPU has (64 bytes with AVX-512, 32 with AVX, 16 for SSE and

@@ -41,40 +41,7 @@ public:
 
   Expected<std::vector<char>> generate(llvm::Module &M, OptLevel Level, PipelineOutput Output,
                                        CompileTimes &Times) override {
-    llvm::TargetMachine &TM = Gen.targetMachine();
-    configureModule(M, TM);
-    Clock::time_point T0 = Clock::now();
-    if (Status S = optimize(M, TM, Level); !S)
-      return S;
-    Times.Optimize += msSince(T0);
-    T0 = Clock::now();
-    std::vector<char> Bytes;
-    switch (Output) {
-    case PipelineOutput::OptimizedIR: {
-      std::string Text;
-      llvm::raw_string_ostream OS(Text);
-      M.print(OS, nullptr);
-      OS.flush();
-      Bytes.assign(Text.begin(), Text.end());
-      return Bytes; // No code generated.
-    }
-    case PipelineOutput::Assembly: {
-      Expected<std::string> Asm = Gen.assembly(M, Level);
-      if (!Asm)
-        return Asm.status();
-      Bytes.assign(Asm->begin(), Asm->end());
-      break;
-    }
-    case PipelineOutput::Object: {
-      Expected<llvm::SmallVector<char, 0>> Obj = Gen.object(M, Level);
-      if (!Obj)
-        return Obj.status();
-      Bytes.assign(Obj->begin(), Obj->end());
-      break;
-    }
-    }
-    Times.Codegen += msSince(T0);
-    return Bytes;
+    return generateWith(Gen, M, Level, Output, Times);
   }
 
 private:
@@ -82,6 +49,44 @@ private:
 };
 
 } // namespace
+
+Expected<std::vector<char>> generateWith(CodeGenerator &Gen, llvm::Module &M, OptLevel Level,
+                                         PipelineOutput Output, CompileTimes &Times) {
+  llvm::TargetMachine &TM = Gen.targetMachine();
+  configureModule(M, TM);
+  Clock::time_point T0 = Clock::now();
+  if (Status S = optimize(M, TM, Level); !S)
+    return S;
+  Times.Optimize += msSince(T0);
+  T0 = Clock::now();
+  std::vector<char> Bytes;
+  switch (Output) {
+  case PipelineOutput::OptimizedIR: {
+    std::string Text;
+    llvm::raw_string_ostream OS(Text);
+    M.print(OS, nullptr);
+    OS.flush();
+    Bytes.assign(Text.begin(), Text.end());
+    return Bytes; // No code generated.
+  }
+  case PipelineOutput::Assembly: {
+    Expected<std::string> Asm = Gen.assembly(M, Level);
+    if (!Asm)
+      return Asm.status();
+    Bytes.assign(Asm->begin(), Asm->end());
+    break;
+  }
+  case PipelineOutput::Object: {
+    Expected<llvm::SmallVector<char, 0>> Obj = Gen.object(M, Level);
+    if (!Obj)
+      return Obj.status();
+    Bytes.assign(Obj->begin(), Obj->end());
+    break;
+  }
+  }
+  Times.Codegen += msSince(T0);
+  return Bytes;
+}
 
 TargetFacts targetFacts(const llvm::TargetMachine &TM) {
   const llvm::Triple &T = TM.getTargetTriple();

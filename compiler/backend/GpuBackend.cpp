@@ -12,21 +12,11 @@
 
 #include "compiler/backend/Target.h"
 #include "compiler/emit/EmitKernel.h"
-#include "compiler/optimize/Optimize.h"
 
-#include <llvm/IR/Module.h>
-#include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
-
-#include <chrono>
 
 namespace gatherjit {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double msSince(Clock::time_point T0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - T0).count();
-}
 
 class GridBackend final : public Backend {
 public:
@@ -40,37 +30,8 @@ public:
 
   Expected<std::vector<char>> generate(llvm::Module &M, OptLevel Level, PipelineOutput Output,
                                        CompileTimes &Times) override {
-    llvm::TargetMachine &TM = Gen.targetMachine();
-    configureModule(M, TM);
-    Clock::time_point T0 = Clock::now();
-    if (Status S = optimize(M, TM, Level); !S)
-      return S;
-    Times.Optimize += msSince(T0);
-    T0 = Clock::now();
-    std::vector<char> Bytes;
-    if (Output == PipelineOutput::OptimizedIR) {
-      std::string Text;
-      llvm::raw_string_ostream OS(Text);
-      M.print(OS, nullptr);
-      OS.flush();
-      Bytes.assign(Text.begin(), Text.end());
-      return Bytes;
-    }
-    // PTX is text: the device's object and its assembly are one (the
-    // code generator's cached pipeline makes the object).
-    if (Output == PipelineOutput::Assembly && Entry == GridEntry::SimulatedOnHost) {
-      Expected<std::string> Asm = Gen.assembly(M, Level);
-      if (!Asm)
-        return Asm.status();
-      Bytes.assign(Asm->begin(), Asm->end());
-    } else {
-      Expected<llvm::SmallVector<char, 0>> Obj = Gen.object(M, Level);
-      if (!Obj)
-        return Obj.status();
-      Bytes.assign(Obj->begin(), Obj->end());
-    }
-    Times.Codegen += msSince(T0);
-    return Bytes;
+    // For NVPTX the object is the PTX text (see CodeGenerator::object).
+    return generateWith(Gen, M, Level, Output, Times);
   }
 
 private:
@@ -85,8 +46,7 @@ std::unique_ptr<Backend> gpuBackend(CodeGenerator &Gen) {
 }
 
 std::unique_ptr<Backend> simulatedGridBackend(CodeGenerator &HostGen) {
-  TargetFacts Facts = gpuFacts();
-  return std::make_unique<GridBackend>(HostGen, Facts, GridEntry::SimulatedOnHost);
+  return std::make_unique<GridBackend>(HostGen, gpuFacts(), GridEntry::SimulatedOnHost);
 }
 
 TargetFacts gpuFacts() {

@@ -55,12 +55,12 @@ static void initializeGpuTargets() {
 }
 
 /// The PTX ISA version that \p Cpu (sm_NN) needs: the lowest the
-/// architecture is defined in, so the oldest driver that knows the
-/// architecture loads it.
+/// architecture is defined in (sm_89 and sm_90: 7.8), so the oldest driver
+/// that knows the architecture loads it.
 static std::string ptxVersionFeature(const std::string &Cpu) {
   const int Sm = std::atoi(Cpu.c_str() + (Cpu.rfind("sm_", 0) == 0 ? 3 : 0));
-  return Sm >= 90 ? "+ptx78" : Sm >= 89 ? "+ptx78" : Sm >= 87 ? "+ptx74" : Sm >= 86 ? "+ptx71"
-         : Sm >= 80 ? "+ptx70" : "+ptx63";
+  return Sm >= 89 ? "+ptx78" : Sm >= 87 ? "+ptx74" : Sm >= 86 ? "+ptx71" : Sm >= 80 ? "+ptx70"
+                                                                           : "+ptx63";
 }
 
 static llvm::CodeGenOptLevel codeGenLevel(OptLevel Level) {
