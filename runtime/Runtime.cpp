@@ -154,6 +154,9 @@ struct Runtime::Impl {
                                      PipelineOutput Output = PipelineOutput::Object,
                                      bool UseDisk = true) {
     std::lock_guard<std::mutex> Lock(CompileMutex);
+    // A device runtime's kernels are PTX (the driver keeps its own cache).
+    if (Device)
+      return runPipeline({{Spec, Spec.symbolName()}}, *DeviceTarget, Level, Output);
     return runPipeline({{Spec, Spec.symbolName()}}, *Target, Level, Output,
                        UseDisk && Disk ? &*Disk : nullptr);
   }
@@ -185,16 +188,10 @@ struct Runtime::Impl {
     return [this, Spec](TieredCode &Tiered) { upgrade(Spec, Tiered); };
   }
 
-  /// The first code of \p Spec: the generic loop, or the kernel compiled at
-  /// its first level (the quick tier for a small kernel, else the
-  /// runtime's level).
   /// A device runtime's code of \p Spec: PTX for the device, loaded.
   CodeResult compileForDevice(const KernelSpec &Spec, CompileTimes &Times, uint64_t &Bytes) {
     const std::string Name = Spec.symbolName();
-    Expected<PipelineResult> Ptx = [&] {
-      std::lock_guard<std::mutex> Lock(CompileMutex);
-      return runPipeline({{Spec, Name}}, *DeviceTarget, Options.Opt);
-    }();
+    Expected<PipelineResult> Ptx = objectFor(Spec, Options.Opt);
     if (!Ptx)
       return Ptx.status();
     Times = Ptx->Times;
@@ -215,6 +212,9 @@ struct Runtime::Impl {
                                         nullptr, Upgrades);
   }
 
+  /// The first code of \p Spec: the generic loop, or the kernel compiled at
+  /// its first level (the quick tier for a small kernel, else the
+  /// runtime's level); on a device, the device's kernel.
   CodeResult compileFirst(const KernelSpec &Spec, CompileTimes &Times, bool &FromDisk,
                           bool &Stored, uint64_t &Bytes) {
     if (Device)

@@ -151,8 +151,9 @@ std::string gpuHeader(const std::vector<AotKernel> &Kernels,
     << " * index is out of range (Check; the output is then incomplete): the first\n"
     << " * in the output's row-major order, at output element K / NAME_TUPLE,\n"
     << " * component K % NAME_TUPLE of its index tuple (GatherND; 1 otherwise).\n"
-    << " * Buffers hold at least NAME_INPUT_BYTES,\n"
-    << " * NAME_INDICES_BYTES and NAME_OUTPUT_BYTES bytes. */\n"
+    << " * Buffers hold at least NAME_INPUT_BYTES, NAME_INDICES_BYTES and\n"
+    << " * NAME_OUTPUT_BYTES bytes, each aligned to its element, and do not\n"
+    << " * overlap (the operands are read through the read-only cache). */\n"
     << "#ifndef " << Guard << "\n#define " << Guard << "\n";
   for (size_t I = 0; I < Kernels.size(); ++I) {
     const AotKernel &K = Kernels[I];

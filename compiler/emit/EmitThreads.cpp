@@ -107,6 +107,12 @@ void KernelEmitter::emitDeviceEntry(const std::string &Name, Function *Body) {
   F = Function::Create(FunctionType::get(B.getVoidTy(), {PtrTy, PtrTy, PtrTy, PtrTy}, false),
                        GlobalValue::ExternalLinkage, Name, M);
   F->addFnAttr(Attribute::NoUnwind);
+  // Distinct buffers, the operands only read: their loads may go through
+  // the read-only data cache (ld.global.nc).
+  for (unsigned A = 0; A < 4; ++A)
+    F->addParamAttr(A, Attribute::NoAlias);
+  F->addParamAttr(0, Attribute::ReadOnly);
+  F->addParamAttr(1, Attribute::ReadOnly);
   M.getOrInsertNamedMetadata("nvvm.annotations")
       ->addOperand(MDNode::get(Ctx, {ValueAsMetadata::get(F), MDString::get(Ctx, "kernel"),
                                      ConstantAsMetadata::get(B.getInt32(1))}));

@@ -150,6 +150,7 @@ TEST(AotCommand, PtxModuleAndLaunchHeaderForNvptx) {
   EXPECT_THAT(Ptx, HasSubstr(".target sm_90"));
   EXPECT_THAT(Ptx, HasSubstr(".visible .entry ge1("));
   EXPECT_THAT(Ptx, HasSubstr("atom.global.min.u64")) << "Check's first bad index";
+  EXPECT_THAT(Ptx, HasSubstr("ld.global.nc.")) << "operands through the read-only cache";
   const std::string H = slurp(Dir / "k.h");
   // 16,777,216 elements: 8192 blocks (the plan's most) of 256 threads.
   for (const char *Line : {"#define ge1_ENTRY \"ge1\"",
