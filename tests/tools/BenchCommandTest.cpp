@@ -1,4 +1,4 @@
-//===- tests/bench/BenchCommandTest.cpp - gatherjit bench ----------------===//
+//===- tests/tools/BenchCommandTest.cpp - gatherjit bench ----------------===//
 //
 // The report `gatherjit bench` writes (rows, Markdown, chart) on two tiny
 // cases, and its errors. Speed itself is measured by the command, never
@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tools/CliTestUtil.h"
+#include "CliTestUtil.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

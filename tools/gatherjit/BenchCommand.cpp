@@ -1,4 +1,4 @@
-//===- bench/BenchCommand.cpp - gatherjit bench --------------------------===//
+//===- tools/gatherjit/BenchCommand.cpp - gatherjit bench ----------------===//
 
 #include "BenchCommand.h"
 

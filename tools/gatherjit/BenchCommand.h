@@ -1,4 +1,4 @@
-//===- bench/BenchCommand.h - gatherjit bench ----------------------------===//
+//===- tools/gatherjit/BenchCommand.h - gatherjit bench ------------------===//
 /// \file
 /// `gatherjit bench [--cases GE1,G1,...] [--threads N] [--json FILE]`: runs
 /// the benchmark suite and writes RESULTS/<date>.json, .md and .png (the
