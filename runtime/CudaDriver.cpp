@@ -253,10 +253,9 @@ Expected<std::shared_ptr<CudaDevice>> CudaDevice::open(int Ordinal) {
   if (Major < 7)
     return Status::unsupported("CUDA device " + std::to_string(Ordinal) + " is " + D->Arch +
                                "; gatherjit's GPU kernels need sm_70 or later");
-  Handle Ctx = nullptr;
-  if (CUresult R = Cu.PrimaryCtxRetain(&Ctx, D->Dev); R != Success)
+  if (CUresult R = Cu.PrimaryCtxRetain(&D->Context, D->Dev); R != Success)
     return failed(Cu, R, "cuDevicePrimaryCtxRetain");
-  if (CUresult R = Cu.CtxSetCurrent(Ctx); R != Success)
+  if (CUresult R = Cu.CtxSetCurrent(D->Context); R != Success)
     return failed(Cu, R, "cuCtxSetCurrent");
   return D;
 }
@@ -270,10 +269,9 @@ Expected<std::shared_ptr<const Executable>> CudaDevice::load(const std::string &
                                                             const KernelSpec &Spec,
                                                             const KernelPlan &Plan) {
   const Api &Cu = **loadApi();
-  Handle Ctx = nullptr, Module = nullptr, Fn = nullptr;
-  if (CUresult R = Cu.PrimaryCtxRetain(&Ctx, Dev); R != Success)
-    return failed(Cu, R, "cuDevicePrimaryCtxRetain");
-  if (CUresult R = Cu.CtxSetCurrent(Ctx); R != Success)
+  Handle Module = nullptr, Fn = nullptr;
+  // The loading thread may not be the one that opened the device.
+  if (CUresult R = Cu.CtxSetCurrent(Context); R != Success)
     return failed(Cu, R, "cuCtxSetCurrent");
   if (CUresult R = Cu.ModuleLoadDataEx(&Module, Ptx.c_str(), 0, nullptr, nullptr); R != Success)
     return failed(Cu, R, "cuModuleLoadDataEx");
@@ -282,7 +280,7 @@ Expected<std::shared_ptr<const Executable>> CudaDevice::load(const std::string &
     return failed(Cu, R, "cuModuleGetFunction");
   }
   return std::shared_ptr<const Executable>(
-      std::make_shared<CudaCode>(Cu, Ctx, Module, Fn, Spec, Plan));
+      std::make_shared<CudaCode>(Cu, Context, Module, Fn, Spec, Plan));
 }
 
 Status CudaDevice::copyToHost(void *Dst, const void *Src, size_t Bytes) const {

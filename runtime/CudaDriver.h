@@ -62,6 +62,7 @@ private:
   CudaDevice() = default;
   int Ordinal = 0;
   int Dev = 0;
+  void *Context = nullptr; ///< The device's primary context, retained once.
   std::string Arch;
 };
 

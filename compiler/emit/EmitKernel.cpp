@@ -78,16 +78,21 @@ SmallVector<Value *, MaxRank> KernelEmitter::loadTuple(Value *Off, AllocaInst *B
   return Tuple;
 }
 
-void KernelEmitter::emitReturnIfBad(ArrayRef<Value *> Tuple, Value *Pos) {
+void KernelEmitter::emitIfBad(ArrayRef<Value *> Tuple,
+                              const std::function<void(unsigned)> &OnBad) {
   for (unsigned C = 0; C < Tuple.size(); ++C) {
     BasicBlock *Bad = BasicBlock::Create(Ctx, "bad", F);
     BasicBlock *Good = BasicBlock::Create(Ctx, "good", F);
     B.CreateCondBr(isOutOfRange(Tuple[C], C), Bad, Good,
                    MDBuilder(Ctx).createBranchWeights(1, 1 << 20));
     B.SetInsertPoint(Bad);
-    emitReturnBad(componentPosition(Pos, C));
+    OnBad(C);
     B.SetInsertPoint(Good);
   }
+}
+
+void KernelEmitter::emitReturnIfBad(ArrayRef<Value *> Tuple, Value *Pos) {
+  emitIfBad(Tuple, [&](unsigned C) { emitReturnBad(componentPosition(Pos, C)); });
 }
 
 Value *KernelEmitter::safeIndex(Value *W, unsigned C) {

@@ -60,18 +60,12 @@ void KernelEmitter::emitThreads(const std::string &Name, GridEntry Entry) {
     // The element's first bad component, as the key E * TupleSize + C: the
     // smallest key over the grid is the bad index a CPU kernel, walking
     // the output in order, finds first.
-    for (unsigned C = 0; C < Tuple.size(); ++C) {
-      BasicBlock *Bad = BasicBlock::Create(Ctx, "bad", F);
-      BasicBlock *Good = BasicBlock::Create(Ctx, "good", F);
-      B.CreateCondBr(isOutOfRange(Tuple[C], C), Bad, Good,
-                     MDBuilder(Ctx).createBranchWeights(1, 1 << 20));
-      B.SetInsertPoint(Bad);
+    emitIfBad(Tuple, [&](unsigned C) {
       B.CreateAtomicRMW(AtomicRMWInst::UMin, Status,
                         B.CreateAdd(B.CreateMul(E, c(S.TupleSize)), c(C)), MaybeAlign(8),
                         AtomicOrdering::Monotonic);
       B.CreateBr(Next);
-      B.SetInsertPoint(Good);
-    }
+    });
   }
   copyElement(tupleOffset(O.In, Tuple), O.Out);
   B.CreateBr(Next);

@@ -92,6 +92,10 @@ private:
   /// (one for the gathers other than GatherND), each ORed into \p BadFlag
   /// if given.
   SmallVector<Value *, MaxRank> loadTuple(Value *Off, AllocaInst *BadFlag);
+  /// For each component C of \p Tuple that is out of range (unlikely),
+  /// \p OnBad(C) in a block of its own, which it must end; the builder is
+  /// left where every component is in range.
+  void emitIfBad(ArrayRef<Value *> Tuple, const std::function<void(unsigned)> &OnBad);
   /// Returns 1 + \p Pos + C from the kernel if component C of \p Tuple is
   /// out of range (unlikely).
   void emitReturnIfBad(ArrayRef<Value *> Tuple, Value *Pos);
