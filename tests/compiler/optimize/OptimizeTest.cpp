@@ -70,10 +70,10 @@ TEST(Optimize, EveryLevelKeepsEveryCaseValid) {
 }
 
 TEST(Optimize, O2VectorizesElementRowsAndO1DoesNot) {
-  // GE2's element rows become vector code at O2; the quick tier leaves
-  // loops alone.
+  // GE2's element rows become vector code at O2 (as wide as the host's
+  // vectors: 4 or 8 indices); the quick tier leaves loops alone.
   const KernelSpec GE2 = caseSpec("GE2");
-  EXPECT_NE(optimizedIR(GE2, OptLevel::O2).find("<8 x i64>"), std::string::npos);
+  EXPECT_NE(optimizedIR(GE2, OptLevel::O2).find("x i64>"), std::string::npos);
   EXPECT_EQ(optimizedIR(GE2, OptLevel::O1).find("x i64>"), std::string::npos);
 }
 
