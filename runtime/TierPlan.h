@@ -30,6 +30,13 @@ constexpr uint64_t HotRuns = 3;
 /// background thread.
 constexpr uint64_t HotBytes = uint64_t(1) << 20;
 
+/// Runs before a kernel of \p Spec is hot: HotRuns, or fewer where they
+/// write HotBytes.
+inline uint64_t hotAfterRuns(const KernelSpec &Spec) {
+  const uint64_t Bytes = std::max<uint64_t>(1, Spec.outputBytes());
+  return std::clamp<uint64_t>((HotBytes + Bytes - 1) / Bytes, 1, HotRuns);
+}
+
 /// What the generic loop loses against the specialized kernel, in
 /// picoseconds per output byte, and what specializing a large kernel costs
 /// (LLVM at O2, emit to link), measured on a 2-core Zen 4 EPYC: `gatherjit
@@ -53,7 +60,7 @@ inline uint64_t specializeAfterRuns(const KernelSpec &Spec) {
     const uint64_t PaysAfter = SpecializeCostNs * 1000 / BlockRowLossPsPerByte;
     return std::max<uint64_t>(1, (PaysAfter + Bytes - 1) / Bytes);
   }
-  return std::clamp<uint64_t>((HotBytes + Bytes - 1) / Bytes, 1, HotRuns);
+  return hotAfterRuns(Spec);
 }
 
 /// True if one call of \p Spec loses more to the generic loop than its

@@ -124,6 +124,15 @@ const char *rowKindName(RowKind Kind) {
 }
 
 KernelPlan planKernel(const KernelSpec &S, const TargetFacts &T) {
+  if (S.Family && S.PlanRows) {
+    // A row family runs as its planned shape: what the plan decides from
+    // the rows (large outputs, region prefetches) is the key's.
+    KernelSpec Planned = S;
+    Planned.Family = false;
+    Planned.PlanRows = 0;
+    Planned.Sizes[0] = S.PlanRows;
+    return planKernel(Planned, T);
+  }
   KernelPlan P;
   P.LineBytes = T.CacheLineBytes;
   P.VectorBytes = T.VectorBytes;

@@ -13,7 +13,7 @@ bool KernelSpec::operator==(const KernelSpec &O) const {
                   const std::array<uint64_t, MaxRank> &B) {
     return std::equal(A.begin(), A.begin() + Rank, B.begin());
   };
-  return Family == O.Family && ElemBytes == O.ElemBytes && OutElemBytes == O.OutElemBytes &&
+  return Family == O.Family && PlanRows == O.PlanRows && ElemBytes == O.ElemBytes && OutElemBytes == O.OutElemBytes &&
          Epilogue == O.Epilogue && RowIn == O.RowIn && RowOut == O.RowOut &&
          IndexType == O.IndexType &&
          Policy == O.Policy && Rank == O.Rank && Same(Sizes, O.Sizes) &&
@@ -48,7 +48,7 @@ size_t KernelSpec::hashValue() const {
         K;
   if (hasEpilogue())
     H = (H ^ Epilogue.Key ^ (OutElemBytes | RowIn << 8) * 0x9fb21c651e98df25ull ^ RowOut) * K;
-  H ^= Family;
+  H ^= Family | PlanRows << 1;
   H ^= H >> 29;
   H *= K;
   H ^= H >> 32;
@@ -82,7 +82,8 @@ std::string KernelSpec::symbolName() const {
                                                     : "u64";
   char Buf[96];
   const std::string Tuple = TupleSize > 1 ? "_t" + std::to_string(TupleSize) : "";
-  std::snprintf(Buf, sizeof(Buf), "gj_%sb%u_%s_r%u%s_%s_%016llx", Family ? "family_" : "",
+  std::snprintf(Buf, sizeof(Buf), "gj_%sb%u_%s_r%u%s_%s_%016llx",
+                !Family ? "" : PlanRows ? "rowfamily_" : "family_",
                 ElemBytes, Idx, Rank, Tuple.c_str(), oobPolicyName(Policy),
                 static_cast<unsigned long long>(hashValue()));
   return Buf;
@@ -103,6 +104,8 @@ std::string KernelSpec::describe() const {
   };
   if (Family)
     OS << "family ";
+  if (PlanRows)
+    OS << "planned_rows=" << PlanRows << " ";
   OS << "elem_bytes=" << ElemBytes << " index=" << dataTypeName(IndexType)
      << " oob=" << oobPolicyName(Policy)
      << " rank=" << Rank;
@@ -273,6 +276,16 @@ std::optional<KernelSpec> familyOf(const KernelSpec &Spec) {
     Vary(F.AxisStride[C]);
   }
   Vary(F.TupleStride);
+  return F;
+}
+
+std::optional<KernelSpec> rowFamilyOf(const KernelSpec &Spec) {
+  if (Spec.Family || Spec.hasEpilogue() || Spec.Rank < 2 || Spec.emptyAxis())
+    return std::nullopt;
+  KernelSpec F = Spec;
+  F.Family = true;
+  F.PlanRows = Spec.Sizes[0];
+  F.Sizes[0] = KernelSpec::Variable;
   return F;
 }
 

@@ -63,6 +63,9 @@ struct KernelSpec {
   /// the inner loop is still vectorized.
   bool Family = false;
   static constexpr uint64_t Variable = ~uint64_t(0);
+  /// A row family (see rowFamilyOf), whose only Variable is Sizes[0], is
+  /// planned as the spec of PlanRows rows; 0 for every other spec.
+  uint64_t PlanRows = 0;
 
   bool operator==(const KernelSpec &Other) const;
   size_t hashValue() const;
@@ -109,6 +112,14 @@ KernelSpec canonicalize(const ValidDesc &Desc);
 /// an epilogue, rank 0, rows copied whole (the generic loop moves them with
 /// one memcpy already) or an empty axis.
 std::optional<KernelSpec> familyOf(const KernelSpec &Spec);
+
+/// The row family of \p Spec: \p Spec with only its rows (Sizes[0], the
+/// outermost loop's trip count) made Variable, planned as \p Spec
+/// (PlanRows). A batch size or sequence length that changes changes only
+/// that count, and the kernel's code is the specialized kernel's but for
+/// it. std::nullopt below rank 2 (the rows are the innermost loop), with
+/// an epilogue or an empty axis.
+std::optional<KernelSpec> rowFamilyOf(const KernelSpec &Spec);
 
 /// The shape argument of a family kernel: \p Spec's values in slots, each
 /// array at its FamilySlot.

@@ -58,6 +58,113 @@ TEST(Family, ShapesOfOneFamilyShareItAndKeepTheirContiguity) {
   EXPECT_EQ(Shape[AxisSizeSlot], 64u);
 }
 
+TEST(Family, ARowFamilyVariesOnlyTheRowsAndIsPlannedAsItsFirstShape) {
+  const KernelSpec Small = canonicalize(geOf(8, 64, 16)), Large = canonicalize(geOf(1000, 64, 16));
+  const std::optional<KernelSpec> A = rowFamilyOf(Small), B = rowFamilyOf(Large);
+  ASSERT_TRUE(A && B);
+  EXPECT_TRUE(A->Family);
+  EXPECT_EQ(A->Sizes[0], KernelSpec::Variable);
+  EXPECT_EQ(A->Sizes[1], 16u) << "the inner sizes stay constants";
+  EXPECT_EQ(A->InStride[0], 64u);
+  EXPECT_EQ(A->AxisSize[0], 64u);
+  EXPECT_EQ(A->PlanRows, 8u);
+  EXPECT_FALSE(*A == *B) << "the planned rows are part of the spec";
+  KernelSpec KeyA = *A, KeyB = *B;
+  KeyA.PlanRows = KeyB.PlanRows = 0;
+  EXPECT_TRUE(KeyA == KeyB);
+  EXPECT_NE(A->symbolName().find("rowfamily"), std::string::npos);
+  EXPECT_NE(A->describe().find("planned_rows=8"), std::string::npos);
+  // Planned as the shape it was made from, whatever its rows.
+  EXPECT_EQ(planKernel(*A), planKernel(Small));
+  EXPECT_EQ(planKernel(*B), planKernel(Large));
+  // A large output streams its stores, a small one does not: two shapes on
+  // either side are two kernels.
+  const KernelSpec Huge = canonicalize(geOf(1 << 16, 1024, 1024));
+  ASSERT_NE(planKernel(Huge), planKernel(Small));
+  EXPECT_EQ(planKernel(*rowFamilyOf(Huge)), planKernel(Huge));
+  // Rows copied whole (an embedding) have one; rank 1 has none (its rows
+  // are the innermost loop).
+  Expected<GatherDesc> Rows =
+      onnxGather(tensor(DataType::Float32, {100, 32}), tensor(DataType::Int64, {7}), 0);
+  ASSERT_TRUE(Rows.isOk());
+  const std::optional<KernelSpec> Embedding = rowFamilyOf(canonicalize(*validate(*Rows)));
+  ASSERT_TRUE(Embedding);
+  EXPECT_TRUE(Embedding->innerIsBlock());
+  Expected<GatherDesc> Flat =
+      onnxGather(tensor(DataType::Float32, {100}), tensor(DataType::Int64, {7}), 0);
+  ASSERT_TRUE(Flat.isOk());
+  EXPECT_FALSE(rowFamilyOf(canonicalize(*validate(*Flat))));
+}
+
+/// Compiles \p Spec at O2 and links it.
+static std::shared_ptr<const Executable> compileLinked(const KernelSpec &Spec, CodeGenerator &Gen,
+                                                JitEngine &Jit) {
+  Expected<PipelineResult> Object =
+      runPipeline({{Spec, Spec.symbolName()}}, *backendFor(Gen), OptLevel::O2);
+  EXPECT_TRUE(Object.isOk()) << Object.status().message();
+  if (!Object)
+    return nullptr;
+  Expected<std::shared_ptr<const Executable>> Linked = Jit.link(Spec.symbolName(), Object->Bytes);
+  EXPECT_TRUE(Linked.isOk()) << Linked.status().message();
+  return Linked ? Linked.take() : nullptr;
+}
+
+// Each configuration through a row family planned for other rows than its
+// own (the plan the same), so that the count the kernel reads is not the
+// one it was made with.
+TEST(Family, RowFamiliesOfRandomConfigurationsMatchTheInterpreter) {
+  Expected<std::unique_ptr<CodeGenerator>> Gen = createCodeGenerator({}, OptLevel::O2);
+  ASSERT_TRUE(Gen.isOk()) << Gen.status().message();
+  Expected<std::shared_ptr<JitEngine>> Jit = JitEngine::create({});
+  ASSERT_TRUE(Jit.isOk());
+  const TargetFacts Facts = backendFor(**Gen)->facts();
+  CaseGenerator Cases(20261126);
+  int Run = 0, Failing = 0, Blocks = 0;
+  for (int I = 0; I < 2000 && Run < 250; ++I) {
+    RandomCase C = Cases.next();
+    SCOPED_TRACE("case " + std::to_string(I) + ": " + C.Summary);
+    if (C.Desc.outputElements() == 0)
+      continue;
+    const KernelSpec Spec = canonicalize(C.Desc);
+    std::optional<KernelSpec> Family = rowFamilyOf(Spec);
+    if (!Family)
+      continue;
+    const KernelPlan Plan = planKernel(Spec, Facts);
+    for (uint64_t Other : {2 * Spec.rows() + 3, Spec.rows() + 1, Spec.rows()}) {
+      KernelSpec F = *Family;
+      F.PlanRows = Other;
+      if (planKernel(F, Facts) == Plan) {
+        Family = F;
+        break;
+      }
+    }
+    std::shared_ptr<const Executable> Code = compileLinked(*Family, **Gen, **Jit);
+    ASSERT_TRUE(Code);
+    Blocks += Spec.innerIsBlock();
+    const FamilyCode Bound(Code, Spec);
+    const size_t OutBytes = requiredElements(C.Desc.Output) * C.Desc.Output.elementBytes();
+    std::vector<char> Ref(OutBytes, '\xab'), Got(OutBytes, '\xab');
+    Status RS = interpret(C.Desc, C.Input.data(), C.Indices.data(), Ref.data());
+    // In two ranges of rows, the second asking past the end.
+    const int64_t Rows = static_cast<int64_t>(Spec.rows()), Mid = Rows / 2;
+    int64_t R = Bound.runRows(C.Input.data(), C.Indices.data(), Got.data(), 0, Mid);
+    if (R == 0)
+      R = Bound.runRows(C.Input.data(), C.Indices.data(), Got.data(), Mid, Rows + 5);
+    if (RS) {
+      ASSERT_EQ(R, 0);
+      ASSERT_EQ(Ref, Got) << "outputs differ";
+    } else {
+      ASSERT_NE(R, 0);
+      ASSERT_EQ(static_cast<uint64_t>(R - 1), *RS.position());
+      ++Failing;
+    }
+    ++Run;
+  }
+  EXPECT_GE(Run, 250);
+  EXPECT_GE(Failing, 10);
+  EXPECT_GE(Blocks, 10) << "rows copied whole have row families too";
+}
+
 TEST(Family, RandomConfigurationsMatchTheInterpreter) {
   Expected<std::unique_ptr<CodeGenerator>> Gen = createCodeGenerator({}, OptLevel::O2);
   ASSERT_TRUE(Gen.isOk()) << Gen.status().message();
@@ -141,12 +248,23 @@ TEST(Runtime, ANewShapeOfACompiledFamilyRunsItsFamilyKernelAtOnce) {
   Bad.Idx[2000] = 16;
   Bad.Idx[4000] = -17;
   EXPECT_TRUE(Bad.agrees(*B));
-  // Hot, it moves on to its specialized kernel.
+  // The family is the rows' (only the row count changed): that code is
+  // the specialized kernel's but for the count, so a hot shape keeps it.
   for (int I = 0; I < 3; ++I)
     ASSERT_TRUE(Next.agrees(*B));
   RT.drainBackground();
-  EXPECT_EQ(B->tier(), KernelTier::Specialized);
+  EXPECT_EQ(B->tier(), KernelTier::Family);
+  EXPECT_EQ(RT.stats().Specializations, 0u);
   EXPECT_TRUE(Bad.agrees(*B));
+  // The first shape started on the generic loop; hot, it takes the row
+  // family's kernel, compiling nothing.
+  for (int I = 0; I < 3; ++I)
+    ASSERT_TRUE(First.agrees(*A));
+  RT.drainBackground();
+  EXPECT_EQ(A->tier(), KernelTier::Family);
+  EXPECT_TRUE(First.agrees(*A));
+  EXPECT_EQ(RT.stats().Specializations, 0u);
+  EXPECT_EQ(RT.stats().FamilyKernels, 1u) << "no family of every size for a rows-only walk";
   // A large output split across two threads runs the family kernel by rows.
   GeCase Wide(1200, 256);
   Expected<Kernel> W = RT.compile(Wide.Desc);

@@ -136,7 +136,7 @@ TEST(Runtime, TheQuickTierTakesKernelsOfAtMost64KiBAtO2) {
 
 TEST(Runtime, AQuickKernelMovesUpToO2AfterEnoughRunsWhileThreadsRunIt) {
   auto RT = makeRuntime();
-  // 64 KiB of output: the upgrade is due after 16 MiB / 64 KiB = 256 runs.
+  // 64 KiB of output: the upgrade is due once the kernel is hot (3 runs).
   GeCase C(128, 128);
   Expected<Kernel> K = RT->compile(C.Desc);
   ASSERT_TRUE(K.isOk());
