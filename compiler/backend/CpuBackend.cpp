@@ -100,9 +100,11 @@ TargetFacts targetFacts(const llvm::TargetMachine &TM) {
       F.CacheLineBytes = static_cast<unsigned>(Line);
   }
   const llvm::MCSubtargetInfo *STI = TM.getMCSubtargetInfo();
-  if (T.isX86())
-    F.VectorBytes = STI->checkFeatures("+avx512f") ? 64 : STI->checkFeatures("+avx") ? 32 : 16;
-  else
+  if (T.isX86()) {
+    const bool Avx512 = STI->checkFeatures("+avx512f");
+    F.VectorBytes = Avx512 ? 64 : STI->checkFeatures("+avx") ? 32 : 16;
+    F.PermuteBytes = Avx512 ? 64 : 0; // vpermd / vpermi2d and their 64-bit forms
+  } else
     F.VectorBytes = 16;
   F.VectorBytes = std::min(F.VectorBytes, F.CacheLineBytes);
   return F;

@@ -9,6 +9,8 @@
 
 #include "compiler/emit/KernelEmitter.h"
 
+#include <llvm/IR/IntrinsicsX86.h>
+
 #include <algorithm>
 
 namespace gatherjit::emit {
@@ -128,6 +130,11 @@ void KernelEmitter::emitElementRow(const Offsets &O, Value *Lo, Value *Hi) {
     return;
   }
   AllocaInst *BadFlag = emitBadFlag();
+  if (P.Row == RowKind::Permute) {
+    emitPermuteRow(O, Lo, Hi, BadFlag);
+    emitReturnFirstBad(BadFlag, O, Lo, Hi);
+    return;
+  }
   // Element E, stored at element offset DstOff of Dst if given.
   auto Element = [&](const Offsets &E, Value *Dst = nullptr, Value *DstOff = nullptr) {
     copyElement(tupleOffset(E.In, loadTuple(E.Idx, BadFlag)),
@@ -191,6 +198,110 @@ void KernelEmitter::emitElementRow(const Offsets &O, Value *Lo, Value *Hi) {
     });
   }
   emitReturnFirstBad(BadFlag, O, Lo, Hi);
+}
+
+Value *KernelEmitter::laneMask(unsigned Lanes, Value *Count) {
+  SmallVector<Constant *, 64> Steps;
+  for (unsigned I = 0; I < Lanes; ++I)
+    Steps.push_back(ConstantInt::get(I64, I));
+  return B.CreateICmpULT(ConstantVector::get(Steps), B.CreateVectorSplat(Lanes, Count));
+}
+
+void KernelEmitter::emitPermuteRow(const Offsets &O, Value *Lo, Value *Hi,
+                                   AllocaInst *BadFlag) {
+  const unsigned EB = S.ElemBytes, Lanes = P.PermuteBytes / EB;
+  const uint64_t Axis = S.AxisSize[0];
+  auto *VecTy = FixedVectorType::get(B.getIntNTy(EB * 8), Lanes);
+  auto *WideTy = FixedVectorType::get(I64, Lanes);
+  auto *IdxTy = FixedVectorType::get(B.getIntNTy(S.indexBytes() * 8), Lanes);
+  auto Splat = [&](uint64_t V) {
+    return ConstantVector::getSplat(ElementCount::getFixed(Lanes), ConstantInt::get(I64, V));
+  };
+  // The input row in registers (the axis is its innermost, contiguous
+  // dimension); lanes past its end are never loaded, and never selected.
+  SmallVector<Value *, 4> Regs;
+  Value *Row = bytePointer(In, O.In);
+  for (unsigned R = 0; R < P.PermuteRegisters; ++R) {
+    const uint64_t First = uint64_t(R) * Lanes;
+    Value *At = byteAt(Row, c(First * EB));
+    if (First + Lanes <= Axis)
+      Regs.push_back(B.CreateAlignedLoad(VecTy, At, Align(1), "row"));
+    else
+      Regs.push_back(B.CreateMaskedLoad(VecTy, At, Align(1), laneMask(Lanes, c(Axis - First)),
+                                        Constant::getNullValue(VecTy), "row"));
+  }
+  if (Regs.size() == 3)
+    Regs.push_back(Constant::getNullValue(VecTy));
+  const bool Wide = EB == 8;
+  // The output at positions [J, J + Lanes) of the row, lanes outside
+  // \p Mask (if given) neither read nor written.
+  auto Chunk = [&](Value *J, Value *Mask) {
+    Value *IdxAt = B.CreateInBoundsGEP(IdxTy->getElementType(), Idx,
+                                       B.CreateAdd(O.Idx, J, "", true, true));
+    Value *Raw = Mask ? static_cast<Value *>(B.CreateMaskedLoad(
+                            IdxTy, IdxAt, elementAlign(S.indexBytes()), Mask,
+                            Constant::getNullValue(IdxTy), "index"))
+                      : B.CreateAlignedLoad(IdxTy, IdxAt, elementAlign(S.indexBytes()), "index");
+    const bool Signed = isSignedIndexType(S.IndexType);
+    Value *W = Signed ? B.CreateSExt(Raw, WideTy) : B.CreateZExt(Raw, WideTy);
+    if (Signed && S.Policy != OobPolicy::Clip) // Negative indices count from the end.
+      W = B.CreateSelect(B.CreateICmpSLT(W, Splat(0)), B.CreateAdd(W, Splat(Axis)), W,
+                         "wrapped");
+    if (BadFlag) {
+      Value *Bad = B.CreateICmpUGE(W, Splat(Axis));
+      if (Mask)
+        Bad = B.CreateAnd(Bad, Mask);
+      B.CreateStore(B.CreateOr(B.CreateLoad(B.getInt1Ty(), BadFlag), B.CreateOrReduce(Bad)),
+                    BadFlag);
+    }
+    // As safeIndex: in [0, Axis) whatever the index.
+    Value *Safe = S.Policy != OobPolicy::Check && Signed
+                      ? B.CreateBinaryIntrinsic(
+                            Intrinsic::smax,
+                            B.CreateBinaryIntrinsic(Intrinsic::smin, W, Splat(Axis - 1)), Splat(0))
+                      : B.CreateBinaryIntrinsic(Intrinsic::umin, W, Splat(Axis - 1));
+    Value *Sel = Wide ? Safe : B.CreateTrunc(Safe, VecTy);
+    Value *Got;
+    if (Regs.size() == 1) {
+      Got = B.CreateIntrinsic(Wide ? Intrinsic::x86_avx512_permvar_di_512
+                                   : Intrinsic::x86_avx512_permvar_si_512,
+                              {}, {Regs[0], Sel});
+    } else {
+      // Each permute picks from two registers; with four, the position's
+      // next bit picks the pair.
+      const Intrinsic::ID Two =
+          Wide ? Intrinsic::x86_avx512_vpermi2var_q_512 : Intrinsic::x86_avx512_vpermi2var_d_512;
+      Got = B.CreateIntrinsic(Two, {}, {Regs[0], Sel, Regs[1]});
+      if (Regs.size() == 4) {
+        Value *Upper = B.CreateIntrinsic(Two, {}, {Regs[2], Sel, Regs[3]});
+        Value *PairBit = Wide ? Splat(2 * Lanes) : B.CreateTrunc(Splat(2 * Lanes), VecTy);
+        Value *High = B.CreateICmpNE(B.CreateAnd(Sel, PairBit), Constant::getNullValue(VecTy));
+        Got = B.CreateSelect(High, Upper, Got);
+      }
+    }
+    Value *OutAt = bytePointer(Out, B.CreateAdd(O.Out, J, "", true, true));
+    if (Mask)
+      B.CreateMaskedStore(Got, OutAt, Align(1), Mask);
+    else
+      B.CreateAlignedStore(Got, OutAt, Align(1));
+  };
+  Value *N = B.CreateSub(Hi, Lo, "", true, true);
+  Value *Full = B.CreateUDiv(N, c(Lanes));
+  emitLoop(c(0), Full, "permute", [&](Value *IV) {
+    Chunk(B.CreateAdd(Lo, B.CreateMul(IV, c(Lanes), "", true, true), "", true, true), nullptr);
+  });
+  Value *Rest = B.CreateURem(N, c(Lanes));
+  auto *ConstRest = dyn_cast<ConstantInt>(Rest);
+  if (ConstRest && ConstRest->isZero())
+    return;
+  BasicBlock *Tail = BasicBlock::Create(Ctx, "permute.tail", F);
+  BasicBlock *Done = BasicBlock::Create(Ctx, "permute.done", F);
+  B.CreateCondBr(B.CreateICmpNE(Rest, c(0)), Tail, Done);
+  B.SetInsertPoint(Tail);
+  Chunk(B.CreateAdd(Lo, B.CreateMul(Full, c(Lanes), "", true, true), "", true, true),
+        laneMask(Lanes, Rest));
+  B.CreateBr(Done);
+  B.SetInsertPoint(Done);
 }
 
 AllocaInst *KernelEmitter::emitBadFlag() {

@@ -189,6 +189,11 @@ private:
   /// the address may lie past the buffer (a prefetch never faults).
   void emitPrefetchSpan(Value *Base, Value *Offset, uint64_t Bytes);
   void emitElementRow(const Offsets &O, Value *Lo, Value *Hi);
+  /// A permute row (RowKind::Permute) over [Lo, Hi) of the innermost
+  /// dimension; under Check, ORs its out-of-range indices into \p BadFlag.
+  void emitPermuteRow(const Offsets &O, Value *Lo, Value *Hi, AllocaInst *BadFlag);
+  /// Lanes [0, \p Count) of a vector of \p Lanes.
+  Value *laneMask(unsigned Lanes, Value *Count);
   /// The offsets of the output element at linear position \p E.
   Offsets offsetsAt(Value *E);
   void emitDeviceEntry(const std::string &Name, Function *Body);

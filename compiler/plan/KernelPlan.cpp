@@ -64,6 +64,27 @@ constexpr uint64_t MaxGpuBlocks = 8192;
 /// overhead).
 constexpr uint64_t MaxStraightLoop = 4;
 
+/// Element rows gathering from a contiguous input row of at most
+/// MaxPermuteRegisters registers (of TargetFacts::PermuteBytes) permute
+/// their outputs out of the row loaded into registers, from output rows of
+/// MinPermuteRow elements (rank 1's one row always). GatherElements FLOAT32
+/// [L, 64] by INT64 [L, 16] on axis 1 (walk (a) of `gatherjit bench
+/// --shapes`), 500 rows: 2.2 us permuted against 3.2 us with a load per
+/// element and 2.3 us with AVX-512 gathers, in C on a 2-core Xeon with
+/// AVX-512 (4 registers: two two-register permutes and a blend).
+constexpr unsigned MaxPermuteRegisters = 4;
+constexpr uint64_t MinPermuteRow = 4;
+
+bool permutes(const KernelSpec &S, const TargetFacts &T) {
+  if (!T.PermuteBytes || S.Rank == 0 || S.hasEpilogue() || S.TupleSize != 1 ||
+      S.emptyAxis() || (S.ElemBytes != 4 && S.ElemBytes != 8))
+    return false;
+  const unsigned L = S.Rank - 1;
+  return S.InStride[L] == 0 && S.AxisStride[0] == 1 && S.IdxStride[L] == 1 &&
+         S.OutStride[L] == 1 && S.AxisSize[0] * S.ElemBytes <= MaxPermuteRegisters * T.PermuteBytes &&
+         (S.Rank == 1 || S.Sizes[L] >= MinPermuteRow);
+}
+
 bool sharesRowIndices(const KernelSpec &S) {
   if (S.Rank < 2 || S.innerIsBlock() || S.emptyAxis() || S.rows() < 2 ||
       S.Sizes[S.Rank - 1] > MaxSharedRow)
@@ -119,6 +140,8 @@ const char *rowKindName(RowKind Kind) {
     return "element";
   case RowKind::SharedIndices:
     return "shared-indices";
+  case RowKind::Permute:
+    return "permute";
   }
   return "?";
 }
@@ -141,8 +164,17 @@ KernelPlan planKernel(const KernelSpec &S, const TargetFacts &T) {
   P.MaxStraightLoop = MaxStraightLoop;
   P.MaxInlinePrefetchLines = MaxInlinePrefetchLines;
   P.Row = S.innerIsBlock()                ? RowKind::Block
+          : permutes(S, T)                ? RowKind::Permute
           : !T.Gpu && sharesRowIndices(S) ? RowKind::SharedIndices
                                           : RowKind::Element;
+  if (P.Row == RowKind::Permute) {
+    // The row is in registers and the indices are read in order: nothing
+    // to prefetch or stream.
+    P.PermuteBytes = T.PermuteBytes;
+    P.PermuteRegisters =
+        static_cast<unsigned>((S.AxisSize[0] * S.ElemBytes + T.PermuteBytes - 1) / T.PermuteBytes);
+    return P;
+  }
   if (T.Gpu) {
     // The CPU's memory strategies below (and the table) do not apply.
     P.ThreadsPerBlock = GpuThreadsPerBlock;
@@ -206,6 +238,8 @@ KernelPlan planKernel(const KernelSpec &S, const TargetFacts &T) {
 std::string KernelPlan::describe() const {
   std::ostringstream OS;
   OS << "row=" << rowKindName(Row);
+  if (PermuteRegisters)
+    OS << "(registers=" << PermuteRegisters << ")";
   if (StreamIndices)
     OS << " stream-indices(block=" << BlockElements << ",ahead=" << IndexAheadBytes << ")";
   if (PrefetchNextInputRow)

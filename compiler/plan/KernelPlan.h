@@ -28,6 +28,10 @@ struct TargetFacts {
   /// splits it where the machine's are narrower). A power of two dividing
   /// CacheLineBytes.
   unsigned VectorBytes = 64;
+  /// The widest register from which one instruction picks elements by a
+  /// vector of run-time positions (x86 with AVX-512F: 64); 0 where the
+  /// emitter has no such permute.
+  unsigned PermuteBytes = 0;
   /// A GPU runs each element on a thread of its own: no prefetching,
   /// streaming or offset tables, which are CPU strategies.
   bool Gpu = false;
@@ -45,8 +49,13 @@ enum class RowKind {
   /// dimensions before the axis): read and checked once per call into a
   /// table of input offsets.
   SharedIndices,
+  /// One index per element, every element of a row gathering from one
+  /// short contiguous input row: the row is loaded into PermuteRegisters
+  /// registers, and each vector of indices permutes a vector of output out
+  /// of them (no load per element).
+  Permute,
 };
-const char *rowKindName(RowKind Kind); // "block", "element", "shared-indices"
+const char *rowKindName(RowKind Kind); // "block", "element", "shared-indices", "permute"
 
 struct KernelPlan {
   RowKind Row = RowKind::Element;
@@ -73,6 +82,10 @@ struct KernelPlan {
   /// prefetched (its first PrefetchRowBytes); 0 for none.
   uint64_t PrefetchRowsAhead = 0;
   uint64_t PrefetchRowBytes = 0;
+  /// Permute rows: the registers that hold the input row, each of
+  /// PermuteBytes (TargetFacts).
+  unsigned PermuteRegisters = 0;
+  unsigned PermuteBytes = 0;
   /// Loops of at most this many iterations, of constant count, are emitted
   /// as straight-line code.
   uint64_t MaxStraightLoop = 0;

@@ -7,10 +7,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "RuntimeTestUtil.h"
+#include "compiler/backend/Backend.h"
+#include "compiler/backend/Target.h"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <random>
 
 using namespace gatherjit;
 using namespace gatherjit::test;
@@ -282,6 +285,134 @@ TEST(Runtime, RowsGatheringAcrossASlicePrefetchTheNextSliceAndMatchTheInterprete
   Status S = Kn->run(In.data(), Idx.data(), Out.data());
   ASSERT_EQ(S.code(), ErrorCode::IndexOutOfRange);
   EXPECT_EQ(S.position(), (A - 1) * I * K + 5);
+}
+
+
+
+/// The host backend's facts (what the runtime's plans follow).
+TargetFacts hostFacts() {
+  Expected<std::unique_ptr<CodeGenerator>> Gen = createCodeGenerator({}, OptLevel::O2);
+  EXPECT_TRUE(Gen.isOk());
+  return Gen ? backendFor(**Gen)->facts() : TargetFacts{};
+}
+
+/// GatherElements of \p Type [Rows, Axis] by \p IndexType [Rows, Cols] on
+/// axis 1 under \p Policy, through \p RT against the interpreter: indices
+/// over [-Axis - 2, Axis + 2) (Clamp, Clip), or valid ones and then one bad
+/// index at each end of a row (Check). Returns whether the plan permutes.
+bool expectSmallAxisGatherMatches(Runtime &RT, const TargetFacts &Facts, DataType Type,
+                                  DataType IndexType, OobPolicy Policy, uint64_t Rows,
+                                  uint64_t Axis, uint64_t Cols, uint64_t Seed) {
+  SCOPED_TRACE(std::string(dataTypeName(Type)) + " [" + std::to_string(Rows) + ", " +
+               std::to_string(Axis) + "] by " + dataTypeName(IndexType) + " [" +
+               std::to_string(Rows) + ", " + std::to_string(Cols) + "], " +
+               oobPolicyName(Policy));
+  ValidateOptions O;
+  O.Policy = Policy;
+  O.AllowSmallerIndices = true;
+  Expected<ValidDesc> V = validate(GatherElementsDesc{tensor(Type, {Rows, Axis}),
+                                                      tensor(IndexType, {Rows, Cols}),
+                                                      tensor(Type, {Rows, Cols}), 1},
+                                   O);
+  EXPECT_TRUE(V.isOk()) << V.status().message();
+  if (!V)
+    return false;
+  const bool Permutes = planKernel(canonicalize(*V), Facts).Row == RowKind::Permute;
+  Expected<Kernel> K = RT.compile(*V);
+  EXPECT_TRUE(K.isOk()) << K.status().message();
+  if (!K)
+    return false;
+  const bool Signed = IndexType == DataType::Int32 || IndexType == DataType::Int64;
+  std::mt19937_64 Rng(Seed);
+  std::vector<int64_t> Idx(Rows * Cols);
+  const int64_t A = static_cast<int64_t>(Axis);
+  for (int64_t &I : Idx) {
+    const int64_t Span = Policy == OobPolicy::Check ? (Signed ? 2 * A : A) : 2 * A + 4;
+    const int64_t Low = Policy == OobPolicy::Check ? (Signed ? -A : 0) : (Signed ? -A - 2 : 0);
+    I = Low + static_cast<int64_t>(Rng() % static_cast<uint64_t>(Span));
+  }
+  const size_t Elem = dataTypeSize(Type);
+  std::vector<char> Data = patternBuffer(Rows * Axis, static_cast<unsigned>(Elem));
+  std::vector<char> Ref(Rows * Cols * Elem, '\x5a'), Out(Ref.size() + 2 * Elem, '\x5a');
+  char *At = Out.data() + Elem; // A guard element either side.
+  std::vector<char> Bytes = encodeIndices(IndexType, Idx);
+  EXPECT_TRUE(interpret(*V, Data.data(), Bytes.data(), Ref.data()).isOk());
+  EXPECT_TRUE(K->run(Data.data(), Bytes.data(), At).isOk());
+  EXPECT_EQ(0, std::memcmp(Ref.data(), At, Ref.size())) << "outputs differ";
+  for (size_t G = 0; G < Elem; ++G)
+    EXPECT_TRUE(Out[G] == '\x5a' && Out[Out.size() - 1 - G] == '\x5a') << "wrote outside";
+  if (Policy == OobPolicy::Check) {
+    // One bad index, in a full vector of a row, then one in a row's tail.
+    for (uint64_t Bad : {Cols + 1, Rows * Cols - 1}) {
+      std::vector<int64_t> WithBad = Idx;
+      WithBad[Bad] = A + static_cast<int64_t>(Bad % 3);
+      if (Signed && Bad % 2)
+        WithBad[Bad] = -A - 1;
+      std::vector<char> BadBytes = encodeIndices(IndexType, WithBad);
+      Status S = K->run(Data.data(), BadBytes.data(), At);
+      Status RS = interpret(*V, Data.data(), BadBytes.data(), Ref.data());
+      EXPECT_EQ(S.code(), ErrorCode::IndexOutOfRange);
+      EXPECT_EQ(S.position(), RS.position());
+      EXPECT_EQ(S.position(), Bad);
+    }
+  }
+  return Permutes;
+}
+
+TEST(Runtime, RowsPermutedFromRegistersMatchTheInterpreter) {
+  // Rows gathering from a short contiguous input row: on a host with
+  // variable permutes (AVX-512) the plan loads the row into 1 to 4
+  // registers and permutes each vector of outputs out of them; elsewhere
+  // the same cases run element rows.
+  const TargetFacts Facts = hostFacts();
+  auto RT = makeRuntime(64);
+  const DataType IndexTypes[] = {DataType::Int64, DataType::Int32, DataType::UInt32,
+                                 DataType::UInt64};
+  const OobPolicy Policies[] = {OobPolicy::Check, OobPolicy::Clamp, OobPolicy::Clip};
+  int Permuted = 0, Case = 0;
+  for (DataType Type : {DataType::Float32, DataType::Int64})
+    for (uint64_t Axis : {1, 7, 8, 16, 17, 32, 33, 48, 64, 65})
+      for (uint64_t Cols : {4, 13, 16, 37}) {
+        const DataType IndexType = IndexTypes[Case % 4];
+        const OobPolicy Policy = Policies[Case % 3];
+        Permuted += expectSmallAxisGatherMatches(*RT, Facts, Type, IndexType, Policy, 5, Axis,
+                                                 Cols, static_cast<uint64_t>(++Case));
+        if (HasFailure())
+          return;
+      }
+  if (Facts.PermuteBytes)
+    EXPECT_GE(Permuted, 50) << "cases the plan permutes";
+  else
+    EXPECT_EQ(Permuted, 0);
+}
+
+TEST(Runtime, ALookupInASmallTablePermutesAnyRangeOfItsIndices) {
+  // Gather of a 1-D table of 40 FLOAT32 by 103 indices: rank 1, one row,
+  // whose range [Begin, End) comes with the call (tails of any length).
+  const TargetFacts Facts = hostFacts();
+  auto RT = makeRuntime();
+  Expected<GatherDesc> D = onnxGather(tensor(DataType::Float32, {40}), tensor(DataType::Int64, {103}), 0);
+  ASSERT_TRUE(D.isOk());
+  Expected<ValidDesc> V = validate(*D);
+  ASSERT_TRUE(V.isOk());
+  if (Facts.PermuteBytes)
+    EXPECT_EQ(planKernel(canonicalize(*V), Facts).Row, RowKind::Permute);
+  Expected<Kernel> K = RT->compile(*V);
+  ASSERT_TRUE(K.isOk());
+  std::vector<char> Table = patternBuffer(40, 4);
+  std::vector<int64_t> Idx(103);
+  for (uint64_t I = 0; I < Idx.size(); ++I)
+    Idx[I] = static_cast<int64_t>((I * 37) % 80) - 40;
+  std::vector<char> Ref(103 * 4), Split(Ref.size(), '\x5a');
+  ASSERT_TRUE(interpret(*V, Table.data(), Idx.data(), Ref.data()).isOk());
+  for (uint64_t Begin = 0; Begin < 103; Begin += 23)
+    ASSERT_TRUE(K->runRows(Table.data(), Idx.data(), Split.data(), Begin,
+                           std::min<uint64_t>(103, Begin + 23)).isOk());
+  EXPECT_EQ(Ref, Split);
+  Idx[70] = 40;
+  Status S = K->runRows(Table.data(), Idx.data(), Split.data(), 69, 75);
+  ASSERT_EQ(S.code(), ErrorCode::IndexOutOfRange);
+  EXPECT_EQ(S.position(), 70u);
 }
 
 } // namespace

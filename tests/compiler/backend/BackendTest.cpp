@@ -38,6 +38,11 @@ TEST(Backend, VectorWidthIsTheCpusWidest) {
   EXPECT_EQ(factsOf("x86_64-unknown-linux-gnu", "haswell").VectorBytes, 32u);
   EXPECT_EQ(factsOf("x86_64-unknown-linux-gnu", "skylake-avx512").VectorBytes, 64u);
   EXPECT_EQ(factsOf("aarch64-unknown-linux-gnu", "neoverse-v1").VectorBytes, 16u);
+  // Variable permutes of a 64-byte register with AVX-512 only.
+  EXPECT_EQ(factsOf("x86_64-unknown-linux-gnu", "skylake-avx512").PermuteBytes, 64u);
+  EXPECT_EQ(factsOf("x86_64-unknown-linux-gnu", "znver4").PermuteBytes, 64u);
+  EXPECT_EQ(factsOf("x86_64-unknown-linux-gnu", "haswell").PermuteBytes, 0u);
+  EXPECT_EQ(factsOf("aarch64-unknown-linux-gnu", "neoverse-v1").PermuteBytes, 0u);
 }
 
 TEST(Backend, TheHostsLineIsTheSystems) {

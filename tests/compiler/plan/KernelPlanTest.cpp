@@ -109,6 +109,39 @@ TEST(KernelPlan, StreamingThresholds) {
   EXPECT_FALSE(planKernel(rows(4096, 1024, 3)).NonTemporal);
 }
 
+TEST(KernelPlan, ShortInputRowsArePermutedWhereTheTargetPermutes) {
+  TargetFacts Avx512;
+  Avx512.PermuteBytes = 64;
+  // [100, 64] FLOAT32 gathered by [100, 64]: the row is four registers.
+  KernelPlan P = planKernel(rows(100, 64), Avx512);
+  EXPECT_EQ(P.Row, RowKind::Permute);
+  EXPECT_EQ(P.PermuteRegisters, 4u);
+  EXPECT_EQ(P.PermuteBytes, 64u);
+  EXPECT_EQ(P.describe(), "row=permute(registers=4)");
+  EXPECT_EQ(planKernel(rows(100, 16), Avx512).PermuteRegisters, 1u);
+  EXPECT_EQ(planKernel(rows(100, 17), Avx512).PermuteRegisters, 2u);
+  EXPECT_EQ(planKernel(rows(100, 40), Avx512).PermuteRegisters, 3u);
+  EXPECT_EQ(planKernel(rows(100, 32, 8), Avx512).PermuteRegisters, 4u);
+  // Not: a row over four registers, 2-byte elements, a target without
+  // permutes, output rows under 4 elements, a GPU.
+  EXPECT_EQ(planKernel(rows(100, 65), Avx512).Row, RowKind::Element);
+  EXPECT_EQ(planKernel(rows(100, 33, 8), Avx512).Row, RowKind::Element);
+  EXPECT_EQ(planKernel(rows(100, 64, 2), Avx512).Row, RowKind::Element);
+  EXPECT_EQ(planKernel(rows(100, 64)).Row, RowKind::Element);
+  KernelSpec Short = rows(100, 64);
+  Short.Sizes[1] = 3;
+  EXPECT_EQ(planKernel(Short, Avx512).Row, RowKind::Element);
+  Short.Sizes[1] = 4;
+  EXPECT_EQ(planKernel(Short, Avx512).Row, RowKind::Permute);
+  TargetFacts Gpu;
+  Gpu.Gpu = true;
+  EXPECT_NE(planKernel(rows(100, 64), Gpu).Row, RowKind::Permute);
+  // Large: permuted rows need neither streamed indices nor streamed stores.
+  P = planKernel(rows(1 << 16, 64), Avx512);
+  EXPECT_EQ(P.Row, RowKind::Permute);
+  EXPECT_FALSE(P.StreamIndices || P.NonTemporal);
+}
+
 TEST(KernelPlan, DegenerateSpecs) {
   KernelSpec One; // Rank 0: a single element.
   One.ElemBytes = One.OutElemBytes = 4;
