@@ -49,11 +49,13 @@ constexpr uint64_t ElementRowLossPsPerByte = 246;
 constexpr uint64_t BlockRowLossPsPerByte = 5;
 constexpr uint64_t SpecializeCostNs = 9'400'000;
 
-/// Runs of the generic loop (or the family kernel) before \p Spec is
-/// specialized in the background. Rows copied whole lose so little to the
-/// generic loop's memcpy that a compile pays only once the rows written
-/// have lost it its cost (about 1.9 GB): their walks keep the generic loop
-/// and leave the background thread, and the caller's caches, alone.
+/// Runs of the generic loop (or the family of every size's kernel) before
+/// \p Spec moves on in the background: to its row family's kernel if that
+/// is compiled by then, else to its specialized kernel. Rows copied whole
+/// lose so little to the generic loop's memcpy that a compile of their own
+/// pays only once the rows written have lost it its cost (about 1.9 GB):
+/// the shapes of a walk before its row family's kernel keep the generic
+/// loop and leave the background thread, and the caller's caches, alone.
 inline uint64_t specializeAfterRuns(const KernelSpec &Spec) {
   const uint64_t Bytes = std::max<uint64_t>(1, Spec.outputBytes());
   if (Spec.innerIsBlock()) {
