@@ -380,10 +380,11 @@ TEST(Runtime, RowsPermutedFromRegistersMatchTheInterpreter) {
         if (HasFailure())
           return;
       }
-  if (Facts.PermuteBytes)
+  if (Facts.PermuteBytes) {
     EXPECT_GE(Permuted, 50) << "cases the plan permutes";
-  else
+  } else {
     EXPECT_EQ(Permuted, 0);
+  }
 }
 
 TEST(Runtime, ALookupInASmallTablePermutesAnyRangeOfItsIndices) {
@@ -395,8 +396,9 @@ TEST(Runtime, ALookupInASmallTablePermutesAnyRangeOfItsIndices) {
   ASSERT_TRUE(D.isOk());
   Expected<ValidDesc> V = validate(*D);
   ASSERT_TRUE(V.isOk());
-  if (Facts.PermuteBytes)
+  if (Facts.PermuteBytes) {
     EXPECT_EQ(planKernel(canonicalize(*V), Facts).Row, RowKind::Permute);
+  }
   Expected<Kernel> K = RT->compile(*V);
   ASSERT_TRUE(K.isOk());
   std::vector<char> Table = patternBuffer(40, 4);
