@@ -61,12 +61,15 @@ Value *KernelEmitter::loadWrappedIndex(Value *Off, unsigned C) {
                                       elementAlign(S.indexBytes()), "index");
   if (!isSignedIndexType(S.IndexType))
     return B.CreateZExt(Raw, I64);
-  Value *V = B.CreateSExt(Raw, I64);
+  return wrapIndex(B.CreateSExt(Raw, I64), C);
+}
+
+Value *KernelEmitter::wrapIndex(Value *V, unsigned C) {
   if (S.Policy == OobPolicy::Clip)
     return V; // numpy's clip: no wrap-around; safeIndex clamps.
   // Negative indices count from the end of the axis.
-  return B.CreateSelect(B.CreateICmpSLT(V, c(0)), B.CreateAdd(V, axisSize(C)), V,
-                        "wrapped");
+  return B.CreateSelect(B.CreateICmpSLT(V, splatLike(V, c(0))),
+                        B.CreateAdd(V, splatLike(V, axisSize(C))), V, "wrapped");
 }
 
 SmallVector<Value *, MaxRank> KernelEmitter::loadTuple(Value *Off, AllocaInst *BadFlag) {
@@ -96,14 +99,14 @@ void KernelEmitter::emitReturnIfBad(ArrayRef<Value *> Tuple, Value *Pos) {
 }
 
 Value *KernelEmitter::safeIndex(Value *W, unsigned C) {
-  Value *Last = B.CreateSub(axisSize(C), c(1));
+  Value *Last = splatLike(W, B.CreateSub(axisSize(C), c(1)));
   // A signed index still negative (after wrap-around, under Clamp) clamps
   // to 0 under Clamp and Clip; under Check it is an error anyway and any in-range read will do, so the
   // unsigned minimum (one instruction) suffices.
   if (S.Policy != OobPolicy::Check && isSignedIndexType(S.IndexType))
     return B.CreateBinaryIntrinsic(Intrinsic::smax,
                                    B.CreateBinaryIntrinsic(Intrinsic::smin, W, Last),
-                                   c(0));
+                                   splatLike(W, c(0)));
   return B.CreateBinaryIntrinsic(Intrinsic::umin, W, Last);
 }
 

@@ -242,24 +242,17 @@ void KernelEmitter::emitPermuteRow(const Offsets &O, Value *Lo, Value *Hi,
                             IdxTy, IdxAt, elementAlign(S.indexBytes()), Mask,
                             Constant::getNullValue(IdxTy), "index"))
                       : B.CreateAlignedLoad(IdxTy, IdxAt, elementAlign(S.indexBytes()), "index");
+    // Wrapped, checked and clamped as an element row's index is.
     const bool Signed = isSignedIndexType(S.IndexType);
-    Value *W = Signed ? B.CreateSExt(Raw, WideTy) : B.CreateZExt(Raw, WideTy);
-    if (Signed && S.Policy != OobPolicy::Clip) // Negative indices count from the end.
-      W = B.CreateSelect(B.CreateICmpSLT(W, Splat(0)), B.CreateAdd(W, Splat(Axis)), W,
-                         "wrapped");
+    Value *W = Signed ? wrapIndex(B.CreateSExt(Raw, WideTy), 0) : B.CreateZExt(Raw, WideTy);
     if (BadFlag) {
-      Value *Bad = B.CreateICmpUGE(W, Splat(Axis));
+      Value *Bad = isOutOfRange(W, 0);
       if (Mask)
         Bad = B.CreateAnd(Bad, Mask);
       B.CreateStore(B.CreateOr(B.CreateLoad(B.getInt1Ty(), BadFlag), B.CreateOrReduce(Bad)),
                     BadFlag);
     }
-    // As safeIndex: in [0, Axis) whatever the index.
-    Value *Safe = S.Policy != OobPolicy::Check && Signed
-                      ? B.CreateBinaryIntrinsic(
-                            Intrinsic::smax,
-                            B.CreateBinaryIntrinsic(Intrinsic::smin, W, Splat(Axis - 1)), Splat(0))
-                      : B.CreateBinaryIntrinsic(Intrinsic::umin, W, Splat(Axis - 1));
+    Value *Safe = safeIndex(W, 0);
     Value *Sel = Wide ? Safe : B.CreateTrunc(Safe, VecTy);
     Value *Got;
     if (Regs.size() == 1) {

@@ -127,8 +127,17 @@ private:
   Value *byteAt(Value *Base, Value *Bytes) {
     return B.CreateInBoundsGEP(B.getInt8Ty(), Base, Bytes);
   }
+  /// \p Scalar, or a vector of it where \p Like is a vector: the index
+  /// helpers below take a vector of indices as they take one.
+  Value *splatLike(Value *Like, Value *Scalar) {
+    auto *VT = dyn_cast<VectorType>(Like->getType());
+    return VT ? B.CreateVectorSplat(VT->getElementCount(), Scalar) : Scalar;
+  }
+  /// The signed index \p V (i64) wrapped for component \p C's axis: a
+  /// negative one counts from its end (not under Clip).
+  Value *wrapIndex(Value *V, unsigned C);
   Value *isOutOfRange(Value *Wrapped, unsigned C) {
-    return B.CreateICmpUGE(Wrapped, axisSize(C));
+    return B.CreateICmpUGE(Wrapped, splatLike(Wrapped, axisSize(C)));
   }
   /// An index in [0, AxisSize[C]) for any input (requires AxisSize[C] > 0).
   Value *safeIndex(Value *Wrapped, unsigned C);
