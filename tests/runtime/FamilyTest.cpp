@@ -96,6 +96,33 @@ TEST(Family, ARowFamilyVariesOnlyTheRowsAndIsPlannedAsItsFirstShape) {
   EXPECT_FALSE(rowFamilyOf(canonicalize(*validate(*Flat))));
 }
 
+/// Runs \p Bound (a family kernel bound to \p C's spec) on \p C in two
+/// ranges of rows, the second ending \p PastEnd rows past the last, and
+/// compares its bytes and first error with the interpreter's; \p Failing
+/// counts the cases with an error.
+static ::testing::AssertionResult agreesInTwoRanges(const FamilyCode &Bound, const RandomCase &C,
+                                                    uint64_t Rows, int64_t PastEnd, int &Failing) {
+  const size_t OutBytes = requiredElements(C.Desc.Output) * C.Desc.Output.elementBytes();
+  std::vector<char> Ref(OutBytes, '\xab'), Got(OutBytes, '\xab');
+  Status RS = interpret(C.Desc, C.Input.data(), C.Indices.data(), Ref.data());
+  const int64_t End = static_cast<int64_t>(Rows), Mid = End / 2;
+  int64_t R = Bound.runRows(C.Input.data(), C.Indices.data(), Got.data(), 0, Mid);
+  if (R == 0)
+    R = Bound.runRows(C.Input.data(), C.Indices.data(), Got.data(), Mid, End + PastEnd);
+  if (!RS) {
+    ++Failing;
+    if (R == 0 || static_cast<uint64_t>(R - 1) != *RS.position())
+      return ::testing::AssertionFailure() << "returned " << R << "; the interpreter: "
+                                           << RS.message();
+    return ::testing::AssertionSuccess();
+  }
+  if (R != 0)
+    return ::testing::AssertionFailure() << "returned " << R << " for valid indices";
+  if (Ref != Got)
+    return ::testing::AssertionFailure() << "outputs differ";
+  return ::testing::AssertionSuccess();
+}
+
 /// Compiles \p Spec at O2 and links it.
 static std::shared_ptr<const Executable> compileLinked(const KernelSpec &Spec, CodeGenerator &Gen,
                                                 JitEngine &Jit) {
@@ -141,23 +168,8 @@ TEST(Family, RowFamiliesOfRandomConfigurationsMatchTheInterpreter) {
     std::shared_ptr<const Executable> Code = compileLinked(*Family, **Gen, **Jit);
     ASSERT_TRUE(Code);
     Blocks += Spec.innerIsBlock();
-    const FamilyCode Bound(Code, Spec);
-    const size_t OutBytes = requiredElements(C.Desc.Output) * C.Desc.Output.elementBytes();
-    std::vector<char> Ref(OutBytes, '\xab'), Got(OutBytes, '\xab');
-    Status RS = interpret(C.Desc, C.Input.data(), C.Indices.data(), Ref.data());
-    // In two ranges of rows, the second asking past the end.
-    const int64_t Rows = static_cast<int64_t>(Spec.rows()), Mid = Rows / 2;
-    int64_t R = Bound.runRows(C.Input.data(), C.Indices.data(), Got.data(), 0, Mid);
-    if (R == 0)
-      R = Bound.runRows(C.Input.data(), C.Indices.data(), Got.data(), Mid, Rows + 5);
-    if (RS) {
-      ASSERT_EQ(R, 0);
-      ASSERT_EQ(Ref, Got) << "outputs differ";
-    } else {
-      ASSERT_NE(R, 0);
-      ASSERT_EQ(static_cast<uint64_t>(R - 1), *RS.position());
-      ++Failing;
-    }
+    // The second range asks past the end: the kernel keeps to its rows.
+    ASSERT_TRUE(agreesInTwoRanges(FamilyCode(Code, Spec), C, Spec.rows(), 5, Failing));
     ++Run;
   }
   EXPECT_GE(Run, 250);
@@ -183,32 +195,11 @@ TEST(Family, RandomConfigurationsMatchTheInterpreter) {
     if (!Family)
       continue;
     std::shared_ptr<const Executable> &Code = Families[*Family];
-    if (!Code) {
-      Expected<PipelineResult> Object =
-          runPipeline({{*Family, Family->symbolName()}}, *backendFor(**Gen), OptLevel::O2);
-      ASSERT_TRUE(Object.isOk()) << Object.status().message();
-      Expected<std::shared_ptr<const Executable>> Linked =
-          (*Jit)->link(Family->symbolName(), Object->Bytes);
-      ASSERT_TRUE(Linked.isOk()) << Linked.status().message();
-      Code = Linked.take();
-    }
-    const FamilyCode Bound(Code, Spec);
-    const size_t OutBytes = requiredElements(C.Desc.Output) * C.Desc.Output.elementBytes();
-    std::vector<char> Ref(OutBytes, '\xab'), Got(OutBytes, '\xab');
-    Status RS = interpret(C.Desc, C.Input.data(), C.Indices.data(), Ref.data());
+    if (!Code)
+      Code = compileLinked(*Family, **Gen, **Jit);
+    ASSERT_TRUE(Code);
     // In two ranges of rows, as a split run calls it.
-    const int64_t Rows = static_cast<int64_t>(Spec.rows()), Mid = Rows / 2;
-    int64_t R = Bound.runRows(C.Input.data(), C.Indices.data(), Got.data(), 0, Mid);
-    if (R == 0)
-      R = Bound.runRows(C.Input.data(), C.Indices.data(), Got.data(), Mid, Rows);
-    if (RS) {
-      ASSERT_EQ(R, 0);
-      ASSERT_EQ(Ref, Got) << "outputs differ";
-    } else {
-      ASSERT_NE(R, 0);
-      ASSERT_EQ(static_cast<uint64_t>(R - 1), *RS.position());
-      ++Failing;
-    }
+    ASSERT_TRUE(agreesInTwoRanges(FamilyCode(Code, Spec), C, Spec.rows(), 0, Failing));
     ++Run;
   }
   EXPECT_GE(Run, 250);
