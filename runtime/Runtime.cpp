@@ -236,13 +236,13 @@ struct Runtime::Impl {
         // The family of every size counts only the row families its
         // shapes start, so a walk that changes only the rows (a batch
         // size, a sequence length) never compiles it.
-        std::optional<KernelSpec> Rows = rowFamilyOf(Spec), Sizes = familyOf(Spec);
+        const std::optional<KernelSpec> Rows = rowFamilyOf(Spec);
         bool NewRowFamily = true;
         std::shared_ptr<const Executable> Code =
             Rows ? familyCode(*Rows, /*Count=*/true, &NewRowFamily) : nullptr;
         if (Code)
           SpecializeAfter = 0;
-        else if (Sizes)
+        else if (const std::optional<KernelSpec> Sizes = familyOf(Spec))
           Code = familyCode(*Sizes, /*Count=*/NewRowFamily);
         if (Code) {
           First = std::make_shared<FamilyCode>(std::move(Code), Spec);

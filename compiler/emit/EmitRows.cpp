@@ -214,9 +214,6 @@ void KernelEmitter::emitPermuteRow(const Offsets &O, Value *Lo, Value *Hi,
   auto *VecTy = FixedVectorType::get(B.getIntNTy(EB * 8), Lanes);
   auto *WideTy = FixedVectorType::get(I64, Lanes);
   auto *IdxTy = FixedVectorType::get(B.getIntNTy(S.indexBytes() * 8), Lanes);
-  auto Splat = [&](uint64_t V) {
-    return ConstantVector::getSplat(ElementCount::getFixed(Lanes), ConstantInt::get(I64, V));
-  };
   // The input row in registers (the axis is its innermost, contiguous
   // dimension); lanes past its end are never loaded, and never selected.
   SmallVector<Value *, 4> Regs;
@@ -267,8 +264,8 @@ void KernelEmitter::emitPermuteRow(const Offsets &O, Value *Lo, Value *Hi,
       Got = B.CreateIntrinsic(Two, {}, {Regs[0], Sel, Regs[1]});
       if (Regs.size() == 4) {
         Value *Upper = B.CreateIntrinsic(Two, {}, {Regs[2], Sel, Regs[3]});
-        Value *PairBit = Wide ? Splat(2 * Lanes) : B.CreateTrunc(Splat(2 * Lanes), VecTy);
-        Value *High = B.CreateICmpNE(B.CreateAnd(Sel, PairBit), Constant::getNullValue(VecTy));
+        Value *High = B.CreateICmpNE(B.CreateAnd(Sel, ConstantInt::get(VecTy, 2 * Lanes)),
+                                     Constant::getNullValue(VecTy));
         Got = B.CreateSelect(High, Upper, Got);
       }
     }

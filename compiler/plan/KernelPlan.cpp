@@ -81,7 +81,8 @@ bool permutes(const KernelSpec &S, const TargetFacts &T) {
     return false;
   const unsigned L = S.Rank - 1;
   return S.InStride[L] == 0 && S.AxisStride[0] == 1 && S.IdxStride[L] == 1 &&
-         S.OutStride[L] == 1 && S.AxisSize[0] * S.ElemBytes <= MaxPermuteRegisters * T.PermuteBytes &&
+         S.OutStride[L] == 1 &&
+         S.AxisSize[0] * S.ElemBytes <= MaxPermuteRegisters * T.PermuteBytes &&
          (S.Rank == 1 || S.Sizes[L] >= MinPermuteRow);
 }
 

@@ -13,8 +13,8 @@ bool KernelSpec::operator==(const KernelSpec &O) const {
                   const std::array<uint64_t, MaxRank> &B) {
     return std::equal(A.begin(), A.begin() + Rank, B.begin());
   };
-  return Family == O.Family && PlanRows == O.PlanRows && ElemBytes == O.ElemBytes && OutElemBytes == O.OutElemBytes &&
-         Epilogue == O.Epilogue && RowIn == O.RowIn && RowOut == O.RowOut &&
+  return Family == O.Family && PlanRows == O.PlanRows && ElemBytes == O.ElemBytes &&
+         OutElemBytes == O.OutElemBytes && Epilogue == O.Epilogue && RowIn == O.RowIn && RowOut == O.RowOut &&
          IndexType == O.IndexType &&
          Policy == O.Policy && Rank == O.Rank && Same(Sizes, O.Sizes) &&
          Same(OutStride, O.OutStride) && Same(IdxStride, O.IdxStride) &&
