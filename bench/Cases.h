@@ -6,7 +6,7 @@
 #ifndef GATHERJIT_BENCH_CASES_H
 #define GATHERJIT_BENCH_CASES_H
 
-#include "gatherjit/Validate.h"
+#include "gatherjit/Onnx.h"
 
 #include <cstring>
 #include <random>
@@ -59,21 +59,9 @@ inline TensorDesc benchTensor(DataType Type, const std::vector<uint64_t> &Shape)
 
 /// The validated descriptor of a case.
 inline Expected<ValidDesc> benchDesc(const BenchCase &C) {
-  ValidateOptions Options;
-  Options.Policy = C.Policy;
-  const TensorDesc Data = benchTensor(C.Data, C.DataShape);
-  const TensorDesc Idx = benchTensor(C.Index, C.IndexShape);
-  if (C.Op == OpKind::GatherElements) {
-    Options.AllowSmallerIndices = true;
-    Expected<GatherElementsDesc> D = onnxGatherElements(Data, Idx, C.Axis);
-    return D ? validate(*D, Options) : Expected<ValidDesc>(D.status());
-  }
-  if (C.Op == OpKind::GatherND) {
-    Expected<GatherNDDesc> D = onnxGatherND(Data, Idx, C.Axis);
-    return D ? validate(*D, Options) : Expected<ValidDesc>(D.status());
-  }
-  Expected<GatherDesc> D = onnxGather(Data, Idx, C.Axis);
-  return D ? validate(*D, Options) : Expected<ValidDesc>(D.status());
+  return validateOnnx(
+      {C.Op, benchTensor(C.Data, C.DataShape), benchTensor(C.Index, C.IndexShape), C.Axis},
+      C.Policy);
 }
 
 /// Input bytes and uniformly random valid indices from a fixed seed.

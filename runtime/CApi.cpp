@@ -7,6 +7,7 @@
 
 #include "gatherjit/gatherjit.h"
 
+#include "gatherjit/Onnx.h"
 #include "gatherjit/Runtime.h"
 
 #include <cstring>
@@ -112,16 +113,35 @@ gj_tensor_desc fromTensor(const TensorDesc &T) {
   return C;
 }
 
-template <typename OnnxDesc>
-void fillDescriptor(const OnnxDesc &D, gj_operator Op, gj_descriptor &Out) {
+/// The C descriptor of the node \p D describes.
+Status fillDescriptor(const char *Function, OnnxDesc &D, gj_descriptor &Out) {
+  if (D.output().rank() > GJ_MAX_RANK)
+    return Status::unsupported(std::string(Function) + ": the output rank " +
+                               std::to_string(D.output().rank()) + " exceeds GJ_MAX_RANK (8)");
   Out = gj_descriptor{};
-  Out.op = Op;
-  Out.input = fromTensor(D.Input);
-  Out.indices = fromTensor(D.Indices);
-  Out.output = fromTensor(D.Output);
-  if constexpr (!std::is_same_v<OnnxDesc, GatherNDDesc>)
-    Out.axis = D.Axis;
+  Out.input = fromTensor(D.input());
+  Out.indices = fromTensor(D.indices());
+  Out.output = fromTensor(D.output());
   Out.policy = GJ_OOB_CHECK;
+  switch (D.Op) {
+  case OpKind::GatherElements:
+    Out.op = GJ_GATHER_ELEMENTS;
+    Out.axis = D.GatherElements.Axis;
+    Out.allow_smaller_indices = D.options(OobPolicy::Check).AllowSmallerIndices;
+    break;
+  case OpKind::Gather:
+    Out.op = GJ_GATHER;
+    Out.axis = D.Gather.Axis;
+    Out.index_dimensions = D.Gather.IndexDimensions;
+    break;
+  case OpKind::GatherND:
+    Out.op = GJ_GATHER_ND;
+    Out.input_dimension_count = D.GatherND.InputDimensionCount;
+    Out.indices_dimension_count = D.GatherND.IndicesDimensionCount;
+    Out.batch_dimension_count = D.GatherND.BatchDimensionCount;
+    break;
+  }
+  return Status::ok();
 }
 
 /// The name of a NULL buffer the kernel would read or write, if any.
@@ -137,18 +157,20 @@ const char *missingBuffer(const Kernel &K, const void *Input, const void *Indice
   return nullptr;
 }
 
-/// The checks and conversions both ONNX builders share; \p Build fills
-/// the descriptor from the converted tensors.
-template <typename F>
-gj_status buildOnnx(const char *Function, const gj_tensor_desc *Data,
-                    const gj_tensor_desc *Indices, gj_descriptor *Out, F &&Build) {
+/// The ONNX builders: \p Data and \p Indices converted, the node
+/// described, \p Out filled.
+gj_status buildOnnx(const char *Function, OpKind Op, const gj_tensor_desc *Data,
+                    const gj_tensor_desc *Indices, int64_t Axis, gj_descriptor *Out) {
   if (!Data || !Indices || !Out)
     return nullArgument(Function, !Data ? "data" : !Indices ? "indices" : "out");
   return guarded([&] {
     Expected<TensorDesc> D = toTensor(*Data, "data"), I = toTensor(*Indices, "indices");
     if (!D || !I)
       return record(!D ? D.status() : I.status());
-    return record(Build(*D, *I));
+    Expected<OnnxDesc> Node = onnxDesc({Op, D.take(), I.take(), Axis});
+    if (!Node)
+      return record(Node.status());
+    return record(fillDescriptor(Function, *Node, *Out));
   });
 }
 
@@ -203,46 +225,17 @@ uint64_t gj_tensor_bytes(const gj_tensor_desc *C) {
 
 gj_status gj_onnx_gather_elements(const gj_tensor_desc *Data, const gj_tensor_desc *Indices,
                                   int64_t Axis, gj_descriptor *Out) {
-  return buildOnnx("gj_onnx_gather_elements", Data, Indices, Out, [&](const TensorDesc &D,
-                                                                      const TensorDesc &I) {
-    Expected<GatherElementsDesc> G = onnxGatherElements(D, I, Axis);
-    if (!G)
-      return G.status();
-    fillDescriptor(*G, GJ_GATHER_ELEMENTS, *Out);
-    Out->allow_smaller_indices = 1;
-    return Status::ok();
-  });
+  return buildOnnx("gj_onnx_gather_elements", OpKind::GatherElements, Data, Indices, Axis, Out);
 }
 
 gj_status gj_onnx_gather(const gj_tensor_desc *Data, const gj_tensor_desc *Indices,
                          int64_t Axis, gj_descriptor *Out) {
-  return buildOnnx("gj_onnx_gather", Data, Indices, Out, [&](const TensorDesc &D,
-                                                             const TensorDesc &I) {
-    Expected<GatherDesc> G = onnxGather(D, I, Axis);
-    if (!G)
-      return G.status();
-    if (G->Output.rank() > GJ_MAX_RANK)
-      return Status::unsupported("gj_onnx_gather: the output rank " +
-                                 std::to_string(G->Output.rank()) + " exceeds GJ_MAX_RANK (8)");
-    fillDescriptor(*G, GJ_GATHER, *Out);
-    Out->index_dimensions = G->IndexDimensions;
-    return Status::ok();
-  });
+  return buildOnnx("gj_onnx_gather", OpKind::Gather, Data, Indices, Axis, Out);
 }
 
 gj_status gj_onnx_gather_nd(const gj_tensor_desc *Data, const gj_tensor_desc *Indices,
                             int64_t BatchDims, gj_descriptor *Out) {
-  return buildOnnx("gj_onnx_gather_nd", Data, Indices, Out, [&](const TensorDesc &D,
-                                                                const TensorDesc &I) {
-    Expected<GatherNDDesc> G = onnxGatherND(D, I, BatchDims);
-    if (!G)
-      return G.status();
-    fillDescriptor(*G, GJ_GATHER_ND, *Out);
-    Out->input_dimension_count = G->InputDimensionCount;
-    Out->indices_dimension_count = G->IndicesDimensionCount;
-    Out->batch_dimension_count = G->BatchDimensionCount;
-    return Status::ok();
-  });
+  return buildOnnx("gj_onnx_gather_nd", OpKind::GatherND, Data, Indices, BatchDims, Out);
 }
 
 void gj_runtime_options_init(gj_runtime_options *Options) {

@@ -47,9 +47,6 @@ struct EpilogueTarget {
 /// The epilogue target of code for \p TM.
 EpilogueTarget epilogueTarget(const llvm::TargetMachine &TM, uint64_t RowIn, uint64_t RowOut);
 
-/// True if this build has clang's libraries (GATHERJIT_EPILOGUES).
-bool epiloguesSupported();
-
 /// The key of \p E compiled for \p T: a hash of the source, function,
 /// parameters, flags and clang's version.
 uint64_t epilogueKey(const Epilogue &E, const EpilogueTarget &T);

@@ -8,8 +8,6 @@
 #include "gatherjit/Validate.h"
 
 #include <algorithm>
-#include <numeric>
-#include <sstream>
 #include <type_traits>
 #include <tuple>
 
@@ -244,55 +242,6 @@ Status checkOutputLayout(OpKind Op, const ValidDesc &V) {
   return TensorChecker(opKindName(Op)).checkNoOverlap(V.Output, "OutputTensor");
 }
 
-} // namespace
-
-uint64_t requiredElements(const TensorDesc &Desc) {
-  uint64_t Extent = 1;
-  for (unsigned D = 0; D < Desc.rank(); ++D) {
-    if (Desc.Sizes[D] == 0)
-      return 0;
-    Extent += (Desc.Sizes[D] - 1) * (*Desc.Strides)[D];
-  }
-  return Extent;
-}
-
-uint64_t ValidDesc::outputElements() const {
-  uint64_t Count = 1;
-  for (uint64_t S : Output.Sizes)
-    Count *= S;
-  return Count;
-}
-
-std::string ValidDesc::describe() const {
-  std::ostringstream OS;
-  auto Tensor = [&](const char *Name, const TensorDesc &T) {
-    OS << " " << Name << "=" << dataTypeName(T.Type);
-    if (T.Type == DataType::Opaque)
-      OS << T.OpaqueBytes;
-    OS << shapeString(T.Sizes);
-    if (*T.Strides != packedStrides(T.Sizes))
-      OS << "/strides" << shapeString(*T.Strides);
-  };
-  OS << opKindName(Op);
-  Tensor("input", Input);
-  Tensor("indices", Indices);
-  Tensor("output", Output);
-  if (Op != OpKind::GatherND)
-    OS << " axis=" << Axis;
-  if (Op == OpKind::Gather)
-    OS << " index_dimensions=" << IndexDimensions;
-  if (Op == OpKind::GatherND)
-    OS << " input_dimension_count=" << InputDimensionCount
-       << " indices_dimension_count=" << IndicesDimensionCount
-       << " batch_dimension_count=" << BatchDimensionCount;
-  OS << " oob=" << oobPolicyName(Policy);
-  if (Epilogue.Kind != EpilogueKind::None)
-    OS << " epilogue=" << epilogueKindName(Epilogue.Kind);
-  return OS.str();
-}
-
-namespace {
-
 Expected<ValidDesc> validateOp(const GatherElementsDesc &Desc, const ValidateOptions &Options) {
   const OpKind Op = OpKind::GatherElements;
   const std::string P = "GatherElements: ";
@@ -401,6 +350,35 @@ Expected<ValidDesc> validateOp(const GatherDesc &Desc, const ValidateOptions &Op
   return V;
 }
 
+/// GatherND's output sizes: the meaningful index sizes but the last, then
+/// the input's after the batch and tuple dimensions, right-aligned.
+Status checkGatherNDOutputSizes(const ValidDesc &V) {
+  const std::string P = "GatherND: ";
+  const unsigned N = V.rank(), B = V.BatchDimensionCount;
+  const unsigned InFirst = N - V.InputDimensionCount, IdxFirst = N - V.IndicesDimensionCount;
+  const uint64_t T = V.Indices.Sizes[N - 1];
+  // DirectML's documents take the trailing input sizes from
+  // InputTensor.DimensionCount - indexTupleSize, which contradicts their own
+  // batch example; the example, ONNX and this skip the ignored leading
+  // ones and the batches too.
+  std::vector<uint64_t> Full(V.Indices.Sizes.begin() + IdxFirst, V.Indices.Sizes.end() - 1);
+  Full.insert(Full.end(), V.Input.Sizes.begin() + InFirst + B + T, V.Input.Sizes.end());
+  if (Full.size() > N)
+    return Status::invalidArgument(
+        P + "the output has " + std::to_string(Full.size()) +
+        " dimensions (IndicesDimensionCount - 1 + InputDimensionCount - "
+        "BatchDimensionCount - tuple length), more than OutputTensor.DimensionCount = " +
+        std::to_string(N));
+  Full.insert(Full.begin(), N - Full.size(), 1);
+  if (V.Output.Sizes != Full)
+    return Status::invalidArgument(
+        P + "OutputTensor.Sizes = " + shapeString(V.Output.Sizes) + " must equal " +
+        shapeString(Full) + " (the meaningful IndicesTensor.Sizes but the last, then " +
+        "InputTensor.Sizes after the batch and the " + std::to_string(T) +
+        " tuple dimensions, right-aligned)");
+  return Status::ok();
+}
+
 Expected<ValidDesc> validateOp(const GatherNDDesc &Desc, const ValidateOptions &Options) {
   const OpKind Op = OpKind::GatherND;
   const std::string P = "GatherND: ";
@@ -452,25 +430,8 @@ Expected<ValidDesc> validateOp(const GatherNDDesc &Desc, const ValidateOptions &
         P + "the index tuple's length IndicesTensor.Sizes[" + std::to_string(N - 1) + "] = " +
         std::to_string(T) + " must be in 1.." + std::to_string(IC - B) +
         " (InputDimensionCount - BatchDimensionCount)");
-  // DirectML's documents take the trailing input sizes from
-  // InputTensor.DimensionCount - indexTupleSize, which contradicts their own
-  // batch example; the example, ONNX and this skip the ignored leading
-  // ones and the batches too.
-  std::vector<uint64_t> Full(V.Indices.Sizes.begin() + IdxFirst, V.Indices.Sizes.end() - 1);
-  Full.insert(Full.end(), V.Input.Sizes.begin() + InFirst + B + T, V.Input.Sizes.end());
-  if (Full.size() > N)
-    return Status::invalidArgument(
-        P + "the output has " + std::to_string(Full.size()) +
-        " dimensions (IndicesDimensionCount - 1 + InputDimensionCount - "
-        "BatchDimensionCount - tuple length), more than OutputTensor.DimensionCount = " +
-        std::to_string(N));
-  Full.insert(Full.begin(), N - Full.size(), 1);
-  if (V.Output.Sizes != Full)
-    return Status::invalidArgument(
-        P + "OutputTensor.Sizes = " + shapeString(V.Output.Sizes) + " must equal " +
-        shapeString(Full) + " (the meaningful IndicesTensor.Sizes but the last, then " +
-        "InputTensor.Sizes after the batch and the " + std::to_string(T) +
-        " tuple dimensions, right-aligned)");
+  if (Status S = checkGatherNDOutputSizes(V); !S)
+    return S;
   if (Status S = checkOutputLayout(Op, V); !S)
     return S;
   if (Options.Level) {
@@ -506,12 +467,15 @@ Expected<ValidDesc> validateRows(const OpDesc &Desc, OpKind Op, const ValidateOp
       return Status::invalidArgument(P + Name + ".Strides = " + shapeString(*T->Strides) +
                                      ": a row epilogue's rows (the last dimension) must be "
                                      "contiguous, stride 1");
+  // The output as it would be without the epilogue: the input's rows,
+  // packed.
+  TensorDesc RowsOut;
+  RowsOut.Type = Desc.Input.Type;
+  RowsOut.OpaqueBytes = Desc.Input.OpaqueBytes;
+  RowsOut.Sizes = Desc.Output.Sizes;
+  RowsOut.Sizes.back() = Desc.Input.Sizes.back();
   OpDesc Rows = Desc;
-  Rows.Output.Type = Rows.Input.Type;
-  Rows.Output.OpaqueBytes = Rows.Input.OpaqueBytes;
-  Rows.Output.Sizes.back() = Rows.Input.Sizes.back();
-  Rows.Output.Strides.reset();
-  Rows.Output.TotalBytes.reset();
+  Rows.Output = std::move(RowsOut);
   // The rows must be copied whole: not gathered along.
   std::string Along;
   if constexpr (std::is_same_v<OpDesc, GatherDesc>) {
@@ -566,43 +530,34 @@ Expected<ValidDesc> validate(const GatherNDDesc &Desc, const ValidateOptions &Op
   return validateAny(Desc, OpKind::GatherND, Options);
 }
 
-Expected<ValidDesc> withEpilogue(const ValidDesc &Plain, const EpilogueSignature &Sig,
-                                 uint64_t RowOut) {
-  TensorDesc Output = Plain.Output;
-  Output.Type = Sig.Out;
-  Output.TotalBytes.reset();
-  if (Sig.Kind == EpilogueKind::Row) {
-    Output.Sizes.back() = RowOut;
-    Output.Strides.reset();
-  }
-  ValidateOptions O;
-  O.Policy = Plain.Policy;
-  O.AllowSmallerIndices = true; // Plain passed its own rule already.
-  O.Epilogue = Sig;
-  switch (Plain.Op) {
-  case OpKind::GatherElements:
-    return validate(GatherElementsDesc{Plain.Input, Plain.Indices, Output, Plain.Axis}, O);
-  case OpKind::Gather:
-    return validate(
-        GatherDesc{Plain.Input, Plain.Indices, Output, Plain.Axis, Plain.IndexDimensions}, O);
-  case OpKind::GatherND:
-    return validate(GatherNDDesc{Plain.Input, Plain.Indices, Output, Plain.InputDimensionCount,
-                                 Plain.IndicesDimensionCount, Plain.BatchDimensionCount},
-                    O);
-  }
-  return Status::internal("unknown operator");
+TensorDesc &AnyDesc::input() {
+  return Op == OpKind::Gather     ? Gather.Input
+         : Op == OpKind::GatherND ? GatherND.Input
+                                  : GatherElements.Input;
 }
 
-const char *epilogueKindName(EpilogueKind Kind) {
-  switch (Kind) {
-  case EpilogueKind::None:
-    return "none";
-  case EpilogueKind::Element:
-    return "element";
-  case EpilogueKind::Row:
-    return "row";
+TensorDesc &AnyDesc::indices() {
+  return Op == OpKind::Gather     ? Gather.Indices
+         : Op == OpKind::GatherND ? GatherND.Indices
+                                  : GatherElements.Indices;
+}
+
+TensorDesc &AnyDesc::output() {
+  return Op == OpKind::Gather     ? Gather.Output
+         : Op == OpKind::GatherND ? GatherND.Output
+                                  : GatherElements.Output;
+}
+
+Expected<ValidDesc> AnyDesc::validate(const ValidateOptions &Options) const {
+  switch (Op) {
+  case OpKind::GatherElements:
+    return gatherjit::validate(GatherElements, Options);
+  case OpKind::Gather:
+    return gatherjit::validate(Gather, Options);
+  case OpKind::GatherND:
+    return gatherjit::validate(GatherND, Options);
   }
-  return "?";
+  return Status::internal("unknown operator");
 }
 
 } // namespace gatherjit

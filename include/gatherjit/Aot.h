@@ -55,6 +55,13 @@ Expected<AotResult> compileAot(const std::vector<AotKernel> &Kernels,
                                const AotTarget &Target, OptLevel Level,
                                const std::string &HeaderName);
 
+/// Writes \p R's object to \p ObjectPath and, unless \p HeaderPath is
+/// empty, its header: each staged in a temporary file beside its
+/// destination and renamed over it once both are written, so a failure
+/// replaces neither. InvalidArgument if both paths name one file.
+Status writeAot(const AotResult &R, const std::string &ObjectPath,
+                const std::string &HeaderPath);
+
 /// True if \p Name is a valid C identifier (and not reserved by the ABI's
 /// suffixes colliding with another kernel; see compileAot).
 bool isCIdentifier(const std::string &Name);

@@ -188,6 +188,10 @@ struct Epilogue {
   bool Checked = false;
 };
 
+/// True if this build compiles C epilogues (it has clang's libraries); a
+/// compile with an epilogue answers Unsupported otherwise.
+bool epiloguesSupported();
+
 /// What a kernel returns when its checked epilogue faulted (an
 /// out-of-range index under Check returns 1 + its position; success 0).
 constexpr int64_t EpilogueFaulted = -1;

@@ -59,6 +59,22 @@ Expected<ValidDesc> validate(const GatherDesc &Desc,
 /// DML_GATHER_ND1_OPERATOR_DESC's when BatchDimensionCount > 0).
 Expected<ValidDesc> validate(const GatherNDDesc &Desc, const ValidateOptions &Options = {});
 
+/// One of the three operators' descriptors, as a file or an ONNX node names
+/// it (see DescriptorJson.h and Onnx.h): the descriptor of Op is the one in
+/// use.
+struct AnyDesc {
+  OpKind Op = OpKind::GatherElements;
+  GatherElementsDesc GatherElements;
+  GatherDesc Gather;
+  GatherNDDesc GatherND;
+
+  TensorDesc &input();
+  TensorDesc &indices();
+  TensorDesc &output();
+  /// validate() of the descriptor in use.
+  Expected<ValidDesc> validate(const ValidateOptions &Options) const;
+};
+
 /// \p Plain, a gather validated without an epilogue, with a fused epilogue
 /// of signature \p Sig: the output takes the epilogue's type and, for a row
 /// epilogue, rows of \p RowOut elements (packed then), and the whole is

@@ -9,12 +9,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "DescJson.h"
-#include "Npy.h"
-#include "compiler/epilogue/Epilogue.h"
 #include "gatherjit/Aot.h"
+#include "gatherjit/DescriptorJson.h"
+#include "gatherjit/NpyDtype.h"
+#include "gatherjit/Onnx.h"
 #include "gatherjit/Runtime.h"
-#include "runtime/AtomicFile.h"
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -289,12 +288,8 @@ public:
   void saveObject(const std::string &Path, const std::string &Name, const std::string &Header) {
     AotResult R = take(compileAot({{Name, K.desc()}}, {}, OptLevel::O2,
                                   Header.empty() ? Name + ".h" : Header));
-    if (Status S = writeFileAtomic(Path, std::string_view(R.Object.data(), R.Object.size()));
-        !S)
+    if (Status S = writeAot(R, Path, Header); !S)
       raise(S);
-    if (!Header.empty())
-      if (Status S = writeFileAtomic(Header, R.Header); !S)
-        raise(S);
   }
 
   /// The output's shape as the ONNX operator gives it (leading ones that
@@ -392,16 +387,15 @@ bool isPacked(const TensorDesc &T) {
   return true;
 }
 
-/// The kernel for \p Desc, with \p E fused when given.
-template <typename Desc>
-Expected<Kernel> compileWith(Runtime &RT, const Desc &D, const ValidateOptions &O,
-                             const std::optional<PyEpilogue> &E) {
-  if (!E)
-    return RT.compile(D, O);
-  Expected<ValidDesc> Plain = validate(D, O);
-  if (!Plain)
-    return Plain.status();
-  return RT.compile(*Plain, E->E, E->RowOut);
+/// The operator a Python op name names.
+OpKind onnxOp(const std::string &Op) {
+  if (Op == "gather_elements")
+    return OpKind::GatherElements;
+  if (Op == "gather")
+    return OpKind::Gather;
+  if (Op == "gather_nd")
+    return OpKind::GatherND;
+  throw py::value_error("op = '" + Op + "' is not 'gather_elements', 'gather' or 'gather_nd'");
 }
 
 /// \p OutT, if given, is the output array's layout (any strides).
@@ -414,54 +408,27 @@ std::shared_ptr<PyKernel> compileFor(const std::string &Op, TensorDesc Data, Ten
                                      const std::optional<PyEpilogue> &E = std::nullopt,
                                      Runtime *On = nullptr) {
   Runtime &RT = On ? *On : runtime();
-  ValidateOptions O;
-  O.Policy = policyOf(Mode);
-  Expected<Kernel> K = Status::internal("unset");
-  std::vector<uint64_t> Shape;
-  // The output as the caller's array lays it out, padded as the
-  // descriptor's tensors are.
-  auto UseOut = [&](TensorDesc &Output) {
-    if (!OutT || E)
-      return; // A fused output is checked against the kernel's below.
-    if (OutT->Sizes != Shape)
+  const OobPolicy Policy = policyOf(Mode);
+  OnnxDesc D = take(onnxDesc({onnxOp(Op), std::move(Data), std::move(Indices), Axis}));
+  if (OutT && !E) {
+    // The output as the caller's array lays it out, padded as the
+    // descriptor's tensors are (a fused output is checked against the
+    // kernel's below).
+    TensorDesc &Output = D.output();
+    if (OutT->Sizes != D.OutputShape)
       throw py::value_error("out has shape " + shapeString(OutT->Sizes) + "; the result's is " +
-                            shapeString(Shape));
+                            shapeString(D.OutputShape));
     if (OutT->Type != Output.Type || OutT->elementBytes() != Output.elementBytes())
       throw py::value_error(std::string("out has dtype ") + dataTypeName(OutT->Type) +
                             "; the result's is " + dataTypeName(Output.Type));
     std::vector<uint64_t> Strides = *OutT->Strides;
     Strides.insert(Strides.begin(), Output.rank() - Strides.size(), 0);
     Output.Strides = std::move(Strides);
-  };
-  if (Op == "gather_elements") {
-    O.AllowSmallerIndices = true;
-    Expected<GatherElementsDesc> D = onnxGatherElements(Data, Indices, Axis);
-    if (!D)
-      raise(D.status());
-    Shape = D->Output.Sizes;
-    UseOut(D->Output);
-    K = compileWith(RT, *D, O, E);
-  } else if (Op == "gather") {
-    Expected<GatherDesc> D = onnxGather(Data, Indices, Axis);
-    if (!D)
-      raise(D.status());
-    Shape = onnxGatherOutputShape(Data.Sizes, Indices.Sizes,
-                                  static_cast<unsigned>(Axis < 0 ? Axis + Data.rank() : Axis));
-    UseOut(D->Output);
-    K = compileWith(RT, *D, O, E);
-  } else if (Op == "gather_nd") {
-    Expected<GatherNDDesc> D = onnxGatherND(Data, Indices, Axis);
-    if (!D)
-      raise(D.status());
-    Shape = onnxGatherNDOutputShape(Data.Sizes, Indices.Sizes, static_cast<unsigned>(Axis));
-    UseOut(D->Output);
-    K = compileWith(RT, *D, O, E);
-  } else {
-    throw py::value_error("op = '" + Op +
-                          "' is not 'gather_elements', 'gather' or 'gather_nd'");
   }
+  ValidDesc Plain = take(D.validate(Policy));
+  Expected<Kernel> K = E ? RT.compile(Plain, E->E, E->RowOut) : RT.compile(Plain);
   auto P = std::make_shared<PyKernel>(take(std::move(K)), Op);
-  P->OutShape.assign(Shape.begin(), Shape.end());
+  P->OutShape.assign(D.OutputShape.begin(), D.OutputShape.end());
   P->OutType = DataType;
   if (E) {
     const TensorDesc &Fused = P->kernel().desc().Output;

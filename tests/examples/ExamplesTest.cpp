@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "DescJson.h"
+#include "gatherjit/DescriptorJson.h"
 #include "TestUtil.h"
 #include "tools/CliTestUtil.h"
 

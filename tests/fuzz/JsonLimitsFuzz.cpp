@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "DescJson.h"
+#include "gatherjit/DescriptorJson.h"
 
 #include <fuzzer/FuzzedDataProvider.h>
 

@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CliTestUtil.h"
-#include "DescJson.h"
+#include "gatherjit/DescriptorJson.h"
 
 #include <gmock/gmock.h>
 

@@ -146,16 +146,16 @@ Expected<std::vector<AotKernel>> collectKernels(AotFlags F) {
         tensorFromFlags(F.IndicesShape, F.IndicesType, F.IndicesStrides, "indices");
     if (!Indices)
       return Indices.status();
-    const ProblemSource Kind = F.Operator == "gather"      ? ProblemSource::OnnxGather
-                               : F.Operator == "gather-nd" ? ProblemSource::OnnxGatherND
-                                                           : ProblemSource::OnnxGatherElements;
-    if (Kind == ProblemSource::OnnxGatherND && F.Axis != 0)
+    const OpKind Op = F.Operator == "gather"      ? OpKind::Gather
+                      : F.Operator == "gather-nd" ? OpKind::GatherND
+                                                  : OpKind::GatherElements;
+    if (Op == OpKind::GatherND && F.Axis != 0)
       return Status::invalidArgument("--axis does not apply to gather-nd; use --batch-dims");
-    if (Kind != ProblemSource::OnnxGatherND && F.BatchDims != 0)
+    if (Op != OpKind::GatherND && F.BatchDims != 0)
       return Status::invalidArgument("--batch-dims applies to gather-nd only");
-    Expected<ValidDesc> V = validateOnnx(Kind, *Data, *Indices,
-                                         Kind == ProblemSource::OnnxGatherND ? F.BatchDims : F.Axis,
-                                         *parseOobPolicy(F.Oob));
+    Expected<ValidDesc> V =
+        validateOnnx({Op, *Data, *Indices, Op == OpKind::GatherND ? F.BatchDims : F.Axis},
+                     *parseOobPolicy(F.Oob));
     if (!V)
       return V.status();
     Kernels.push_back({"", V.take()});

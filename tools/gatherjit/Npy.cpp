@@ -148,70 +148,14 @@ private:
 /// Decodes a descr into type and element size; big-endian numbers are
 /// reported in \p Swap.
 Status decodeDescr(const std::string &Descr, NpyArray &A, bool &Swap) {
-  if (Descr.size() < 2)
-    return bad("dtype " + quote(Descr) + " is too short");
-  const char Order = Descr[0], Kind = Descr[1];
-  if (Order != '<' && Order != '>' && Order != '|' && Order != '=')
-    return bad("dtype " + quote(Descr) + " has an unknown byte order");
-  const std::string Digits = Descr.substr(2);
-  if (Kind == 'O')
-    return Status::invalidArgument(
-        "object .npy arrays (pickles) are not supported; dtype " + quote(Descr));
-  if (Digits.empty() || Digits.size() > 6 ||
-      !std::all_of(Digits.begin(), Digits.end(),
-                   [](char C) { return std::isdigit(static_cast<unsigned char>(C)); }))
-    return Status::invalidArgument("unsupported .npy dtype " + quote(Descr));
-  const unsigned Size = static_cast<unsigned>(std::stoul(Digits));
-  Swap = Order == '>';
-  auto Numeric = [&](DataType T) {
-    A.Type = T;
-    A.ElementBytes = dataTypeSize(T);
-    A.Descr = npyDescr(T);
-    return Status::ok();
-  };
-  switch (Kind) {
-  case 'f':
-    if (Size == 2) return Numeric(DataType::Float16);
-    if (Size == 4) return Numeric(DataType::Float32);
-    if (Size == 8) return Numeric(DataType::Float64);
-    break;
-  case 'i':
-    if (Size == 1) return Numeric(DataType::Int8);
-    if (Size == 2) return Numeric(DataType::Int16);
-    if (Size == 4) return Numeric(DataType::Int32);
-    if (Size == 8) return Numeric(DataType::Int64);
-    break;
-  case 'u':
-    if (Size == 1) return Numeric(DataType::UInt8);
-    if (Size == 2) return Numeric(DataType::UInt16);
-    if (Size == 4) return Numeric(DataType::UInt32);
-    if (Size == 8) return Numeric(DataType::UInt64);
-    break;
-  case 'b':
-    if (Size == 1) return Numeric(DataType::Bool);
-    break;
-  case 'c':
-    if (Size == 8) return Numeric(DataType::Complex64);
-    if (Size == 16) return Numeric(DataType::Complex128);
-    break;
-  case 'V':
-    if (Size == 2) return Numeric(DataType::BFloat16);
-    break;
-  case 'S':
-  case 'U':
-    if (Size == 0)
-      break;
-    // Strings are moved as opaque bytes, never interpreted, so they keep
-    // their byte order and descr.
-    Swap = false;
-    A.Type = DataType::Opaque;
-    A.ElementBytes = Kind == 'S' ? Size : 4 * Size;
-    A.Descr = Descr;
-    return Status::ok();
-  default:
-    break;
-  }
-  return Status::invalidArgument("unsupported .npy dtype " + quote(Descr));
+  Expected<NpyDtype> D = parseNpyDescr(Descr);
+  if (!D)
+    return D.status();
+  A.Type = D->Type;
+  A.ElementBytes = D->ElementBytes;
+  A.Descr = D->Descr;
+  Swap = D->BigEndian;
+  return Status::ok();
 }
 
 void byteSwap(std::vector<char> &Data, DataType Type) {
@@ -226,38 +170,6 @@ void byteSwap(std::vector<char> &Data, DataType Type) {
 }
 
 } // namespace
-
-Expected<NpyDtype> parseNpyDescr(const std::string &Descr) {
-  NpyArray A;
-  NpyDtype D;
-  if (Status S = decodeDescr(Descr, A, D.BigEndian); !S)
-    return S;
-  D.Type = A.Type;
-  D.ElementBytes = A.ElementBytes;
-  return D;
-}
-
-std::string npyDescr(DataType Type) {
-  switch (Type) {
-  case DataType::Float64: return "<f8";
-  case DataType::Float32: return "<f4";
-  case DataType::Float16: return "<f2";
-  case DataType::Int64: return "<i8";
-  case DataType::Int32: return "<i4";
-  case DataType::Int16: return "<i2";
-  case DataType::Int8: return "|i1";
-  case DataType::UInt64: return "<u8";
-  case DataType::UInt32: return "<u4";
-  case DataType::UInt16: return "<u2";
-  case DataType::UInt8: return "|u1";
-  case DataType::BFloat16: return "<V2";
-  case DataType::Bool: return "|b1";
-  case DataType::Complex64: return "<c8";
-  case DataType::Complex128: return "<c16";
-  case DataType::Opaque: return "";
-  }
-  return "";
-}
 
 uint64_t NpyArray::elementCount() const {
   uint64_t Count = 1;

@@ -14,6 +14,7 @@
 
 #include "runtime/AtomicFile.h"
 #include "gatherjit/Descriptor.h"
+#include "gatherjit/NpyDtype.h"
 
 #include <string>
 #include <string_view>
@@ -53,19 +54,6 @@ Expected<NpyArray> parseNpy(std::string_view Bytes);
 /// the data, the data read only if the file holds exactly what the header
 /// announces and the machine's memory can hold it.
 Expected<NpyArray> readNpy(const std::string &Path);
-
-/// What a numpy dtype string ('<f4', '>i8', '|S5', '<V2', ...) names: the
-/// element type, its bytes, and whether its numbers are big-endian.
-/// InvalidArgument for a dtype gatherjit has no type for.
-struct NpyDtype {
-  DataType Type = DataType::Float32;
-  unsigned ElementBytes = 0;
-  bool BigEndian = false;
-};
-Expected<NpyDtype> parseNpyDescr(const std::string &Descr);
-
-/// The .npy dtype string for \p Type ('<f4', '|b1', ...); empty for Opaque.
-std::string npyDescr(DataType Type);
 
 /// The .npy header (magic, version, dict, padding) of a C-order array; its
 /// data follows.

@@ -224,7 +224,7 @@ std::string coordinate(uint64_t Index, const std::vector<uint64_t> &Sizes) {
 /// The node a test runs: its operator, its axis (GatherND: batch_dims) and
 /// where its two inputs come from.
 struct GatherNode {
-  ProblemSource Kind;
+  OpKind Op = OpKind::GatherElements;
   int64_t Axis = 0;
   /// For each of data and indices: the input_K.pb number, or -1 with the
   /// tensor in Initializer.
@@ -247,15 +247,15 @@ Expected<GatherNode> readNode(const fs::path &Dir) {
     return Status::unsupported("operator " + quote(N.domain() + "." + Op) +
                                " is not Gather, GatherElements or GatherND");
   if (Op == "Gather")
-    Node.Kind = ProblemSource::OnnxGather;
+    Node.Op = OpKind::Gather;
   else if (Op == "GatherElements")
-    Node.Kind = ProblemSource::OnnxGatherElements;
+    Node.Op = OpKind::GatherElements;
   else if (Op == "GatherND")
-    Node.Kind = ProblemSource::OnnxGatherND;
+    Node.Op = OpKind::GatherND;
   else
     return Status::unsupported("operator " + quote(Op) +
                                " is not Gather, GatherElements or GatherND");
-  const char *AxisName = Node.Kind == ProblemSource::OnnxGatherND ? "batch_dims" : "axis";
+  const char *AxisName = Node.Op == OpKind::GatherND ? "batch_dims" : "axis";
   for (const onnx::AttributeProto &A : N.attribute()) {
     if (A.name() != AxisName)
       return Status::unsupported(Op + ": attribute " + quote(A.name()) + " is not supported");
@@ -314,12 +314,13 @@ Expected<std::string> runDataSet(Runtime &RT, const GatherNode &Node, const fs::
   if (!Expect)
     return Expect.status();
   const OnnxTensor &Data = Operands[0], &Indices = Operands[1];
-  Expected<ValidDesc> V =
-      validateOnnx(Node.Kind, Data.Desc, Indices.Desc, Node.Axis, OobPolicy::Check);
+  Expected<OnnxDesc> D = onnxDesc({Node.Op, Data.Desc, Indices.Desc, Node.Axis});
+  if (!D)
+    return D.status();
+  Expected<ValidDesc> V = D->validate(OobPolicy::Check);
   if (!V)
     return V.status();
-  const std::vector<uint64_t> Shape =
-      onnxOutputShape(Node.Kind, Data.Desc.Sizes, Indices.Desc.Sizes, Node.Axis);
+  const std::vector<uint64_t> &Shape = D->OutputShape;
   if (Shape != Expect->Desc.Sizes || Expect->Desc.Type != Data.Desc.Type)
     return "the output is " + std::string(dataTypeName(Data.Desc.Type)) + shapeString(Shape) +
            " but output_0.pb is " + dataTypeName(Expect->Desc.Type) +

@@ -2,7 +2,7 @@
 
 #include "Problem.h"
 
-#include "DescJson.h"
+#include "gatherjit/DescriptorJson.h"
 
 
 namespace gatherjit {
@@ -26,13 +26,14 @@ Expected<Problem> loadOnnx(const OperandFlags &F) {
   Expected<NpyArray> Indices = readNpy(F.Indices);
   if (!Indices)
     return Indices.status().withContext("--indices");
-  const TensorDesc DataT = Data->tensor(), IdxT = Indices->tensor();
-  Expected<ValidDesc> V = validateOnnx(
-      F.Kind, DataT, IdxT, F.Axis, *parseOobPolicy(F.Oob));
+  Expected<OnnxDesc> D = onnxDesc({onnxOp(F.Kind), Data->tensor(), Indices->tensor(), F.Axis});
+  if (!D)
+    return D.status();
+  Expected<ValidDesc> V = D->validate(*parseOobPolicy(F.Oob));
   if (!V)
     return V.status();
   Problem P;
-  P.OutShape = onnxOutputShape(F.Kind, DataT.Sizes, IdxT.Sizes, F.Axis);
+  P.OutShape = D->OutputShape;
   P.Desc = V.take();
   // Fortran-order files are used in place: their strides say so.
   P.Input = std::move(Data->Data);
@@ -70,38 +71,17 @@ Expected<Problem> loadJson(const OperandFlags &F) {
 
 } // namespace
 
-Expected<ValidDesc> validateOnnx(ProblemSource Kind, const TensorDesc &Data,
-                                 const TensorDesc &Indices, int64_t Axis,
-                                 OobPolicy Policy) {
-  ValidateOptions Options;
-  Options.Policy = Policy;
-  if (Kind == ProblemSource::OnnxGatherElements) {
-    Options.AllowSmallerIndices = true;
-    Expected<GatherElementsDesc> D = onnxGatherElements(Data, Indices, Axis);
-    if (!D)
-      return D.status();
-    return validate(*D, Options);
+OpKind onnxOp(ProblemSource Kind) {
+  switch (Kind) {
+  case ProblemSource::OnnxGather:
+    return OpKind::Gather;
+  case ProblemSource::OnnxGatherND:
+    return OpKind::GatherND;
+  case ProblemSource::OnnxGatherElements:
+  case ProblemSource::Json:
+    break;
   }
-  if (Kind == ProblemSource::OnnxGatherND) {
-    Expected<GatherNDDesc> D = onnxGatherND(Data, Indices, Axis);
-    if (!D)
-      return D.status();
-    return validate(*D, Options);
-  }
-  Expected<GatherDesc> D = onnxGather(Data, Indices, Axis);
-  if (!D)
-    return D.status();
-  return validate(*D, Options);
-}
-
-std::vector<uint64_t> onnxOutputShape(ProblemSource Kind, const std::vector<uint64_t> &Data,
-                                      const std::vector<uint64_t> &Indices, int64_t Axis) {
-  if (Kind == ProblemSource::OnnxGatherElements)
-    return Indices;
-  if (Kind == ProblemSource::OnnxGatherND)
-    return onnxGatherNDOutputShape(Data, Indices, static_cast<unsigned>(Axis));
-  const int64_t Rank = static_cast<int64_t>(Data.size());
-  return onnxGatherOutputShape(Data, Indices, static_cast<unsigned>(Axis < 0 ? Axis + Rank : Axis));
+  return OpKind::GatherElements;
 }
 
 Expected<JsonDescriptor> readDescriptorFile(const std::string &Path) {

@@ -7,9 +7,9 @@
 #ifndef GATHERJIT_TOOLS_PROBLEM_H
 #define GATHERJIT_TOOLS_PROBLEM_H
 
-#include "DescJson.h"
+#include "gatherjit/DescriptorJson.h"
 #include "Npy.h"
-#include "gatherjit/Validate.h"
+#include "gatherjit/Onnx.h"
 #include "runtime/System.h"
 
 #include <string>
@@ -66,14 +66,8 @@ struct Problem {
 /// Unsupported naming the flag, file or field at fault.
 Expected<Problem> loadProblem(const OperandFlags &Flags);
 
-/// Builds and validates an ONNX GatherElements, Gather or GatherND node
-/// (\p Axis is GatherND's batch_dims).
-Expected<ValidDesc> validateOnnx(ProblemSource Kind, const TensorDesc &Data,
-                                 const TensorDesc &Indices, int64_t Axis,
-                                 OobPolicy Policy);
-/// The ONNX output shape of that node (Axis already validated).
-std::vector<uint64_t> onnxOutputShape(ProblemSource Kind, const std::vector<uint64_t> &Data,
-                                      const std::vector<uint64_t> &Indices, int64_t Axis);
+/// The ONNX operator of a command other than `run` (Json).
+OpKind onnxOp(ProblemSource Kind);
 
 /// Reads and parses a descriptor JSON file (at most MaxDescriptorBytes);
 /// errors name the file.

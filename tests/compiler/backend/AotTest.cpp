@@ -26,6 +26,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <set>
 
 using namespace gatherjit;
@@ -144,6 +146,29 @@ TEST(Aot, Aarch64ObjectIsRelocatableElfWithTheNamedSymbols) {
   for (const char *Sym : {"seed", "seed_range", "seed_rows", "again", "again_range", "again_rows"})
     EXPECT_TRUE(F.Defined.count(Sym)) << Sym;
   EXPECT_NE(R->Header.find("extern const int64_t seed_rows;"), std::string::npos);
+}
+
+TEST(Aot, WriteAotCommitsBothFilesOrReplacesNeither) {
+  Expected<AotResult> R = compileAot({{"seed", onnxSeed()}}, {}, OptLevel::O2, "seed.h");
+  ASSERT_TRUE(R.isOk()) << R.status().message();
+  ScratchDir Dir;
+  {
+    std::ofstream(Dir / "old.o") << "kept";
+  }
+  // One file for both: refused, and the file that was there is unchanged.
+  Status S = writeAot(*R, Dir / "old.o", Dir / "old.o");
+  EXPECT_EQ(S.code(), ErrorCode::InvalidArgument);
+  EXPECT_THAT(S.message(), ::testing::HasSubstr("name the same file"));
+  EXPECT_EQ(slurp(Dir / "old.o"), "kept");
+  // A header in a directory that does not exist: the object is not replaced.
+  EXPECT_FALSE(writeAot(*R, Dir / "old.o", Dir / "missing/seed.h").isOk());
+  EXPECT_EQ(slurp(Dir / "old.o"), "kept");
+  ASSERT_TRUE(writeAot(*R, Dir / "old.o", Dir / "seed.h").isOk());
+  EXPECT_EQ(slurp(Dir / "old.o"), std::string(R->Object.begin(), R->Object.end()));
+  EXPECT_EQ(slurp(Dir / "seed.h"), R->Header);
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(Dir.Path),
+                          std::filesystem::directory_iterator()),
+            2); // No temporary file left behind.
 }
 
 TEST(Aot, EveryX86Level) {

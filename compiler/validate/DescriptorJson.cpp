@@ -1,6 +1,6 @@
-//===- tools/gatherjit/DescJson.cpp - Descriptor JSON --------------------===//
+//===- compiler/validate/DescriptorJson.cpp - Descriptor JSON ------------===//
 
-#include "DescJson.h"
+#include "gatherjit/DescriptorJson.h"
 
 #include <nlohmann/json.hpp>
 
@@ -133,18 +133,6 @@ Status readTensor(const json &Root, const char *Name, TensorDesc &T) {
 }
 
 } // namespace
-
-Expected<ValidDesc> JsonDescriptor::validate() const {
-  switch (Op) {
-  case OpKind::Gather:
-    return gatherjit::validate(Gather, Options);
-  case OpKind::GatherND:
-    return gatherjit::validate(GatherND, Options);
-  case OpKind::GatherElements:
-    break;
-  }
-  return gatherjit::validate(GatherElements, Options);
-}
 
 Expected<JsonDescriptor> parseDescriptorJson(std::string_view Text) {
   if (Text.size() > MaxDescriptorBytes)

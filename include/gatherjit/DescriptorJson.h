@@ -1,6 +1,7 @@
-//===- tools/gatherjit/DescJson.h - Descriptor JSON ----------------------===//
+//===- gatherjit/DescriptorJson.h - Descriptor JSON -----------------------===//
 /// \file
-/// Parses the DirectML-style descriptor JSON of `gatherjit run`:
+/// Parses the DirectML-style descriptor JSON of `gatherjit run` and
+/// gatherjit.compile_descriptor:
 /// {"operator": "GATHER_ELEMENTS" | "GATHER" | "GATHER_ND" | "GATHER_ND1",
 ///  "axis": N (not GATHER_ND*), "index_dimensions": N (GATHER only),
 ///  "input_dimension_count": N, "indices_dimension_count": N (GATHER_ND*,
@@ -10,8 +11,8 @@
 ///  "output": {...}}, each tensor {"data_type", "sizes", "strides"}.
 /// Unknown keys are errors, so a misspelt field is never ignored.
 //===----------------------------------------------------------------------===//
-#ifndef GATHERJIT_TOOLS_DESCJSON_H
-#define GATHERJIT_TOOLS_DESCJSON_H
+#ifndef GATHERJIT_DESCRIPTORJSON_H
+#define GATHERJIT_DESCRIPTORJSON_H
 
 #include "gatherjit/Validate.h"
 
@@ -19,30 +20,12 @@
 
 namespace gatherjit {
 
-struct JsonDescriptor {
-  OpKind Op = OpKind::GatherElements;
-  GatherElementsDesc GatherElements;
-  GatherDesc Gather;
-  GatherNDDesc GatherND;
-  /// Policy defaults to Clamp, DirectML's behaviour.
+/// A parsed descriptor and the options it asks for (the policy defaults to
+/// Clamp, DirectML's behaviour).
+struct JsonDescriptor : AnyDesc {
   ValidateOptions Options;
 
-  TensorDesc &input() {
-    return Op == OpKind::Gather ? Gather.Input
-           : Op == OpKind::GatherND ? GatherND.Input
-                                    : GatherElements.Input;
-  }
-  TensorDesc &indices() {
-    return Op == OpKind::Gather ? Gather.Indices
-           : Op == OpKind::GatherND ? GatherND.Indices
-                                    : GatherElements.Indices;
-  }
-  TensorDesc &output() {
-    return Op == OpKind::Gather ? Gather.Output
-           : Op == OpKind::GatherND ? GatherND.Output
-                                    : GatherElements.Output;
-  }
-  Expected<ValidDesc> validate() const;
+  Expected<ValidDesc> validate() const { return AnyDesc::validate(Options); }
 };
 
 /// Limits checked before a descriptor is parsed: a descriptor is a few

@@ -1,6 +1,6 @@
-//===- tests/tools/DescJsonTest.cpp - Descriptor JSON --------------------===//
+//===- tests/compiler/validate/DescriptorJsonTest.cpp - Descriptor JSON --===//
 
-#include "DescJson.h"
+#include "gatherjit/DescriptorJson.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
