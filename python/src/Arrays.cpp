@@ -1,0 +1,146 @@
+//===- python/src/Arrays.cpp - numpy arrays as tensors -------------------===//
+//
+// Arrays in through the buffer protocol (numpy and anything exporting
+// buffers, with their strides: no copy of a view), their dtypes read
+// through gatherjit's table of numpy dtype strings.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Native.h"
+#include "gatherjit/NpyDtype.h"
+
+#include <bit>
+#include <map>
+
+namespace gatherjit::binding {
+
+namespace {
+
+/// True if dimension \p D of \p A steps over whole elements, forwards (or
+/// does not step at all): a stride a TensorDesc can say.
+bool describableStride(const py::array &A, py::ssize_t D) {
+  const py::ssize_t S = A.strides(D);
+  return A.shape(D) <= 1 || (S >= 0 && S % static_cast<py::ssize_t>(A.itemsize()) == 0);
+}
+
+} // namespace
+
+/// gatherjit's element type for a numpy dtype, decoded as a .npy file's
+/// dtype is. numpy's raw void of any width other than bfloat16's two bytes
+/// is moved whole too (a .npy file's must be bfloat16).
+DataType dataTypeOf(const py::dtype &D, unsigned &OpaqueBytes) {
+  OpaqueBytes = 0;
+  if (D.kind() == 'V' && D.itemsize() != 2 && D.itemsize() > 0) {
+    OpaqueBytes = static_cast<unsigned>(D.itemsize());
+    return DataType::Opaque;
+  }
+  Expected<NpyDtype> T = parseNpyDescr(D.attr("str").cast<std::string>());
+  if (!T)
+    throw py::value_error("dtype " + py::repr(static_cast<const py::object &>(D)).cast<std::string>() +
+                          " is not supported by gatherjit: " + T.status().message());
+  if (T->Type == DataType::Opaque)
+    OpaqueBytes = T->ElementBytes;
+  return T->Type;
+}
+
+/// \p Indices in the machine's byte order: a big-endian array is copied
+/// (the kernels read indices as native integers; data is moved unread).
+py::array nativeIndices(py::array Indices) {
+  // 8- and 16-bit indices (numpy and torch take them; the kernels read 32
+  // and 64 bits) are widened to int32, which holds all their values.
+  const py::dtype T = Indices.dtype();
+  if ((T.kind() == 'i' || T.kind() == 'u') && T.itemsize() < 4)
+    return Indices.attr("astype")(py::dtype("int32"));
+  const char Order = Indices.dtype().byteorder();
+  const char Native = std::endian::native == std::endian::little ? '<' : '>';
+  if (Order == '=' || Order == '|' || Order == Native)
+    return Indices;
+  return Indices.attr("astype")(Indices.dtype().attr("newbyteorder")("="));
+}
+
+/// Refuses an \p Out whose byte order is not \p Want's (the data's dtype,
+/// whose bytes the kernel moves unchanged; the machine's order where
+/// \p Want is unset, for an epilogue's output): its values would be read
+/// back as other numbers.
+void checkOutByteOrder(const py::array &Out, const std::optional<py::dtype> &Want) {
+  const char Native = std::endian::native == std::endian::little ? '<' : '>';
+  auto Order = [&](const py::dtype &D) {
+    const char C = D.byteorder();
+    return C == '=' ? Native : C;
+  };
+  const char Have = Order(Out.dtype()), Need = Want ? Order(*Want) : Native;
+  if (Have == '|' || Need == '|' || Have == Need)
+    return;
+  throw py::value_error("out has dtype " + std::string(py::str(Out.dtype())) + " in " +
+                        (Have == '<' ? "little" : "big") + "-endian order, the result's is " +
+                        (Need == '<' ? "little" : "big") +
+                        "-endian: gatherjit does not swap bytes; pass an out of the result's "
+                        "dtype");
+}
+
+
+/// A tensor viewing \p A's memory: its sizes and its strides in elements.
+TensorDesc tensorOf(const py::array &A, const char *Name) {
+  TensorDesc T;
+  T.Type = dataTypeOf(A.dtype(), T.OpaqueBytes);
+  const size_t Item = A.itemsize();
+  T.Strides.emplace();
+  for (py::ssize_t D = 0; D < A.ndim(); ++D) {
+    T.Sizes.push_back(static_cast<uint64_t>(A.shape(D)));
+    if (A.shape(D) <= 1) {
+      T.Strides->push_back(0);
+      continue;
+    }
+    if (!describableStride(A, D))
+      throw py::value_error(std::string(Name) + ": strides " +
+                            std::string(py::str(py::cast(std::vector<py::ssize_t>(
+                                A.strides(), A.strides() + A.ndim())))) +
+                            " are negative or not a multiple of the itemsize " +
+                            std::to_string(Item) + "; pass a copy (numpy.ascontiguousarray)");
+    T.Strides->push_back(static_cast<uint64_t>(A.strides(D)) / Item);
+  }
+  return T;
+}
+
+/// \p A as an array viewing the same memory, or a C-ordered copy when its
+/// strides cannot be described (negative, or not whole elements).
+py::array viewOrCopy(py::array A) {
+  for (py::ssize_t D = 0; D < A.ndim(); ++D)
+    if (!describableStride(A, D))
+      return py::array::ensure(A, py::array::c_style | py::array::forcecast);
+  return A;
+}
+
+/// A tensor from a (shape, dtype[, strides]) tuple; strides in elements.
+TensorDesc tensorFromSpec(const py::tuple &Spec, py::dtype &Type, const char *Name) {
+  if (Spec.size() < 2 || Spec.size() > 3)
+    throw py::value_error(std::string(Name) + " must be (shape, dtype) or (shape, dtype, strides)");
+  TensorDesc T;
+  for (py::handle S : Spec[0].cast<py::sequence>())
+    T.Sizes.push_back(S.cast<uint64_t>());
+  Type = py::dtype::from_args(Spec[1]);
+  T.Type = dataTypeOf(Type, T.OpaqueBytes);
+  if (Spec.size() == 3 && !Spec[2].is_none())
+    T.Strides = Spec[2].cast<std::vector<uint64_t>>();
+  return T;
+}
+
+/// A function of the gatherjit package's Python half, looked up under the
+/// GIL and kept for the life of the process (never destroyed: it would
+/// outlive the interpreter). std::map's nodes stay put if an import lets
+/// another thread add one.
+py::object &package(const char *Name) {
+  static std::map<std::string, py::object *> Functions;
+  py::object *&F = Functions[Name];
+  if (!F)
+    F = new py::object(py::module_::import("gatherjit").attr(Name));
+  return *F;
+}
+
+/// \p X as a numpy array over the same memory (see gatherjit._array).
+py::array operand(py::handle X, const char *Name, bool Writable) {
+  if (py::isinstance<py::array>(X))
+    return py::reinterpret_borrow<py::array>(X);
+  return package("_array")(X, Name, Writable).cast<py::array>();
+}
+} // namespace gatherjit::binding

@@ -1,0 +1,257 @@
+//===- python/src/Calls.cpp - The function forms -------------------------===//
+//
+// take, take_along_axis and gather_nd on arrays and PyTorch tensors: a
+// layout table in front of the runtime's cache, so that a repeated call
+// skips building and validating its descriptor.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Native.h"
+
+#include <array>
+#include <limits>
+#include <unordered_map>
+
+namespace gatherjit::binding {
+
+namespace {
+
+/// Appends \p V's bytes to \p Key.
+void putInt(std::string &Key, int64_t V) { Key.append(reinterpret_cast<const char *>(&V), sizeof V); }
+
+/// Appends \p A's layout (rank, sizes, strides in bytes, dtype) to \p Key.
+void appendLayout(std::string &Key, const py::array &A) {
+  auto Put = [&](int64_t V) { putInt(Key, V); };
+  Put(A.ndim());
+  for (py::ssize_t D = 0; D < A.ndim(); ++D) {
+    Put(A.shape(D));
+    Put(A.strides(D));
+  }
+  const py::dtype T = A.dtype();
+  Put(T.num());
+  Put(T.itemsize());
+  Key.push_back(T.byteorder());
+}
+
+/// The function forms' kernels by the layouts of their calls, so that a
+/// repeated call skips building and validating its descriptor: a front of
+/// the runtime's cache, which still holds every kernel a miss here finds.
+/// Used under the GIL; emptied when full. Sized for walks over a few
+/// thousand shapes (a batch size or sequence length that changes); each
+/// entry holds a kernel handle (a few KiB with its state) alive.
+std::unordered_map<std::string, std::shared_ptr<PyKernel>> &callKernels() {
+  static auto *Kernels = new std::unordered_map<std::string, std::shared_ptr<PyKernel>>();
+  return *Kernels;
+}
+constexpr size_t CallKernelsCapacity = 4096;
+
+/// Keeps \p K in the layout table under \p Key.
+void rememberCall(std::string Key, const std::shared_ptr<PyKernel> &K) {
+  if (callKernels().size() >= CallKernelsCapacity)
+    callKernels().clear();
+  callKernels().emplace(std::move(Key), K);
+}
+
+/// The start of a layout table key: what the call asks besides its
+/// operands' layouts, after \p Source ('a' for numpy arrays, 't' for the
+/// torch fast path, whose layouts are spelled differently).
+std::string callKey(char Source, const std::string &Op, const std::string &Mode, bool Broadcast,
+                    int64_t Axis) {
+  std::string Key = Source + Op + '\0' + Mode + '\0' + (Broadcast ? 'b' : 'o');
+  putInt(Key, Axis);
+  return Key;
+}
+
+/// numpy's AxisError (numpy.exceptions' from numpy 1.25, numpy's before).
+[[noreturn]] void raiseAxisError(py::handle Axis, py::ssize_t Rank) {
+  py::module_ Np = py::module_::import("numpy");
+  py::object Type = py::hasattr(Np, "exceptions") && py::hasattr(Np.attr("exceptions"), "AxisError")
+                        ? Np.attr("exceptions").attr("AxisError")
+                        : Np.attr("AxisError");
+  py::object E = Type(py::str(Axis), Rank);
+  PyErr_SetObject(Type.ptr(), E.ptr());
+  throw py::error_already_set();
+}
+
+} // namespace
+
+/// An axis (or batch_dims) given as a Python integer, any size: one beyond
+/// int64 becomes a value no array has, so that the range check names it.
+int64_t axisValue(py::handle Axis, bool &Overflow) {
+  if (!PyLong_Check(Axis.ptr()))
+    throw py::type_error(std::string("axis must be an integer, not ") +
+                         Py_TYPE(Axis.ptr())->tp_name);
+  int Over = 0;
+  const long long V = PyLong_AsLongLongAndOverflow(Axis.ptr(), &Over);
+  Overflow = Over != 0;
+  return Overflow ? std::numeric_limits<int64_t>::min() : V;
+}
+
+/// Raises numpy's AxisError for an axis outside a rank-\p Rank array's, or
+/// ValueError for a negative or overflowing batch_dims (GatherND's axis).
+void checkAxis(const std::string &Op, py::handle AxisObj, int64_t Axis, bool Overflow,
+               int64_t Rank) {
+  if (Op != "gather_nd" && (Axis < -Rank || Axis >= Rank))
+    raiseAxisError(AxisObj, Rank);
+  if (Op == "gather_nd" && (Overflow || Axis < 0))
+    throw py::value_error("batch_dims = " + std::string(py::str(AxisObj)) +
+                          " is negative or too large");
+}
+
+namespace {
+
+/// The kernel for arrays \p Data and \p Indices (cached by the runtime
+/// and, without an epilogue, in the layout table), which may be replaced by
+/// the copies it needs (unreadable strides, narrow or byte-swapped indices).
+/// \p Broadcast: GatherElements' indices and data broadcast as numpy's
+/// take_along_axis does; otherwise the indices may be smaller on dimensions
+/// other than the axis (ONNX's and torch.gather's rule).
+std::shared_ptr<PyKernel> kernelForArrays(const std::string &Op, py::array &Data,
+                                          py::array &Indices, py::handle AxisObj,
+                                          const std::optional<py::array> &Out,
+                                          const std::string &Mode,
+                                          const std::optional<py::tuple> &Fused, bool Broadcast) {
+  bool Overflow = false;
+  const int64_t Axis = axisValue(AxisObj, Overflow);
+  if (Out)
+    checkOutByteOrder(*Out, Fused ? std::nullopt : std::optional<py::dtype>(Data.dtype()));
+  Data = viewOrCopy(Data);
+  Indices = nativeIndices(viewOrCopy(Indices));
+  // Calls with an epilogue skip the layout table (its key would need the
+  // epilogue's text); the runtime's cache still finds their kernels.
+  std::string Key;
+  if (!Fused) {
+    Key = callKey('a', Op, Mode, Broadcast, Axis);
+    appendLayout(Key, Data);
+    appendLayout(Key, Indices);
+    if (Out)
+      appendLayout(Key, *Out);
+    if (auto It = callKernels().find(Key); It != callKernels().end())
+      return It->second;
+  }
+  // The first call of a layout checks the axis (a later one found its key).
+  checkAxis(Op, AxisObj, Axis, Overflow, Data.ndim());
+  TensorDesc DataT = tensorOf(Data, "data"), IdxT = tensorOf(Indices, "indices");
+  if (Broadcast && Op == "gather_elements" && DataT.rank() == IdxT.rank() && DataT.rank() > 0) {
+    // numpy broadcasts the dimensions other than the axis: a size of 1
+    // repeats, through a stride of 0 (no copy).
+    const int64_t R = DataT.rank(), A = Axis < 0 ? Axis + R : Axis;
+    for (int64_t D = 0; D < R; ++D) {
+      if (D == A)
+        continue;
+      uint64_t &DS = DataT.Sizes[D], &IS = IdxT.Sizes[D];
+      if (DS == 1 && IS > 1) {
+        DS = IS;
+        (*DataT.Strides)[D] = 0;
+      } else if (IS == 1 && DS > 1) {
+        IS = DS;
+        (*IdxT.Strides)[D] = 0;
+      } else if (IS != DS) {
+        throw py::value_error("take_along_axis: data " + shapeString(DataT.Sizes) +
+                              " and indices " + shapeString(IdxT.Sizes) +
+                              " do not broadcast at dimension " + std::to_string(D));
+      }
+    }
+  }
+  std::optional<TensorDesc> OutT;
+  if (Out)
+    OutT = tensorOf(*Out, "out");
+  std::shared_ptr<PyKernel> K =
+      compileFor(Op, DataT, IdxT, Axis, Mode, Data.dtype(), OutT, epilogueOf(Fused));
+  if (!Key.empty())
+    rememberCall(std::move(Key), K);
+  return K;
+}
+
+/// A CPU tensor's layout appended to \p Key and its data pointer, read
+/// through the tensor's attributes (no DLPack or numpy round trip), or
+/// false for a tensor the fast path does not take (on another device, or an
+/// output that requires grad, which the general path refuses).
+bool tensorLayout(py::handle T, bool IsOut, std::string &Key, uintptr_t &Pointer) {
+  static const auto *Names = new std::array<py::str, 6>{
+      py::str("is_cpu"), py::str("requires_grad"), py::str("data_ptr"),
+      py::str("shape"),  py::str("stride"),        py::str("dtype")};
+  const auto &[IsCpu, RequiresGrad, DataPtr, Shape, Stride, Dtype] = *Names;
+  if (T.attr(IsCpu).ptr() != Py_True || (IsOut && T.attr(RequiresGrad).ptr() == Py_True))
+    return false;
+  Pointer = T.attr(DataPtr)().cast<uintptr_t>();
+  const py::tuple Sizes = T.attr(Shape), Steps = T.attr(Stride)();
+  auto Put = [&](int64_t V) { putInt(Key, V); };
+  Put(static_cast<int64_t>(Sizes.size()));
+  for (size_t D = 0; D < Sizes.size(); ++D) {
+    Put(PyLong_AsLongLong(Sizes[D].ptr()));
+    Put(PyLong_AsLongLong(Steps[D].ptr()));
+  }
+  // torch's dtypes are singletons: the object names the type. A complex
+  // tensor may be a conjugated or negated view whose bits are not its
+  // values: those go through the general path (numpy() resolves them).
+  const py::object Type = T.attr(Dtype);
+  static auto *Complex = new std::unordered_map<PyObject *, bool>();
+  auto [It, New] = Complex->try_emplace(Type.ptr(), false);
+  if (New)
+    It->second = Type.attr("is_complex").ptr() == Py_True;
+  if (It->second)
+    return false;
+  Put(static_cast<int64_t>(reinterpret_cast<uintptr_t>(Type.ptr())));
+  return true;
+}
+
+} // namespace
+
+/// kernelForArrays' kernel run into \p Out or a new array; mode "wrap"
+/// (numpy's: every index modulo its axis's size) through wrapped indices.
+py::object gatherArrays(const std::string &Op, py::array Data, py::array Indices,
+                        py::handle AxisObj, std::optional<py::array> Out, const std::string &Mode,
+                        const std::optional<py::tuple> &Fused, bool Broadcast) {
+  if (Mode == "wrap")
+    return gatherArrays(Op, Data, package("_wrapped")(Op, Data, Indices, AxisObj), AxisObj, Out,
+                        "raise", Fused, Broadcast);
+  std::shared_ptr<PyKernel> K =
+      kernelForArrays(Op, Data, Indices, AxisObj, Out, Mode, Fused, Broadcast);
+  return K->run(Data, Indices, Out);
+}
+
+/// gatherArrays for PyTorch CPU tensors without an epilogue: a layout seen
+/// before runs straight on the tensors' pointers; a new one goes through
+/// numpy views once, and its kernel joins the layout table only if it reads
+/// and writes the tensors' own memory (no copy was needed). Returns None where the general path must serve the
+/// call (another device, an out that requires grad).
+py::object gatherTensors(const std::string &Op, py::handle DataObj, py::handle IndicesObj,
+                         py::handle AxisObj, py::handle OutObj, const std::string &Mode,
+                         bool Broadcast) {
+  bool Overflow = false;
+  const int64_t Axis = axisValue(AxisObj, Overflow);
+  std::string Key = callKey('t', Op, Mode, Broadcast, Axis);
+  uintptr_t In = 0, Idx = 0, Dst = 0;
+  if (!tensorLayout(DataObj, false, Key, In) || !tensorLayout(IndicesObj, false, Key, Idx) ||
+      (!OutObj.is_none() && !tensorLayout(OutObj, true, Key, Dst)))
+    return py::none();
+  std::shared_ptr<PyKernel> K;
+  if (auto It = callKernels().find(Key); It != callKernels().end()) {
+    K = It->second;
+  } else {
+    py::array Data = operand(DataObj, "data", false), Indices = operand(IndicesObj, "indices", false);
+    std::optional<py::array> Out;
+    if (!OutObj.is_none())
+      Out = operand(OutObj, "out", true);
+    K = kernelForArrays(Op, Data, Indices, AxisObj, Out, Mode, std::nullopt, Broadcast);
+    if (reinterpret_cast<uintptr_t>(Data.data()) != In ||
+        reinterpret_cast<uintptr_t>(Indices.data()) != Idx)
+      return package("_result")(K->run(Data, Indices, Out), DataObj); // A copy was needed.
+    rememberCall(std::move(Key), K);
+  }
+  if (!OutObj.is_none()) {
+    K->runInto(reinterpret_cast<const void *>(In), reinterpret_cast<const void *>(Idx),
+               reinterpret_cast<void *>(Dst));
+    return py::reinterpret_borrow<py::object>(OutObj);
+  }
+  py::array Result = K->newOutput();
+  K->runInto(reinterpret_cast<const void *>(In), reinterpret_cast<const void *>(Idx),
+             Result.mutable_data());
+  if (Result.dtype().kind() == 'V') // bfloat16: viewed back by the package.
+    return package("_result")(Result, DataObj);
+  static py::object *FromNumpy =
+      new py::object(py::module_::import("torch").attr("from_numpy"));
+  return (*FromNumpy)(Result);
+}
+} // namespace gatherjit::binding

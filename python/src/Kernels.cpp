@@ -1,0 +1,248 @@
+//===- python/src/Kernels.cpp - Compiled kernels -------------------------===//
+//
+// One Runtime per process (and per CUDA device), descriptors built as the
+// ONNX builders do, kernels run with the GIL released. Errors are Python
+// exceptions: ValueError for descriptors, shapes and dtypes, IndexError for
+// an out-of-range index, RuntimeError for what gatherjit itself failed at.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Native.h"
+#include "gatherjit/Aot.h"
+#include "gatherjit/DescriptorJson.h"
+#include "gatherjit/NpyDtype.h"
+
+#include <map>
+#include <mutex>
+
+namespace gatherjit::binding {
+
+/// Raises \p S as the Python exception its code calls for.
+[[noreturn]] void raise(const Status &S) {
+  switch (S.code()) {
+  case ErrorCode::IndexOutOfRange: {
+    // The position lets the package name the index in the caller's shape.
+    py::object E = py::reinterpret_borrow<py::object>(PyExc_IndexError)(S.message());
+    E.attr("position") = S.position().value_or(0);
+    PyErr_SetObject(PyExc_IndexError, E.ptr());
+    throw py::error_already_set();
+  }
+  case ErrorCode::InvalidArgument:
+  case ErrorCode::Unsupported:
+    throw py::value_error(S.message());
+  default:
+    throw std::runtime_error(S.message());
+  }
+}
+
+/// The options the process's runtime is created with (see set_threads).
+RuntimeOptions &runtimeOptions() {
+  static RuntimeOptions Options = [] {
+    RuntimeOptions O;
+    O.CacheDir = defaultCacheDir(); // The command line's, shared with it.
+    return O;
+  }();
+  return Options;
+}
+std::atomic<bool> RuntimeCreated{false};
+
+/// The process's runtime, created on first use.
+Runtime &runtime() {
+  static std::once_flag Once;
+  static std::unique_ptr<Runtime> RT;
+  std::call_once(Once, [] {
+    RT = take(Runtime::create(runtimeOptions()));
+    RuntimeCreated = true;
+  });
+  return *RT;
+}
+
+/// The process's runtime for CUDA device \p Device ("cuda" or "cuda:N"),
+/// created on its first use with the process's options.
+Runtime &deviceRuntime(const std::string &Device) {
+  static std::mutex Mutex;
+  static std::map<std::string, std::unique_ptr<Runtime>> Runtimes;
+  std::lock_guard<std::mutex> Lock(Mutex);
+  std::unique_ptr<Runtime> &RT = Runtimes[Device];
+  if (!RT) {
+    RuntimeOptions O = runtimeOptions();
+    O.Device = Device;
+    RT = take(Runtime::create(O));
+    RuntimeCreated = true;
+  }
+  return *RT;
+}
+
+namespace {
+
+OobPolicy policyOf(const std::string &Mode) {
+  if (Mode == "raise")
+    return OobPolicy::Check;
+  if (Mode == "clip")
+    return OobPolicy::Clip;
+  if (Mode == "clamp")
+    return OobPolicy::Clamp;
+  throw py::value_error("mode = '" + Mode +
+                        "' is not 'raise' (an error naming the first out-of-range index), "
+                        "'clip' (numpy's: too large reads the last element, negative the "
+                        "first), 'clamp' (DirectML's: negative indices wrap once, then "
+                        "every index is clamped) or, for the functions, 'wrap' (numpy's: "
+                        "modulo the axis's size)");
+}
+
+/// True if \p T's strides are those of its sizes packed (C order), on the
+/// dimensions that step (tensorOf gives the others a stride of 0).
+bool isPacked(const TensorDesc &T) {
+  const std::vector<uint64_t> Packed = packedStrides(T.Sizes);
+  for (size_t D = 0; D < T.rank(); ++D)
+    if (T.Sizes[D] > 1 && (*T.Strides)[D] != Packed[D])
+      return false;
+  return true;
+}
+
+/// The operator a Python op name names.
+OpKind onnxOp(const std::string &Op) {
+  if (Op == "gather_elements")
+    return OpKind::GatherElements;
+  if (Op == "gather")
+    return OpKind::Gather;
+  if (Op == "gather_nd")
+    return OpKind::GatherND;
+  throw py::value_error("op = '" + Op + "' is not 'gather_elements', 'gather' or 'gather_nd'");
+}
+
+} // namespace
+
+std::optional<PyEpilogue> epilogueOf(const std::optional<py::tuple> &T) {
+  if (!T)
+    return std::nullopt;
+  if (T->size() != 6)
+    throw py::value_error(
+        "epilogue: expected (source, function, file_name, params, row_out, checked)");
+  PyEpilogue P;
+  P.E.Source = (*T)[0].cast<std::string>();
+  P.E.Function = (*T)[1].cast<std::string>();
+  P.E.FileName = (*T)[2].cast<std::string>();
+  const std::string Params = (*T)[3].cast<std::string>(); // bytes
+  P.E.Params.assign(Params.begin(), Params.end());
+  P.RowOut = (*T)[4].cast<uint64_t>();
+  P.E.Checked = (*T)[5].cast<bool>();
+  return P;
+}
+
+std::shared_ptr<PyKernel> compileFor(const std::string &Op, TensorDesc Data, TensorDesc Indices,
+                                     int64_t Axis, const std::string &Mode,
+                                     const py::dtype &DataType,
+                                     const std::optional<TensorDesc> &OutT,
+                                     const std::optional<PyEpilogue> &E, Runtime *On) {
+  Runtime &RT = On ? *On : runtime();
+  const OobPolicy Policy = policyOf(Mode);
+  OnnxDesc D = take(onnxDesc({onnxOp(Op), std::move(Data), std::move(Indices), Axis}));
+  if (OutT && !E) {
+    // The output as the caller's array lays it out, padded as the
+    // descriptor's tensors are (a fused output is checked against the
+    // kernel's below).
+    TensorDesc &Output = D.output();
+    if (OutT->Sizes != D.OutputShape)
+      throw py::value_error("out has shape " + shapeString(OutT->Sizes) + "; the result's is " +
+                            shapeString(D.OutputShape));
+    if (OutT->Type != Output.Type || OutT->elementBytes() != Output.elementBytes())
+      throw py::value_error(std::string("out has dtype ") + dataTypeName(OutT->Type) +
+                            "; the result's is " + dataTypeName(Output.Type));
+    std::vector<uint64_t> Strides = *OutT->Strides;
+    Strides.insert(Strides.begin(), Output.rank() - Strides.size(), 0);
+    Output.Strides = std::move(Strides);
+  }
+  ValidDesc Plain = take(D.validate(Policy));
+  Expected<Kernel> K = E ? RT.compile(Plain, E->E, E->RowOut) : RT.compile(Plain);
+  auto P = std::make_shared<PyKernel>(take(std::move(K)), Op);
+  P->OutShape.assign(D.OutputShape.begin(), D.OutputShape.end());
+  P->OutType = DataType;
+  if (E) {
+    const TensorDesc &Fused = P->kernel().desc().Output;
+    if (!P->OutShape.empty())
+      P->OutShape.back() = static_cast<py::ssize_t>(Fused.Sizes.back());
+    P->OutType = py::dtype(npyDescr(Fused.Type));
+    if (OutT && (OutT->Sizes != std::vector<uint64_t>(P->OutShape.begin(), P->OutShape.end()) ||
+                 OutT->Type != Fused.Type || !isPacked(*OutT)))
+      throw py::value_error("out must be a C-contiguous " + std::string(dataTypeName(Fused.Type)) +
+                            " array of shape " +
+                            shapeString(std::vector<uint64_t>(P->OutShape.begin(),
+                                                              P->OutShape.end())) +
+                            " (the epilogue's output)");
+  }
+  return P;
+}
+
+/// A kernel for a DirectML-style descriptor in `gatherjit run`'s JSON.
+/// \p E, if given, is fused into it.
+std::shared_ptr<PyKernel> compileDescriptor(const std::string &Json,
+                                            const std::optional<py::tuple> &Fused) {
+  Expected<JsonDescriptor> D = parseDescriptorJson(Json);
+  if (!D)
+    raise(D.status());
+  ValidDesc V = take(D->validate());
+  const std::optional<PyEpilogue> E = epilogueOf(Fused);
+  Kernel K = take(E ? runtime().compile(V, E->E, E->RowOut) : runtime().compile(V));
+  const TensorDesc &Out = K.desc().Output;
+  auto P = std::make_shared<PyKernel>(std::move(K), opKindName(V.Op));
+  P->OutShape.assign(Out.Sizes.begin(), Out.Sizes.end());
+  P->OutType = py::dtype(npyDescr(Out.Type)); // Descriptor JSON has no OPAQUE.
+  return P;
+}
+py::object PyKernel::call(py::handle DataObj, py::handle IndicesObj, py::handle OutObj) {
+  const ValidDesc &V = K.desc();
+  const bool Arrays = py::isinstance<py::array>(DataObj);
+  py::array Data = operand(DataObj, "data", false);
+  py::array Indices = nativeIndices(operand(IndicesObj, "indices", false));
+  expectLayout(Data, V.Input, "data", Seen[0]);
+  expectLayout(Indices, V.Indices, "indices", Seen[1]);
+  py::array Result = OutObj.is_none() ? newOutput() : operand(OutObj, "out", true);
+  if (!Result.writeable())
+    throw py::value_error("out is read-only");
+  if (!OutObj.is_none())
+    checkOutByteOrder(Result, V.Epilogue.Kind == EpilogueKind::None
+                                  ? std::optional<py::dtype>(Data.dtype())
+                                  : std::nullopt);
+  expectLayout(Result, V.Output, "out", Seen[2]);
+  run(Data, Indices, Result);
+  if (!OutObj.is_none())
+    return py::reinterpret_borrow<py::object>(OutObj);
+  return Arrays ? Result : package("_result")(Result, DataObj);
+}
+
+void PyKernel::expectLayout(const py::array &A, const TensorDesc &T, const char *Name,
+                            DtypeId &Seen) {
+  // The descriptor may pad with leading ones; compare what remains.
+  const size_t Pad = T.rank() - static_cast<size_t>(A.ndim());
+  bool Same = static_cast<size_t>(A.ndim()) <= T.rank() && A.itemsize() == T.elementBytes();
+  for (py::ssize_t D = 0; Same && D < A.ndim(); ++D) {
+    const uint64_t Size = T.Sizes[Pad + D];
+    Same = static_cast<uint64_t>(A.shape(D)) == Size &&
+           (Size <= 1 ||
+            static_cast<uint64_t>(A.strides(D)) == (*T.Strides)[Pad + D] * A.itemsize());
+  }
+  if (Same) {
+    const DtypeId Id = DtypeId::of(A.dtype());
+    if (!(Id == Seen)) {
+      unsigned Opaque;
+      Same = dataTypeOf(A.dtype(), Opaque) == T.Type;
+      if (Same)
+        Seen = Id;
+    }
+  }
+  if (!Same)
+    throw py::value_error(std::string(Name) + ": the array's shape, dtype or strides differ "
+                          "from the kernel's (" + dataTypeName(T.Type) +
+                          shapeString(T.Sizes) + " strides " +
+                          shapeString(*T.Strides) + " elements); compile a kernel for it");
+}
+
+void PyKernel::saveObject(const std::string &Path, const std::string &Name, const std::string &Header) {
+  AotResult R = take(compileAot({{Name, K.desc()}}, {}, OptLevel::O2,
+                                Header.empty() ? Name + ".h" : Header));
+  if (Status S = writeAot(R, Path, Header); !S)
+    raise(S);
+}
+
+} // namespace gatherjit::binding

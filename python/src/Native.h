@@ -1,0 +1,204 @@
+//===- python/src/Native.h - gatherjit._native's parts ------------------===//
+/// \file
+/// What the binding's files share: errors raised as Python exceptions, the
+/// process's runtimes, numpy arrays as tensors, and compiled kernels with
+/// the layouts they take. The binding reaches gatherjit through its public
+/// C++ API (include/gatherjit/) alone.
+//===----------------------------------------------------------------------===//
+#ifndef GATHERJIT_PYTHON_NATIVE_H
+#define GATHERJIT_PYTHON_NATIVE_H
+
+#include "gatherjit/Onnx.h"
+#include "gatherjit/Runtime.h"
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace py = pybind11;
+
+namespace gatherjit::binding {
+
+/// Raises \p S as the Python exception its code calls for: IndexError
+/// (with the position) for an out-of-range index, ValueError for invalid
+/// or unsupported input, RuntimeError for the rest.
+[[noreturn]] void raise(const Status &S);
+
+template <typename T> T take(Expected<T> E) {
+  if (!E)
+    raise(E.status());
+  return E.take();
+}
+
+/// The options the process's runtime is created with (see set_threads).
+RuntimeOptions &runtimeOptions();
+/// Set once a runtime exists: the options no longer apply.
+extern std::atomic<bool> RuntimeCreated;
+/// The process's runtime, created on first use.
+Runtime &runtime();
+/// The process's runtime for CUDA device \p Device ("cuda" or "cuda:N").
+Runtime &deviceRuntime(const std::string &Device);
+
+/// A function of the gatherjit package's Python half (kept for the
+/// process's life).
+py::object &package(const char *Name);
+
+// numpy arrays as tensors (Arrays.cpp).
+
+/// gatherjit's element type for a numpy dtype (\p OpaqueBytes set for
+/// opaque elements); ValueError for a dtype gatherjit has no type for.
+DataType dataTypeOf(const py::dtype &D, unsigned &OpaqueBytes);
+/// \p Indices as native int32 or int64 (narrow or byte-swapped ones copied).
+py::array nativeIndices(py::array Indices);
+/// ValueError for an \p Out whose byte order is not \p Want's.
+void checkOutByteOrder(const py::array &Out, const std::optional<py::dtype> &Want);
+/// A tensor viewing \p A's memory: its sizes and its strides in elements.
+TensorDesc tensorOf(const py::array &A, const char *Name);
+/// \p A, or a C-ordered copy when its strides cannot be described.
+py::array viewOrCopy(py::array A);
+/// A tensor from a (shape, dtype[, strides]) tuple; strides in elements.
+TensorDesc tensorFromSpec(const py::tuple &Spec, py::dtype &Type, const char *Name);
+/// \p X as a numpy array over the same memory (see gatherjit._array).
+py::array operand(py::handle X, const char *Name, bool Writable);
+
+// Kernels (Kernels.cpp).
+
+/// Outputs from this size on are written with the GIL released.
+constexpr py::ssize_t GilFreeBytes = 16 << 10;
+
+/// A compiled kernel and the layouts it takes.
+class PyKernel {
+public:
+  PyKernel(Kernel K, std::string Op) : K(std::move(K)), Op(std::move(Op)) {
+    OutBytes = this->K.desc().outputElements() * this->K.desc().Output.elementBytes();
+  }
+
+  /// Checks \p Data, \p Indices and \p Out against the kernel's tensors
+  /// (sizes, types and strides) and runs it without the GIL. numpy arrays
+  /// are taken as they are; anything else goes through gatherjit._array
+  /// (PyTorch tensors, DLPack), and PyTorch data gives a PyTorch result.
+  py::object call(py::handle DataObj, py::handle IndicesObj, py::handle OutObj);
+
+  /// Runs on arrays the kernel was compiled for (no layout check).
+  py::object run(const py::array &Data, const py::array &Indices, std::optional<py::array> Out) {
+    py::array Result = Out ? *Out : newOutput();
+    if (!Result.writeable())
+      throw py::value_error("out is read-only");
+    runInto(Data.data(), Indices.data(), Result.mutable_data());
+    return Result;
+  }
+
+  /// Runs on buffers of the kernel's layouts; raises its error.
+  void runInto(const void *In, const void *Idx, void *Dst) {
+    Status S = Status::ok();
+    {
+      // Other Python threads run meanwhile, unless the kernel is done
+      // sooner than the GIL would change hands (a few KiB written).
+      std::optional<py::gil_scoped_release> Release;
+      if (OutBytes >= GilFreeBytes)
+        Release.emplace();
+      S = K.run(In, Idx, Dst);
+    }
+    if (!S)
+      raise(S);
+  }
+
+  std::string ir() { return take(runtime().optimizedIR(K.desc())); }
+  std::string assembly() { return take(runtime().assembly(K.desc())); }
+
+  /// Compiles the kernel ahead of time into an object file (and its C
+  /// header if \p Header is given), for the host, under the C name \p Name.
+  void saveObject(const std::string &Path, const std::string &Name, const std::string &Header);
+
+  /// The output's shape as the ONNX operator gives it (leading ones that
+  /// pad the descriptor dropped to the data's and indices' ranks).
+  std::vector<py::ssize_t> outputShape() const { return OutShape; }
+  const Kernel &kernel() const { return K; }
+  const std::string &op() const { return Op; }
+
+  std::vector<py::ssize_t> OutShape;
+  py::dtype OutType = py::dtype("float32");
+  /// The output's bytes (the GIL is released from GilFreeBytes on).
+  uint64_t OutBytes = 0;
+  /// How the data and indices were described, to pickle the kernel.
+  py::tuple Spec;
+
+  /// A new array for the output.
+  py::array newOutput() { return py::array(OutType, OutShape); }
+
+private:
+
+  /// A numpy dtype as its type number, size and byte order: what a call
+  /// compares (decoding the dtype again would cost more than a tiny run).
+  struct DtypeId {
+    int Num = -1;
+    py::ssize_t Size = 0;
+    char Order = 0;
+    static DtypeId of(const py::dtype &D) { return {D.num(), D.itemsize(), D.byteorder()}; }
+    bool operator==(const DtypeId &) const = default;
+  };
+  /// The dtypes of data, indices and out seen to be the kernel's.
+  DtypeId Seen[3];
+
+  /// ValueError unless \p A has \p T's sizes, strides and type.
+  static void expectLayout(const py::array &A, const TensorDesc &T, const char *Name,
+                           DtypeId &Seen);
+
+  Kernel K;
+  std::string Op;
+};
+
+/// An epilogue from Python: (source, function, file name, parameter bytes,
+/// row_out, checked), as gatherjit.Epilogue passes it.
+struct PyEpilogue {
+  Epilogue E;
+  uint64_t RowOut = 0;
+};
+
+/// The epilogue a (source, function, file_name, params, row_out, checked)
+/// tuple describes, if any.
+std::optional<PyEpilogue> epilogueOf(const std::optional<py::tuple> &T);
+
+/// The kernel for ONNX operator \p Op ("gather_elements", "gather",
+/// "gather_nd") on \p Data and \p Indices under mode \p Mode ("raise",
+/// "clip", "clamp"). \p OutT, if given, is the output array's layout (any
+/// strides). \p E, if given, is fused into the kernel: the output then
+/// takes its OUT type (and a row epilogue's row length) and is packed.
+std::shared_ptr<PyKernel> compileFor(const std::string &Op, TensorDesc Data, TensorDesc Indices,
+                                     int64_t Axis, const std::string &Mode,
+                                     const py::dtype &DataType,
+                                     const std::optional<TensorDesc> &OutT = std::nullopt,
+                                     const std::optional<PyEpilogue> &E = std::nullopt,
+                                     Runtime *On = nullptr);
+/// A kernel for a DirectML-style descriptor in `gatherjit run`'s JSON.
+std::shared_ptr<PyKernel> compileDescriptor(const std::string &Json,
+                                            const std::optional<py::tuple> &Fused);
+
+// The function forms (Calls.cpp).
+
+/// An axis (or batch_dims) given as a Python integer; \p Overflow set for
+/// one beyond int64.
+int64_t axisValue(py::handle Axis, bool &Overflow);
+/// numpy's AxisError for an axis outside a rank-\p Rank array's, or
+/// ValueError for a negative or overflowing batch_dims.
+void checkAxis(const std::string &Op, py::handle AxisObj, int64_t Axis, bool Overflow,
+               int64_t Rank);
+/// take / take_along_axis / gather_nd on numpy arrays, into \p Out or a new
+/// array.
+py::object gatherArrays(const std::string &Op, py::array Data, py::array Indices,
+                        py::handle AxisObj, std::optional<py::array> Out, const std::string &Mode,
+                        const std::optional<py::tuple> &Fused, bool Broadcast);
+/// The same on PyTorch CPU tensors without an epilogue; None where the
+/// general path must serve the call.
+py::object gatherTensors(const std::string &Op, py::handle DataObj, py::handle IndicesObj,
+                         py::handle AxisObj, py::handle OutObj, const std::string &Mode,
+                         bool Broadcast);
+
+} // namespace gatherjit::binding
+
+#endif
