@@ -121,6 +121,8 @@ set(GATHERJIT_COMPILER_SOURCES
   compiler/backend/GpuBackend.cpp
   compiler/epilogue/EpilogueProcess.cpp
   runtime/Runtime.cpp
+  runtime/Tiers.cpp
+  runtime/Families.cpp
   runtime/CudaRun.cpp
   runtime/CApi.cpp)
 # LLVM is built without RTTI; classes deriving from LLVM's must match.

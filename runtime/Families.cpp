@@ -1,0 +1,72 @@
+//===- runtime/Families.cpp - Family kernels -----------------------------===//
+//
+// The kernels of spec families (sizes as arguments; familyOf and
+// rowFamilyOf in compiler/spec/KernelSpec.h): counted per new shape,
+// compiled on the background thread at a family's second shape.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/RuntimeImpl.h"
+
+#include <cstdio>
+
+namespace gatherjit {
+
+Runtime::Impl::FamilyEntry &Runtime::Impl::familyEntry(const KernelSpec &Family) {
+  KernelSpec Key = Family;
+  std::optional<KernelPlan> Plan;
+  if (Family.PlanRows) {
+    Plan = planKernel(Family, Target->facts());
+    Key.PlanRows = 0;
+  }
+  auto It = Families.find(Key);
+  if (It == Families.end()) {
+    if (Families.size() >= FamilyCapacity)
+      Families.clear(); // Kernel handles keep the code they run.
+    It = Families.emplace(std::move(Key), std::vector<FamilyEntry>()).first;
+  }
+  for (FamilyEntry &E : It->second)
+    if (E.Plan == Plan)
+      return E;
+  return It->second.emplace_back(FamilyEntry{Family, Plan, nullptr, 0});
+}
+
+std::shared_ptr<const Executable> Runtime::Impl::familyCode(const KernelSpec &Family, bool Count,
+                                             bool *First) {
+  KernelSpec Compile;
+  {
+    std::lock_guard<std::mutex> Lock(FamilyMutex);
+    FamilyEntry &E = familyEntry(Family);
+    if (First)
+      *First = E.Shapes == 0;
+    if (E.Code || !Count || ++E.Shapes != 2)
+      return E.Code;
+    Compile = E.Spec;
+  }
+  Upgrades->push([this, Compile] { compileFamily(Compile); });
+  return nullptr;
+}
+
+void Runtime::Impl::compileFamily(const KernelSpec &Family) {
+  CompileTimes Times;
+  bool FromDisk = false, Stored = false;
+  uint64_t Bytes = 0;
+  LinkResult Code = compileSpec(Family, Options.Opt, Times, FromDisk, Stored, Bytes);
+  {
+    std::lock_guard<std::mutex> Lock(CacheMutex);
+    Stats.CompileMs += Times.total();
+    Stats.DiskLoads += FromDisk;
+    Stats.DiskStores += Stored;
+    Stats.FamilyKernels += Code.isOk();
+  }
+  if (!Code) {
+    if (Log)
+      std::fprintf(stderr, "gatherjit: compiling %s: %s\n", Family.symbolName().c_str(),
+                   Code.status().message().c_str());
+    return; // Its shapes keep the generic loop.
+  }
+  std::lock_guard<std::mutex> Lock(FamilyMutex);
+  familyEntry(Family).Code = Code.take();
+}
+
+} // namespace gatherjit

@@ -1,0 +1,220 @@
+//===- runtime/RuntimeImpl.h - The runtime's state -----------------------===//
+/// \file
+/// Runtime::Impl: the code generators and the JIT, the kernel cache and its
+/// statistics, family kernels, compiled epilogues and the background
+/// queue. Its functions live by what they do: the tiers a spec's code goes
+/// through (runtime/Tiers.cpp), family kernels (runtime/Families.cpp), and
+/// the cache, epilogues and the public API (runtime/Runtime.cpp).
+//===----------------------------------------------------------------------===//
+#ifndef GATHERJIT_RUNTIME_RUNTIMEIMPL_H
+#define GATHERJIT_RUNTIME_RUNTIMEIMPL_H
+
+#include "gatherjit/Runtime.h"
+
+#include "compiler/backend/Jit.h"
+#include "compiler/backend/Target.h"
+#include "compiler/epilogue/Epilogue.h"
+#include "compiler/optimize/Optimize.h"
+#include "compiler/pipeline/Pipeline.h"
+#include "compiler/plan/KernelPlan.h"
+#include "compiler/spec/KernelSpec.h"
+#include "runtime/CudaDriver.h"
+#include "runtime/DiskCache.h"
+#include "runtime/FamilyCode.h"
+#include "runtime/GenericKernel.h"
+#include "runtime/KernelState.h"
+#include "runtime/System.h"
+#include "runtime/ThreadPool.h"
+#include "runtime/TierPlan.h"
+
+#include <llvm/Target/TargetMachine.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <future>
+#include <list>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <list>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+
+namespace gatherjit {
+
+using Clock = std::chrono::steady_clock;
+inline double msSince(Clock::time_point T0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - T0).count();
+}
+using LinkResult = Expected<std::shared_ptr<const Executable>>;
+using CodeResult = Expected<std::shared_ptr<TieredCode>>;
+
+/// What the cache charges an entry besides its code: the spec (kept by the
+/// entry, its LRU node, the upgrader and the generic loop), the last state
+/// handed out with its descriptor, the allocations' overheads.
+constexpr uint64_t EntryBytes = 4096;
+/// Linked code takes whole pages.
+inline uint64_t codeBytes(size_t ObjectBytes) { return (ObjectBytes + 4095) / 4096 * 4096; }
+/// Compiled epilogues kept by key; past it the table starts over.
+constexpr size_t EpilogueCapacity = 256;
+/// Family kernels kept (one per element size, index type, policy, rank
+/// and contiguity in use: few); past it the table starts over.
+constexpr size_t FamilyCapacity = 256;
+
+struct Runtime::Impl {
+  RuntimeOptions Options;
+  std::unique_ptr<CodeGenerator> Gen; ///< With the target machine.
+  std::unique_ptr<Backend> Target;     ///< Gen's backend.
+  /// A device runtime's device, and its code generator and backend.
+  std::shared_ptr<CudaDevice> Device;
+  std::unique_ptr<CodeGenerator> DeviceGen;
+  std::unique_ptr<Backend> DeviceTarget;
+  std::shared_ptr<JitEngine> Jit;
+  std::shared_ptr<ThreadPool> Pool;
+  double InitMs = 0;
+  bool Log = false;
+
+  std::mutex CompileMutex; ///< Guards Gen and its target machine.
+  mutable std::mutex CacheMutex;
+  struct Entry {
+    std::shared_future<CodeResult> Code;
+    std::list<KernelSpec>::iterator LruPos;
+    /// The state last handed out for this spec, so that an equal
+    /// descriptor's hit needs no allocation.
+    std::shared_ptr<const Kernel::State> Last;
+    /// The code once made (to tell its tier and charge its upgrades), and
+    /// the bytes the cache charges for the entry.
+    const TieredCode *Tiered = nullptr;
+    uint64_t Bytes = EntryBytes;
+  };
+  uint64_t CachedBytes = 0; ///< Summed over Cache.
+  std::unordered_map<KernelSpec, Entry, KernelSpecHash> Cache;
+  /// Compiled epilogues by key (see epilogue()).
+  std::mutex EpilogueMutex;
+  std::unordered_map<uint64_t, std::shared_ptr<const EpilogueCode>> Epilogues;
+  std::list<KernelSpec> Lru; ///< Most recently used first.
+  /// A family kernel (see familyCode()): the spec it is compiled from, for
+  /// a row family the plan its shapes share, the code (null until compiled,
+  /// or if its compile failed) and the shapes seen before.
+  struct FamilyEntry {
+    KernelSpec Spec;
+    std::optional<KernelPlan> Plan;
+    std::shared_ptr<const Executable> Code;
+    unsigned Shapes = 0;
+  };
+  std::mutex FamilyMutex;
+  /// By family spec; a row family's without its planned rows, one entry
+  /// per plan its shapes have.
+  std::unordered_map<KernelSpec, std::vector<FamilyEntry>, KernelSpecHash> Families;
+  CacheStats Stats;
+  std::optional<DiskCache> Disk;
+  /// Runs upgrades; stopped first when the runtime goes.
+  std::shared_ptr<BackgroundQueue> Upgrades = std::make_shared<BackgroundQueue>();
+
+  /// The warm-up thread (see RuntimeOptions::WarmUp), joined first.
+  std::thread WarmUpThread;
+  std::atomic<bool> Stopping{false};
+
+  ~Impl() {
+    Stopping = true;
+    if (WarmUpThread.joinable())
+      WarmUpThread.join();
+    Upgrades->stop();
+  }
+
+  // The tiers (runtime/Tiers.cpp).
+
+  /// Compiles and links a 2x8 FLOAT32 GatherElements at the quick tier and
+  /// at the runtime's level, caching and storing nothing.
+  void warmUp();
+  /// Produces the object for \p Spec: from the persistent cache if it holds
+  /// a valid entry, else through the whole pipeline (and stored); with
+  /// \p UseDisk false, through the pipeline and not stored.
+  Expected<PipelineResult> objectFor(const KernelSpec &Spec, OptLevel Level,
+                                     PipelineOutput Output = PipelineOutput::Object,
+                                     bool UseDisk = true);
+  LinkResult compileSpec(const KernelSpec &Spec, OptLevel Level, CompileTimes &Times,
+                         bool &FromDisk, bool &Stored, uint64_t &Bytes);
+  TieredCode::Upgrader upgrader(const KernelSpec &Spec) {
+    return [this, Spec](TieredCode &Tiered) { upgrade(Spec, Tiered); };
+  }
+  /// A device runtime's code of \p Spec: PTX for the device, loaded.
+  CodeResult compileForDevice(const KernelSpec &Spec, CompileTimes &Times, uint64_t &Bytes);
+  /// The first code of \p Spec: the generic loop, or the kernel compiled at
+  /// its first level (the quick tier for a small kernel, else the
+  /// runtime's level); on a device, the device's kernel.
+  CodeResult compileFirst(const KernelSpec &Spec, CompileTimes &Times, bool &FromDisk,
+                          bool &Stored, uint64_t &Bytes);
+  /// Compiles \p Spec at the runtime's level and switches \p Code to it (on
+  /// the background thread), from the generic loop, a family kernel or the
+  /// quick tier. A hot shape goes straight to the runtime's level, not the
+  /// quick tier: the compile is off the caller's thread, and on small rows
+  /// the quick tier's code ran 5x slower than O2's and 2x slower than the
+  /// generic loop (`gatherjit bench --shapes`, walk (a)). On failure the
+  /// current code keeps running.
+  void upgrade(const KernelSpec &Spec, TieredCode &Code);
+
+  // Family kernels (runtime/Families.cpp).
+
+  /// The entry of family \p Family (familyOf's or rowFamilyOf's). A row
+  /// family's shapes share one only where their plans agree: the kernel is
+  /// compiled from the first one's, and what the plan decides from the
+  /// rows (a large output's streaming stores, say) is the same for all.
+  /// Called with FamilyMutex held.
+  FamilyEntry &familyEntry(const KernelSpec &Family);
+  /// The linked kernel of family \p Family, or null if it is not compiled
+  /// yet. With \p Count the caller is a new shape of it: the family's second
+  /// queues its compile on the background thread (a process that sees one
+  /// shape of a family, a one-shot command line, has no use for it).
+  /// \p First, if given, tells whether no shape had counted before.
+  std::shared_ptr<const Executable> familyCode(const KernelSpec &Family, bool Count,
+                                               bool *First = nullptr);
+  void compileFamily(const KernelSpec &Family);
+
+  // The cache and epilogues (runtime/Runtime.cpp).
+
+  /// Evicts the least recently used entries while the cache holds more
+  /// than its capacity, in entries or bytes; the newest always stays.
+  /// Called with CacheMutex held.
+  void evictOverflow();
+  /// \p E compiled for this runtime's CPU and the given row lengths; clang
+  /// runs once per key. (Entries are small; past EpilogueCapacity the
+  /// table starts over, kernels keep what they hold.)
+  Expected<std::shared_ptr<const EpilogueCode>> epilogue(const Epilogue &Given, uint64_t RowIn,
+                                                         uint64_t RowOut);
+  std::shared_ptr<const EpilogueCode> epilogueByKey(uint64_t Key);
+  /// Validates \p Desc with \p E's signature (E compiled for the rows of
+  /// the descriptor's last dimensions).
+  template <class OpDesc>
+  Expected<ValidDesc> validateWith(const OpDesc &Desc, const Epilogue &E,
+                                   const ValidateOptions &Options) {
+    auto Last = [](const TensorDesc &T) { return T.Sizes.empty() ? 1 : T.Sizes.back(); };
+    Expected<std::shared_ptr<const EpilogueCode>> Code =
+        epilogue(E, Last(Desc.Input), Last(Desc.Output));
+    if (!Code)
+      return Code.status();
+    ValidateOptions With = Options;
+    With.Epilogue = (*Code)->Signature;
+    return validate(Desc, With);
+  }
+  /// The spec of \p Desc, with its epilogue's code.
+  Expected<KernelSpec> specFor(const ValidDesc &Desc);
+  /// A hit for a descriptor equal to the last one compiled for its spec:
+  /// the shared state, or null.
+  std::shared_ptr<const Kernel::State> lookupEqual(const KernelSpec &Spec, const ValidDesc &Desc);
+  void remember(const std::shared_ptr<const Kernel::State> &State);
+  /// The cached code for \p Spec, compiling it if absent. Concurrent
+  /// requests for one spec wait for the first one's compile.
+  CodeResult lookupOrCompile(const KernelSpec &Spec, bool &Hit, bool &FromDisk,
+                             CompileTimes &Times);
+};
+
+} // namespace gatherjit
+
+#endif
