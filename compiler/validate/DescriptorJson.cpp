@@ -132,9 +132,9 @@ Status readTensor(const json &Root, const char *Name, TensorDesc &T) {
   return Status::ok();
 }
 
-} // namespace
-
-Expected<JsonDescriptor> parseDescriptorJson(std::string_view Text) {
+/// \p Text parsed: within the limits, valid JSON, an object at the top,
+/// no key twice in one object.
+Expected<json> parseStrict(std::string_view Text) {
   if (Text.size() > MaxDescriptorBytes)
     return Status::invalidArgument("descriptor JSON: " + std::to_string(Text.size()) +
                                    " bytes; a descriptor has at most " +
@@ -169,14 +169,13 @@ Expected<JsonDescriptor> parseDescriptorJson(std::string_view Text) {
                                    " appears twice in one object");
   if (!Root.is_object())
     return Status::invalidArgument("descriptor JSON: the top level must be an object");
-  if (Status S = checkKeys(Root, "",
-                           {"operator", "axis", "index_dimensions", "input_dimension_count",
-                            "indices_dimension_count", "batch_dimension_count",
-                            "feature_level", "oob", "input", "indices", "output"});
-      !S)
-    return S;
-  JsonDescriptor D;
-  D.Options.Policy = OobPolicy::Clamp;
+  return Root;
+}
+
+/// The operator and the fields that depend on it: its axis and index
+/// dimensions into \p D, GATHER_ND's dimension counts (where given) into
+/// \p Counts.
+Status readOperator(const json &Root, JsonDescriptor &D, std::optional<uint64_t> (&Counts)[3]) {
   const char *const Operators =
       "must be \"GATHER_ELEMENTS\", \"GATHER\", \"GATHER_ND\" or \"GATHER_ND1\"";
   auto Op = Root.find("operator");
@@ -197,7 +196,6 @@ Expected<JsonDescriptor> parseDescriptorJson(std::string_view Text) {
     return fieldError("batch_dimension_count", "applies to GATHER_ND1 only");
   // GATHER_ND's dimension counts where given (else the tensors' own, and
   // no batches).
-  std::optional<uint64_t> Counts[3];
   if (D.Op == OpKind::GatherND) {
     for (const char *Field : {"axis", "index_dimensions"})
       if (Root.contains(Field))
@@ -233,6 +231,11 @@ Expected<JsonDescriptor> parseDescriptorJson(std::string_view Text) {
       return fieldError("index_dimensions", "applies to GATHER only");
     D.GatherElements.Axis = static_cast<uint32_t>(Axis);
   }
+  return Status::ok();
+}
+
+/// feature_level and oob.
+Status readOptions(const json &Root, ValidateOptions &Options) {
   if (auto Level = Root.find("feature_level"); Level != Root.end()) {
     std::optional<FeatureLevel> L;
     if (Level->is_string())
@@ -241,7 +244,7 @@ Expected<JsonDescriptor> parseDescriptorJson(std::string_view Text) {
       return fieldError("feature_level", "= " + shown(*Level) +
                                              " is unknown; use \"1_0\", \"2_1\", "
                                              "\"3_0\" or \"4_1\"");
-    D.Options.Level = L;
+    Options.Level = L;
   }
   if (auto Oob = Root.find("oob"); Oob != Root.end()) {
     std::optional<OobPolicy> Policy;
@@ -250,8 +253,31 @@ Expected<JsonDescriptor> parseDescriptorJson(std::string_view Text) {
     if (!Policy)
       return fieldError("oob", "= " + shown(*Oob) +
                                    " must be \"check\", \"clamp\" or \"clip\"");
-    D.Options.Policy = *Policy;
+    Options.Policy = *Policy;
   }
+  return Status::ok();
+}
+
+} // namespace
+
+Expected<JsonDescriptor> parseDescriptorJson(std::string_view Text) {
+  Expected<json> Parsed = parseStrict(Text);
+  if (!Parsed)
+    return Parsed.status();
+  const json &Root = *Parsed;
+  if (Status S = checkKeys(Root, "",
+                           {"operator", "axis", "index_dimensions", "input_dimension_count",
+                            "indices_dimension_count", "batch_dimension_count",
+                            "feature_level", "oob", "input", "indices", "output"});
+      !S)
+    return S;
+  JsonDescriptor D;
+  D.Options.Policy = OobPolicy::Clamp;
+  std::optional<uint64_t> Counts[3];
+  if (Status S = readOperator(Root, D, Counts); !S)
+    return S;
+  if (Status S = readOptions(Root, D.Options); !S)
+    return S;
   if (Status S = readTensor(Root, "input", D.input()); !S)
     return S;
   if (Status S = readTensor(Root, "indices", D.indices()); !S)
