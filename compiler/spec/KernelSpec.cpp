@@ -137,91 +137,85 @@ std::string KernelSpec::describe() const {
   return OS.str();
 }
 
-KernelSpec canonicalize(const ValidDesc &V) {
-  KernelSpec S;
+namespace {
+
+/// The facts of \p V that are not per dimension: element and index types,
+/// policy, epilogue, and the axis (GatherND: the tuple's axes).
+void canonicalizeScalars(const ValidDesc &V, KernelSpec &S) {
   S.ElemBytes = V.Input.elementBytes();
   S.OutElemBytes = V.Output.elementBytes();
   S.Epilogue = V.Epilogue;
-  const bool Rows = V.Epilogue.Kind == EpilogueKind::Row;
-  if (Rows) {
+  if (V.Epilogue.Kind == EpilogueKind::Row) {
     S.RowIn = V.Input.Sizes.back();
     S.RowOut = V.Output.Sizes.back();
   }
   S.IndexType = V.Indices.Type;
   S.Policy = V.Policy;
-  const unsigned N = V.rank();
   const bool ND = V.Op == OpKind::GatherND;
   // The input dimensions the index (the tuple's components) selects along.
   const unsigned First = ND ? V.firstTupleDim() : V.Axis;
   S.TupleSize = ND ? V.tupleSize() : 1;
-  S.TupleStride = ND ? (*V.Indices.Strides)[N - 1] : 0;
+  S.TupleStride = ND ? (*V.Indices.Strides)[V.rank() - 1] : 0;
   for (unsigned C = 0; C < S.TupleSize; ++C) {
     S.AxisSize[C] = V.Input.Sizes[First + C];
     // With at most one valid index the axis stride never matters.
     S.AxisStride[C] = S.AxisSize[C] > 1 ? (*V.Input.Strides)[First + C] : 0;
   }
+}
 
-  // Packed strides of the indices (their row-major positions), without an
-  // allocation: canonicalize runs on every cache hit.
-  // (Validation bounds the element count, so the product cannot overflow.)
-  std::array<uint64_t, MaxRank> IdxPacked{};
-  uint64_t Stride = 1;
-  for (unsigned D = N; D-- > 0;) {
-    IdxPacked[D] = Stride;
-    Stride *= V.Indices.Sizes[D];
-  }
-  const auto &InSt = *V.Input.Strides, &IdxSt = *V.Indices.Strides,
-             &OutSt = *V.Output.Strides;
-  // Gather's output dimensions are Input[0..Axis) ++ Indices[N-K..N) ++
-  // Input[Axis+1..N), right-aligned: output dimension D is position
-  // D + Shift of that concatenation.
-  const int K = static_cast<int>(V.IndexDimensions);
-  const int Shift = V.Op == OpKind::Gather ? K - 1 : 0;
-  const int Axis = static_cast<int>(V.Axis);
-  for (unsigned D = 0; D < N; ++D) {
-    const uint64_t Size = V.Output.Sizes[D];
-    if (Size == 1 || (Rows && D == N - 1))
-      continue; // Contributes nothing to any offset (a row is one element).
-    unsigned R = S.Rank++;
-    assert(R < MaxRank && "output rank is at most MaxRank");
-    S.Sizes[R] = Size;
-    S.OutStride[R] = OutSt[D];
-    if (V.Op == OpKind::GatherElements) {
-      S.IdxStride[R] = IdxSt[D];
-      S.PosStride[R] = IdxPacked[D];
-      S.InStride[R] = D == V.Axis ? 0 : InSt[D];
-      continue;
-    }
-    if (ND) {
-      // The indices' meaningful dimensions but the last (batches first),
-      // then the input's slice dimensions, right-aligned.
-      const unsigned Lead = V.IndicesDimensionCount - 1;
-      const unsigned Slice = V.InputDimensionCount - V.BatchDimensionCount - S.TupleSize;
-      const unsigned F = D - (N - Lead - Slice);
-      if (F < Lead) {
-        const unsigned IdxDim = N - V.IndicesDimensionCount + F;
-        S.IdxStride[R] = IdxSt[IdxDim];
-        S.PosStride[R] = IdxPacked[IdxDim];
-        if (F < V.BatchDimensionCount)
-          S.InStride[R] = InSt[N - V.InputDimensionCount + F];
-      } else {
-        S.InStride[R] = InSt[First + S.TupleSize + (F - Lead)];
-      }
-      continue;
-    }
-    const int F = static_cast<int>(D) + Shift;
-    assert(F >= 0 && "only size-1 dimensions are cropped");
-    if (F < Axis) {
-      S.InStride[R] = InSt[F];
-    } else if (F < Axis + K) {
-      const unsigned IdxDim = static_cast<unsigned>(N - K + (F - Axis));
-      S.IdxStride[R] = IdxSt[IdxDim];
-      S.PosStride[R] = IdxPacked[IdxDim];
+/// Output dimension \p D's strides in the input and the indices, and the
+/// indices' packed stride (the position Check reports), into dimension
+/// \p R of \p S. \p IdxPacked: the indices' row-major strides.
+void mapDimension(const ValidDesc &V, unsigned D, const std::array<uint64_t, MaxRank> &IdxPacked,
+                  KernelSpec &S, unsigned R) {
+  const unsigned N = V.rank();
+  const auto &InSt = *V.Input.Strides, &IdxSt = *V.Indices.Strides;
+  auto FromIndices = [&](unsigned IdxDim) {
+    S.IdxStride[R] = IdxSt[IdxDim];
+    S.PosStride[R] = IdxPacked[IdxDim];
+  };
+  switch (V.Op) {
+  case OpKind::GatherElements:
+    FromIndices(D);
+    S.InStride[R] = D == V.Axis ? 0 : InSt[D];
+    return;
+  case OpKind::GatherND: {
+    // The indices' meaningful dimensions but the last (batches first),
+    // then the input's slice dimensions, right-aligned.
+    const unsigned Lead = V.IndicesDimensionCount - 1;
+    const unsigned Slice = V.InputDimensionCount - V.BatchDimensionCount - S.TupleSize;
+    const unsigned F = D - (N - Lead - Slice);
+    if (F < Lead) {
+      FromIndices(N - V.IndicesDimensionCount + F);
+      if (F < V.BatchDimensionCount)
+        S.InStride[R] = InSt[N - V.InputDimensionCount + F];
     } else {
-      S.InStride[R] = InSt[F - K + 1];
+      S.InStride[R] = InSt[V.firstTupleDim() + S.TupleSize + (F - Lead)];
     }
+    return;
   }
-  // Merge dimension D into D-1 where every stride is contiguous across them.
+  case OpKind::Gather: {
+    // Gather's output dimensions are Input[0..Axis) ++ Indices[N-K..N) ++
+    // Input[Axis+1..N), right-aligned: output dimension D is position
+    // D + K - 1 of that concatenation.
+    const int K = static_cast<int>(V.IndexDimensions);
+    const int Axis = static_cast<int>(V.Axis);
+    const int F = static_cast<int>(D) + K - 1;
+    assert(F >= 0 && "only size-1 dimensions are cropped");
+    if (F < Axis)
+      S.InStride[R] = InSt[F];
+    else if (F < Axis + K)
+      FromIndices(static_cast<unsigned>(N - K + (F - Axis)));
+    else
+      S.InStride[R] = InSt[F - K + 1];
+    return;
+  }
+  }
+}
+
+/// Merges each dimension into the one before it where every stride is
+/// contiguous across them, and zeroes the dimensions past the rank.
+void mergeContiguous(KernelSpec &S) {
   unsigned Out = 0;
   for (unsigned D = 0; D < S.Rank; ++D) {
     if (Out > 0) {
@@ -250,6 +244,35 @@ KernelSpec canonicalize(const ValidDesc &V) {
   for (unsigned D = S.Rank; D < MaxRank; ++D)
     S.Sizes[D] = S.OutStride[D] = S.IdxStride[D] = S.InStride[D] =
         S.PosStride[D] = 0;
+}
+
+} // namespace
+
+KernelSpec canonicalize(const ValidDesc &V) {
+  KernelSpec S;
+  canonicalizeScalars(V, S);
+  const unsigned N = V.rank();
+  // Packed strides of the indices (their row-major positions), without an
+  // allocation: canonicalize runs on every cache hit.
+  // (Validation bounds the element count, so the product cannot overflow.)
+  std::array<uint64_t, MaxRank> IdxPacked{};
+  uint64_t Stride = 1;
+  for (unsigned D = N; D-- > 0;) {
+    IdxPacked[D] = Stride;
+    Stride *= V.Indices.Sizes[D];
+  }
+  const bool Rows = V.Epilogue.Kind == EpilogueKind::Row;
+  for (unsigned D = 0; D < N; ++D) {
+    const uint64_t Size = V.Output.Sizes[D];
+    if (Size == 1 || (Rows && D == N - 1))
+      continue; // Contributes nothing to any offset (a row is one element).
+    const unsigned R = S.Rank++;
+    assert(R < MaxRank && "output rank is at most MaxRank");
+    S.Sizes[R] = Size;
+    S.OutStride[R] = (*V.Output.Strides)[D];
+    mapDimension(V, D, IdxPacked, S, R);
+  }
+  mergeContiguous(S);
   return S;
 }
 
