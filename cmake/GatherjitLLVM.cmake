@@ -147,7 +147,7 @@ set_source_files_properties(compiler/epilogue/EpilogueProcess.cpp PROPERTIES
   COMPILE_DEFINITIONS GATHERJIT_BUILD_DIR="${PROJECT_BINARY_DIR}")
 # clang 19's own headers trip GCC's -Wnonnull once inlined at -O2
 # (ExternalASTSource.h's LazyOffsetPtr).
-set_source_files_properties(compiler/epilogue/Epilogue.cpp PROPERTIES COMPILE_OPTIONS -Wno-nonnull)
+set_source_files_properties(compiler/epilogue/EpilogueClang.cpp PROPERTIES COMPILE_OPTIONS -Wno-nonnull)
 foreach(variant full slim)
   add_library(gatherjit_${variant}_objs OBJECT
     compiler/epilogue/Epilogue.cpp compiler/optimize/DefaultPipeline.cpp)
@@ -157,6 +157,9 @@ endforeach()
 target_link_libraries(gatherjit_full_objs PRIVATE gatherjit_clang)
 # Checked epilogues are rewritten where clang runs, with LLVM's passes.
 target_sources(gatherjit_full_objs PRIVATE compiler/epilogue/CheckedEpilogue.cpp)
+if(GATHERJIT_EPILOGUES)
+  target_sources(gatherjit_full_objs PRIVATE compiler/epilogue/EpilogueClang.cpp)
+endif()
 target_compile_definitions(gatherjit_full_objs PRIVATE GATHERJIT_DEFAULT_PIPELINE)
 
 add_library(gatherjit_lib STATIC

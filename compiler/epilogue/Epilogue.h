@@ -13,6 +13,7 @@
 #include "gatherjit/Descriptor.h"
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,10 @@ struct EpilogueTarget {
 
 /// The epilogue target of code for \p TM.
 EpilogueTarget epilogueTarget(const llvm::TargetMachine &TM, uint64_t RowIn, uint64_t RowOut);
+
+/// The clang -cc1 flags every epilogue is compiled with beyond its
+/// target's (part of every key).
+std::span<const char *const> epilogueFlags();
 
 /// The key of \p E compiled for \p T: a hash of the source, function,
 /// parameters, flags and clang's version.
