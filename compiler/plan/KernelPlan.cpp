@@ -147,6 +147,74 @@ const char *rowKindName(RowKind Kind) {
   return "?";
 }
 
+namespace {
+
+/// Prefetches for rows gathered from a table larger than the cache: block
+/// rows, or a row epilogue's rows.
+void planTablePrefetch(const KernelSpec &S, KernelPlan &P) {
+  const unsigned L = S.Rank == 0 ? 0 : S.Rank - 1;
+  if (P.Row == RowKind::Block && S.Rank >= 2 &&
+      tableElements(S) * S.ElemBytes >= PrefetchTableBytes) {
+    // Rows gathered from a table too large for the cache are misses the
+    // hardware prefetcher cannot predict: fetch them a few rows ahead.
+    const uint64_t RowBytes = S.Sizes[L] * S.ElemBytes;
+    P.PrefetchRowsAhead = std::clamp<uint64_t>(PrefetchAheadBytes / RowBytes, 1, MaxRowsAhead);
+    // The whole row, or its first MaxPrefetchRowBytes (the hardware
+    // prefetcher following the rest): a row's lines are not fetched in
+    // order otherwise.
+    P.PrefetchRowBytes = std::min(MaxPrefetchRowBytes, RowBytes);
+  }
+  if (S.Epilogue.Kind == EpilogueKind::Row && S.Rank >= 1 && !S.emptyAxis() &&
+      tableElements(S) * S.ElemBytes >= PrefetchTableBytes) {
+    // The same for a row epilogue's rows, each one "element".
+    const uint64_t RowBytes = std::max<uint64_t>(1, S.RowIn * S.ElemBytes);
+    P.PrefetchRowsAhead = std::clamp<uint64_t>(PrefetchAheadBytes / RowBytes, 1, MaxRowsAhead);
+    P.PrefetchRowBytes = std::min(MaxPrefetchRowBytes, RowBytes);
+  }
+}
+
+/// Streamed indices, shared row indices' next rows and next regions: the
+/// element rows' memory strategies.
+void planStreaming(const KernelSpec &S, KernelPlan &P) {
+  const unsigned L = S.Rank == 0 ? 0 : S.Rank - 1;
+  P.StreamIndices = streamsIndices(S);
+  if (P.StreamIndices) {
+    P.IndexAheadBytes = IndexAheadBytes;
+    P.PrefetchNextInputRow = S.AxisStride[0] == 1;
+  } else if (P.Row == RowKind::SharedIndices) {
+    P.PrefetchNextInputRow = S.TupleSize == 1 && S.AxisStride[0] == 1 &&
+                             S.InStride[L] == 0 && S.Sizes[L] >= StreamBlock &&
+                             S.rows() * S.AxisSize[0] * S.ElemBytes >= PrefetchTableBytes;
+  }
+  if (P.StreamIndices || P.PrefetchNextInputRow)
+    P.BlockElements = StreamBlock;
+  if (P.PrefetchNextInputRow)
+    P.MaxShareLines = MaxShareLines;
+  if (prefetchesNextRegion(S)) {
+    P.PrefetchNextRegion = true;
+    P.RegionElements = regionElements(S);
+    P.MaxRegionShareLines = MaxRegionShareLines;
+  }
+}
+
+/// Whether the output is written with non-temporal stores.
+bool planNonTemporal(const KernelSpec &S, const KernelPlan &P, const TargetFacts &T) {
+  const unsigned L = S.Rank == 0 ? 0 : S.Rank - 1;
+  // Non-temporal stores for a large output written in whole lines: block
+  // rows of at least two vectors, or streamed element rows into a
+  // contiguous output of integer-sized elements (buffered a block at a
+  // time).
+  const bool LargeOutput = S.outputBytes() >= NonTemporalBytes;
+  const bool StreamedBlockRows = P.Row == RowKind::Block && S.Rank >= 2 && !S.emptyAxis() &&
+                                 S.Sizes[L] * S.ElemBytes >= 2 * T.VectorBytes;
+  const bool StreamedElementRows =
+      P.StreamIndices && S.OutStride[L] == 1 && S.integerSizedElement();
+  // (An epilogue's output is written by its code, element by element.)
+  return LargeOutput && (StreamedBlockRows || StreamedElementRows) && !S.hasEpilogue();
+}
+
+} // namespace
+
 KernelPlan planKernel(const KernelSpec &S, const TargetFacts &T) {
   if (S.Family && S.PlanRows) {
     // A row family runs as its planned shape: what the plan decides from
@@ -184,55 +252,9 @@ KernelPlan planKernel(const KernelSpec &S, const TargetFacts &T) {
                                     1, MaxGpuBlocks);
     return P;
   }
-  const unsigned L = S.Rank == 0 ? 0 : S.Rank - 1;
-  if (P.Row == RowKind::Block && S.Rank >= 2 &&
-      tableElements(S) * S.ElemBytes >= PrefetchTableBytes) {
-    // Rows gathered from a table too large for the cache are misses the
-    // hardware prefetcher cannot predict: fetch them a few rows ahead.
-    const uint64_t RowBytes = S.Sizes[L] * S.ElemBytes;
-    P.PrefetchRowsAhead = std::clamp<uint64_t>(PrefetchAheadBytes / RowBytes, 1, MaxRowsAhead);
-    // The whole row, or its first MaxPrefetchRowBytes (the hardware
-    // prefetcher following the rest): a row's lines are not fetched in
-    // order otherwise.
-    P.PrefetchRowBytes = std::min(MaxPrefetchRowBytes, RowBytes);
-  }
-  if (S.Epilogue.Kind == EpilogueKind::Row && S.Rank >= 1 && !S.emptyAxis() &&
-      tableElements(S) * S.ElemBytes >= PrefetchTableBytes) {
-    // The same for a row epilogue's rows, each one "element".
-    const uint64_t RowBytes = std::max<uint64_t>(1, S.RowIn * S.ElemBytes);
-    P.PrefetchRowsAhead = std::clamp<uint64_t>(PrefetchAheadBytes / RowBytes, 1, MaxRowsAhead);
-    P.PrefetchRowBytes = std::min(MaxPrefetchRowBytes, RowBytes);
-  }
-  P.StreamIndices = streamsIndices(S);
-  if (P.StreamIndices) {
-    P.IndexAheadBytes = IndexAheadBytes;
-    P.PrefetchNextInputRow = S.AxisStride[0] == 1;
-  } else if (P.Row == RowKind::SharedIndices) {
-    P.PrefetchNextInputRow = S.TupleSize == 1 && S.AxisStride[0] == 1 &&
-                             S.InStride[L] == 0 && S.Sizes[L] >= StreamBlock &&
-                             S.rows() * S.AxisSize[0] * S.ElemBytes >= PrefetchTableBytes;
-  }
-  if (P.StreamIndices || P.PrefetchNextInputRow)
-    P.BlockElements = StreamBlock;
-  if (P.PrefetchNextInputRow)
-    P.MaxShareLines = MaxShareLines;
-  if (prefetchesNextRegion(S)) {
-    P.PrefetchNextRegion = true;
-    P.RegionElements = regionElements(S);
-    P.MaxRegionShareLines = MaxRegionShareLines;
-  }
-  // Non-temporal stores for a large output written in whole lines: block
-  // rows of at least two vectors, or streamed element rows into a
-  // contiguous output of integer-sized elements (buffered a block at a
-  // time).
-  const bool LargeOutput = S.outputBytes() >= NonTemporalBytes;
-  const bool StreamedBlockRows = P.Row == RowKind::Block && S.Rank >= 2 && !S.emptyAxis() &&
-                                 S.Sizes[L] * S.ElemBytes >= 2 * T.VectorBytes;
-  const bool StreamedElementRows =
-      P.StreamIndices && S.OutStride[L] == 1 && S.integerSizedElement();
-  // (An epilogue's output is written by its code, element by element.)
-  P.NonTemporal =
-      LargeOutput && (StreamedBlockRows || StreamedElementRows) && !S.hasEpilogue();
+  planTablePrefetch(S, P);
+  planStreaming(S, P);
+  P.NonTemporal = planNonTemporal(S, P, T);
   return P;
 }
 
