@@ -193,7 +193,7 @@ Value *KernelEmitter::shapeValue(uint64_t V, unsigned Slot) {
   return Loaded;
 }
 
-void KernelEmitter::emit(const std::string &Name) {
+void KernelEmitter::createRangeFunction(const std::string &Name) {
   // NAME_range(in, indices, out, begin, end), and for a family kernel its
   // shape: (..., const uint64_t shape[FamilyShapeSlots]).
   SmallVector<Type *, 6> Params{PtrTy, PtrTy, PtrTy, I64, I64};
@@ -235,33 +235,9 @@ void KernelEmitter::emit(const std::string &Name) {
     EpiParams = M.getNamedGlobal(Name + ".epilogue.params");
     assert(Epi && "the pipeline links the epilogue first");
   }
-  B.SetInsertPoint(BasicBlock::Create(Ctx, "entry", F));
-  // Callers from C may pass any range: keep it inside [0, rows].
-  Value *Rows = S.Rank == 0 ? c(1) : sizeAt(0);
-  Value *Lo = B.CreateBinaryIntrinsic(
-      Intrinsic::smin, B.CreateBinaryIntrinsic(Intrinsic::smax, F->getArg(3), c(0)), Rows);
-  Value *Hi = B.CreateBinaryIntrinsic(
-      Intrinsic::smin, B.CreateBinaryIntrinsic(Intrinsic::smax, F->getArg(4), c(0)), Rows);
-  Offsets Zero{c(0), c(0), c(0), c(0)};
-  if (P.Row == RowKind::SharedIndices) {
-    // Read (and check) the indices only if there are rows to gather.
-    BasicBlock *Fill = BasicBlock::Create(Ctx, "table.fill", F);
-    BasicBlock *Rows = BasicBlock::Create(Ctx, "rows", F);
-    B.CreateCondBr(B.CreateICmpULT(Lo, Hi), Fill, Rows);
-    B.SetInsertPoint(Fill);
-    emitIndexTable();
-    B.CreateBr(Rows);
-    B.SetInsertPoint(Rows);
-  }
-  if (S.Rank == 0) {
-    emitLoop(Lo, Hi, "one", [&](Value *) { emitElementRow(Zero, nullptr, nullptr); });
-  } else {
-    emitLevel(0, Zero, Lo, Hi);
-  }
-  emitReturn(c(0));
-  if (S.Family)
-    return; // Only the range entry: its rows come with its shape.
+}
 
+void KernelEmitter::emitWholeEntry(const std::string &Name, Value *Rows) {
   // NAME(in, indices, out): every row.
   FunctionType *AllTy = FunctionType::get(I64, {PtrTy, PtrTy, PtrTy}, false);
   Function *All = Function::Create(AllTy, GlobalValue::ExternalLinkage, Name, M);
@@ -274,6 +250,36 @@ void KernelEmitter::emit(const std::string &Name) {
 
   new GlobalVariable(M, I64, /*isConstant=*/true, GlobalValue::ExternalLinkage,
                      cast<ConstantInt>(Rows), Name + "_rows");
+}
+
+void KernelEmitter::emit(const std::string &Name) {
+  createRangeFunction(Name);
+  B.SetInsertPoint(BasicBlock::Create(Ctx, "entry", F));
+  // Callers from C may pass any range: keep it inside [0, rows].
+  Value *Rows = S.Rank == 0 ? c(1) : sizeAt(0);
+  Value *Lo = B.CreateBinaryIntrinsic(
+      Intrinsic::smin, B.CreateBinaryIntrinsic(Intrinsic::smax, F->getArg(3), c(0)), Rows);
+  Value *Hi = B.CreateBinaryIntrinsic(
+      Intrinsic::smin, B.CreateBinaryIntrinsic(Intrinsic::smax, F->getArg(4), c(0)), Rows);
+  Offsets Zero{c(0), c(0), c(0), c(0)};
+  if (P.Row == RowKind::SharedIndices) {
+    // Read (and check) the indices only if there are rows to gather.
+    BasicBlock *Fill = BasicBlock::Create(Ctx, "table.fill", F);
+    BasicBlock *Gather = BasicBlock::Create(Ctx, "rows", F);
+    B.CreateCondBr(B.CreateICmpULT(Lo, Hi), Fill, Gather);
+    B.SetInsertPoint(Fill);
+    emitIndexTable();
+    B.CreateBr(Gather);
+    B.SetInsertPoint(Gather);
+  }
+  if (S.Rank == 0) {
+    emitLoop(Lo, Hi, "one", [&](Value *) { emitElementRow(Zero, nullptr, nullptr); });
+  } else {
+    emitLevel(0, Zero, Lo, Hi);
+  }
+  emitReturn(c(0));
+  if (!S.Family) // A family has only the range entry: its rows come with its shape.
+    emitWholeEntry(Name, Rows);
 }
 
 } // namespace emit

@@ -105,96 +105,104 @@ void KernelEmitter::emitBlockCopy(Value *Dst, Value *Src, uint64_t Bytes) {
                    MaybeAlign(1), Tail);
 }
 
+void KernelEmitter::emitTableRow(const Offsets &O) {
+  const unsigned L = S.Rank == 0 ? 0 : S.Rank - 1;
+  // The indices were read and checked once: a row is offsets and copies.
+  auto Element = [&](Value *IV) {
+    Value *Off = B.CreateAlignedLoad(I64, B.CreateInBoundsGEP(I64, Table, IV), Align(8));
+    copyElement(B.CreateAdd(O.In, Off, "", true, true), mulAdd(O.Out, IV, S.OutStride[L]));
+  };
+  if (!P.PrefetchNextInputRow) {
+    emitLoop(c(0), c(S.Sizes[L]), "inner", Element);
+    return;
+  }
+  const uint64_t Blocks = S.Sizes[L] / P.BlockElements;
+  emitLoop(c(0), c(Blocks), "blocks", [&](Value *Block) {
+    emitNextRowShare(O, Block);
+    Value *J0 = B.CreateMul(Block, c(P.BlockElements), "", true, true);
+    emitLoop(c(0), c(P.BlockElements), "inner",
+             [&](Value *IV) { Element(B.CreateAdd(J0, IV, "", true, true)); });
+  });
+  emitLoop(c(Blocks * P.BlockElements), c(S.Sizes[L]), "inner.tail", Element);
+}
+
+void KernelEmitter::emitIndexedElement(const Offsets &E, AllocaInst *BadFlag, Value *Dst,
+                                       Value *DstOff) {
+  copyElement(tupleOffset(E.In, loadTuple(E.Idx, BadFlag)), Dst ? DstOff : E.Out, Dst);
+}
+
+void KernelEmitter::emitStreamedRow(const Offsets &O, AllocaInst *BadFlag) {
+  const unsigned L = S.Rank - 1;
+  auto Plain = [&](Value *From, Value *To, const Twine &Name) {
+    emitLoop(From, To, Name,
+             [&](Value *IV) { emitIndexedElement(advance(O, IV, L), BadFlag); });
+  };
+  // Rows of rank >= 2 span the whole dimension: [Lo, Hi) = [0, Sizes[L]).
+  // A streamed output row (contiguous, see emit()) stores its elements
+  // plainly up to its first line; each block then gathers into a buffer
+  // and streams it out in whole lines.
+  const uint64_t N = S.Sizes[L];
+  Value *Head = c(0);
+  AllocaInst *Buf = nullptr;
+  if (P.NonTemporal) {
+    IRBuilder<> Entry(&F->getEntryBlock(), F->getEntryBlock().begin());
+    Buf = Entry.CreateAlloca(ArrayType::get(B.getInt8Ty(), P.BlockElements * S.ElemBytes),
+                             nullptr, "block.buf");
+    Buf->setAlignment(Align(P.LineBytes));
+    Value *Start = B.CreatePtrToInt(bytePointer(Out, O.Out), I64);
+    Value *Skew = B.CreateAnd(B.CreateNeg(Start), c(P.LineBytes - 1)); // Bytes to the next line.
+    // An output not aligned to its elements never reaches a line boundary
+    // between them: the whole row is stored plainly.
+    Value *ElemAligned = B.CreateICmpEQ(B.CreateAnd(Start, c(S.ElemBytes - 1)), c(0));
+    Head = B.CreateSelect(ElemAligned,
+                          B.CreateBinaryIntrinsic(Intrinsic::umin,
+                                                  B.CreateUDiv(Skew, c(S.ElemBytes)), c(N)),
+                          c(N), "head");
+    Plain(c(0), Head, "head");
+  }
+  Value *Blocks = B.CreateUDiv(B.CreateSub(c(N), Head, "", true, true), c(P.BlockElements));
+  emitLoop(c(0), Blocks, "blocks", [&](Value *Block) {
+    Value *J0 = B.CreateAdd(Head, B.CreateMul(Block, c(P.BlockElements), "", true, true), "",
+                            true, true);
+    emitPrefetchSpan(Idx,
+                     B.CreateAdd(B.CreateMul(B.CreateAdd(O.Idx, J0, "", true, true),
+                                             c(S.indexBytes()), "", true, true),
+                                 c(P.IndexAheadBytes)),
+                     P.BlockElements * S.indexBytes());
+    if (P.PrefetchNextInputRow)
+      emitNextRowShare(O, Block);
+    emitLoop(c(0), c(P.BlockElements), "inner", [&](Value *IV) {
+      emitIndexedElement(advance(O, B.CreateAdd(J0, IV, "", true, true), L), BadFlag, Buf, IV);
+    });
+    if (Buf)
+      emitChunkCopy(bytePointer(Out, B.CreateAdd(O.Out, J0, "", true, true)), Buf,
+                    c(P.BlockElements * S.ElemBytes / P.VectorBytes), true);
+  });
+  Plain(B.CreateAdd(Head, B.CreateMul(Blocks, c(P.BlockElements), "", true, true), "", true, true),
+        c(N), "inner.tail");
+}
+
 /// The innermost element loop over [Lo, Hi) of dimension Rank-1 (or one
 /// element for rank 0).
 void KernelEmitter::emitElementRow(const Offsets &O, Value *Lo, Value *Hi) {
-  const unsigned L = S.Rank == 0 ? 0 : S.Rank - 1;
   if (Table) {
-    // The indices were read and checked once: a row is offsets and copies.
-    auto Element = [&](Value *IV) {
-      Value *Off = B.CreateAlignedLoad(I64, B.CreateInBoundsGEP(I64, Table, IV), Align(8));
-      copyElement(B.CreateAdd(O.In, Off, "", true, true), mulAdd(O.Out, IV, S.OutStride[L]));
-    };
-    if (!P.PrefetchNextInputRow) {
-      emitLoop(c(0), c(S.Sizes[L]), "inner", Element);
-      return;
-    }
-    const uint64_t Blocks = S.Sizes[L] / P.BlockElements;
-    emitLoop(c(0), c(Blocks), "blocks", [&](Value *Block) {
-      emitNextRowShare(O, Block);
-      Value *J0 = B.CreateMul(Block, c(P.BlockElements), "", true, true);
-      emitLoop(c(0), c(P.BlockElements), "inner",
-               [&](Value *IV) { Element(B.CreateAdd(J0, IV, "", true, true)); });
-    });
-    emitLoop(c(Blocks * P.BlockElements), c(S.Sizes[L]), "inner.tail", Element);
+    emitTableRow(O);
     return;
   }
   AllocaInst *BadFlag = emitBadFlag();
   if (P.Row == RowKind::Permute) {
     emitPermuteRow(O, Lo, Hi, BadFlag);
-    emitReturnFirstBad(BadFlag, O, Lo, Hi);
-    return;
-  }
-  // Element E, stored at element offset DstOff of Dst if given.
-  auto Element = [&](const Offsets &E, Value *Dst = nullptr, Value *DstOff = nullptr) {
-    copyElement(tupleOffset(E.In, loadTuple(E.Idx, BadFlag)),
-                Dst ? DstOff : E.Out, Dst);
-  };
-  auto Plain = [&](Value *From, Value *To, const Twine &Name) {
-    emitLoop(From, To, Name, [&](Value *IV) { Element(advance(O, IV, L)); });
-  };
-  if (S.Rank == 0) {
-    Element(O);
+  } else if (S.Rank == 0) {
+    emitIndexedElement(O, BadFlag);
   } else if (P.StreamIndices) {
-    // Rows of rank >= 2 span the whole dimension: [Lo, Hi) = [0, Sizes[L]).
-    // A streamed output row (contiguous, see emit()) stores its elements
-    // plainly up to its first line; each block then gathers into a buffer
-    // and streams it out in whole lines.
-    const uint64_t N = S.Sizes[L];
-    Value *Head = c(0);
-    AllocaInst *Buf = nullptr;
-    if (P.NonTemporal) {
-      IRBuilder<> Entry(&F->getEntryBlock(), F->getEntryBlock().begin());
-      Buf = Entry.CreateAlloca(ArrayType::get(B.getInt8Ty(), P.BlockElements * S.ElemBytes),
-                               nullptr, "block.buf");
-      Buf->setAlignment(Align(P.LineBytes));
-      Value *Start = B.CreatePtrToInt(bytePointer(Out, O.Out), I64);
-      Value *Skew = B.CreateAnd(B.CreateNeg(Start), c(P.LineBytes - 1)); // Bytes to the next line.
-      // An output not aligned to its elements never reaches a line boundary
-      // between them: the whole row is stored plainly.
-      Value *ElemAligned = B.CreateICmpEQ(B.CreateAnd(Start, c(S.ElemBytes - 1)), c(0));
-      Head = B.CreateSelect(ElemAligned,
-                            B.CreateBinaryIntrinsic(Intrinsic::umin,
-                                                    B.CreateUDiv(Skew, c(S.ElemBytes)), c(N)),
-                            c(N), "head");
-      Plain(c(0), Head, "head");
-    }
-    Value *Blocks = B.CreateUDiv(B.CreateSub(c(N), Head, "", true, true), c(P.BlockElements));
-    emitLoop(c(0), Blocks, "blocks", [&](Value *Block) {
-      Value *J0 = B.CreateAdd(Head, B.CreateMul(Block, c(P.BlockElements), "", true, true), "",
-                              true, true);
-      emitPrefetchSpan(Idx,
-                       B.CreateAdd(B.CreateMul(B.CreateAdd(O.Idx, J0, "", true, true),
-                                               c(S.indexBytes()), "", true, true),
-                                   c(P.IndexAheadBytes)),
-                       P.BlockElements * S.indexBytes());
-      if (P.PrefetchNextInputRow)
-        emitNextRowShare(O, Block);
-      emitLoop(c(0), c(P.BlockElements), "inner", [&](Value *IV) {
-        Element(advance(O, B.CreateAdd(J0, IV, "", true, true), L), Buf, IV);
-      });
-      if (Buf)
-        emitChunkCopy(bytePointer(Out, B.CreateAdd(O.Out, J0, "", true, true)), Buf,
-                      c(P.BlockElements * S.ElemBytes / P.VectorBytes), true);
-    });
-    Plain(B.CreateAdd(Head, B.CreateMul(Blocks, c(P.BlockElements), "", true, true), "", true, true),
-          c(N), "inner.tail");
+    emitStreamedRow(O, BadFlag);
   } else {
+    const unsigned L = S.Rank - 1;
     emitLoop(Lo, Hi, "inner", [&](Value *IV) {
       if (P.PrefetchRowsAhead) // A row epilogue's rows, from a large table.
         emitAhead(IV, Hi, P.PrefetchRowsAhead,
                   [&](Value *Ahead) { emitPrefetchRow(O, Ahead, L); });
-      Element(advance(O, IV, L));
+      emitIndexedElement(advance(O, IV, L), BadFlag);
     });
   }
   emitReturnFirstBad(BadFlag, O, Lo, Hi);
@@ -207,13 +215,10 @@ Value *KernelEmitter::laneMask(unsigned Lanes, Value *Count) {
   return B.CreateICmpULT(ConstantVector::get(Steps), B.CreateVectorSplat(Lanes, Count));
 }
 
-void KernelEmitter::emitPermuteRow(const Offsets &O, Value *Lo, Value *Hi,
-                                   AllocaInst *BadFlag) {
+SmallVector<Value *, 4> KernelEmitter::emitPermuteRegisters(const Offsets &O) {
   const unsigned EB = S.ElemBytes, Lanes = P.PermuteBytes / EB;
   const uint64_t Axis = S.AxisSize[0];
   auto *VecTy = FixedVectorType::get(B.getIntNTy(EB * 8), Lanes);
-  auto *WideTy = FixedVectorType::get(I64, Lanes);
-  auto *IdxTy = FixedVectorType::get(B.getIntNTy(S.indexBytes() * 8), Lanes);
   // The input row in registers (the axis is its innermost, contiguous
   // dimension); lanes past its end are never loaded, and never selected.
   SmallVector<Value *, 4> Regs;
@@ -229,52 +234,64 @@ void KernelEmitter::emitPermuteRow(const Offsets &O, Value *Lo, Value *Hi,
   }
   if (Regs.size() == 3)
     Regs.push_back(Constant::getNullValue(VecTy));
+  return Regs;
+}
+
+void KernelEmitter::emitPermuteChunk(const Offsets &O, ArrayRef<Value *> Regs, Value *J,
+                                     Value *Mask, AllocaInst *BadFlag) {
+  const unsigned EB = S.ElemBytes, Lanes = P.PermuteBytes / EB;
   const bool Wide = EB == 8;
-  // The output at positions [J, J + Lanes) of the row, lanes outside
-  // \p Mask (if given) neither read nor written.
-  auto Chunk = [&](Value *J, Value *Mask) {
-    Value *IdxAt = B.CreateInBoundsGEP(IdxTy->getElementType(), Idx,
-                                       B.CreateAdd(O.Idx, J, "", true, true));
-    Value *Raw = Mask ? static_cast<Value *>(B.CreateMaskedLoad(
-                            IdxTy, IdxAt, elementAlign(S.indexBytes()), Mask,
-                            Constant::getNullValue(IdxTy), "index"))
-                      : B.CreateAlignedLoad(IdxTy, IdxAt, elementAlign(S.indexBytes()), "index");
-    // Wrapped, checked and clamped as an element row's index is.
-    const bool Signed = isSignedIndexType(S.IndexType);
-    Value *W = Signed ? wrapIndex(B.CreateSExt(Raw, WideTy), 0) : B.CreateZExt(Raw, WideTy);
-    if (BadFlag) {
-      Value *Bad = isOutOfRange(W, 0);
-      if (Mask)
-        Bad = B.CreateAnd(Bad, Mask);
-      B.CreateStore(B.CreateOr(B.CreateLoad(B.getInt1Ty(), BadFlag), B.CreateOrReduce(Bad)),
-                    BadFlag);
-    }
-    Value *Safe = safeIndex(W, 0);
-    Value *Sel = Wide ? Safe : B.CreateTrunc(Safe, VecTy);
-    Value *Got;
-    if (Regs.size() == 1) {
-      Got = B.CreateIntrinsic(Wide ? Intrinsic::x86_avx512_permvar_di_512
-                                   : Intrinsic::x86_avx512_permvar_si_512,
-                              {}, {Regs[0], Sel});
-    } else {
-      // Each permute picks from two registers; with four, the position's
-      // next bit picks the pair.
-      const Intrinsic::ID Two =
-          Wide ? Intrinsic::x86_avx512_vpermi2var_q_512 : Intrinsic::x86_avx512_vpermi2var_d_512;
-      Got = B.CreateIntrinsic(Two, {}, {Regs[0], Sel, Regs[1]});
-      if (Regs.size() == 4) {
-        Value *Upper = B.CreateIntrinsic(Two, {}, {Regs[2], Sel, Regs[3]});
-        Value *High = B.CreateICmpNE(B.CreateAnd(Sel, ConstantInt::get(VecTy, 2 * Lanes)),
-                                     Constant::getNullValue(VecTy));
-        Got = B.CreateSelect(High, Upper, Got);
-      }
-    }
-    Value *OutAt = bytePointer(Out, B.CreateAdd(O.Out, J, "", true, true));
+  auto *VecTy = FixedVectorType::get(B.getIntNTy(EB * 8), Lanes);
+  auto *WideTy = FixedVectorType::get(I64, Lanes);
+  auto *IdxTy = FixedVectorType::get(B.getIntNTy(S.indexBytes() * 8), Lanes);
+  Value *IdxAt = B.CreateInBoundsGEP(IdxTy->getElementType(), Idx,
+                                     B.CreateAdd(O.Idx, J, "", true, true));
+  Value *Raw = Mask ? static_cast<Value *>(B.CreateMaskedLoad(
+                          IdxTy, IdxAt, elementAlign(S.indexBytes()), Mask,
+                          Constant::getNullValue(IdxTy), "index"))
+                    : B.CreateAlignedLoad(IdxTy, IdxAt, elementAlign(S.indexBytes()), "index");
+  // Wrapped, checked and clamped as an element row's index is.
+  const bool Signed = isSignedIndexType(S.IndexType);
+  Value *W = Signed ? wrapIndex(B.CreateSExt(Raw, WideTy), 0) : B.CreateZExt(Raw, WideTy);
+  if (BadFlag) {
+    Value *Bad = isOutOfRange(W, 0);
     if (Mask)
-      B.CreateMaskedStore(Got, OutAt, Align(1), Mask);
-    else
-      B.CreateAlignedStore(Got, OutAt, Align(1));
-  };
+      Bad = B.CreateAnd(Bad, Mask);
+    B.CreateStore(B.CreateOr(B.CreateLoad(B.getInt1Ty(), BadFlag), B.CreateOrReduce(Bad)),
+                  BadFlag);
+  }
+  Value *Safe = safeIndex(W, 0);
+  Value *Sel = Wide ? Safe : B.CreateTrunc(Safe, VecTy);
+  Value *Got;
+  if (Regs.size() == 1) {
+    Got = B.CreateIntrinsic(Wide ? Intrinsic::x86_avx512_permvar_di_512
+                                 : Intrinsic::x86_avx512_permvar_si_512,
+                            {}, {Regs[0], Sel});
+  } else {
+    // Each permute picks from two registers; with four, the position's
+    // next bit picks the pair.
+    const Intrinsic::ID Two =
+        Wide ? Intrinsic::x86_avx512_vpermi2var_q_512 : Intrinsic::x86_avx512_vpermi2var_d_512;
+    Got = B.CreateIntrinsic(Two, {}, {Regs[0], Sel, Regs[1]});
+    if (Regs.size() == 4) {
+      Value *Upper = B.CreateIntrinsic(Two, {}, {Regs[2], Sel, Regs[3]});
+      Value *High = B.CreateICmpNE(B.CreateAnd(Sel, ConstantInt::get(VecTy, 2 * Lanes)),
+                                   Constant::getNullValue(VecTy));
+      Got = B.CreateSelect(High, Upper, Got);
+    }
+  }
+  Value *OutAt = bytePointer(Out, B.CreateAdd(O.Out, J, "", true, true));
+  if (Mask)
+    B.CreateMaskedStore(Got, OutAt, Align(1), Mask);
+  else
+    B.CreateAlignedStore(Got, OutAt, Align(1));
+}
+
+void KernelEmitter::emitPermuteRow(const Offsets &O, Value *Lo, Value *Hi,
+                                   AllocaInst *BadFlag) {
+  const unsigned Lanes = P.PermuteBytes / S.ElemBytes;
+  const SmallVector<Value *, 4> Regs = emitPermuteRegisters(O);
+  auto Chunk = [&](Value *J, Value *Mask) { emitPermuteChunk(O, Regs, J, Mask, BadFlag); };
   Value *N = B.CreateSub(Hi, Lo, "", true, true);
   Value *Full = B.CreateUDiv(N, c(Lanes));
   emitLoop(c(0), Full, "permute", [&](Value *IV) {

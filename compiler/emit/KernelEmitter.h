@@ -198,13 +198,37 @@ private:
   /// the address may lie past the buffer (a prefetch never faults).
   void emitPrefetchSpan(Value *Base, Value *Offset, uint64_t Bytes);
   void emitElementRow(const Offsets &O, Value *Lo, Value *Hi);
+  /// An element row whose offsets are in the table (read and checked
+  /// once): offsets and copies.
+  void emitTableRow(const Offsets &O);
+  /// The element at \p E, stored at element offset \p DstOff of \p Dst if
+  /// given (else at E.Out of the output).
+  void emitIndexedElement(const Offsets &E, AllocaInst *BadFlag, Value *Dst = nullptr,
+                          Value *DstOff = nullptr);
+  /// An element row of streamed indices (KernelPlan::StreamIndices), a
+  /// block at a time; with non-temporal stores, through a buffer.
+  void emitStreamedRow(const Offsets &O, AllocaInst *BadFlag);
   /// A permute row (RowKind::Permute) over [Lo, Hi) of the innermost
   /// dimension; under Check, ORs its out-of-range indices into \p BadFlag.
   void emitPermuteRow(const Offsets &O, Value *Lo, Value *Hi, AllocaInst *BadFlag);
+  /// The permute row's input row at \p O, loaded into P.PermuteRegisters
+  /// registers (four where three would do: the permutes pick from pairs).
+  SmallVector<Value *, 4> emitPermuteRegisters(const Offsets &O);
+  /// The output at positions [J, J + lanes) of the permute row at \p O,
+  /// gathered from \p Regs; lanes outside \p Mask (if given) neither read
+  /// nor written.
+  void emitPermuteChunk(const Offsets &O, ArrayRef<Value *> Regs, Value *J, Value *Mask,
+                        AllocaInst *BadFlag);
   /// Lanes [0, \p Count) of a vector of \p Lanes.
   Value *laneMask(unsigned Lanes, Value *Count);
   /// The offsets of the output element at linear position \p E.
   Offsets offsetsAt(Value *E);
+  /// NAME_range(in, indices, out, begin, end[, shape]) with its
+  /// attributes, its arguments named; sets F, In, Idx, Out (and Shape).
+  void createRangeFunction(const std::string &Name);
+  /// NAME(in, indices, out), every row through NAME_range, and the
+  /// constant NAME_rows = \p Rows.
+  void emitWholeEntry(const std::string &Name, Value *Rows);
   void emitDeviceEntry(const std::string &Name, Function *Body);
   void emitSimulatedGrid(const std::string &Name, Function *Body);
 
