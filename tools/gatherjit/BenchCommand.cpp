@@ -1,6 +1,7 @@
 //===- tools/gatherjit/BenchCommand.cpp - gatherjit bench ----------------===//
 
 #include "BenchCommand.h"
+#include "BenchReport.h"
 
 #include "Npy.h"
 #include "Shapes.h"
@@ -49,8 +50,6 @@ CLI::App *addBenchCommand(CLI::App &App, BenchFlags &F) {
 
 namespace {
 
-using bench::SuiteReport;
-using bench::SuiteRow;
 
 /// The standard output of shell command \p Cmd, or std::nullopt if it could
 /// not run or exited nonzero.
@@ -66,16 +65,6 @@ std::optional<std::string> commandOutput(const std::string &Cmd) {
     return std::nullopt;
   return Out;
 }
-
-/// What the Python baselines measured: library name ("numpy", "torch",
-/// "torch.compile", "onnxruntime", "jax") -> case -> median ns, and each
-/// library's version, compile times (ms, apart from the runs) and the
-/// libraries that are not installed.
-struct LibraryTimes : std::map<std::string, std::map<std::string, double>> {
-  std::map<std::string, std::string> Versions;
-  std::map<std::string, std::map<std::string, double>> CompileMs;
-  std::vector<std::string> Missing;
-};
 
 const char *const PythonBaselines =
 #include "PythonBaselines.inc"
@@ -186,13 +175,6 @@ LibraryTimes pythonBaselines(const SuiteReport &R) {
   return Times;
 }
 
-/// A kernel compiled in a fresh process (this program, run again with
-/// --stats) against one loaded from a persistent cache by another fresh
-/// process: median compile_ms of each. Zero if the runs fail.
-struct FreshProcess {
-  double ColdMs = 0, LoadMs = 0;
-};
-
 FreshProcess freshProcessCompile() {
   FreshProcess R;
   std::string Dir = (std::filesystem::temp_directory_path() / "gatherjit-fresh-XXXXXX").string();
@@ -238,239 +220,6 @@ FreshProcess freshProcessCompile() {
     R.LoadMs = Load[Load.size() / 2];
   }
   return R;
-}
-
-std::string today() {
-  std::time_t Now = std::time(nullptr);
-  char Buf[16];
-  std::strftime(Buf, sizeof(Buf), "%Y-%m-%d", std::localtime(&Now));
-  return Buf;
-}
-
-std::string cpuName() {
-  std::ifstream In("/proc/cpuinfo");
-  std::string Line;
-  while (std::getline(In, Line))
-    if (Line.rfind("model name", 0) == 0)
-      return Line.substr(Line.find(':') + 2);
-  return "unknown CPU";
-}
-
-std::string fmt(const char *Format, double V) {
-  char Buf[64];
-  std::snprintf(Buf, sizeof(Buf), Format, V);
-  return Buf;
-}
-
-std::string duration(double Ns) {
-  return Ns >= 1e6 ? fmt("%.2f ms", Ns / 1e6) : Ns >= 1e3 ? fmt("%.2f us", Ns / 1e3)
-                                                          : fmt("%.1f ns", Ns);
-}
-
-nlohmann::json rowsJson(const SuiteReport &R) {
-  nlohmann::json Rows = nlohmann::json::array();
-  for (const SuiteRow &Row : R.Rows)
-    Rows.push_back({{"case", Row.Case},
-                    {"engine", Row.Engine},
-                    {"threads", Row.Threads},
-                    {"median_ns", Row.MedianNs},
-                    {"effective_gbps", Row.EffectiveGbps},
-                    {"memcpy_gbps", Row.MemcpyGbps}});
-  return Rows;
-}
-
-/// The rows of one case, by engine and thread count.
-struct CaseRows {
-  const SuiteRow *Interp = nullptr, *Generic = nullptr, *Jit = nullptr, *JitMt = nullptr;
-};
-
-std::vector<std::pair<std::string, CaseRows>> byCase(const SuiteReport &R) {
-  std::vector<std::pair<std::string, CaseRows>> Out;
-  for (const SuiteRow &Row : R.Rows) {
-    if (Out.empty() || Out.back().first != Row.Case)
-      Out.push_back({Row.Case, {}});
-    CaseRows &C = Out.back().second;
-    (Row.Engine == "interp"    ? C.Interp
-     : Row.Engine == "generic" ? C.Generic
-     : Row.Threads == 1        ? C.Jit
-                               : C.JitMt) = &Row;
-  }
-  return Out;
-}
-
-/// What the peers' columns are, their versions, compile times and the
-/// peers that are missing.
-std::string peersText(const LibraryTimes &Libraries) {
-  if (Libraries.empty())
-    return "\nNo peer is installed (numpy, PyTorch, ONNX Runtime, JAX): no columns for "
-           "them.\n";
-  std::ostringstream M;
-  M << "\nPeers, one thread each, same cases, same run, each output equal to numpy's bit for "
-       "bit before it is timed: numpy (take_along_axis, take, data[tuple(idx.T)]); torch "
-       "(gather, index_select with out=, data[tuple(idx.T)]); torch.compile (the same through "
-       "torch.compile(dynamic=True)); onnxruntime (a one-node model, run_with_iobinding on "
-       "preallocated buffers); jax (jax.jit, block_until_ready). \"jit / X\" is X's time over "
-       "jit's: above 1 jit is faster.\n\nVersions:";
-  for (const auto &[Name, Version] : Libraries.Versions)
-    M << " " << Name << " " << Version << ";";
-  if (!Libraries.Missing.empty()) {
-    M << " not installed:";
-    for (const std::string &Name : Libraries.Missing)
-      M << " " << Name;
-    M << " (bench/install_peers.sh; GATHERJIT_BENCH_PYTHON)";
-  }
-  M << "\n";
-  for (const auto &[Name, ByCase] : Libraries.CompileMs) {
-    std::vector<double> Ms;
-    for (const auto &[Case, V] : ByCase)
-      Ms.push_back(V);
-    std::sort(Ms.begin(), Ms.end());
-    if (!Ms.empty())
-      M << "\n" << Name << " compile per case (apart from the runs): median "
-        << fmt("%.1f", Ms[Ms.size() / 2]) << " ms, " << fmt("%.1f", Ms.front()) << " to "
-        << fmt("%.1f", Ms.back()) << " ms over " << Ms.size() << " cases.\n";
-  }
-  return M.str();
-}
-
-std::string markdown(const SuiteReport &R, const LibraryTimes &Libraries,
-                     const FreshProcess &Fresh, const std::string &Date, const std::string &Png) {
-  std::ostringstream M;
-  M << "# gatherjit benchmark, " << Date << "\n\n"
-    << cpuName() << ", " << sysconf(_SC_NPROCESSORS_ONLN) << " cores. Medians from one run of `gatherjit bench`; "
-    << "GB/s = (2 x output bytes + index bytes) / time. Each case's generic and jit "
-       "engines and a 256 MiB memcpy (read + write; the case's % of memcpy) are timed in "
-       "interleaved rounds, so the shared machine's load weighs on all alike, each batch "
-       "(and numpy's and PyTorch's) after a 256 MiB copy has evicted the case's data from "
-       "the caches; memcpy: median "
-    << fmt("%.1f", R.MemcpyGbps) << " GB/s (" << fmt("%.1f", R.MemcpyMinGbps) << " to "
-    << fmt("%.1f", R.MemcpyMaxGbps) << ")";
-  if (R.MemcpyGbpsAllThreads > 0)
-    M << ", " << fmt("%.1f", R.MemcpyGbpsAllThreads) << " GB/s split across " << R.Threads
-      << " threads (" << fmt("%.2fx", R.MemcpyGbpsAllThreads / R.MemcpyGbps)
-      << " one thread's)";
-  M << ".\n\n";
-  if (!Png.empty())
-    M << "![GB/s per case](" << Png << ")\n\n";
-  M << "| case | interp | generic | jit | jit x" << R.Threads
-    << " | jit GB/s | % of memcpy | jit / generic | jit / interp | x" << R.Threads
-    << " / 1 thread |";
-  for (const auto &[Library, Times] : Libraries)
-    M << " " << Library << " | jit / " << Library << " |";
-  if (!Libraries.empty())
-    M << " best peer | jit / best |";
-  M << "\n|---|---|---|---|---|---|---|---|---|---|";
-  for (size_t L = 0; L < Libraries.size(); ++L)
-    M << "---|---|";
-  if (!Libraries.empty())
-    M << "---|---|";
-  M << "\n";
-  std::vector<std::pair<std::string, double>> RandomCases;
-  for (const auto &[Name, C] : byCase(R)) {
-    if (!C.Interp || !C.Generic || !C.Jit)
-      continue;
-    M << "| " << Name << " | " << duration(C.Interp->MedianNs) << " | "
-      << duration(C.Generic->MedianNs) << " | " << duration(C.Jit->MedianNs) << " | "
-      << (C.JitMt ? duration(C.JitMt->MedianNs) : "-") << " | "
-      << fmt("%.2f", C.Jit->EffectiveGbps) << " | "
-      << fmt("%.0f%%", 100 * C.Jit->EffectiveGbps / C.Jit->MemcpyGbps) << " | "
-      << fmt("%.2fx", C.Generic->MedianNs / C.Jit->MedianNs) << " | "
-      << fmt("%.1fx", C.Interp->MedianNs / C.Jit->MedianNs) << " | "
-      << (C.JitMt ? fmt("%.2fx", C.Jit->MedianNs / C.JitMt->MedianNs) : "-") << " |";
-    const std::string *Best = nullptr;
-    double BestNs = 0;
-    for (const auto &[Library, Times] : Libraries) {
-      auto It = Times.find(Name);
-      if (It == Times.end()) {
-        M << " - | - |";
-        continue;
-      }
-      M << " " << duration(It->second) << " | " << fmt("%.2fx", It->second / C.Jit->MedianNs)
-        << " |";
-      if (!Best || It->second < BestNs)
-        Best = &Library, BestNs = It->second;
-    }
-    if (!Libraries.empty())
-      M << (Best ? " " + *Best + " | " + fmt("%.2fx", BestNs / C.Jit->MedianNs) + " |"
-                 : std::string(" - | - |"));
-    M << "\n";
-    if (Name == "GE2" || Name == "GN2")
-      RandomCases.emplace_back(Name, C.Jit->MedianNs);
-  }
-  // GE2 reads 4096 x 4096 random elements, GN2 1,048,576 random points.
-  for (const auto &[Name, Ns] : RandomCases) {
-    if (R.RandomReadNs <= 0)
-      break;
-    const double Floor = R.RandomReadNs * (Name == "GE2" ? 4096.0 * 4096.0 : 1048576.0);
-    M << "\n" << Name
-      << " random-read floor (random 4-byte reads from a 64 MiB table, same run): "
-      << duration(Floor) << "; jit takes " << fmt("%.2fx", Ns / Floor) << " of it.\n";
-  }
-  M << "\nCompile latency (medians): a new small kernel (the quick tier) "
-    << fmt("%.2f ms", R.ColdGatherElementsMs) << " GatherElements, "
-    << fmt("%.2f ms", R.ColdGatherMs) << " Gather; the same at O2 (a large kernel, or an upgrade) "
-    << fmt("%.2f ms", R.FullGatherElementsMs) << " and " << fmt("%.2f ms", R.FullGatherMs)
-    << "; cache hit " << duration(R.CacheHitNs)
-    << ", load from the persistent cache by a new runtime " << fmt("%.2f ms", R.DiskLoadMs)
-    << ".\n";
-  if (Fresh.ColdMs > 0)
-    M << "In a fresh process (`gatherjit gather-elements --stats --specialize compile --cache-dir`, a 64x16 kernel): "
-         "compile "
-      << fmt("%.2f ms", Fresh.ColdMs) << " with an empty cache directory, "
-      << fmt("%.2f ms", Fresh.LoadMs) << " loading the entry another process stored ("
-      << fmt("%.0fx", Fresh.ColdMs / Fresh.LoadMs) << " faster).\n";
-  return M.str();
-}
-
-/// Draws GB/s per case and engine with the memcpy line; false if gnuplot
-/// is missing or fails (the report is still written).
-bool plot(const SuiteReport &R, const LibraryTimes &Libraries, const std::string &Png) {
-  const std::string Data = Png + ".dat", Script = Png + ".gp", Temp = Png + ".tmp.png";
-  {
-    std::ofstream D(Data);
-    D << "case interp generic jit jit_mt";
-    for (size_t L = 0; L < Libraries.size(); ++L)
-      D << " peer" << L;
-    D << "\n";
-    // A peer's GB/s: the case's bytes over its time (jit's GB/s scaled by
-    // the ratio of the times); 0 where it has no time.
-    for (const auto &[Name, C] : byCase(R)) {
-      if (!C.Interp || !C.Generic || !C.Jit)
-        continue;
-      D << Name << " " << C.Interp->EffectiveGbps << " " << C.Generic->EffectiveGbps << " "
-        << C.Jit->EffectiveGbps << " " << (C.JitMt ? C.JitMt->EffectiveGbps : 0);
-      for (const auto &[Library, Times] : Libraries) {
-        auto It = Times.find(Name);
-        D << " " << (It == Times.end() ? 0.0 : C.Jit->EffectiveGbps * C.Jit->MedianNs / It->second);
-      }
-      D << "\n";
-    }
-    std::ofstream S(Script);
-    S << "set terminal pngcairo noenhanced size 1500,640 font 'sans,10'\n"
-      << "set output '" << Temp << "'\n"
-      << "set title 'gatherjit: effective bandwidth per case (higher is better)'\n"
-      << "set ylabel 'GB/s = (2 x output + index bytes) / time'\n"
-      << "set style data histograms\nset style histogram clustered gap 1\n"
-      << "set style fill solid 0.85 border -1\nset boxwidth 0.9\nset grid ytics\n"
-      << "set key outside bottom center horizontal autotitle columnhead\nset yrange [0:*]\n"
-      << "memcpy = " << R.MemcpyGbps << "\n"
-      << "plot '" << Data << "' using 2:xtic(1) title 'interpreter', '' using 3 title "
-      << "'generic C++', '' using 4 title 'jit, 1 thread', '' using 5 title 'jit, "
-      << R.Threads << " threads', ";
-    int Column = 6;
-    for (const auto &[Library, Times] : Libraries)
-      S << "'' using " << Column++ << " title '" << Library << "', ";
-    S << "memcpy with lines lw 2 dt 2 lc rgb 'black' title "
-      << "sprintf('memcpy %.1f GB/s', memcpy)\n";
-  }
-  const std::string Cmd = "gnuplot '" + Script + "' 2>/dev/null";
-  const bool Ok = std::system(Cmd.c_str()) == 0 && std::filesystem::exists(Temp);
-  if (Ok)
-    std::filesystem::rename(Temp, Png);
-  std::filesystem::remove(Data);
-  std::filesystem::remove(Script);
-  std::filesystem::remove(Temp);
-  return Ok;
 }
 
 } // namespace
