@@ -81,11 +81,11 @@ Expected<DeviceRun> runOnCuda(const ValidDesc &V, int Ordinal, OptLevel Level, c
       Copy.push_back(*Us);
     }
   }
-  auto Median = [](std::vector<double> V) {
-    if (V.empty())
+  auto Median = [](std::vector<double> Us) {
+    if (Us.empty())
       return 0.0;
-    std::sort(V.begin(), V.end());
-    return V.size() % 2 ? V[V.size() / 2] : (V[V.size() / 2 - 1] + V[V.size() / 2]) / 2;
+    std::sort(Us.begin(), Us.end());
+    return Us.size() % 2 ? Us[Us.size() / 2] : (Us[Us.size() / 2 - 1] + Us[Us.size() / 2]) / 2;
   };
   Run.KernelUs = Median(Kernel);
   Run.CopyUs = Median(Copy);

@@ -39,12 +39,12 @@ Expected<std::shared_ptr<const EpilogueCode>> Runtime::Impl::epilogue(const Epil
     EP = &Forced;
   }
   const Epilogue &E = *EP;
-  const EpilogueTarget Target =
+  const EpilogueTarget For =
       epilogueTarget((DeviceGen ? DeviceGen : Gen)->targetMachine(), RowIn, RowOut);
-  const uint64_t Key = epilogueKey(E, Target);
+  const uint64_t Key = epilogueKey(E, For);
   if (auto Known = epilogueByKey(Key))
     return Known;
-  Expected<std::shared_ptr<const EpilogueCode>> Code = compileEpilogue(E, Target, Options.Epilogues);
+  Expected<std::shared_ptr<const EpilogueCode>> Code = compileEpilogue(E, For, Options.Epilogues);
   if (!Code)
     return Code;
   std::lock_guard<std::mutex> Lock(EpilogueMutex);

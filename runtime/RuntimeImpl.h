@@ -193,13 +193,13 @@ struct Runtime::Impl {
   /// the descriptor's last dimensions).
   template <class OpDesc>
   Expected<ValidDesc> validateWith(const OpDesc &Desc, const Epilogue &E,
-                                   const ValidateOptions &Options) {
+                                   const ValidateOptions &Given) {
     auto Last = [](const TensorDesc &T) { return T.Sizes.empty() ? 1 : T.Sizes.back(); };
     Expected<std::shared_ptr<const EpilogueCode>> Code =
         epilogue(E, Last(Desc.Input), Last(Desc.Output));
     if (!Code)
       return Code.status();
-    ValidateOptions With = Options;
+    ValidateOptions With = Given;
     With.Epilogue = (*Code)->Signature;
     return validate(Desc, With);
   }

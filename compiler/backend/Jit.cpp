@@ -112,22 +112,22 @@ Expected<std::shared_ptr<JitCode>> JitEngine::linkWithOrc(const std::string &Nam
   Expected<llvm::orc::LLJIT *> Orc = orc();
   if (!Orc)
     return Orc.status();
-  llvm::orc::LLJIT *J = *Orc;
+  llvm::orc::LLJIT *Jit = *Orc;
   // A new JITDylib links against the process's symbols (kernels call
   // memcpy and memset from the C library).
-  auto Dylib = J->createJITDylib(Name + "." + std::to_string(++Linked));
+  auto Dylib = Jit->createJITDylib(Name + "." + std::to_string(++Linked));
   if (!Dylib)
     return toStatus(Dylib.takeError(), "creating a JITDylib for " + Name);
   auto Drop = [&] {
-    llvm::consumeError(J->getExecutionSession().removeJITDylib(*Dylib));
+    llvm::consumeError(Jit->getExecutionSession().removeJITDylib(*Dylib));
   };
   auto Buffer = llvm::MemoryBuffer::getMemBufferCopy(
       llvm::StringRef(Object.data(), Object.size()), Name + ".o");
-  if (llvm::Error Err = J->addObjectFile(*Dylib, std::move(Buffer))) {
+  if (llvm::Error Err = Jit->addObjectFile(*Dylib, std::move(Buffer))) {
     Drop();
     return toStatus(std::move(Err), "adding " + Name);
   }
-  auto Addr = J->lookup(*Dylib, Name + "_range");
+  auto Addr = Jit->lookup(*Dylib, Name + "_range");
   if (!Addr) {
     Drop();
     return toStatus(Addr.takeError(), "linking " + Name);

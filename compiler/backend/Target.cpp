@@ -332,9 +332,9 @@ void prepareHostTarget(OptLevel Level, OptLevel First) {
   // lock, a half-built table) that a thread it does not have was changing.
   pthread_atfork(
       [] {
-        PreparedHost &P = preparedHost();
-        std::lock_guard<std::mutex> Lock(P.Mutex);
-        P.join();
+        PreparedHost &Host = preparedHost();
+        std::lock_guard<std::mutex> HostLock(Host.Mutex);
+        Host.join();
       },
       nullptr, nullptr);
   P.Maker = std::thread([&P, Level, First] {
