@@ -143,12 +143,13 @@ int registerAll() {
       Engine E;
       unsigned Threads;
     };
-    for (const Variant &V : {Variant{"interp", Engine::Interp, 1}, Variant{"generic", Engine::Generic, 1},
-                             Variant{"jit", Engine::Jit, 1}, Variant{"jit_mt", Engine::Jit, 0}}) {
-      auto *B = benchmark::RegisterBenchmark((Name + "/" + V.Name).c_str(),
-                                             [&C, V](benchmark::State &S) {
-                                               runEngine(S, C, V.E, V.Threads);
-                                             });
+    for (const Variant &V :
+         {Variant{"interp", Engine::Interp, 1}, Variant{"generic", Engine::Generic, 1},
+          Variant{"jit", Engine::Jit, 1}, Variant{"jit_mt", Engine::Jit, 0}}) {
+      auto *B =
+          benchmark::RegisterBenchmark((Name + "/" + V.Name).c_str(), [&C, V](benchmark::State &S) {
+            runEngine(S, C, V.E, V.Threads);
+          });
       B->Unit(Tiny ? benchmark::kNanosecond : benchmark::kMillisecond)->UseRealTime();
       if (V.E == Engine::Interp && !Tiny)
         B->Iterations(2);
@@ -159,7 +160,9 @@ int registerAll() {
         ->UseRealTime();
   }
   benchmark::RegisterBenchmark("GE2/random_read_floor", randomReadFloor)
-      ->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(1);
+      ->Unit(benchmark::kMillisecond)
+      ->UseManualTime()
+      ->Iterations(1);
   for (bool Quick : {true, false})
     for (OpKind Op : {OpKind::GatherElements, OpKind::Gather}) {
       const std::string Name = std::string(Quick ? "compile/cold/" : "compile/cold_o2/") +

@@ -66,10 +66,10 @@ Walk gatherElementsWalk(const std::string &Name, uint64_t First, uint64_t Last, 
     S.Desc.allow_smaller_indices = 1;
     ValidateOptions O;
     O.AllowSmallerIndices = true;
-    Expected<ValidDesc> V = validate(
-        GatherElementsDesc{packed(DataType::Float32, {L, Cols}), packed(DataType::Int64, {L, IdxCols}),
-                           packed(DataType::Float32, {L, IdxCols}), 1},
-        O);
+    Expected<ValidDesc> V = validate(GatherElementsDesc{packed(DataType::Float32, {L, Cols}),
+                                                        packed(DataType::Int64, {L, IdxCols}),
+                                                        packed(DataType::Float32, {L, IdxCols}), 1},
+                                     O);
     if (!V)
       continue;
     S.Valid = *V;
@@ -159,8 +159,7 @@ double walkGeneric(Walk &W, std::vector<double> *PerShapeUs) {
   for (const Shape &S : W.Shapes)
     for (unsigned C = 0; C < W.Calls; ++C) {
       const Clock::time_point T0 = Clock::now();
-      (void)runGeneric(S.Spec, W.Input.data(), W.Indices.data(), W.Output.data(), 0,
-                       S.Spec.rows());
+      (void)runGeneric(S.Spec, W.Input.data(), W.Indices.data(), W.Output.data(), 0, S.Spec.rows());
       if (C == 0 && PerShapeUs)
         PerShapeUs->push_back(usSince(T0));
     }
@@ -213,15 +212,16 @@ std::string memoryWalk() {
       char B[96];
       std::snprintf(B, sizeof B, "%s%llu shapes: %+.1f MiB", N + 1 == 1000 ? "" : ", ",
                     static_cast<unsigned long long>(N + 1),
-                    (static_cast<double>(residentBytes()) - static_cast<double>(Before)) / (1 << 20));
+                    (static_cast<double>(residentBytes()) - static_cast<double>(Before)) /
+                        (1 << 20));
       M << B;
     }
   }
   gj_cache_stats S;
   gj_runtime_stats(RT, &S);
   M << " (from " << Before / (1 << 20) << " MiB before the walk); the cache then holds "
-    << S.entries << " entries, " << S.cache_bytes / (1 << 20) << " MiB charged, "
-    << S.evictions << " evicted.\n";
+    << S.entries << " entries, " << S.cache_bytes / (1 << 20) << " MiB charged, " << S.evictions
+    << " evicted.\n";
   gj_runtime_destroy(RT);
   return M.str();
 }
@@ -238,12 +238,12 @@ bool walkAgrees(Walk &W, gj_specialize Mode) {
     const size_t Bytes = S.Spec.outputBytes();
     std::vector<char> Ref(Bytes), Got(Bytes, 1), Loop(Bytes, 2);
     gj_kernel *K = nullptr;
-    Same = interpret(S.Valid, W.Input.data(), W.Indices.data(), Ref.data()) &&
-           gj_compile(RT, &S.Desc, &K) == GJ_OK &&
-           gj_kernel_run(K, W.Input.data(), W.Indices.data(), Got.data()) == GJ_OK &&
-           runGeneric(S.Spec, W.Input.data(), W.Indices.data(), Loop.data(), 0,
-                      S.Spec.rows()) == 0 &&
-           Ref == Got && Ref == Loop;
+    Same =
+        interpret(S.Valid, W.Input.data(), W.Indices.data(), Ref.data()) &&
+        gj_compile(RT, &S.Desc, &K) == GJ_OK &&
+        gj_kernel_run(K, W.Input.data(), W.Indices.data(), Got.data()) == GJ_OK &&
+        runGeneric(S.Spec, W.Input.data(), W.Indices.data(), Loop.data(), 0, S.Spec.rows()) == 0 &&
+        Ref == Got && Ref == Loop;
     gj_kernel_release(K);
   }
   gj_runtime_destroy(RT);
@@ -331,19 +331,20 @@ std::string runShapeWalks(unsigned Rounds) {
     const double G = median(Generic);
     M << "| " << W.Name << " | " << W.Shapes.size() << " x " << W.Calls << " | " << fmtMs(G)
       << " | " << fmtMs(median(Never)) << " | " << fmtX(median(Never) / G) << " | "
-      << fmtMs(median(First)) << " | " << fmtX(median(First) / G) << " | "
-      << fmtMs(median(Second)) << " | " << fmtX(median(Second) / G) << " | "
-      << fmtMs(median(Ahead)) << " | " << fmtX(median(Ahead) / G) << " | "
-      << fmtUs(median(MedianCompile)) << " | " << fmtUs(median(P99Compile)) << " | "
-      << fmtUs(median(Compile)) << " | " << fmtUs(median(FirstCall)) << " | "
-      << fmtUs(median(Over)) << " |\n";
+      << fmtMs(median(First)) << " | " << fmtX(median(First) / G) << " | " << fmtMs(median(Second))
+      << " | " << fmtX(median(Second) / G) << " | " << fmtMs(median(Ahead)) << " | "
+      << fmtX(median(Ahead) / G) << " | " << fmtUs(median(MedianCompile)) << " | "
+      << fmtUs(median(P99Compile)) << " | " << fmtUs(median(Compile)) << " | "
+      << fmtUs(median(FirstCall)) << " | " << fmtUs(median(Over)) << " |\n";
   }
   M << "\nIn-process through the C API, one runtime with default options (adaptive) and one "
        "thread, no disk cache; medians of "
     << Rounds
     << " rounds; every 50th shape checked against the interpreter first. First walk: a fresh "
        "runtime, every shape new. Second walk: the same runtime "
-       "after gj_runtime_wait_background. Never specialize: a fresh runtime with GJ_SPECIALIZE_NEVER (the generic loop through the runtime, no background compiles). Generic loop: runtime/GenericKernel.cpp called "
+       "after gj_runtime_wait_background. Never specialize: a fresh runtime with "
+       "GJ_SPECIALIZE_NEVER (the generic loop through the runtime, no background compiles). "
+       "Generic loop: runtime/GenericKernel.cpp called "
        "directly, compiled ahead, no runtime. Specialized ahead: every shape compiled (not "
        "timed) before the walk. Each shape is gj_compile, its calls, gj_kernel_release. "
        "Worst new shape: the largest gj_compile, gj_compile + first run, and that less the "

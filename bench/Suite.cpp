@@ -23,8 +23,7 @@ Expected<PreparedCase> prepareCase(const BenchCase &C) {
   P.Spec = canonicalize(P.Desc);
   P.Data = benchData(P.Desc);
   P.Reference.resize(P.Data.OutputBytes);
-  if (Status S = interpret(P.Desc, P.Data.Input.data(), P.Data.Indices.data(),
-                           P.Reference.data());
+  if (Status S = interpret(P.Desc, P.Data.Input.data(), P.Data.Indices.data(), P.Reference.data());
       !S)
     return S.withContext(C.Name);
   return P;
@@ -91,8 +90,8 @@ std::vector<double> interleavedMedianNs(const std::vector<std::function<void(uin
   const size_t MinRounds = Slowest > 0.1 ? 3 : 7, MaxRounds = 200;
   std::vector<std::vector<double>> Samples(N);
   const Clock::time_point Start = Clock::now();
-  for (size_t Round = 0; Round < MinRounds || (Seconds(Clock::now() - Start) < MinSeconds * N &&
-                                               Round < MaxRounds);
+  for (size_t Round = 0;
+       Round < MinRounds || (Seconds(Clock::now() - Start) < MinSeconds * N && Round < MaxRounds);
        ++Round)
     for (size_t C = 0; C < N; ++C) {
       if (Evict)
@@ -334,8 +333,7 @@ Expected<SuiteReport> runSuite(const SuiteOptions &Options,
       Row.MemcpyGbps = Line;
       R.Rows.push_back(Row);
     }
-    if ((std::string(C->Name) == "GE2" || std::string(C->Name) == "GN2") &&
-        R.RandomReadNs == 0) {
+    if ((std::string(C->Name) == "GE2" || std::string(C->Name) == "GN2") && R.RandomReadNs == 0) {
       Progress("random-read floor");
       R.RandomReadNs = randomReadNs();
     }

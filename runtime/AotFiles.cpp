@@ -7,8 +7,7 @@
 
 namespace gatherjit {
 
-Status writeAot(const AotResult &R, const std::string &ObjectPath,
-                const std::string &HeaderPath) {
+Status writeAot(const AotResult &R, const std::string &ObjectPath, const std::string &HeaderPath) {
   Expected<AtomicFile> Object = AtomicFile::create(ObjectPath);
   if (!Object)
     return Object.status();

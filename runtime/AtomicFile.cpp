@@ -104,8 +104,7 @@ Expected<Destination> resolve(const std::string &Path) {
       return D;
     }
     if (Hops == 40)
-      return Status::invalidArgument(quote(Path) +
-                                     ": too many levels of symbolic links (a loop)");
+      return Status::invalidArgument(quote(Path) + ": too many levels of symbolic links (a loop)");
     char Link[PATH_MAX];
     const ssize_t N = ::readlink(D.Target.c_str(), Link, sizeof(Link));
     if (N < 0 || N == sizeof(Link))
@@ -131,11 +130,9 @@ std::string canonicalNew(const std::string &Target) {
 /// less the umask.
 int createTemp(const std::string &Dir, mode_t Mode, std::string &Name) {
   static std::atomic<uint64_t> Counter{0};
-  static const uint64_t Seed = std::random_device{}() ^
-                               static_cast<uint64_t>(getpid()) << 32 ^
-                               static_cast<uint64_t>(std::chrono::steady_clock::now()
-                                                         .time_since_epoch()
-                                                         .count());
+  static const uint64_t Seed =
+      std::random_device{}() ^ static_cast<uint64_t>(getpid()) << 32 ^
+      static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
   static constexpr char Digits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
   for (int Try = 0; Try < 100; ++Try) {
     uint64_t R = Seed + 0x9e3779b97f4a7c15ull * ++Counter;
@@ -194,8 +191,7 @@ Expected<AtomicFile> AtomicFile::create(const std::string &Path) {
     return AtomicFile(Kind::InPlace, Fd, Path, inodeKey(D->St));
   }
   // A new file gets 0666 less the umask; a replaced one keeps its mode.
-  return replaceWithTemp(Path, D->Target,
-                         D->Exists ? inodeKey(D->St) : canonicalNew(D->Target),
+  return replaceWithTemp(Path, D->Target, D->Exists ? inodeKey(D->St) : canonicalNew(D->Target),
                          D->Exists ? D->St.st_mode & 07777 : 0666, D->Exists, /*Sync=*/true);
 }
 
@@ -204,8 +200,7 @@ Expected<AtomicFile> AtomicFile::replace(const std::string &Path, unsigned Mode)
                          /*Sync=*/false);
 }
 
-Expected<AtomicFile> AtomicFile::replaceWithTemp(const std::string &Path,
-                                                 const std::string &Target,
+Expected<AtomicFile> AtomicFile::replaceWithTemp(const std::string &Path, const std::string &Target,
                                                  const std::string &Canonical, unsigned Mode,
                                                  bool ExactMode, bool Sync) {
   std::string Temp;
@@ -234,8 +229,8 @@ Expected<AtomicFile> AtomicFile::write(const std::string &Path, std::string_view
 
 AtomicFile::AtomicFile(AtomicFile &&Other) noexcept
     : K(Other.K), Fd(Other.Fd), Path(std::move(Other.Path)), Target(std::move(Other.Target)),
-      Temp(std::move(Other.Temp)), Canonical(std::move(Other.Canonical)),
-      Written(Other.Written), Sync(Other.Sync) {
+      Temp(std::move(Other.Temp)), Canonical(std::move(Other.Canonical)), Written(Other.Written),
+      Sync(Other.Sync) {
   Other.Fd = -1;
   Other.Temp.clear();
 }

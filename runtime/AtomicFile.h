@@ -72,10 +72,10 @@ private:
                                               bool ExactMode, bool Sync);
 
   Kind K;
-  int Fd;             ///< -1 once committed or discarded.
-  std::string Path;   ///< As the user named it, for messages.
-  std::string Target; ///< The file finally written (Replace).
-  std::string Temp;   ///< The temporary file (Replace), until committed.
+  int Fd;                ///< -1 once committed or discarded.
+  std::string Path;      ///< As the user named it, for messages.
+  std::string Target;    ///< The file finally written (Replace).
+  std::string Temp;      ///< The temporary file (Replace), until committed.
   std::string Canonical; ///< Equal for equal destinations.
   uint64_t Written = 0;
   bool Sync = true;

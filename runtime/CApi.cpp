@@ -11,9 +11,9 @@
 #include "gatherjit/Runtime.h"
 
 #include <cstring>
-#include <type_traits>
 #include <new>
 #include <string>
+#include <type_traits>
 
 using namespace gatherjit;
 
@@ -51,8 +51,7 @@ gj_status record(const Status &S) {
 }
 
 gj_status nullArgument(const char *Function, const char *Argument) {
-  return record(Status::invalidArgument(std::string(Function) + ": " + Argument +
-                                        " is NULL"));
+  return record(Status::invalidArgument(std::string(Function) + ": " + Argument + " is NULL"));
 }
 
 /// Runs \p Body, turning an escaping exception (out of memory) into a status.
@@ -81,8 +80,8 @@ bool validType(int32_t T) { return T >= GJ_FLOAT64 && T <= GJ_OPAQUE; }
 Expected<TensorDesc> toTensor(const gj_tensor_desc &C, const char *Name) {
   const int32_t Type = raw(C.data_type);
   if (!validType(Type))
-    return Status::invalidArgument(std::string(Name) + ".data_type = " +
-                                   std::to_string(Type) + " is not a gj_data_type");
+    return Status::invalidArgument(std::string(Name) + ".data_type = " + std::to_string(Type) +
+                                   " is not a gj_data_type");
   if (C.rank > GJ_MAX_RANK)
     return Status::invalidArgument(std::string(Name) + ".rank = " + std::to_string(C.rank) +
                                    " exceeds GJ_MAX_RANK (8)");
@@ -228,8 +227,8 @@ gj_status gj_onnx_gather_elements(const gj_tensor_desc *Data, const gj_tensor_de
   return buildOnnx("gj_onnx_gather_elements", OpKind::GatherElements, Data, Indices, Axis, Out);
 }
 
-gj_status gj_onnx_gather(const gj_tensor_desc *Data, const gj_tensor_desc *Indices,
-                         int64_t Axis, gj_descriptor *Out) {
+gj_status gj_onnx_gather(const gj_tensor_desc *Data, const gj_tensor_desc *Indices, int64_t Axis,
+                         gj_descriptor *Out) {
   return buildOnnx("gj_onnx_gather", OpKind::Gather, Data, Indices, Axis, Out);
 }
 
@@ -266,8 +265,8 @@ gj_status gj_runtime_create(const gj_runtime_options *Options, gj_runtime **Out)
     if (Options) {
       const int32_t Level = raw(Options->opt_level);
       if (Level < GJ_O0 || Level > GJ_O3)
-        return record(Status::invalidArgument("gj_runtime_options.opt_level = " +
-                                              std::to_string(Level) + " is not GJ_O0..GJ_O3"));
+        return record(Status::invalidArgument(
+            "gj_runtime_options.opt_level = " + std::to_string(Level) + " is not GJ_O0..GJ_O3"));
       O.Opt = static_cast<OptLevel>(Level);
       const int32_t Mode = raw(Options->specialize);
       if (Mode < GJ_SPECIALIZE_ADAPTIVE || Mode > GJ_SPECIALIZE_NEVER)
@@ -319,10 +318,21 @@ void gj_runtime_stats(const gj_runtime *Runtime, gj_cache_stats *Out) {
   if (!Runtime || !Out)
     return;
   const CacheStats S = Runtime->R->stats();
-  *Out = gj_cache_stats{S.Hits,          S.Misses,     S.Evictions, S.Entries,
-                        S.LiveKernels,   S.DiskLoads,  S.DiskStores, S.CompileMs,
-                        S.Upgrades,      S.Specializations, S.SpecializedAtCompile,
-                        S.GenericEntries, S.CacheBytes, S.FamilyKernels, S.FamilyEntries};
+  *Out = gj_cache_stats{S.Hits,
+                        S.Misses,
+                        S.Evictions,
+                        S.Entries,
+                        S.LiveKernels,
+                        S.DiskLoads,
+                        S.DiskStores,
+                        S.CompileMs,
+                        S.Upgrades,
+                        S.Specializations,
+                        S.SpecializedAtCompile,
+                        S.GenericEntries,
+                        S.CacheBytes,
+                        S.FamilyKernels,
+                        S.FamilyEntries};
 }
 
 namespace {
@@ -361,8 +371,7 @@ gj_status compileDesc(gj_runtime *Runtime, const gj_descriptor *Desc, const Epil
                                Desc->indices_dimension_count, Desc->batch_dimension_count});
     } else {
       return record(Status::invalidArgument(
-          "op = " + std::to_string(Op) +
-          " is not GJ_GATHER_ELEMENTS, GJ_GATHER or GJ_GATHER_ND"));
+          "op = " + std::to_string(Op) + " is not GJ_GATHER_ELEMENTS, GJ_GATHER or GJ_GATHER_ND"));
     }
     if (!K)
       return record(K.status());
@@ -379,16 +388,16 @@ gj_status gj_compile(gj_runtime *Runtime, const gj_descriptor *Desc, gj_kernel *
   return compileDesc(Runtime, Desc, nullptr, Out);
 }
 
-gj_status gj_compile_epilogue(gj_runtime *Runtime, const gj_descriptor *Desc,
-                              const gj_epilogue *E, gj_kernel **Out) {
+gj_status gj_compile_epilogue(gj_runtime *Runtime, const gj_descriptor *Desc, const gj_epilogue *E,
+                              gj_kernel **Out) {
   if (!Runtime || !Desc || !E || !Out)
     return nullArgument("gj_compile_epilogue", !Runtime ? "runtime"
                                                : !Desc  ? "desc"
                                                : !E     ? "epilogue"
                                                         : "out");
   if (!E->source || !E->function)
-    return nullArgument("gj_compile_epilogue", !E->source ? "epilogue->source"
-                                                          : "epilogue->function");
+    return nullArgument("gj_compile_epilogue",
+                        !E->source ? "epilogue->source" : "epilogue->function");
   if (!E->params && E->params_size)
     return nullArgument("gj_compile_epilogue", "epilogue->params");
   Epilogue Fused;
@@ -417,20 +426,17 @@ gj_status gj_kernel_run_stream(const gj_kernel *Kernel, const void *Input, const
     return nullArgument("gj_kernel_run_stream", "kernel");
   if (const char *Missing = missingBuffer(Kernel->K, Input, Indices, Output))
     return nullArgument("gj_kernel_run_stream", Missing);
-  return guarded(
-      [&] { return record(Kernel->K.runOnStream(Input, Indices, Output, Stream)); });
+  return guarded([&] { return record(Kernel->K.runOnStream(Input, Indices, Output, Stream)); });
 }
 
-gj_status gj_kernel_run_rows(const gj_kernel *Kernel, const void *Input,
-                             const void *Indices, void *Output, uint64_t Begin,
-                             uint64_t End) {
+gj_status gj_kernel_run_rows(const gj_kernel *Kernel, const void *Input, const void *Indices,
+                             void *Output, uint64_t Begin, uint64_t End) {
   if (!Kernel)
     return nullArgument("gj_kernel_run_rows", "kernel");
-  if (const char *Missing = Begin < End ? missingBuffer(Kernel->K, Input, Indices, Output)
-                                        : nullptr)
+  if (const char *Missing =
+          Begin < End ? missingBuffer(Kernel->K, Input, Indices, Output) : nullptr)
     return nullArgument("gj_kernel_run_rows", Missing);
-  return guarded(
-      [&] { return record(Kernel->K.runRows(Input, Indices, Output, Begin, End)); });
+  return guarded([&] { return record(Kernel->K.runRows(Input, Indices, Output, Begin, End)); });
 }
 
 uint64_t gj_kernel_rows(const gj_kernel *Kernel) { return Kernel ? Kernel->K.rows() : 0; }

@@ -2,9 +2,9 @@
 
 #include "runtime/CachedKernels.h"
 
+#include "compiler/backend/ObjectLoader.h"
 #include "runtime/GenericKernel.h"
 #include "runtime/KernelState.h"
-#include "compiler/backend/ObjectLoader.h"
 #include "runtime/System.h"
 #include "runtime/TierPlan.h"
 
@@ -14,8 +14,8 @@
 namespace gatherjit {
 
 CachedKernels::CachedKernels(DiskCache Disk, const RuntimeOptions &Options)
-    : Disk(std::move(Disk)), Options(Options),
-      Pool(std::make_shared<ThreadPool>(Options.Threads)) {}
+    : Disk(std::move(Disk)), Options(Options), Pool(std::make_shared<ThreadPool>(Options.Threads)) {
+}
 
 std::optional<CachedKernels> CachedKernels::open(const RuntimeOptions &Options) {
   if (Options.CacheDir.empty())
@@ -50,9 +50,9 @@ std::optional<Kernel> CachedKernels::find(const ValidDesc &Desc) const {
       Expected<std::shared_ptr<const Executable>> Code =
           loadKernelObject(std::string_view(Object->data(), Object->size()), Name);
       if (Code)
-        State->setCode(std::make_shared<TieredCode>(Code.take(), KernelTier::Specialized,
-                                                    Levels[L], /*UpgradeAfter=*/0,
-                                                    nullptr, std::weak_ptr<BackgroundQueue>()));
+        State->setCode(std::make_shared<TieredCode>(Code.take(), KernelTier::Specialized, Levels[L],
+                                                    /*UpgradeAfter=*/0, nullptr,
+                                                    std::weak_ptr<BackgroundQueue>()));
     }
     if (!State->Code)
       return std::nullopt;
@@ -60,7 +60,8 @@ std::optional<Kernel> CachedKernels::find(const ValidDesc &Desc) const {
   State->Times.Load =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - T0).count();
   if (envFlag("GATHERJIT_LOG") && State->Code)
-    std::fprintf(stderr, "gatherjit: loaded %s at %s without LLVM: load and link %.3f ms\n  spec: %s\n",
+    std::fprintf(stderr,
+                 "gatherjit: loaded %s at %s without LLVM: load and link %.3f ms\n  spec: %s\n",
                  State->symbol().c_str(), optLevelName(State->Code->level()), State->Times.Load,
                  Spec.describe().c_str());
   Kernel K;
@@ -79,10 +80,9 @@ std::optional<Kernel> CachedKernels::generic(const ValidDesc &Desc, const Runtim
   State->Spec = Spec;
   State->Pool = std::make_shared<ThreadPool>(Options.Threads);
   if (Desc.outputElements() != 0)
-    State->setCode(std::make_shared<TieredCode>(std::make_shared<GenericCode>(Spec),
-                                                KernelTier::Generic, OptLevel::O0,
-                                                /*UpgradeAfter=*/0, nullptr,
-                                                std::weak_ptr<BackgroundQueue>()));
+    State->setCode(std::make_shared<TieredCode>(
+        std::make_shared<GenericCode>(Spec), KernelTier::Generic, OptLevel::O0,
+        /*UpgradeAfter=*/0, nullptr, std::weak_ptr<BackgroundQueue>()));
   Kernel K;
   K.S = std::move(State);
   return K;

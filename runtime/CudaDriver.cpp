@@ -2,8 +2,8 @@
 
 #include "runtime/CudaDriver.h"
 
-#include "compiler/plan/KernelPlan.h"
 #include "compiler/backend/Executable.h"
+#include "compiler/plan/KernelPlan.h"
 #include "gatherjit/Interpreter.h"
 
 #include <algorithm>
@@ -21,8 +21,7 @@ using CUdevice = int;
 using CUdeviceptr = unsigned long long;
 using Handle = void *;
 constexpr CUresult Success = 0, NoDevice = 100, InvalidDevice = 101, StubLibrary = 34,
-                   InsufficientDriver = 35, JitCompilerNotFound = 221,
-                   UnsupportedPtxVersion = 222;
+                   InsufficientDriver = 35, JitCompilerNotFound = 221, UnsupportedPtxVersion = 222;
 constexpr int AttrMajor = 75, AttrMinor = 76; // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_*
 
 /// The entry points, resolved once per process.
@@ -120,13 +119,14 @@ Status failed(const Api &A, CUresult R, const std::string &What) {
   switch (R) {
   case StubLibrary:
     return Status::unsupported("the CUDA driver found is the toolkit's stub library, not a "
-                               "driver (" + What + ")");
+                               "driver (" +
+                               What + ")");
   case NoDevice:
     return Status::unsupported("no CUDA device (" + What + ")");
   case InsufficientDriver:
   case UnsupportedPtxVersion:
-    return Status::unsupported("the CUDA driver is too old for gatherjit's PTX (" + What +
-                               ": " + errorName(A, R) + "); update the driver");
+    return Status::unsupported("the CUDA driver is too old for gatherjit's PTX (" + What + ": " +
+                               errorName(A, R) + "); update the driver");
   case JitCompilerNotFound:
     return Status::unsupported("the CUDA driver has no PTX compiler (" + What + ")");
   default:
@@ -163,7 +163,7 @@ public:
   int64_t runRows(const void *Input, const void *Indices, void *Output, int64_t Begin,
                   int64_t End) const override {
     if (std::max<int64_t>(Begin, 0) >= std::min<int64_t>(End, 1))
-      return 0; // The grid is the one row.
+      return 0;                              // The grid is the one row.
     std::lock_guard<std::mutex> Lock(Mutex); // One status word.
     auto Fail = [&](CUresult R, const char *What) {
       LastError = failed(A, R, What).message();
@@ -186,14 +186,13 @@ public:
       A.EventCreate(&Stop, 0);
     }
     A.EventRecord(Start, CurrentStream);
-    if (CUresult R = A.LaunchKernel(Fn, static_cast<unsigned>(Blocks), 1, 1,
-                                    static_cast<unsigned>(Threads), 1, 1, 0, CurrentStream, Args,
-                                    nullptr);
+    if (CUresult R =
+            A.LaunchKernel(Fn, static_cast<unsigned>(Blocks), 1, 1, static_cast<unsigned>(Threads),
+                           1, 1, 0, CurrentStream, Args, nullptr);
         R != Success)
       return Fail(R, "the kernel's launch");
     A.EventRecord(Stop, CurrentStream);
-    const CUresult Synced =
-        CurrentStream ? A.StreamSynchronize(CurrentStream) : A.CtxSynchronize();
+    const CUresult Synced = CurrentStream ? A.StreamSynchronize(CurrentStream) : A.CtxSynchronize();
     if (Synced != Success)
       return Fail(Synced, "the kernel");
     float Ms = 0;
@@ -265,9 +264,9 @@ std::string CudaDevice::name() const {
 }
 
 Expected<std::shared_ptr<const Executable>> CudaDevice::load(const std::string &Ptx,
-                                                            const std::string &Name,
-                                                            const KernelSpec &Spec,
-                                                            const KernelPlan &Plan) {
+                                                             const std::string &Name,
+                                                             const KernelSpec &Spec,
+                                                             const KernelPlan &Plan) {
   const Api &Cu = **loadApi();
   Handle Module = nullptr, Fn = nullptr;
   // The loading thread may not be the one that opened the device.
@@ -312,8 +311,8 @@ Expected<double> CudaDevice::copyUs(void *Dst, const void *Src, size_t Bytes) co
   Cu.EventCreate(&Start, 0);
   Cu.EventCreate(&Stop, 0);
   Cu.EventRecord(Start, nullptr);
-  CUresult R = Cu.MemcpyDtoD(reinterpret_cast<CUdeviceptr>(Dst),
-                             reinterpret_cast<CUdeviceptr>(Src), Bytes);
+  CUresult R =
+      Cu.MemcpyDtoD(reinterpret_cast<CUdeviceptr>(Dst), reinterpret_cast<CUdeviceptr>(Src), Bytes);
   Cu.EventRecord(Stop, nullptr);
   float Ms = 0;
   if (R == Success)
@@ -333,8 +332,7 @@ double lastKernelUs() { return LastKernelUs; }
 StreamScope::StreamScope(void *Stream) : Saved(CurrentStream) { CurrentStream = Stream; }
 StreamScope::~StreamScope() { CurrentStream = Saved; }
 
-namespace {
-} // namespace
+namespace {} // namespace
 
 Expected<std::optional<int>> parseDevice(const std::string &Text) {
   if (Text.empty() || Text == "cpu")

@@ -10,9 +10,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <dirent.h>
-#include <cstring>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -52,8 +52,7 @@ std::string DiskCache::key(const KernelSpec &Spec, OptLevel Level) const {
 
 std::string DiskCache::path(const std::string &Key) const {
   char Name[32];
-  std::snprintf(Name, sizeof(Name), "%016llx.gjk",
-                static_cast<unsigned long long>(hash64(Key)));
+  std::snprintf(Name, sizeof(Name), "%016llx.gjk", static_cast<unsigned long long>(hash64(Key)));
   return Dir + "/" + Name;
 }
 
@@ -68,8 +67,7 @@ std::string DiskCache::encode(const std::string &Key, const std::vector<char> &O
   return File + Body;
 }
 
-std::optional<std::vector<char>> DiskCache::decode(std::string_view File,
-                                                   const std::string &Key) {
+std::optional<std::vector<char>> DiskCache::decode(std::string_view File, const std::string &Key) {
   if (File.size() < HeaderBytes || std::memcmp(File.data(), Magic, sizeof(Magic)) != 0 ||
       get<uint32_t>(File, 8) != Version)
     return std::nullopt;
@@ -98,8 +96,8 @@ const char *untrusted(const struct stat &St) {
 
 } // namespace
 
-std::optional<DiskCache> DiskCache::open(std::string Dir, std::string Environment,
-                                         uint64_t Limit, bool Quiet) {
+std::optional<DiskCache> DiskCache::open(std::string Dir, std::string Environment, uint64_t Limit,
+                                         bool Quiet) {
   DiskCache Cache(std::move(Dir), std::move(Environment), Limit);
   Cache.Warned = Quiet;
   auto Refuse = [&](const std::string &Why) -> std::optional<DiskCache> {
@@ -200,11 +198,11 @@ void DiskCache::account(uint64_t StoredBytes) const {
     Total = trim();
     Trimmed = Now;
   }
-  const int Len = std::snprintf(Text, sizeof(Text), "%llu %lld\n", Total,
-                                static_cast<long long>(Trimmed));
+  const int Len =
+      std::snprintf(Text, sizeof(Text), "%llu %lld\n", Total, static_cast<long long>(Trimmed));
   if (::ftruncate(Fd, 0) == 0 && ::pwrite(Fd, Text, static_cast<size_t>(Len), 0) != Len)
     (void)::ftruncate(Fd, 0); // A torn stamp is read as none: the next store scans.
-  ::close(Fd); // Releases the lock.
+  ::close(Fd);                // Releases the lock.
 }
 
 uint64_t DiskCache::trim() const {

@@ -49,8 +49,8 @@ public:
   /// \p Limit: bytes of entries kept (0: no limit); see trim().
   /// \p Quiet: warn about nothing (the caller hands a failure to a program
   /// that opens the cache again and warns).
-  static std::optional<DiskCache> open(std::string Dir, std::string Environment,
-                                       uint64_t Limit = 0, bool Quiet = false);
+  static std::optional<DiskCache> open(std::string Dir, std::string Environment, uint64_t Limit = 0,
+                                       bool Quiet = false);
   DiskCache(DiskCache &&) = default;
   DiskCache &operator=(DiskCache &&) = default;
 
@@ -79,14 +79,12 @@ private:
   void account(uint64_t StoredBytes) const;
 
 public:
-
   /// The largest entry read.
   static constexpr uint64_t MaxEntryBytes = 64u << 20;
 
   /// Encodes or decodes one entry file (exposed for tests).
   static std::string encode(const std::string &Key, const std::vector<char> &Object);
-  static std::optional<std::vector<char>> decode(std::string_view File,
-                                                 const std::string &Key);
+  static std::optional<std::vector<char>> decode(std::string_view File, const std::string &Key);
 
 private:
   DiskCache(std::string Dir, std::string Environment, uint64_t Limit)

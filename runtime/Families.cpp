@@ -32,7 +32,7 @@ Runtime::Impl::FamilyEntry &Runtime::Impl::familyEntry(const KernelSpec &Family)
 }
 
 std::shared_ptr<const Executable> Runtime::Impl::familyCode(const KernelSpec &Family, bool Count,
-                                             bool *First) {
+                                                            bool *First) {
   KernelSpec Compile;
   {
     std::lock_guard<std::mutex> Lock(FamilyMutex);

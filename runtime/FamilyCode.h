@@ -23,8 +23,7 @@ public:
 
   /// \p Family: the family's linked code; \p Shape: a spec of that family.
   FamilyCode(std::shared_ptr<const Executable> Family, const KernelSpec &Shape)
-      : Family(std::move(Family)),
-        Entry(reinterpret_cast<RangeFn>(this->Family->entryAddress())),
+      : Family(std::move(Family)), Entry(reinterpret_cast<RangeFn>(this->Family->entryAddress())),
         Values(familyShape(Shape)) {
     assert(Entry && "family kernels are linked host code");
   }

@@ -72,8 +72,8 @@ inline int tupleOffset(const KernelSpec &S, const IndexT *Idx, uint64_t &Off) {
 }
 
 template <typename ElemT, OobPolicy Policy, bool Tuples, typename IndexT>
-int64_t run(const KernelSpec &S, const char *In, const IndexT *Idx, char *Out,
-            uint64_t Begin, uint64_t End) {
+int64_t run(const KernelSpec &S, const char *In, const IndexT *Idx, char *Out, uint64_t Begin,
+            uint64_t End) {
   const unsigned R = S.Rank;
   const unsigned L = R == 0 ? 0 : R - 1;
   const uint64_t Inner = R == 0 ? 1 : S.Sizes[L];
@@ -115,8 +115,7 @@ int64_t run(const KernelSpec &S, const char *In, const IndexT *Idx, char *Out,
           return static_cast<int64_t>(Pos) + Bad + 1;
         std::memset(Out + (OutOff + InnerBegin) * EB, 0, (InnerEnd - InnerBegin) * EB);
       } else {
-        std::memcpy(Out + (OutOff + InnerBegin) * EB,
-                    In + (InOff + I + InnerBegin) * EB,
+        std::memcpy(Out + (OutOff + InnerBegin) * EB, In + (InOff + I + InnerBegin) * EB,
                     (InnerEnd - InnerBegin) * EB);
       }
     } else {
@@ -159,8 +158,8 @@ int64_t runTuples(const KernelSpec &S, const char *I, const IndexT *X, char *O, 
 }
 
 template <OobPolicy Policy, typename IndexT>
-int64_t dispatchElem(const KernelSpec &S, const char *I, const IndexT *X, char *O,
-                     uint64_t Begin, uint64_t End) {
+int64_t dispatchElem(const KernelSpec &S, const char *I, const IndexT *X, char *O, uint64_t Begin,
+                     uint64_t End) {
   switch (S.ElemBytes) {
   case 1:
     return runTuples<uint8_t, Policy>(S, I, X, O, Begin, End);
@@ -196,8 +195,8 @@ int64_t dispatchPolicy(const KernelSpec &S, const void *In, const void *Idx, voi
 
 } // namespace
 
-int64_t runGeneric(const KernelSpec &S, const void *In, const void *Idx, void *Out,
-                   uint64_t Begin, uint64_t End) {
+int64_t runGeneric(const KernelSpec &S, const void *In, const void *Idx, void *Out, uint64_t Begin,
+                   uint64_t End) {
   assert(!S.hasEpilogue() && "the generic loop has no epilogue");
   End = std::min(End, S.rows());
   switch (S.IndexType) {

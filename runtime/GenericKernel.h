@@ -19,8 +19,8 @@ namespace gatherjit {
 /// Runs rows [Begin, End) of \p Spec (clamped to its rows). Returns 0, or
 /// under Check 1 + the position of the first out-of-range index, like a
 /// compiled kernel. \p Spec must have no epilogue.
-int64_t runGeneric(const KernelSpec &Spec, const void *Input, const void *Indices,
-                   void *Output, uint64_t Begin, uint64_t End);
+int64_t runGeneric(const KernelSpec &Spec, const void *Input, const void *Indices, void *Output,
+                   uint64_t Begin, uint64_t End);
 
 /// The generic loop bound to one spec: what a kernel handle runs before its
 /// specialized code exists.

@@ -58,8 +58,7 @@ std::string valueString(__int128 V) {
 
 /// For an output coordinate, the coordinates it reads in the indices and
 /// input tensors (the input's axis coordinate is left for the index).
-void mapCoordinate(const ValidDesc &V, const Coord &Out, Coord &Idx,
-                   Coord &In) {
+void mapCoordinate(const ValidDesc &V, const Coord &Out, Coord &Idx, Coord &In) {
   const unsigned N = V.rank();
   if (V.Op == OpKind::GatherElements) {
     Idx = Out;
@@ -129,8 +128,7 @@ Status epilogueFaultError() {
       "variables, or divided by zero (the run stopped there; the output is incomplete)");
 }
 
-Status indexOutOfRangeError(const ValidDesc &V, const void *Indices,
-                            uint64_t Position) {
+Status indexOutOfRangeError(const ValidDesc &V, const void *Indices, uint64_t Position) {
   Coord C(V.rank());
   uint64_t Rest = Position;
   for (unsigned D = V.rank(); D-- > 0;) {
@@ -152,18 +150,17 @@ Status indexOutOfRangeError(const ValidDesc &V, const void *Indices,
                valueString(loadIndex(V.Indices, Indices, offsetOf(T, V.Indices)));
     const std::string TupleAt = Where.substr(0, Where.find_last_of(',') + 1);
     return Status::indexOutOfRange(
-        "GatherND: the index tuple IndicesTensor[" + TupleAt + ":] = (" + Tuple +
-            ") (position " + std::to_string(Position - K) + ") has component " +
-            std::to_string(K) + " = " + valueString(Value) +
-            ", out of range for InputTensor.Sizes[" + std::to_string(Dim) + "] = " +
-            std::to_string(V.Input.Sizes[Dim]) + "; " + validRange(V, V.Input.Sizes[Dim]),
+        "GatherND: the index tuple IndicesTensor[" + TupleAt + ":] = (" + Tuple + ") (position " +
+            std::to_string(Position - K) + ") has component " + std::to_string(K) + " = " +
+            valueString(Value) + ", out of range for InputTensor.Sizes[" + std::to_string(Dim) +
+            "] = " + std::to_string(V.Input.Sizes[Dim]) + "; " + validRange(V, V.Input.Sizes[Dim]),
         Position);
   }
   return Status::indexOutOfRange(
-      std::string(opKindName(V.Op)) + ": IndicesTensor[" + Where + "] = " +
-          valueString(Value) + " (position " + std::to_string(Position) +
-          ") is out of range for InputTensor.Sizes[" + std::to_string(V.Axis) +
-          "] = " + std::to_string(V.axisSize()) + "; " + validRange(V, V.axisSize()),
+      std::string(opKindName(V.Op)) + ": IndicesTensor[" + Where + "] = " + valueString(Value) +
+          " (position " + std::to_string(Position) + ") is out of range for InputTensor.Sizes[" +
+          std::to_string(V.Axis) + "] = " + std::to_string(V.axisSize()) + "; " +
+          validRange(V, V.axisSize()),
       Position);
 }
 
@@ -172,7 +169,7 @@ Status indexOutOfRangeError(const ValidDesc &V, const void *Indices,
 /// if it is out of range under Check, or if it clamps into an empty axis
 /// (\p Index = -1).
 static bool resolveIndex(const ValidDesc &V, const void *Indices, const Coord &Idx, uint64_t Size,
-                  __int128 &Index) {
+                         __int128 &Index) {
   const __int128 Axis = static_cast<__int128>(Size);
   Index = loadIndex(V.Indices, Indices, offsetOf(Idx, V.Indices));
   if (isSignedIndexType(V.Indices.Type) && Index < 0 && V.Policy != OobPolicy::Clip)
@@ -185,8 +182,7 @@ static bool resolveIndex(const ValidDesc &V, const void *Indices, const Coord &I
   return Axis != 0;
 }
 
-Status interpret(const ValidDesc &V, const void *Input, const void *Indices,
-                 void *Output) {
+Status interpret(const ValidDesc &V, const void *Input, const void *Indices, void *Output) {
   if (V.Epilogue.Kind != EpilogueKind::None)
     return Status::invalidArgument("the descriptor has an epilogue: interpret it with the "
                                    "epilogue's function");
@@ -230,9 +226,7 @@ Status interpret(const ValidDesc &V, const void *Input, const void *Indices, voi
       In[First + K] = static_cast<uint64_t>(Index);
     }
     // Src only where something is read: an empty input may be null.
-    auto Src = [&] {
-      return static_cast<const char *>(Input) + offsetOf(In, V.Input) * ElemBytes;
-    };
+    auto Src = [&] { return static_cast<const char *>(Input) + offsetOf(In, V.Input) * ElemBytes; };
     if (!Read)
       std::memset(Dst, 0, Unit);
     else if (!Apply)

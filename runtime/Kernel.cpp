@@ -80,20 +80,16 @@ const std::string &Kernel::symbolName() const {
 }
 bool Kernel::cacheHit() const { return Hit; }
 bool Kernel::fromDiskCache() const { return !Hit && S->FromDisk; }
-OptLevel Kernel::optLevel() const {
-  return S && S->Code ? S->Code->level() : OptLevel::O0;
-}
-KernelTier Kernel::tier() const {
-  return S && S->Code ? S->Code->tier() : KernelTier::Specialized;
-}
+OptLevel Kernel::optLevel() const { return S && S->Code ? S->Code->level() : OptLevel::O0; }
+KernelTier Kernel::tier() const { return S && S->Code ? S->Code->tier() : KernelTier::Specialized; }
 
 const CompileTimes &Kernel::compileTimes() const {
   static const CompileTimes None;
   return Hit ? None : S->Times;
 }
 
-Status Kernel::runRows(const void *Input, const void *Indices, void *Output,
-                       uint64_t Begin, uint64_t End) const {
+Status Kernel::runRows(const void *Input, const void *Indices, void *Output, uint64_t Begin,
+                       uint64_t End) const {
   if (S && S->outputOverlaps(Input, Indices, Output))
     return Status::invalidArgument(
         "Kernel::runRows: the output buffer overlaps the input or indices buffer; "

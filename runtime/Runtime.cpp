@@ -29,8 +29,8 @@ void Runtime::Impl::evictOverflow() {
   }
 }
 
-Expected<std::shared_ptr<const EpilogueCode>> Runtime::Impl::epilogue(const Epilogue &Given, uint64_t RowIn,
-                                                       uint64_t RowOut) {
+Expected<std::shared_ptr<const EpilogueCode>>
+Runtime::Impl::epilogue(const Epilogue &Given, uint64_t RowIn, uint64_t RowOut) {
   const Epilogue *EP = &Given;
   Epilogue Forced;
   if (Options.Epilogues.Checked && !Given.Checked) { // Every epilogue checked.
@@ -69,7 +69,8 @@ Expected<KernelSpec> Runtime::Impl::specFor(const ValidDesc &Desc) {
   return Spec;
 }
 
-std::shared_ptr<const Kernel::State> Runtime::Impl::lookupEqual(const KernelSpec &Spec, const ValidDesc &Desc) {
+std::shared_ptr<const Kernel::State> Runtime::Impl::lookupEqual(const KernelSpec &Spec,
+                                                                const ValidDesc &Desc) {
   std::lock_guard<std::mutex> Lock(CacheMutex);
   auto It = Cache.find(Spec);
   if (It == Cache.end() || !It->second.Last || !(It->second.Last->Desc == Desc))
@@ -86,7 +87,7 @@ void Runtime::Impl::remember(const std::shared_ptr<const Kernel::State> &State) 
 }
 
 CodeResult Runtime::Impl::lookupOrCompile(const KernelSpec &Spec, bool &Hit, bool &FromDisk,
-                           CompileTimes &Times) {
+                                          CompileTimes &Times) {
   std::unique_lock<std::mutex> Lock(CacheMutex);
   auto It = Cache.find(Spec);
   if (It != Cache.end()) {
@@ -146,12 +147,12 @@ Expected<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions &Options
   // 64 Ki, half a megabyte of buckets): a rehash as it grows would hold
   // the cache's lock through a pass over every entry, inside some new
   // shape's compile().
-  I->Cache.reserve(std::min<uint64_t>({I->Options.CacheCapacity,
-                                       I->Options.CacheBytes / EntryBytes + 1, 1u << 16}));
+  I->Cache.reserve(std::min<uint64_t>(
+      {I->Options.CacheCapacity, I->Options.CacheBytes / EntryBytes + 1, 1u << 16}));
   I->Log = envFlag("GATHERJIT_LOG");
   if (!Options.CacheDir.empty())
-    I->Disk = DiskCache::open(Options.CacheDir, cacheEnvironment(Options.Opt),
-        Options.CacheDirLimit);
+    I->Disk =
+        DiskCache::open(Options.CacheDir, cacheEnvironment(Options.Opt), Options.CacheDirLimit);
   Expected<std::shared_ptr<JitEngine>> Jit = JitEngine::create({Options.PerfMap, Options.Debugger});
   if (!Jit)
     return Jit.status();
@@ -187,8 +188,8 @@ Expected<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions &Options
 
 void Runtime::prepare(const RuntimeOptions &Options) {
   // With the pipeline of a small kernel's first compile.
-  prepareHostTarget(Options.Opt, Options.QuickTier ? kernelLevel(KernelSpec(), Options.Opt)
-                                                   : Options.Opt);
+  prepareHostTarget(Options.Opt,
+                    Options.QuickTier ? kernelLevel(KernelSpec(), Options.Opt) : Options.Opt);
 }
 
 /// Compiles a descriptor validation produced, or passes its error on.
@@ -198,13 +199,11 @@ static Expected<Kernel> compileValid(Runtime &R, Expected<ValidDesc> V) {
   return R.compile(*V);
 }
 
-Expected<Kernel> Runtime::compile(const GatherElementsDesc &Desc,
-                                  const ValidateOptions &Options) {
+Expected<Kernel> Runtime::compile(const GatherElementsDesc &Desc, const ValidateOptions &Options) {
   return compileValid(*this, validate(Desc, Options));
 }
 
-Expected<Kernel> Runtime::compile(const GatherDesc &Desc,
-                                  const ValidateOptions &Options) {
+Expected<Kernel> Runtime::compile(const GatherDesc &Desc, const ValidateOptions &Options) {
   return compileValid(*this, validate(Desc, Options));
 }
 

@@ -70,7 +70,7 @@ constexpr size_t FamilyCapacity = 256;
 struct Runtime::Impl {
   RuntimeOptions Options;
   std::unique_ptr<CodeGenerator> Gen; ///< With the target machine.
-  std::unique_ptr<Backend> Target;     ///< Gen's backend.
+  std::unique_ptr<Backend> Target;    ///< Gen's backend.
   /// A device runtime's device, and its code generator and backend.
   std::shared_ptr<CudaDevice> Device;
   std::unique_ptr<CodeGenerator> DeviceGen;
@@ -149,8 +149,8 @@ struct Runtime::Impl {
   /// The first code of \p Spec: the generic loop, or the kernel compiled at
   /// its first level (the quick tier for a small kernel, else the
   /// runtime's level); on a device, the device's kernel.
-  CodeResult compileFirst(const KernelSpec &Spec, CompileTimes &Times, bool &FromDisk,
-                          bool &Stored, uint64_t &Bytes);
+  CodeResult compileFirst(const KernelSpec &Spec, CompileTimes &Times, bool &FromDisk, bool &Stored,
+                          uint64_t &Bytes);
   /// Compiles \p Spec at the runtime's level and switches \p Code to it (on
   /// the background thread), from the generic loop, a family kernel or the
   /// quick tier. A hot shape goes straight to the runtime's level, not the

@@ -4,15 +4,15 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <new>
-#include <utility>
 #include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <utility>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -239,8 +239,8 @@ std::string hostCpuId() {
   unsigned A, B, C, D;
   Id = "x86 ";
   const unsigned MaxLeaf = __get_cpuid_max(0, nullptr);
-  const std::pair<unsigned, unsigned> Leaves[] = {{0, 0}, {1, 0}, {7, 0}, {7, 1},
-                                                  {0xd, 0}, {0x80000001u, 0}};
+  const std::pair<unsigned, unsigned> Leaves[] = {{0, 0}, {1, 0},   {7, 0},
+                                                  {7, 1}, {0xd, 0}, {0x80000001u, 0}};
   for (auto [Leaf, Sub] : Leaves) {
     if ((Leaf < 0x80000000u && Leaf > MaxLeaf) || !__get_cpuid_count(Leaf, Sub, &A, &B, &C, &D))
       continue;

@@ -16,10 +16,10 @@
 
 #include <cstdint>
 #include <memory>
-#include <string_view>
-#include <sys/types.h>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <sys/types.h>
 
 namespace gatherjit {
 
@@ -38,7 +38,8 @@ Status readUpTo(int Fd, void *Out, uint64_t Max, uint64_t &Done, const std::stri
 class InputFile {
 public:
   static Expected<InputFile> open(const std::string &Path);
-  InputFile(InputFile &&Other) noexcept : Fd(Other.Fd), Size(Other.Size), Path(std::move(Other.Path)) {
+  InputFile(InputFile &&Other) noexcept
+      : Fd(Other.Fd), Size(Other.Size), Path(std::move(Other.Path)) {
     Other.Fd = -1;
   }
   InputFile &operator=(InputFile &&) = delete;

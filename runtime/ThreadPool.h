@@ -32,8 +32,7 @@ public:
   }
   /// Runs \p Fn over chunks of [0, Rows) and returns the smallest non-zero
   /// result, or 0.
-  int64_t parallelMin(uint64_t Rows,
-                      const std::function<int64_t(uint64_t, uint64_t)> &Fn);
+  int64_t parallelMin(uint64_t Rows, const std::function<int64_t(uint64_t, uint64_t)> &Fn);
 
 private:
   unsigned Threads;

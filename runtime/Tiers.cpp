@@ -48,8 +48,7 @@ void Runtime::Impl::warmUp() {
 }
 
 Expected<PipelineResult> Runtime::Impl::objectFor(const KernelSpec &Spec, OptLevel Level,
-                                   PipelineOutput Output,
-                                   bool UseDisk) {
+                                                  PipelineOutput Output, bool UseDisk) {
   std::lock_guard<std::mutex> Lock(CompileMutex);
   // A device runtime's kernels are PTX (the driver keeps its own cache).
   if (Device)
@@ -59,7 +58,7 @@ Expected<PipelineResult> Runtime::Impl::objectFor(const KernelSpec &Spec, OptLev
 }
 
 LinkResult Runtime::Impl::compileSpec(const KernelSpec &Spec, OptLevel Level, CompileTimes &Times,
-                       bool &FromDisk, bool &Stored, uint64_t &Bytes) {
+                                      bool &FromDisk, bool &Stored, uint64_t &Bytes) {
   const std::string Name = Spec.symbolName();
   Expected<PipelineResult> Object = objectFor(Spec, Level);
   if (!Object)
@@ -75,13 +74,13 @@ LinkResult Runtime::Impl::compileSpec(const KernelSpec &Spec, OptLevel Level, Co
     std::fprintf(stderr,
                  "gatherjit: %s %s at %s: emit %.3f ms, optimize %.3f ms, "
                  "codegen %.3f ms, load %.3f ms, link %.3f ms\n  spec: %s\n",
-                 FromDisk ? "loaded" : "compiled", Name.c_str(), optLevelName(Level),
-                 Times.Emit, Times.Optimize, Times.Codegen, Times.Load, Times.Link,
-                 Spec.describe().c_str());
+                 FromDisk ? "loaded" : "compiled", Name.c_str(), optLevelName(Level), Times.Emit,
+                 Times.Optimize, Times.Codegen, Times.Load, Times.Link, Spec.describe().c_str());
   return Code;
 }
 
-CodeResult Runtime::Impl::compileForDevice(const KernelSpec &Spec, CompileTimes &Times, uint64_t &Bytes) {
+CodeResult Runtime::Impl::compileForDevice(const KernelSpec &Spec, CompileTimes &Times,
+                                           uint64_t &Bytes) {
   const std::string Name = Spec.symbolName();
   Expected<PipelineResult> Ptx = objectFor(Spec, Options.Opt);
   if (!Ptx)
@@ -96,16 +95,16 @@ CodeResult Runtime::Impl::compileForDevice(const KernelSpec &Spec, CompileTimes 
     std::fprintf(stderr,
                  "gatherjit: compiled %s for %s: emit %.3f ms, optimize %.3f ms, "
                  "codegen %.3f ms, load %.3f ms\n",
-                 Name.c_str(), Device->name().c_str(), Times.Emit, Times.Optimize,
-                 Times.Codegen, Times.Link);
+                 Name.c_str(), Device->name().c_str(), Times.Emit, Times.Optimize, Times.Codegen,
+                 Times.Link);
   if (!Code)
     return Code.status();
-  return std::make_shared<TieredCode>(Code.take(), KernelTier::Specialized, Options.Opt, 0,
-                                      nullptr, Upgrades);
+  return std::make_shared<TieredCode>(Code.take(), KernelTier::Specialized, Options.Opt, 0, nullptr,
+                                      Upgrades);
 }
 
 CodeResult Runtime::Impl::compileFirst(const KernelSpec &Spec, CompileTimes &Times, bool &FromDisk,
-                        bool &Stored, uint64_t &Bytes) {
+                                       bool &Stored, uint64_t &Bytes) {
   if (Device)
     return compileForDevice(Spec, Times, Bytes);
   if (startsGeneric(Spec, Options.Specialization)) {
@@ -132,9 +131,9 @@ CodeResult Runtime::Impl::compileFirst(const KernelSpec &Spec, CompileTimes &Tim
         Tier = KernelTier::Family;
       }
     }
-    return std::make_shared<TieredCode>(
-        std::move(First), Tier, Tier == KernelTier::Generic ? OptLevel::O0 : Options.Opt,
-        SpecializeAfter, upgrader(Spec), Upgrades);
+    return std::make_shared<TieredCode>(std::move(First), Tier,
+                                        Tier == KernelTier::Generic ? OptLevel::O0 : Options.Opt,
+                                        SpecializeAfter, upgrader(Spec), Upgrades);
   }
   const OptLevel Level = firstLevel(Spec, Options);
   LinkResult Code = compileSpec(Spec, Level, Times, FromDisk, Stored, Bytes);

@@ -92,8 +92,8 @@ private:
   }
 
   Expected<ValidDesc> pickDesc() {
-    static constexpr DataType IndexTypes[] = {DataType::Int32, DataType::Int64,
-                                              DataType::UInt32, DataType::UInt64};
+    static constexpr DataType IndexTypes[] = {DataType::Int32, DataType::Int64, DataType::UInt32,
+                                              DataType::UInt64};
     unsigned OpaqueBytes;
     TensorDesc Data;
     Data.Type = randomDataType(OpaqueBytes);
@@ -101,7 +101,7 @@ private:
     TensorDesc Idx;
     Idx.Type = IndexTypes[pick(4)];
     ValidateOptions Options;
-    Options.Policy = chance(0.5)    ? OobPolicy::Check
+    Options.Policy = chance(0.5)   ? OobPolicy::Check
                      : chance(0.5) ? OobPolicy::Clamp
                                    : OobPolicy::Clip;
     if (chance(0.6)) {
@@ -118,8 +118,8 @@ private:
             Idx.Sizes[D] = 1 + pick(Idx.Sizes[D]);
       Data.Strides = randomStrides(Data.Sizes, true);
       Idx.Strides = randomStrides(Idx.Sizes, true);
-      const int64_t OnnxAxis = chance(0.5) ? static_cast<int64_t>(Axis)
-                                           : static_cast<int64_t>(Axis) - Rank;
+      const int64_t OnnxAxis =
+          chance(0.5) ? static_cast<int64_t>(Axis) : static_cast<int64_t>(Axis) - Rank;
       Expected<GatherElementsDesc> D = onnxGatherElements(Data, Idx, OnnxAxis);
       if (!D)
         return D.status();
@@ -201,8 +201,9 @@ private:
       if (Bad && chance(0.05)) {
         static constexpr int64_t Wild[] = {INT64_MIN, INT64_MAX, -1, 0x7fffffff,
                                            static_cast<int64_t>(0xffffffffu)};
-        V = chance(0.5) ? Size + static_cast<int64_t>(pick(3))
-                        : chance(0.5) ? -Size - 1 : Wild[pick(5)];
+        V = chance(0.5)   ? Size + static_cast<int64_t>(pick(3))
+            : chance(0.5) ? -Size - 1
+                          : Wild[pick(5)];
       }
     }
     const unsigned Bytes = dataTypeSize(T.Type);

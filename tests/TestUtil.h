@@ -77,8 +77,7 @@ inline std::vector<char> pick(const std::vector<char> &Buffer, unsigned ElemByte
                               const std::vector<uint64_t> &Positions) {
   std::vector<char> Out;
   for (uint64_t P : Positions)
-    Out.insert(Out.end(), Buffer.begin() + P * ElemBytes,
-               Buffer.begin() + (P + 1) * ElemBytes);
+    Out.insert(Out.end(), Buffer.begin() + P * ElemBytes, Buffer.begin() + (P + 1) * ElemBytes);
   return Out;
 }
 

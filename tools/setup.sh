@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(cmake ninja-build g++ ccache pkg-config
+packages=(cmake ninja-build g++ ccache pkg-config clang-format
   llvm-19-dev llvm-19-tools clang-19 libclang-rt-19-dev
   libclang-19-dev libclang-cpp19-dev
   zlib1g-dev libzstd-dev libprotobuf-dev libonnx-dev libonnx-testdata

@@ -36,36 +36,38 @@ std::string reservedCName(const std::string &Name) {
       // C23
       "alignas", "alignof", "auto", "bool", "break", "case", "char", "const", "constexpr",
       "continue", "default", "do", "double", "else", "enum", "extern", "false", "float", "for",
-      "goto", "if", "inline", "int", "long", "nullptr", "register", "restrict", "return",
-      "short", "signed", "sizeof", "static", "static_assert", "struct", "switch",
-      "thread_local", "true", "typedef", "typeof", "typeof_unqual", "union", "unsigned", "void",
-      "volatile", "while", "asm",
+      "goto", "if", "inline", "int", "long", "nullptr", "register", "restrict", "return", "short",
+      "signed", "sizeof", "static", "static_assert", "struct", "switch", "thread_local", "true",
+      "typedef", "typeof", "typeof_unqual", "union", "unsigned", "void", "volatile", "while", "asm",
       // C++ (the header is included from C++ too)
       "and", "and_eq", "bitand", "bitor", "catch", "char8_t", "char16_t", "char32_t", "class",
       "co_await", "co_return", "co_yield", "compl", "concept", "consteval", "constinit",
-      "const_cast", "decltype", "delete", "dynamic_cast", "explicit", "export", "friend",
-      "mutable", "namespace", "new", "noexcept", "not", "not_eq", "operator", "or", "or_eq",
-      "private", "protected", "public", "reinterpret_cast", "requires", "static_cast",
-      "template", "this", "throw", "try", "typeid", "typename", "using", "virtual", "wchar_t",
-      "xor", "xor_eq"};
+      "const_cast", "decltype", "delete", "dynamic_cast", "explicit", "export", "friend", "mutable",
+      "namespace", "new", "noexcept", "not", "not_eq", "operator", "or", "or_eq", "private",
+      "protected", "public", "reinterpret_cast", "requires", "static_cast", "template", "this",
+      "throw", "try", "typeid", "typename", "using", "virtual", "wchar_t", "xor", "xor_eq"};
   // External names of the C library a kernel's symbol would replace for
   // the whole program (beyond the prefixes below), and main.
   static const std::set<std::string, std::less<>> Library = {
-      "abort", "abs", "acos", "asin", "atan", "atan2", "atexit", "atof", "atoi", "atol",
-      "bsearch", "calloc", "ceil", "clock", "cos", "cosh", "div", "errno", "exit", "exp",
-      "fabs", "fclose", "feof", "ferror", "fflush", "fgetc", "fgets", "floor", "fmod",
-      "fopen", "fprintf", "fputc", "fputs", "fread", "free", "freopen", "frexp", "fscanf",
-      "fseek", "ftell", "fwrite", "getc", "getchar", "getenv", "gets", "labs", "ldexp",
-      "ldiv", "log", "log10", "longjmp", "main", "malloc", "modf", "perror", "pow", "printf",
-      "putc", "putchar", "puts", "qsort", "raise", "rand", "realloc", "remove", "rename",
-      "rewind", "scanf", "setbuf", "setjmp", "signal", "sin", "sinh", "snprintf", "sprintf",
-      "sqrt", "srand", "sscanf", "system", "tan", "tanh", "time", "tmpfile", "ungetc",
-      "vfprintf", "vprintf", "vsprintf", "read", "write", "open", "close"};
+      "abort",  "abs",      "acos",    "asin",    "atan",     "atan2",   "atexit",   "atof",
+      "atoi",   "atol",     "bsearch", "calloc",  "ceil",     "clock",   "cos",      "cosh",
+      "div",    "errno",    "exit",    "exp",     "fabs",     "fclose",  "feof",     "ferror",
+      "fflush", "fgetc",    "fgets",   "floor",   "fmod",     "fopen",   "fprintf",  "fputc",
+      "fputs",  "fread",    "free",    "freopen", "frexp",    "fscanf",  "fseek",    "ftell",
+      "fwrite", "getc",     "getchar", "getenv",  "gets",     "labs",    "ldexp",    "ldiv",
+      "log",    "log10",    "longjmp", "main",    "malloc",   "modf",    "perror",   "pow",
+      "printf", "putc",     "putchar", "puts",    "qsort",    "raise",   "rand",     "realloc",
+      "remove", "rename",   "rewind",  "scanf",   "setbuf",   "setjmp",  "signal",   "sin",
+      "sinh",   "snprintf", "sprintf", "sqrt",    "srand",    "sscanf",  "system",   "tan",
+      "tanh",   "time",     "tmpfile", "ungetc",  "vfprintf", "vprintf", "vsprintf", "read",
+      "write",  "open",     "close"};
   if (Keywords.count(Name))
     return "a C or C++ keyword";
   if (Library.count(Name))
     return "a C library name (the kernel's symbol would replace it in the whole program)";
-  auto Lower = [&](size_t I) { return I < Name.size() && std::islower(static_cast<unsigned char>(Name[I])); };
+  auto Lower = [&](size_t I) {
+    return I < Name.size() && std::islower(static_cast<unsigned char>(Name[I]));
+  };
   if (Name.rfind("__", 0) == 0 ||
       (Name.size() > 1 && Name[0] == '_' && std::isupper(static_cast<unsigned char>(Name[1]))))
     return "reserved to the implementation (it begins with __ or _ and a capital)";
@@ -98,16 +100,14 @@ std::string commentSafe(std::string Text) {
   return Text;
 }
 
-uint64_t bufferBytes(const TensorDesc &T) {
-  return requiredElements(T) * T.elementBytes();
-}
+uint64_t bufferBytes(const TensorDesc &T) { return requiredElements(T) * T.elementBytes(); }
 
-std::string header(const std::vector<AotKernel> &Kernels, const AotResult &R,
-                   OptLevel Level, const std::string &HeaderName) {
+std::string header(const std::vector<AotKernel> &Kernels, const AotResult &R, OptLevel Level,
+                   const std::string &HeaderName) {
   const std::string Guard = includeGuard(HeaderName);
   std::ostringstream H;
-  H << "/* Generated by gatherjit (LLVM " LLVM_VERSION_STRING ") for " << R.Triple
-    << ", CPU " << R.Cpu << ", " << optLevelName(Level) << ". Do not edit.\n"
+  H << "/* Generated by gatherjit (LLVM " LLVM_VERSION_STRING ") for " << R.Triple << ", CPU "
+    << R.Cpu << ", " << optLevelName(Level) << ". Do not edit.\n"
     << " *\n"
     << " * Each kernel returns 0 on success; under Check, 1 + the row-major\n"
     << " * position in the indices tensor of the first out-of-range index; -1 when\n"
@@ -122,8 +122,7 @@ std::string header(const std::vector<AotKernel> &Kernels, const AotResult &R,
     const std::string &N = K.Name;
     H << "\n/* " << N << ": " << commentSafe(K.Desc.describe()) << " */\n"
       << "int64_t " << N << "(const void *input, const void *indices, void *output);\n"
-      << "int64_t " << N
-      << "_range(const void *input, const void *indices, void *output,\n"
+      << "int64_t " << N << "_range(const void *input, const void *indices, void *output,\n"
       << "    int64_t begin, int64_t end);\n"
       << "extern const int64_t " << N << "_rows;\n"
       << "#define " << N << "_INPUT_BYTES " << bufferBytes(K.Desc.Input) << "u\n"
@@ -140,8 +139,8 @@ std::string gpuHeader(const std::vector<AotKernel> &Kernels,
                       const AotResult &R, OptLevel Level, const std::string &HeaderName) {
   const std::string Guard = includeGuard(HeaderName);
   std::ostringstream H;
-  H << "/* Generated by gatherjit (LLVM " LLVM_VERSION_STRING ") for " << R.Triple << ", "
-    << R.Cpu << ", " << optLevelName(Level) << ". Do not edit.\n"
+  H << "/* Generated by gatherjit (LLVM " LLVM_VERSION_STRING ") for " << R.Triple << ", " << R.Cpu
+    << ", " << optLevelName(Level) << ". Do not edit.\n"
     << " *\n"
     << " * The PTX module beside this header holds one entry per kernel, named\n"
     << " * NAME_ENTRY, taking NAME_PARAMS: four device pointers (input, indices,\n"
@@ -175,9 +174,8 @@ std::string gpuHeader(const std::vector<AotKernel> &Kernels,
 
 } // namespace
 
-Expected<AotResult> compileAot(const std::vector<AotKernel> &Kernels,
-                               const AotTarget &For, OptLevel Level,
-                               const std::string &HeaderName) {
+Expected<AotResult> compileAot(const std::vector<AotKernel> &Kernels, const AotTarget &For,
+                               OptLevel Level, const std::string &HeaderName) {
   if (Kernels.empty())
     return Status::invalidArgument("no kernel to compile");
   // Every kernel defines NAME, NAME_range and NAME_rows: all must be
@@ -189,12 +187,10 @@ Expected<AotResult> compileAot(const std::vector<AotKernel> &Kernels,
                                      "' is not a C identifier (letters, digits "
                                      "and '_', not starting with a digit)");
     if (std::string Why = reservedCName(K.Name); !Why.empty())
-      return Status::invalidArgument("kernel name '" + K.Name + "' is " + Why +
-                                     "; pick another");
+      return Status::invalidArgument("kernel name '" + K.Name + "' is " + Why + "; pick another");
     for (const std::string &Sym : {K.Name, K.Name + "_range", K.Name + "_rows"})
       if (!Symbols.insert(Sym).second)
-        return Status::invalidArgument("kernel name '" + K.Name +
-                                       "' defines symbol '" + Sym +
+        return Status::invalidArgument("kernel name '" + K.Name + "' defines symbol '" + Sym +
                                        "', which another kernel also defines");
   }
   Expected<std::unique_ptr<CodeGenerator>> Gen = createCodeGenerator(For, Level);
@@ -231,9 +227,8 @@ Expected<AotResult> compileAot(const std::vector<AotKernel> &Kernels,
   R.Object = std::move(Object->Bytes);
   R.Triple = TM.getTargetTriple().str();
   R.Cpu = TM.getTargetCPU().str();
-  R.Header = Target->facts().Gpu
-                 ? gpuHeader(Fused, Specs, Target->facts(), R, Level, HeaderName)
-                 : header(Fused, R, Level, HeaderName);
+  R.Header = Target->facts().Gpu ? gpuHeader(Fused, Specs, Target->facts(), R, Level, HeaderName)
+                                 : header(Fused, R, Level, HeaderName);
   return R;
 }
 

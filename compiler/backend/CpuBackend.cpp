@@ -31,8 +31,7 @@ double msSince(Clock::time_point T0) {
 
 class CpuBackend final : public Backend {
 public:
-  explicit CpuBackend(CodeGenerator &Gen)
-      : Backend(targetFacts(Gen.targetMachine())), Gen(Gen) {}
+  explicit CpuBackend(CodeGenerator &Gen) : Backend(targetFacts(Gen.targetMachine())), Gen(Gen) {}
 
   void emit(const KernelSpec &Spec, const KernelPlan &Plan, const std::string &Name,
             llvm::Module &M) const override {

@@ -2,15 +2,15 @@
 
 #include "compiler/backend/Jit.h"
 
-#include "compiler/backend/Target.h"
 #include "compiler/backend/ObjectLoader.h"
+#include "compiler/backend/Target.h"
 
 #include <llvm/ExecutionEngine/Orc/CompileUtils.h>
 #include <llvm/ExecutionEngine/Orc/DebugObjectManagerPlugin.h>
 #include <llvm/ExecutionEngine/Orc/EPCDebugObjectRegistrar.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/ObjectLinkingLayer.h>
 #include <llvm/ExecutionEngine/Orc/TargetProcess/JITLoaderGDB.h>
-#include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/Object/ELFObjectFile.h>
 #include <llvm/Object/ObjectFile.h>
 #include <llvm/Support/MemoryBuffer.h>
@@ -57,11 +57,11 @@ Expected<llvm::orc::LLJIT *> JitEngine::orc() {
   // 2 ms of a process's first kernel): its IR compiler makes one lazily.
   auto Built =
       llvm::orc::LLJITBuilder()
-          .setCompileFunctionCreator([](llvm::orc::JITTargetMachineBuilder JTMB)
-                                         -> llvm::Expected<std::unique_ptr<
-                                             llvm::orc::IRCompileLayer::IRCompiler>> {
-            return std::make_unique<llvm::orc::ConcurrentIRCompiler>(std::move(JTMB));
-          })
+          .setCompileFunctionCreator(
+              [](llvm::orc::JITTargetMachineBuilder JTMB)
+                  -> llvm::Expected<std::unique_ptr<llvm::orc::IRCompileLayer::IRCompiler>> {
+                return std::make_unique<llvm::orc::ConcurrentIRCompiler>(std::move(JTMB));
+              })
           .create();
   if (!Built)
     return toStatus(Built.takeError(), "creating the JIT");
@@ -118,11 +118,9 @@ Expected<std::shared_ptr<JitCode>> JitEngine::linkWithOrc(const std::string &Nam
   auto Dylib = Jit->createJITDylib(Name + "." + std::to_string(++Linked));
   if (!Dylib)
     return toStatus(Dylib.takeError(), "creating a JITDylib for " + Name);
-  auto Drop = [&] {
-    llvm::consumeError(Jit->getExecutionSession().removeJITDylib(*Dylib));
-  };
-  auto Buffer = llvm::MemoryBuffer::getMemBufferCopy(
-      llvm::StringRef(Object.data(), Object.size()), Name + ".o");
+  auto Drop = [&] { llvm::consumeError(Jit->getExecutionSession().removeJITDylib(*Dylib)); };
+  auto Buffer = llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(Object.data(), Object.size()),
+                                                     Name + ".o");
   if (llvm::Error Err = Jit->addObjectFile(*Dylib, std::move(Buffer))) {
     Drop();
     return toStatus(std::move(Err), "adding " + Name);
@@ -158,8 +156,7 @@ void JitEngine::writePerfMap(const std::string &Name, uint64_t Address,
       llvm::consumeError(SymName.takeError());
       continue;
     }
-    if (*SymName == Name + "_range" &&
-        llvm::isa<llvm::object::ELFObjectFileBase>(Obj->get()))
+    if (*SymName == Name + "_range" && llvm::isa<llvm::object::ELFObjectFileBase>(Obj->get()))
       Size = llvm::object::ELFSymbolRef(Sym).getSize();
   }
   std::lock_guard<std::mutex> Lock(PerfMutex);

@@ -29,8 +29,7 @@ class LLJIT;
 namespace gatherjit {
 
 /// The signature of every kernel's NAME_range entry.
-using KernelRangeFn = int64_t (*)(const void *, const void *, void *, int64_t,
-                                  int64_t);
+using KernelRangeFn = int64_t (*)(const void *, const void *, void *, int64_t, int64_t);
 
 class JitEngine;
 
@@ -83,8 +82,7 @@ private:
   JitEngine() = default;
   /// The LLJIT, created at the first call.
   Expected<llvm::orc::LLJIT *> orc();
-  void writePerfMap(const std::string &Name, uint64_t Address,
-                    const std::vector<char> &Object);
+  void writePerfMap(const std::string &Name, uint64_t Address, const std::vector<char> &Object);
 
   std::mutex OrcMutex;
   std::unique_ptr<llvm::orc::LLJIT> J;

@@ -120,11 +120,10 @@ Status ObjectLink::parse() {
   if (Size < sizeof(Header))
     return refuse("the object is truncated");
   std::memcpy(&Header, Bytes, sizeof(Header));
-  if (std::memcmp(Header.e_ident, ELFMAG, SELFMAG) != 0 ||
-      Header.e_ident[EI_CLASS] != ELFCLASS64 || Header.e_ident[EI_DATA] != ELFDATA2LSB ||
-      Header.e_type != ET_REL || Header.e_machine != EM_X86_64 ||
-      Header.e_shentsize != sizeof(Elf64_Shdr) || Header.e_shoff > Size ||
-      Header.e_shnum > (Size - Header.e_shoff) / sizeof(Elf64_Shdr))
+  if (std::memcmp(Header.e_ident, ELFMAG, SELFMAG) != 0 || Header.e_ident[EI_CLASS] != ELFCLASS64 ||
+      Header.e_ident[EI_DATA] != ELFDATA2LSB || Header.e_type != ET_REL ||
+      Header.e_machine != EM_X86_64 || Header.e_shentsize != sizeof(Elf64_Shdr) ||
+      Header.e_shoff > Size || Header.e_shnum > (Size - Header.e_shoff) / sizeof(Elf64_Shdr))
     return refuse("not a relocatable x86-64 ELF object");
   Sections.resize(Header.e_shnum);
   std::memcpy(Sections.data(), Bytes + Header.e_shoff, Sections.size() * sizeof(Elf64_Shdr));
@@ -354,8 +353,8 @@ Expected<std::shared_ptr<const Executable>> loadKernelObject(std::string_view Ob
   return refuse("only x86-64 objects are linked here");
 #else
   ObjectLink Link(Object);
-  for (Status (ObjectLink::*Step)() : {&ObjectLink::parse, &ObjectLink::layout,
-                                       &ObjectLink::map, &ObjectLink::relocate})
+  for (Status (ObjectLink::*Step)() :
+       {&ObjectLink::parse, &ObjectLink::layout, &ObjectLink::map, &ObjectLink::relocate})
     if (Status S = (Link.*Step)(); !S)
       return S;
   Expected<uint64_t> Entry = Link.entry(Name + "_range");

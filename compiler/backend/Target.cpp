@@ -2,20 +2,20 @@
 
 #include "compiler/backend/Target.h"
 
-#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
-#include <llvm/IR/LegacyPassManager.h>
 #include <llvm/ADT/StringExtras.h>
 #include <llvm/ADT/StringMap.h>
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/IR/Instructions.h>
 #include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/MC/MCSubtargetInfo.h>
-#include <llvm/TargetParser/SubtargetFeature.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Host.h>
+#include <llvm/TargetParser/SubtargetFeature.h>
 
 #include <mutex>
 #include <pthread.h>
@@ -59,8 +59,11 @@ static void initializeGpuTargets() {
 /// that knows the architecture loads it.
 static std::string ptxVersionFeature(const std::string &Cpu) {
   const int Sm = std::atoi(Cpu.c_str() + (Cpu.rfind("sm_", 0) == 0 ? 3 : 0));
-  return Sm >= 89 ? "+ptx78" : Sm >= 87 ? "+ptx74" : Sm >= 86 ? "+ptx71" : Sm >= 80 ? "+ptx70"
-                                                                           : "+ptx63";
+  return Sm >= 89   ? "+ptx78"
+         : Sm >= 87 ? "+ptx74"
+         : Sm >= 86 ? "+ptx71"
+         : Sm >= 80 ? "+ptx70"
+                    : "+ptx63";
 }
 
 static llvm::CodeGenOptLevel codeGenLevel(OptLevel Level) {
@@ -137,8 +140,8 @@ static Status checkFeatures(const llvm::Target *T, const llvm::Triple &Triple,
   return Status::ok();
 }
 
-Expected<std::unique_ptr<llvm::TargetMachine>>
-createTargetMachine(const TargetDesc &Choice, OptLevel Level) {
+Expected<std::unique_ptr<llvm::TargetMachine>> createTargetMachine(const TargetDesc &Choice,
+                                                                   OptLevel Level) {
   initializeTargets();
   const bool Gpu = llvm::StringRef(Choice.Triple).starts_with("nvptx");
   if (Gpu)
@@ -150,8 +153,7 @@ createTargetMachine(const TargetDesc &Choice, OptLevel Level) {
       return toStatus(Host.takeError(), "detecting the host target");
     Builder = std::move(*Host);
   } else {
-    llvm::Triple T(Choice.Triple.empty() ? llvm::sys::getProcessTriple()
-                                         : Choice.Triple);
+    llvm::Triple T(Choice.Triple.empty() ? llvm::sys::getProcessTriple() : Choice.Triple);
     std::string Err;
     if (!llvm::TargetRegistry::lookupTarget(T.str(), Err))
       return Status::invalidArgument("cannot generate code for target '" + T.str() +
@@ -163,11 +165,9 @@ createTargetMachine(const TargetDesc &Choice, OptLevel Level) {
       Cpu = DefaultGpuArch;
     if (!Cpu.empty()) {
       const llvm::Target *Tgt = llvm::TargetRegistry::lookupTarget(T.str(), Err);
-      std::unique_ptr<llvm::MCSubtargetInfo> STI(
-          Tgt->createMCSubtargetInfo(T.str(), "", ""));
+      std::unique_ptr<llvm::MCSubtargetInfo> STI(Tgt->createMCSubtargetInfo(T.str(), "", ""));
       if (!STI || !STI->isCPUStringValid(Cpu))
-        return Status::invalidArgument("unknown CPU '" + Cpu + "' for target '" +
-                                       T.str() + "'");
+        return Status::invalidArgument("unknown CPU '" + Cpu + "' for target '" + T.str() + "'");
       Builder->setCPU(Cpu);
     }
   }
@@ -346,9 +346,9 @@ void prepareHostTarget(OptLevel Level, OptLevel First) {
     // function with the attributes every kernel's function has.
     llvm::LLVMContext Context;
     llvm::Module M("prepare", Context);
-    llvm::Function *F = llvm::Function::Create(
-        llvm::FunctionType::get(llvm::Type::getVoidTy(Context), false),
-        llvm::GlobalValue::ExternalLinkage, "prepare", M);
+    llvm::Function *F =
+        llvm::Function::Create(llvm::FunctionType::get(llvm::Type::getVoidTy(Context), false),
+                               llvm::GlobalValue::ExternalLinkage, "prepare", M);
     llvm::ReturnInst::Create(Context, llvm::BasicBlock::Create(Context, "", F));
     configureModule(M, **TM);
     (void)(*TM)->getSubtargetImpl(*F);

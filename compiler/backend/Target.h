@@ -32,8 +32,8 @@ constexpr const char *DefaultGpuArch = "sm_80";
 /// Converts an llvm::Error into an Internal status with context.
 Status toStatus(llvm::Error Err, const std::string &Context);
 
-Expected<std::unique_ptr<llvm::TargetMachine>>
-createTargetMachine(const TargetDesc &Target, OptLevel Level);
+Expected<std::unique_ptr<llvm::TargetMachine>> createTargetMachine(const TargetDesc &Target,
+                                                                   OptLevel Level);
 
 /// Sets the module's triple, data layout and, on every function, the
 /// target CPU and features, so the optimizer sees the real machine.

@@ -81,8 +81,7 @@ SmallVector<Value *, MaxRank> KernelEmitter::loadTuple(Value *Off, AllocaInst *B
   return Tuple;
 }
 
-void KernelEmitter::emitIfBad(ArrayRef<Value *> Tuple,
-                              const std::function<void(unsigned)> &OnBad) {
+void KernelEmitter::emitIfBad(ArrayRef<Value *> Tuple, const std::function<void(unsigned)> &OnBad) {
   for (unsigned C = 0; C < Tuple.size(); ++C) {
     BasicBlock *Bad = BasicBlock::Create(Ctx, "bad", F);
     BasicBlock *Good = BasicBlock::Create(Ctx, "good", F);
@@ -101,12 +100,11 @@ void KernelEmitter::emitReturnIfBad(ArrayRef<Value *> Tuple, Value *Pos) {
 Value *KernelEmitter::safeIndex(Value *W, unsigned C) {
   Value *Last = splatLike(W, B.CreateSub(axisSize(C), c(1)));
   // A signed index still negative (after wrap-around, under Clamp) clamps
-  // to 0 under Clamp and Clip; under Check it is an error anyway and any in-range read will do, so the
-  // unsigned minimum (one instruction) suffices.
+  // to 0 under Clamp and Clip; under Check it is an error anyway and any in-range read will do, so
+  // the unsigned minimum (one instruction) suffices.
   if (S.Policy != OobPolicy::Check && isSignedIndexType(S.IndexType))
-    return B.CreateBinaryIntrinsic(Intrinsic::smax,
-                                   B.CreateBinaryIntrinsic(Intrinsic::smin, W, Last),
-                                   splatLike(W, c(0)));
+    return B.CreateBinaryIntrinsic(
+        Intrinsic::smax, B.CreateBinaryIntrinsic(Intrinsic::smin, W, Last), splatLike(W, c(0)));
   return B.CreateBinaryIntrinsic(Intrinsic::umin, W, Last);
 }
 
@@ -168,8 +166,7 @@ void KernelEmitter::emitLevel(unsigned D, const Offsets &O, Value *Lo, Value *Hi
   }
   emitLoop(Lo, Hi, "d" + Twine(D), [&](Value *IV) {
     if (Block && D + 2 == S.Rank && P.PrefetchRowsAhead)
-      emitAhead(IV, Hi, P.PrefetchRowsAhead,
-                [&](Value *Ahead) { emitPrefetchRow(O, Ahead, D); });
+      emitAhead(IV, Hi, P.PrefetchRowsAhead, [&](Value *Ahead) { emitPrefetchRow(O, Ahead, D); });
     // Rows sharing one region of the input: each fetches its share of the
     // next region.
     if (D + 2 == S.Rank && P.PrefetchNextRegion)
@@ -243,8 +240,7 @@ void KernelEmitter::emitWholeEntry(const std::string &Name, Value *Rows) {
   Function *All = Function::Create(AllTy, GlobalValue::ExternalLinkage, Name, M);
   All->addFnAttr(Attribute::NoUnwind);
   IRBuilder<> AB(BasicBlock::Create(Ctx, "entry", All));
-  CallInst *Call = AB.CreateCall(F, {All->getArg(0), All->getArg(1), All->getArg(2),
-                                     c(0), Rows});
+  CallInst *Call = AB.CreateCall(F, {All->getArg(0), All->getArg(1), All->getArg(2), c(0), Rows});
   Call->setTailCall();
   AB.CreateRet(Call);
 

@@ -48,8 +48,7 @@ void KernelEmitter::emitChunkCopy(Value *Dst, Value *Src, Value *Chunks, bool St
   emitLoop(c(0), Chunks, Streaming ? "stream" : "copy", [&](Value *IV) {
     Value *Off = B.CreateMul(IV, c(P.VectorBytes), "", true, true);
     Value *V = B.CreateAlignedLoad(Chunk, byteAt(Src, Off), Align(1));
-    StoreInst *St = B.CreateAlignedStore(V, byteAt(Dst, Off),
-                                         Align(Streaming ? P.VectorBytes : 1));
+    StoreInst *St = B.CreateAlignedStore(V, byteAt(Dst, Off), Align(Streaming ? P.VectorBytes : 1));
     if (Streaming)
       St->setMetadata(LLVMContext::MD_nontemporal,
                       MDNode::get(Ctx, ConstantAsMetadata::get(B.getInt32(1))));
@@ -134,8 +133,7 @@ void KernelEmitter::emitIndexedElement(const Offsets &E, AllocaInst *BadFlag, Va
 void KernelEmitter::emitStreamedRow(const Offsets &O, AllocaInst *BadFlag) {
   const unsigned L = S.Rank - 1;
   auto Plain = [&](Value *From, Value *To, const Twine &Name) {
-    emitLoop(From, To, Name,
-             [&](Value *IV) { emitIndexedElement(advance(O, IV, L), BadFlag); });
+    emitLoop(From, To, Name, [&](Value *IV) { emitIndexedElement(advance(O, IV, L), BadFlag); });
   };
   // Rows of rank >= 2 span the whole dimension: [Lo, Hi) = [0, Sizes[L]).
   // A streamed output row (contiguous, see emit()) stores its elements
@@ -146,24 +144,24 @@ void KernelEmitter::emitStreamedRow(const Offsets &O, AllocaInst *BadFlag) {
   AllocaInst *Buf = nullptr;
   if (P.NonTemporal) {
     IRBuilder<> Entry(&F->getEntryBlock(), F->getEntryBlock().begin());
-    Buf = Entry.CreateAlloca(ArrayType::get(B.getInt8Ty(), P.BlockElements * S.ElemBytes),
-                             nullptr, "block.buf");
+    Buf = Entry.CreateAlloca(ArrayType::get(B.getInt8Ty(), P.BlockElements * S.ElemBytes), nullptr,
+                             "block.buf");
     Buf->setAlignment(Align(P.LineBytes));
     Value *Start = B.CreatePtrToInt(bytePointer(Out, O.Out), I64);
     Value *Skew = B.CreateAnd(B.CreateNeg(Start), c(P.LineBytes - 1)); // Bytes to the next line.
     // An output not aligned to its elements never reaches a line boundary
     // between them: the whole row is stored plainly.
     Value *ElemAligned = B.CreateICmpEQ(B.CreateAnd(Start, c(S.ElemBytes - 1)), c(0));
-    Head = B.CreateSelect(ElemAligned,
-                          B.CreateBinaryIntrinsic(Intrinsic::umin,
-                                                  B.CreateUDiv(Skew, c(S.ElemBytes)), c(N)),
-                          c(N), "head");
+    Head = B.CreateSelect(
+        ElemAligned,
+        B.CreateBinaryIntrinsic(Intrinsic::umin, B.CreateUDiv(Skew, c(S.ElemBytes)), c(N)), c(N),
+        "head");
     Plain(c(0), Head, "head");
   }
   Value *Blocks = B.CreateUDiv(B.CreateSub(c(N), Head, "", true, true), c(P.BlockElements));
   emitLoop(c(0), Blocks, "blocks", [&](Value *Block) {
-    Value *J0 = B.CreateAdd(Head, B.CreateMul(Block, c(P.BlockElements), "", true, true), "",
-                            true, true);
+    Value *J0 =
+        B.CreateAdd(Head, B.CreateMul(Block, c(P.BlockElements), "", true, true), "", true, true);
     emitPrefetchSpan(Idx,
                      B.CreateAdd(B.CreateMul(B.CreateAdd(O.Idx, J0, "", true, true),
                                              c(S.indexBytes()), "", true, true),
@@ -200,8 +198,7 @@ void KernelEmitter::emitElementRow(const Offsets &O, Value *Lo, Value *Hi) {
     const unsigned L = S.Rank - 1;
     emitLoop(Lo, Hi, "inner", [&](Value *IV) {
       if (P.PrefetchRowsAhead) // A row epilogue's rows, from a large table.
-        emitAhead(IV, Hi, P.PrefetchRowsAhead,
-                  [&](Value *Ahead) { emitPrefetchRow(O, Ahead, L); });
+        emitAhead(IV, Hi, P.PrefetchRowsAhead, [&](Value *Ahead) { emitPrefetchRow(O, Ahead, L); });
       emitIndexedElement(advance(O, IV, L), BadFlag);
     });
   }
@@ -244,12 +241,12 @@ void KernelEmitter::emitPermuteChunk(const Offsets &O, ArrayRef<Value *> Regs, V
   auto *VecTy = FixedVectorType::get(B.getIntNTy(EB * 8), Lanes);
   auto *WideTy = FixedVectorType::get(I64, Lanes);
   auto *IdxTy = FixedVectorType::get(B.getIntNTy(S.indexBytes() * 8), Lanes);
-  Value *IdxAt = B.CreateInBoundsGEP(IdxTy->getElementType(), Idx,
-                                     B.CreateAdd(O.Idx, J, "", true, true));
-  Value *Raw = Mask ? static_cast<Value *>(B.CreateMaskedLoad(
-                          IdxTy, IdxAt, elementAlign(S.indexBytes()), Mask,
-                          Constant::getNullValue(IdxTy), "index"))
-                    : B.CreateAlignedLoad(IdxTy, IdxAt, elementAlign(S.indexBytes()), "index");
+  Value *IdxAt =
+      B.CreateInBoundsGEP(IdxTy->getElementType(), Idx, B.CreateAdd(O.Idx, J, "", true, true));
+  Value *Raw =
+      Mask ? static_cast<Value *>(B.CreateMaskedLoad(IdxTy, IdxAt, elementAlign(S.indexBytes()),
+                                                     Mask, Constant::getNullValue(IdxTy), "index"))
+           : B.CreateAlignedLoad(IdxTy, IdxAt, elementAlign(S.indexBytes()), "index");
   // Wrapped, checked and clamped as an element row's index is.
   const bool Signed = isSignedIndexType(S.IndexType);
   Value *W = Signed ? wrapIndex(B.CreateSExt(Raw, WideTy), 0) : B.CreateZExt(Raw, WideTy);
@@ -257,8 +254,7 @@ void KernelEmitter::emitPermuteChunk(const Offsets &O, ArrayRef<Value *> Regs, V
     Value *Bad = isOutOfRange(W, 0);
     if (Mask)
       Bad = B.CreateAnd(Bad, Mask);
-    B.CreateStore(B.CreateOr(B.CreateLoad(B.getInt1Ty(), BadFlag), B.CreateOrReduce(Bad)),
-                  BadFlag);
+    B.CreateStore(B.CreateOr(B.CreateLoad(B.getInt1Ty(), BadFlag), B.CreateOrReduce(Bad)), BadFlag);
   }
   Value *Safe = safeIndex(W, 0);
   Value *Sel = Wide ? Safe : B.CreateTrunc(Safe, VecTy);
@@ -287,8 +283,7 @@ void KernelEmitter::emitPermuteChunk(const Offsets &O, ArrayRef<Value *> Regs, V
     B.CreateAlignedStore(Got, OutAt, Align(1));
 }
 
-void KernelEmitter::emitPermuteRow(const Offsets &O, Value *Lo, Value *Hi,
-                                   AllocaInst *BadFlag) {
+void KernelEmitter::emitPermuteRow(const Offsets &O, Value *Lo, Value *Hi, AllocaInst *BadFlag) {
   const unsigned Lanes = P.PermuteBytes / S.ElemBytes;
   const SmallVector<Value *, 4> Regs = emitPermuteRegisters(O);
   auto Chunk = [&](Value *J, Value *Mask) { emitPermuteChunk(O, Regs, J, Mask, BadFlag); };
@@ -341,8 +336,7 @@ void KernelEmitter::emitReturnFirstBad(AllocaInst *BadFlag, const Offsets &O, Va
     for (unsigned C = 0; C < S.TupleSize; ++C) {
       BasicBlock *Bad = BasicBlock::Create(Ctx, "bad", F);
       BasicBlock *Next = BasicBlock::Create(Ctx, "rescan.next", F);
-      B.CreateCondBr(isOutOfRange(loadWrappedIndex(componentOffset(E.Idx, C), C), C), Bad,
-                     Next);
+      B.CreateCondBr(isOutOfRange(loadWrappedIndex(componentOffset(E.Idx, C), C), C), Bad, Next);
       B.SetInsertPoint(Bad);
       emitReturnBad(componentPosition(E.Pos, C));
       B.SetInsertPoint(Next);
@@ -394,8 +388,8 @@ void KernelEmitter::emitPrefetchSpan(Value *Base, Value *Offset, uint64_t Bytes)
   Value *Span = B.CreateGEP(B.getInt8Ty(), Base, Offset);
   auto Fetch = [&](Value *LineOffset) {
     B.CreateIntrinsic(Intrinsic::prefetch, {PtrTy},
-                      {B.CreateGEP(B.getInt8Ty(), Span, LineOffset), B.getInt32(0),
-                       B.getInt32(3), B.getInt32(1)});
+                      {B.CreateGEP(B.getInt8Ty(), Span, LineOffset), B.getInt32(0), B.getInt32(3),
+                       B.getInt32(1)});
   };
   const uint64_t Lines = (Bytes + P.LineBytes - 1) / P.LineBytes;
   if (Lines <= P.MaxInlinePrefetchLines) {
@@ -403,9 +397,8 @@ void KernelEmitter::emitPrefetchSpan(Value *Base, Value *Offset, uint64_t Bytes)
       Fetch(c(P.LineBytes * Line));
     return;
   }
-  emitLoop(c(0), c(Lines), "fetch", [&](Value *Line) {
-    Fetch(B.CreateMul(Line, c(P.LineBytes), "", true, true));
-  });
+  emitLoop(c(0), c(Lines), "fetch",
+           [&](Value *Line) { Fetch(B.CreateMul(Line, c(P.LineBytes), "", true, true)); });
 }
 
 void KernelEmitter::emitAhead(Value *IV, Value *Hi, uint64_t Distance,
@@ -422,10 +415,9 @@ void KernelEmitter::emitAhead(Value *IV, Value *Hi, uint64_t Distance,
 
 void KernelEmitter::emitPrefetchRow(const Offsets &O, Value *Ahead, unsigned D) {
   const Offsets A = advance(O, Ahead, D);
-  emitPrefetchSpan(In,
-                   B.CreateMul(tupleOffset(A.In, loadTuple(A.Idx, nullptr)),
-                               c(S.ElemBytes), "", true, true),
-                   P.PrefetchRowBytes);
+  emitPrefetchSpan(
+      In, B.CreateMul(tupleOffset(A.In, loadTuple(A.Idx, nullptr)), c(S.ElemBytes), "", true, true),
+      P.PrefetchRowBytes);
 }
 
 } // namespace gatherjit::emit

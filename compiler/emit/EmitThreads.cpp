@@ -27,8 +27,8 @@ namespace gatherjit::emit {
 void KernelEmitter::emitThreads(const std::string &Name, GridEntry Entry) {
   assert(!S.Family && P.ThreadsPerBlock > 0 && "a GPU plan of a specialized spec");
   // The body, inlined into its entry.
-  FunctionType *BodyTy = FunctionType::get(B.getVoidTy(), {PtrTy, PtrTy, PtrTy, PtrTy, I64, I64},
-                                           false);
+  FunctionType *BodyTy =
+      FunctionType::get(B.getVoidTy(), {PtrTy, PtrTy, PtrTy, PtrTy, I64, I64}, false);
   F = Function::Create(BodyTy, GlobalValue::InternalLinkage, Name + ".thread", M);
   F->addFnAttr(Attribute::AlwaysInline);
   F->addFnAttr(Attribute::NoUnwind);
@@ -111,9 +111,7 @@ void KernelEmitter::emitDeviceEntry(const std::string &Name, Function *Body) {
       ->addOperand(MDNode::get(Ctx, {ValueAsMetadata::get(F), MDString::get(Ctx, "kernel"),
                                      ConstantAsMetadata::get(B.getInt32(1))}));
   B.SetInsertPoint(BasicBlock::Create(Ctx, "entry", F));
-  auto Reg = [&](Intrinsic::ID Id) {
-    return B.CreateZExt(B.CreateIntrinsic(Id, {}, {}), I64);
-  };
+  auto Reg = [&](Intrinsic::ID Id) { return B.CreateZExt(B.CreateIntrinsic(Id, {}, {}), I64); };
   Value *Block = Reg(Intrinsic::nvvm_read_ptx_sreg_ctaid_x);
   Value *Threads = Reg(Intrinsic::nvvm_read_ptx_sreg_ntid_x);
   Value *First = B.CreateAdd(B.CreateMul(Block, Threads), Reg(Intrinsic::nvvm_read_ptx_sreg_tid_x));
@@ -158,8 +156,8 @@ void KernelEmitter::emitSimulatedGrid(const std::string &Name, Function *Body) {
                                    GlobalValue::ExternalLinkage, Name, M);
   IRBuilder<> AB(BasicBlock::Create(Ctx, "entry", All));
   AB.CreateRet(AB.CreateCall(F, {All->getArg(0), All->getArg(1), All->getArg(2), c(0), c(1)}));
-  new GlobalVariable(M, I64, /*isConstant=*/true, GlobalValue::ExternalLinkage, ConstantInt::get(I64, 1),
-                     Name + "_rows");
+  new GlobalVariable(M, I64, /*isConstant=*/true, GlobalValue::ExternalLinkage,
+                     ConstantInt::get(I64, 1), Name + "_rows");
 }
 
 } // namespace gatherjit::emit

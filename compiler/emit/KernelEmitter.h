@@ -52,9 +52,7 @@ private:
   Value *c(uint64_t V) { return ConstantInt::get(I64, V); }
   /// The alignment of an element of \p Bytes: its size where the plan
   /// promises aligned buffers, else none (a CPU caller's may be unaligned).
-  Align elementAlign(unsigned Bytes) const {
-    return P.ElementAligned ? Align(Bytes) : Align(1);
-  }
+  Align elementAlign(unsigned Bytes) const { return P.ElementAligned ? Align(Bytes) : Align(1); }
   /// The spec's value \p V, at \p Slot of a family kernel's shape argument:
   /// a constant, or in a family kernel where \p V is KernelSpec::Variable,
   /// the argument's value (loaded once, at entry).
@@ -82,8 +80,7 @@ private:
   }
 
   /// for (IV = Lo; IV < Hi; ++IV) Body(IV). Leaves the builder after it.
-  void emitLoop(Value *Lo, Value *Hi, const Twine &Name,
-                const std::function<void(Value *)> &Body);
+  void emitLoop(Value *Lo, Value *Hi, const Twine &Name, const std::function<void(Value *)> &Body);
 
   /// The index at element offset \p Off, extended to i64 and wrapped for
   /// component \p C's axis (not under Clip).
@@ -101,9 +98,9 @@ private:
   void emitReturnIfBad(ArrayRef<Value *> Tuple, Value *Pos);
   /// The element offset of component C of the tuple at \p Off.
   Value *componentOffset(Value *Off, unsigned C) {
-    return C == 0 ? Off
-                  : B.CreateAdd(Off, B.CreateMul(c(C), tupleStride(), "", true, true), "", true,
-                                true);
+    return C == 0
+               ? Off
+               : B.CreateAdd(Off, B.CreateMul(c(C), tupleStride(), "", true, true), "", true, true);
   }
   /// The row-major position of component C of the tuple at \p Pos (the
   /// indices' last dimension, so adjacent).
@@ -168,8 +165,7 @@ private:
 
   void emitLevel(unsigned D, const Offsets &O, Value *Lo, Value *Hi);
   /// Runs \p Body on IV + \p Distance if that is below \p Hi.
-  void emitAhead(Value *IV, Value *Hi, uint64_t Distance,
-                 const std::function<void(Value *)> &Body);
+  void emitAhead(Value *IV, Value *Hi, uint64_t Distance, const std::function<void(Value *)> &Body);
   /// Prefetches the input block row (its first PrefetchRowBytes) of row
   /// \p Ahead of dimension \p D.
   void emitPrefetchRow(const Offsets &O, Value *Ahead, unsigned D);
@@ -192,8 +188,7 @@ private:
   /// Prefetches share \p Part of \p Parts equal shares, each of at most
   /// \p MaxLines lines, of the \p Elements input elements from element
   /// offset \p Start (which may lie past the input).
-  void emitShare(Value *Start, uint64_t Elements, Value *Part, uint64_t Parts,
-                 uint64_t MaxLines);
+  void emitShare(Value *Start, uint64_t Elements, Value *Part, uint64_t Parts, uint64_t MaxLines);
   /// Prefetches \p Bytes from \p Base plus \p Offset bytes, one per line;
   /// the address may lie past the buffer (a prefetch never faults).
   void emitPrefetchSpan(Value *Base, Value *Offset, uint64_t Bytes);

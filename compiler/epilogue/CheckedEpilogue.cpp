@@ -168,8 +168,8 @@ private:
     default:
       break;
     }
-    if (isa<MemIntrinsic>(Call) || isa<DbgInfoIntrinsic>(Call) ||
-        Call->isLifetimeStartOrEnd() || !Call->mayReadOrWriteMemory())
+    if (isa<MemIntrinsic>(Call) || isa<DbgInfoIntrinsic>(Call) || Call->isLifetimeStartOrEnd() ||
+        !Call->mayReadOrWriteMemory())
       return Status::ok();
     switch (Callee->getIntrinsicID()) {
     case Intrinsic::assume:
@@ -194,13 +194,11 @@ private:
     if (auto *L = dyn_cast<LoadInst>(&I))
       return guardAccess(I, L->getPointerOperand(), size(L->getType()), false);
     if (auto *S = dyn_cast<StoreInst>(&I))
-      return guardAccess(I, S->getPointerOperand(), size(S->getValueOperand()->getType()),
-                         true);
+      return guardAccess(I, S->getPointerOperand(), size(S->getValueOperand()->getType()), true);
     if (auto *A = dyn_cast<AtomicRMWInst>(&I))
       return guardAccess(I, A->getPointerOperand(), size(A->getValOperand()->getType()), true);
     if (auto *X = dyn_cast<AtomicCmpXchgInst>(&I))
-      return guardAccess(I, X->getPointerOperand(), size(X->getNewValOperand()->getType()),
-                         true);
+      return guardAccess(I, X->getPointerOperand(), size(X->getNewValOperand()->getType()), true);
     if (auto *M = dyn_cast<MemIntrinsic>(&I)) {
       Value *Len = M->getLength();
       B.SetInsertPoint(&I);
@@ -326,9 +324,8 @@ private:
 
 } // namespace
 
-Status makeEpilogueChecked(Module &M, const std::string &Function,
-                           const EpilogueSignature &Sig, const EpilogueRegions &Regions,
-                           const std::string &File) {
+Status makeEpilogueChecked(Module &M, const std::string &Function, const EpilogueSignature &Sig,
+                           const EpilogueRegions &Regions, const std::string &File) {
   inlineAndPromote(M);
   llvm::Function *Entry = M.getFunction(Function);
   if (!Entry)

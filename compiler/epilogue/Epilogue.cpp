@@ -30,16 +30,23 @@ namespace gatherjit {
 
 std::span<const char *const> epilogueFlags() {
   // clang's -cc1 spelling, in which math functions do not set errno.
-  static constexpr const char *Flags[] = {
-      "-x", "c", "-std=gnu17", "-O0", "-disable-O0-optnone", "-ffreestanding",
-      "-nostdsysteminc", "-nobuiltininc", "-ffp-contract=on", "-Werror=return-type",
-      "-Werror=implicit-int"};
+  static constexpr const char *Flags[] = {"-x",
+                                          "c",
+                                          "-std=gnu17",
+                                          "-O0",
+                                          "-disable-O0-optnone",
+                                          "-ffreestanding",
+                                          "-nostdsysteminc",
+                                          "-nobuiltininc",
+                                          "-ffp-contract=on",
+                                          "-Werror=return-type",
+                                          "-Werror=implicit-int"};
   return Flags;
 }
 
 EpilogueTarget epilogueTarget(const llvm::TargetMachine &TM, uint64_t RowIn, uint64_t RowOut) {
-  return {TM.getTargetTriple().str(), TM.getTargetCPU().str(),
-          TM.getTargetFeatureString().str(), RowIn, RowOut};
+  return {TM.getTargetTriple().str(), TM.getTargetCPU().str(), TM.getTargetFeatureString().str(),
+          RowIn, RowOut};
 }
 
 uint64_t epilogueKey(const Epilogue &E, const EpilogueTarget &T) {
@@ -64,7 +71,7 @@ bool epiloguesSupported() { return true; }
 bool epiloguesSupported() { return false; }
 
 Expected<std::shared_ptr<const EpilogueCode>> compileEpilogueHere(const Epilogue &,
-                                                                   const EpilogueTarget &) {
+                                                                  const EpilogueTarget &) {
   return Status::unsupported("this gatherjit was built without clang's libraries "
                              "(GATHERJIT_EPILOGUES=OFF): epilogues are not available");
 }
@@ -72,8 +79,8 @@ Expected<std::shared_ptr<const EpilogueCode>> compileEpilogueHere(const Epilogue
 
 Expected<llvm::Function *> linkEpilogue(llvm::Module &M, const EpilogueCode &Code,
                                         const std::string &Name, llvm::Value *&Params) {
-  llvm::Expected<std::unique_ptr<llvm::Module>> Parsed = llvm::parseBitcodeFile(
-      llvm::MemoryBufferRef(Code.Bitcode, "epilogue"), M.getContext());
+  llvm::Expected<std::unique_ptr<llvm::Module>> Parsed =
+      llvm::parseBitcodeFile(llvm::MemoryBufferRef(Code.Bitcode, "epilogue"), M.getContext());
   if (!Parsed)
     return Status::internal("epilogue bitcode: " + llvm::toString(Parsed.takeError()));
   std::unique_ptr<llvm::Module> EM = std::move(*Parsed);
@@ -108,8 +115,7 @@ Expected<llvm::Function *> linkEpilogue(llvm::Module &M, const EpilogueCode &Cod
     llvm::Constant *Bytes = llvm::ConstantDataArray::get(
         M.getContext(), llvm::ArrayRef<uint8_t>(Code.Params.data(), Code.Params.size()));
     auto *G = new llvm::GlobalVariable(M, Bytes->getType(), /*isConstant=*/true,
-                                       llvm::GlobalValue::PrivateLinkage, Bytes,
-                                       Name + ".params");
+                                       llvm::GlobalValue::PrivateLinkage, Bytes, Name + ".params");
     G->setAlignment(llvm::Align(16));
     Params = G;
   }

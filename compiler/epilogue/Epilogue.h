@@ -1,10 +1,9 @@
 //===- compiler/epilogue/Epilogue.h - Users' C epilogues -----------------===//
 /// \file
 /// A user's C epilogue compiled by clang's libraries (in a helper process,
-/// EpilogueProcess.cpp) to LLVM bitcode, unoptimized and checked (its signature, no calls out of the
-/// source, no mutable global state), and the one way it enters a module:
-/// linked, made internal and always-inline, so the kernel's pipeline
-/// inlines it into the loop and optimizes the whole.
+/// EpilogueProcess.cpp) to LLVM bitcode, unoptimized and checked (its signature, no calls out of
+/// the source, no mutable global state), and the one way it enters a module: linked, made internal
+/// and always-inline, so the kernel's pipeline inlines it into the loop and optimizes the whole.
 //===----------------------------------------------------------------------===//
 #ifndef GATHERJIT_COMPILER_EPILOGUE_EPILOGUE_H
 #define GATHERJIT_COMPILER_EPILOGUE_EPILOGUE_H
@@ -62,13 +61,12 @@ uint64_t epilogueKey(const Epilogue &E, const EpilogueTarget &T);
 /// epilogue's compile was stopped: ..." (the helper crashed, ran out of
 /// memory or time), or Unsupported without clang's libraries or without the
 /// helper program.
-Expected<std::shared_ptr<const EpilogueCode>> compileEpilogue(const Epilogue &E,
-                                                               const EpilogueTarget &T,
-                                                               const EpilogueLimits &Limits = {});
+Expected<std::shared_ptr<const EpilogueCode>>
+compileEpilogue(const Epilogue &E, const EpilogueTarget &T, const EpilogueLimits &Limits = {});
 
 /// compileEpilogue in this process: what the helper runs.
 Expected<std::shared_ptr<const EpilogueCode>> compileEpilogueHere(const Epilogue &E,
-                                                                   const EpilogueTarget &T);
+                                                                  const EpilogueTarget &T);
 
 /// The helper program's main (gatherjit-epilogue --memory BYTES): sets its
 /// limits, then answers requests on its standard input and output until the

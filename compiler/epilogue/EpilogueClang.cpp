@@ -86,8 +86,6 @@ static inline float16_t gj_f32_to_f16(float x) { return (float16_t)x; }
 static inline float gj_load_f32(const void *p) { float f; __builtin_memcpy(&f, p, 4); return f; }
 )";
 
-
-
 /// Keeps clang's first error as one line: FILE:LINE:COL: error: TEXT.
 class FirstError : public DiagnosticConsumer {
 public:
@@ -158,11 +156,10 @@ std::optional<DataType> elementType(QualType T, const ASTContext &Ctx) {
 bool inlineBuiltin(llvm::StringRef Name) {
   Name.consume_front("__builtin_");
   static const std::set<std::string, std::less<>> Allowed = {
-      "fabs",  "fabsf",  "sqrt",  "sqrtf",  "fmin",      "fminf",      "fmax",
-      "fmaxf", "copysign", "copysignf", "floor", "floorf", "ceil",     "ceilf",
-      "trunc", "truncf", "round", "roundf", "rint",      "rintf",      "nearbyint",
-      "nearbyintf", "fma", "fmaf", "memcpy", "memset",   "memmove",    "abs",
-      "labs",  "llabs"};
+      "fabs",     "fabsf",     "sqrt",    "sqrtf",  "fmin",      "fminf",      "fmax",  "fmaxf",
+      "copysign", "copysignf", "floor",   "floorf", "ceil",      "ceilf",      "trunc", "truncf",
+      "round",    "roundf",    "rint",    "rintf",  "nearbyint", "nearbyintf", "fma",   "fmaf",
+      "memcpy",   "memset",    "memmove", "abs",    "labs",      "llabs"};
   return Allowed.count(Name) != 0;
 }
 
@@ -201,8 +198,7 @@ public:
       error(R->getLocation(), "'" + F->getNameAsString() +
                                   "' is not defined in the epilogue; an epilogue may call "
                                   "only its own functions and clang's builtins");
-    else if ((Ctx->BuiltinInfo.isLibFunction(ID) ||
-              Ctx->BuiltinInfo.isPredefinedLibFunction(ID)) &&
+    else if ((Ctx->BuiltinInfo.isLibFunction(ID) || Ctx->BuiltinInfo.isPredefinedLibFunction(ID)) &&
              !inlineBuiltin(Ctx->BuiltinInfo.getName(ID)))
       error(R->getLocation(), "'" + std::string(Ctx->BuiltinInfo.getName(ID)) +
                                   "' calls the C library, which an epilogue may not");
@@ -238,10 +234,10 @@ private:
       return;
     }
     const std::string Name = "'" + E.Function + "'";
-    const std::string Shapes =
-        Name + " must be OUT f(IN x), OUT f(IN x, const P *params), "
-               "void f(const IN *row, OUT *out) or void f(const IN *row, OUT *out, "
-               "const P *params), with IN and OUT tensor element types";
+    const std::string Shapes = Name +
+                               " must be OUT f(IN x), OUT f(IN x, const P *params), "
+                               "void f(const IN *row, OUT *out) or void f(const IN *row, OUT *out, "
+                               "const P *params), with IN and OUT tensor element types";
     const QualType Ret = Def->getReturnType();
     const unsigned N = Def->getNumParams();
     auto Param = [&](unsigned I) { return Def->getParamDecl(I)->getType(); };
@@ -276,12 +272,11 @@ private:
                     "the output row must be a pointer to writable elements");
     } else {
       if (!(Out = elementType(Ret, *Ctx)))
-        return Fail(Def->getLocation(), Name + " returns '" + Ret.getAsString() +
-                                            "', not a tensor element type");
+        return Fail(Def->getLocation(),
+                    Name + " returns '" + Ret.getAsString() + "', not a tensor element type");
       if (!(In = elementType(Param(0), *Ctx)))
         return Fail(Def->getParamDecl(0)->getLocation(),
-                    "its parameter is '" + Param(0).getAsString() +
-                        "', not a tensor element type");
+                    "its parameter is '" + Param(0).getAsString() + "', not a tensor element type");
     }
     Sig.Kind = Row ? EpilogueKind::Row : EpilogueKind::Element;
     Sig.In = *In;
@@ -436,8 +431,7 @@ Expected<ClangOutput> runClang(const Epilogue &E, const EpilogueTarget &T,
   std::unique_ptr<llvm::MemoryBuffer> Buffer = llvm::MemoryBuffer::getMemBufferCopy(
       std::string(Prelude) + "#line 1 \"" + File + "\"\n" + E.Source, File);
   CI.getFrontendOpts().Inputs.clear();
-  CI.getFrontendOpts().Inputs.emplace_back(Buffer->getMemBufferRef(),
-                                           InputKind(Language::C));
+  CI.getFrontendOpts().Inputs.emplace_back(Buffer->getMemBufferRef(), InputKind(Language::C));
   ClangOutput Out;
   CheckedCodeGen Action(*Out.Ctx, E, Out.Sig, Out.ParamBytes, Out.ParamSized);
   const bool Ran = CI.ExecuteAction(Action);
@@ -463,9 +457,10 @@ Status checkModule(const Epilogue &E, const ClangOutput &C, const std::string &F
   if (llvm::verifyModule(M, &OS)) {
     OS.flush();
     const std::string First = Problem.substr(0, Problem.find('\n'));
-    return Status::unsupported(File + ": error: clang generated invalid code for this "
-                                      "epilogue (" + First +
-                               "); convert between 16-bit float types through float");
+    return Status::unsupported(File +
+                               ": error: clang generated invalid code for this "
+                               "epilogue (" +
+                               First + "); convert between 16-bit float types through float");
   }
   const std::string Where = File + ": error: '" + E.Function + "'";
   if (Sig.HasParams && E.Params.empty())
@@ -477,16 +472,16 @@ Status checkModule(const Epilogue &E, const ClangOutput &C, const std::string &F
                                    " bytes of parameters were given");
   if (Sig.HasParams && C.ParamSized && E.Params.size() < C.ParamBytes)
     return Status::invalidArgument(Where + " reads " + std::to_string(C.ParamBytes) +
-                                   " bytes of parameters but " +
-                                   std::to_string(E.Params.size()) + " were given");
+                                   " bytes of parameters but " + std::to_string(E.Params.size()) +
+                                   " were given");
   for (llvm::Function &F : M)
     if (F.isDeclaration() && !F.isIntrinsic())
-      return Status::invalidArgument(File + ": error: the epilogue calls '" +
-                                     F.getName().str() + "', which it does not define");
+      return Status::invalidArgument(File + ": error: the epilogue calls '" + F.getName().str() +
+                                     "', which it does not define");
   for (llvm::GlobalVariable &G : M.globals())
     if (G.isDeclaration())
-      return Status::invalidArgument(File + ": error: the epilogue reads '" +
-                                     G.getName().str() + "', which it does not define");
+      return Status::invalidArgument(File + ": error: the epilogue reads '" + G.getName().str() +
+                                     "', which it does not define");
   // The kernels load and store the element types as the signature's IR
   // types: their sizes must be the tensors'.
   if (Sig.Kind == EpilogueKind::Element) {
@@ -506,7 +501,7 @@ Status checkModule(const Epilogue &E, const ClangOutput &C, const std::string &F
 } // namespace
 
 Expected<std::shared_ptr<const EpilogueCode>> compileEpilogueHere(const Epilogue &E,
-                                                                   const EpilogueTarget &T) {
+                                                                  const EpilogueTarget &T) {
   const std::string File = displayName(E.FileName);
   if (E.Function.empty())
     return Status::invalidArgument(File + ": error: no epilogue function named");

@@ -23,10 +23,10 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <new>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <mutex>
+#include <new>
 #include <poll.h>
 #include <spawn.h>
 #include <sys/resource.h>
@@ -70,12 +70,13 @@ bool readAll(int Fd, char *P, size_t N, const std::optional<Clock::time_point> &
              bool &TimedOut) {
   while (N) {
     if (Deadline) {
-      const auto Left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          *Deadline - Clock::now());
+      const auto Left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(*Deadline - Clock::now());
       if (Left.count() <= 0)
         return TimedOut = true, false;
       pollfd Poll = {Fd, POLLIN, 0};
-      const int Ready = ::poll(&Poll, 1, static_cast<int>(std::min<int64_t>(Left.count(), 1 << 30)));
+      const int Ready =
+          ::poll(&Poll, 1, static_cast<int>(std::min<int64_t>(Left.count(), 1 << 30)));
       if (Ready < 0 && errno == EINTR)
         continue;
       if (Ready <= 0)
@@ -105,8 +106,7 @@ bool readString(int Fd, std::string &S, uint64_t Max,
 
 /// Reads one message of at most \p Max bytes in all.
 bool readMessage(int Fd, std::vector<std::string> &Fields, uint64_t Max,
-                 const std::optional<Clock::time_point> &Deadline, bool &TimedOut,
-                 bool &TooLong) {
+                 const std::optional<Clock::time_point> &Deadline, bool &TimedOut, bool &TooLong) {
   std::string Count;
   if (!readString(Fd, Count, 20, Deadline, TimedOut, TooLong))
     return false;
@@ -241,7 +241,8 @@ private:
     if (Path.empty())
       return Status::unsupported(
           "epilogues are compiled by the helper program gatherjit-epilogue, which was not "
-          "found (looked at " + quote(Searched) +
+          "found (looked at " +
+          quote(Searched) +
           "); set GATHERJIT_EPILOGUE_HELPER to its path, or compile in this process "
           "(EpilogueLimits::Isolated = false)");
     int Pair[2];
@@ -263,8 +264,7 @@ private:
     posix_spawnattr_setsigdefault(&Attr, &All);
     posix_spawnattr_setflags(&Attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
     const std::string MemoryArg = std::to_string(Limits.MemoryBytes);
-    std::vector<char *> Argv = {const_cast<char *>(Path.c_str()),
-                                const_cast<char *>("--memory"),
+    std::vector<char *> Argv = {const_cast<char *>(Path.c_str()), const_cast<char *>("--memory"),
                                 const_cast<char *>(MemoryArg.c_str()), nullptr};
     pid_t Child = 0;
     const int Err = ::posix_spawn(&Child, Path.c_str(), &Files, &Attr, Argv.data(), environ);
@@ -273,8 +273,8 @@ private:
     ::close(Pair[1]);
     if (Err != 0) {
       ::close(Pair[0]);
-      return Status::unsupported("epilogue helper " + quote(Path) + " did not start: " +
-                                 std::strerror(Err));
+      return Status::unsupported("epilogue helper " + quote(Path) +
+                                 " did not start: " + std::strerror(Err));
     }
     Pid = Child;
     Fd = Pair[0];
@@ -308,9 +308,16 @@ private:
 std::mutex HelperMutex;
 
 std::vector<std::string> request(const Epilogue &E, const EpilogueTarget &T) {
-  return {E.FileName, E.Function, E.Source,
-          std::string(E.Params.begin(), E.Params.end()), T.Triple, T.Cpu, T.Features,
-          std::to_string(T.RowIn), std::to_string(T.RowOut), E.Checked ? "1" : "0"};
+  return {E.FileName,
+          E.Function,
+          E.Source,
+          std::string(E.Params.begin(), E.Params.end()),
+          T.Triple,
+          T.Cpu,
+          T.Features,
+          std::to_string(T.RowIn),
+          std::to_string(T.RowOut),
+          E.Checked ? "1" : "0"};
 }
 
 std::vector<std::string> answer(const Expected<std::shared_ptr<const EpilogueCode>> &Code) {
@@ -330,9 +337,8 @@ int field(const std::string &S) { return static_cast<int>(std::strtol(S.c_str(),
 
 } // namespace
 
-Expected<std::shared_ptr<const EpilogueCode>> compileEpilogue(const Epilogue &E,
-                                                               const EpilogueTarget &T,
-                                                               const EpilogueLimits &Limits) {
+Expected<std::shared_ptr<const EpilogueCode>>
+compileEpilogue(const Epilogue &E, const EpilogueTarget &T, const EpilogueLimits &Limits) {
   // Without clang's libraries here, only a helper named explicitly (one
   // from a build that has them) can compile.
   const char *Env = std::getenv("GATHERJIT_EPILOGUE_HELPER");

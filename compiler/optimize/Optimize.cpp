@@ -58,8 +58,7 @@ namespace gatherjit {
   std::string Msg;
   llvm::raw_string_ostream OS(Msg);
   if (llvm::verifyModule(M, &OS))
-    return Status::internal(std::string("module does not verify after ") + Stage +
-                            ": " + OS.str());
+    return Status::internal(std::string("module does not verify after ") + Stage + ": " + OS.str());
   return Status::ok();
 }
 

@@ -35,9 +35,9 @@ Expected<PipelineResult> finish(llvm::Module &M, PipelineResult R, Clock::time_p
 
 } // namespace
 
-Expected<PipelineResult> runPipeline(const std::vector<PipelineKernel> &Kernels,
-                                     Backend &Target, OptLevel Level,
-                                     PipelineOutput Output, const ObjectCache *Cache) {
+Expected<PipelineResult> runPipeline(const std::vector<PipelineKernel> &Kernels, Backend &Target,
+                                     OptLevel Level, PipelineOutput Output,
+                                     const ObjectCache *Cache) {
   PipelineResult R;
   std::string Key;
   if (Cache && Kernels.size() == 1 && Output == PipelineOutput::Object) {
@@ -66,7 +66,8 @@ Expected<PipelineResult> runPipeline(const std::vector<PipelineKernel> &Kernels,
       if (!K.Spec.Code)
         return Status::internal(K.Name + ": the spec's epilogue was not compiled");
       llvm::Value *Params = nullptr;
-      if (Expected<llvm::Function *> F = linkEpilogue(M, *K.Spec.Code, K.Name + ".epilogue", Params);
+      if (Expected<llvm::Function *> F =
+              linkEpilogue(M, *K.Spec.Code, K.Name + ".epilogue", Params);
           !F)
         return F.status();
     }
@@ -88,9 +89,9 @@ Expected<PipelineResult> runEpiloguePipeline(const EpilogueCode &Code, const std
   // applies the epilogue once, to the element or row at in.
   llvm::Type *I64 = llvm::Type::getInt64Ty(Ctx);
   llvm::Type *Ptr = llvm::PointerType::getUnqual(Ctx);
-  llvm::Function *F = llvm::Function::Create(
-      llvm::FunctionType::get(I64, {Ptr, Ptr, Ptr, I64, I64}, false),
-      llvm::GlobalValue::ExternalLinkage, Name + "_range", M);
+  llvm::Function *F =
+      llvm::Function::Create(llvm::FunctionType::get(I64, {Ptr, Ptr, Ptr, I64, I64}, false),
+                             llvm::GlobalValue::ExternalLinkage, Name + "_range", M);
   llvm::IRBuilder<> B(llvm::BasicBlock::Create(Ctx, "entry", F));
   llvm::Value *Faulted =
       emitEpilogueCall(B, Code.Signature, *Epi, Params, F->getArg(0), F->getArg(2));

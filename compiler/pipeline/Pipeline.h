@@ -55,9 +55,8 @@ struct PipelineResult {
 /// module at a time per backend). Only a single-kernel object is cached.
 /// Fails only on a bug (a module that does not verify, in builds with
 /// assertions) or a target that cannot emit the output, as Internal.
-Expected<PipelineResult> runPipeline(const std::vector<PipelineKernel> &Kernels,
-                                     Backend &Target, OptLevel Level,
-                                     PipelineOutput Output = PipelineOutput::Object,
+Expected<PipelineResult> runPipeline(const std::vector<PipelineKernel> &Kernels, Backend &Target,
+                                     OptLevel Level, PipelineOutput Output = PipelineOutput::Object,
                                      const ObjectCache *Cache = nullptr);
 
 /// The epilogue \p Code alone as an object whose NAME_range(in, unused, out,

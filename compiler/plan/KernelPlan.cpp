@@ -76,12 +76,11 @@ constexpr unsigned MaxPermuteRegisters = 4;
 constexpr uint64_t MinPermuteRow = 4;
 
 bool permutes(const KernelSpec &S, const TargetFacts &T) {
-  if (!T.PermuteBytes || S.Rank == 0 || S.hasEpilogue() || S.TupleSize != 1 ||
-      S.emptyAxis() || (S.ElemBytes != 4 && S.ElemBytes != 8))
+  if (!T.PermuteBytes || S.Rank == 0 || S.hasEpilogue() || S.TupleSize != 1 || S.emptyAxis() ||
+      (S.ElemBytes != 4 && S.ElemBytes != 8))
     return false;
   const unsigned L = S.Rank - 1;
-  return S.InStride[L] == 0 && S.AxisStride[0] == 1 && S.IdxStride[L] == 1 &&
-         S.OutStride[L] == 1 &&
+  return S.InStride[L] == 0 && S.AxisStride[0] == 1 && S.IdxStride[L] == 1 && S.OutStride[L] == 1 &&
          S.AxisSize[0] * S.ElemBytes <= MaxPermuteRegisters * T.PermuteBytes &&
          (S.Rank == 1 || S.Sizes[L] >= MinPermuteRow);
 }
@@ -182,8 +181,8 @@ void planStreaming(const KernelSpec &S, KernelPlan &P) {
     P.IndexAheadBytes = IndexAheadBytes;
     P.PrefetchNextInputRow = S.AxisStride[0] == 1;
   } else if (P.Row == RowKind::SharedIndices) {
-    P.PrefetchNextInputRow = S.TupleSize == 1 && S.AxisStride[0] == 1 &&
-                             S.InStride[L] == 0 && S.Sizes[L] >= StreamBlock &&
+    P.PrefetchNextInputRow = S.TupleSize == 1 && S.AxisStride[0] == 1 && S.InStride[L] == 0 &&
+                             S.Sizes[L] >= StreamBlock &&
                              S.rows() * S.AxisSize[0] * S.ElemBytes >= PrefetchTableBytes;
   }
   if (P.StreamIndices || P.PrefetchNextInputRow)
@@ -248,8 +247,8 @@ KernelPlan planKernel(const KernelSpec &S, const TargetFacts &T) {
     // The CPU's memory strategies below (and the table) do not apply.
     P.ThreadsPerBlock = GpuThreadsPerBlock;
     P.ElementAligned = true;
-    P.Blocks = std::clamp<uint64_t>((S.elements() + GpuThreadsPerBlock - 1) / GpuThreadsPerBlock,
-                                    1, MaxGpuBlocks);
+    P.Blocks = std::clamp<uint64_t>((S.elements() + GpuThreadsPerBlock - 1) / GpuThreadsPerBlock, 1,
+                                    MaxGpuBlocks);
     return P;
   }
   planTablePrefetch(S, P);
@@ -268,8 +267,8 @@ std::string KernelPlan::describe() const {
   if (PrefetchNextInputRow)
     OS << " prefetch-next-row(block=" << BlockElements << ",lines<=" << MaxShareLines << ")";
   if (PrefetchNextRegion)
-    OS << " prefetch-next-region(elements=" << RegionElements
-       << ",lines<=" << MaxRegionShareLines << ")";
+    OS << " prefetch-next-region(elements=" << RegionElements << ",lines<=" << MaxRegionShareLines
+       << ")";
   if (PrefetchRowsAhead)
     OS << " prefetch-rows(ahead=" << PrefetchRowsAhead << ",bytes=" << PrefetchRowBytes << ")";
   if (NonTemporal)

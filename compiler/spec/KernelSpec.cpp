@@ -9,17 +9,15 @@
 namespace gatherjit {
 
 bool KernelSpec::operator==(const KernelSpec &O) const {
-  auto Same = [&](const std::array<uint64_t, MaxRank> &A,
-                  const std::array<uint64_t, MaxRank> &B) {
+  auto Same = [&](const std::array<uint64_t, MaxRank> &A, const std::array<uint64_t, MaxRank> &B) {
     return std::equal(A.begin(), A.begin() + Rank, B.begin());
   };
   return Family == O.Family && PlanRows == O.PlanRows && ElemBytes == O.ElemBytes &&
-         OutElemBytes == O.OutElemBytes && Epilogue == O.Epilogue && RowIn == O.RowIn && RowOut == O.RowOut &&
-         IndexType == O.IndexType &&
-         Policy == O.Policy && Rank == O.Rank && Same(Sizes, O.Sizes) &&
-         Same(OutStride, O.OutStride) && Same(IdxStride, O.IdxStride) &&
-         Same(InStride, O.InStride) && Same(PosStride, O.PosStride) &&
-         TupleSize == O.TupleSize && TupleStride == O.TupleStride &&
+         OutElemBytes == O.OutElemBytes && Epilogue == O.Epilogue && RowIn == O.RowIn &&
+         RowOut == O.RowOut && IndexType == O.IndexType && Policy == O.Policy && Rank == O.Rank &&
+         Same(Sizes, O.Sizes) && Same(OutStride, O.OutStride) && Same(IdxStride, O.IdxStride) &&
+         Same(InStride, O.InStride) && Same(PosStride, O.PosStride) && TupleSize == O.TupleSize &&
+         TupleStride == O.TupleStride &&
          std::equal(AxisSize.begin(), AxisSize.begin() + TupleSize, O.AxisSize.begin()) &&
          std::equal(AxisStride.begin(), AxisStride.begin() + TupleSize, O.AxisStride.begin());
 }
@@ -38,8 +36,8 @@ size_t KernelSpec::hashValue() const {
   auto Rotl = [](uint64_t V, int By) { return (V << By) | (V >> (64 - By)); };
   uint64_t H = Lane(Sizes, 1) ^ Rotl(Lane(OutStride, 2), 11) ^ Rotl(Lane(IdxStride, 3), 22) ^
                Rotl(Lane(InStride, 4), 33) ^ Rotl(Lane(PosStride, 5), 44);
-  H ^= (ElemBytes | static_cast<uint64_t>(IndexType) << 16 |
-        static_cast<uint64_t>(Policy) << 32 | static_cast<uint64_t>(Rank) << 48) *
+  H ^= (ElemBytes | static_cast<uint64_t>(IndexType) << 16 | static_cast<uint64_t>(Policy) << 32 |
+        static_cast<uint64_t>(Rank) << 48) *
        0xc2b2ae3d27d4eb4full;
   H ^= AxisSize[0] * 0x165667b19e3779f9ull + AxisStride[0] * 0xd6e8feb86659fd93ull;
   for (unsigned C = 1; C < TupleSize; ++C)
@@ -71,8 +69,7 @@ bool KernelSpec::innerIsBlock() const {
   if (Rank == 0 || hasEpilogue()) // An epilogue reads each element (or row).
     return false;
   const unsigned L = Rank - 1;
-  return IdxStride[L] == 0 && PosStride[L] == 0 && InStride[L] == 1 &&
-         OutStride[L] == 1;
+  return IdxStride[L] == 0 && PosStride[L] == 0 && InStride[L] == 1 && OutStride[L] == 1;
 }
 
 std::string KernelSpec::symbolName() const {
@@ -83,7 +80,9 @@ std::string KernelSpec::symbolName() const {
   char Buf[96];
   const std::string Tuple = TupleSize > 1 ? "_t" + std::to_string(TupleSize) : "";
   std::snprintf(Buf, sizeof(Buf), "gj_%sb%u_%s_r%u%s_%s_%016llx",
-                !Family ? "" : PlanRows ? "rowfamily_" : "family_",
+                !Family    ? ""
+                : PlanRows ? "rowfamily_"
+                           : "family_",
                 ElemBytes, Idx, Rank, Tuple.c_str(), oobPolicyName(Policy),
                 static_cast<unsigned long long>(hashValue()));
   return Buf;
@@ -107,8 +106,7 @@ std::string KernelSpec::describe() const {
   if (PlanRows)
     OS << "planned_rows=" << PlanRows << " ";
   OS << "elem_bytes=" << ElemBytes << " index=" << dataTypeName(IndexType)
-     << " oob=" << oobPolicyName(Policy)
-     << " rank=" << Rank;
+     << " oob=" << oobPolicyName(Policy) << " rank=" << Rank;
   List("sizes", Sizes);
   List("out", OutStride);
   List("idx", IdxStride);
@@ -129,8 +127,7 @@ std::string KernelSpec::describe() const {
     char Key[24];
     std::snprintf(Key, sizeof(Key), "%016llx", static_cast<unsigned long long>(Epilogue.Key));
     OS << " epilogue=" << epilogueKindName(Epilogue.Kind) << ":" << dataTypeName(Epilogue.In)
-       << "->" << dataTypeName(Epilogue.Out) << ":" << Key
-       << " out_elem_bytes=" << OutElemBytes;
+       << "->" << dataTypeName(Epilogue.Out) << ":" << Key << " out_elem_bytes=" << OutElemBytes;
     if (Epilogue.Kind == EpilogueKind::Row)
       OS << " row_in=" << RowIn << " row_out=" << RowOut;
   }
@@ -223,8 +220,8 @@ void mergeContiguous(KernelSpec &S) {
       auto Contiguous = [&](const std::array<uint64_t, MaxRank> &St) {
         return St[P] == St[D] * S.Sizes[D];
       };
-      if (Contiguous(S.OutStride) && Contiguous(S.IdxStride) &&
-          Contiguous(S.InStride) && Contiguous(S.PosStride)) {
+      if (Contiguous(S.OutStride) && Contiguous(S.IdxStride) && Contiguous(S.InStride) &&
+          Contiguous(S.PosStride)) {
         S.Sizes[P] *= S.Sizes[D];
         S.OutStride[P] = S.OutStride[D];
         S.IdxStride[P] = S.IdxStride[D];
@@ -242,8 +239,7 @@ void mergeContiguous(KernelSpec &S) {
   }
   S.Rank = Out;
   for (unsigned D = S.Rank; D < MaxRank; ++D)
-    S.Sizes[D] = S.OutStride[D] = S.IdxStride[D] = S.InStride[D] =
-        S.PosStride[D] = 0;
+    S.Sizes[D] = S.OutStride[D] = S.IdxStride[D] = S.InStride[D] = S.PosStride[D] = 0;
 }
 
 } // namespace

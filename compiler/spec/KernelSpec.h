@@ -84,8 +84,7 @@ struct KernelSpec {
   bool hasEpilogue() const { return Epilogue.Kind != EpilogueKind::None; }
   /// True if an element is 1, 2, 4, 8 or 16 bytes: moved as one integer.
   bool integerSizedElement() const {
-    return ElemBytes == 1 || ElemBytes == 2 || ElemBytes == 4 || ElemBytes == 8 ||
-           ElemBytes == 16;
+    return ElemBytes == 1 || ElemBytes == 2 || ElemBytes == 4 || ElemBytes == 8 || ElemBytes == 16;
   }
   /// True if some component's axis is empty: no index is valid, nothing is
   /// read (Clamp writes zeros).

@@ -32,11 +32,21 @@ std::string quote(std::string_view Text, size_t Max, char Quote) {
   for (size_t I = 0; I < Text.size() && I < Max; ++I) {
     const unsigned char C = static_cast<unsigned char>(Text[I]);
     switch (C) {
-    case '\\': Out += "\\\\"; break;
-    case '\n': Out += "\\n"; break;
-    case '\r': Out += "\\r"; break;
-    case '\t': Out += "\\t"; break;
-    case '\0': Out += "\\0"; break;
+    case '\\':
+      Out += "\\\\";
+      break;
+    case '\n':
+      Out += "\\n";
+      break;
+    case '\r':
+      Out += "\\r";
+      break;
+    case '\t':
+      Out += "\\t";
+      break;
+    case '\0':
+      Out += "\\0";
+      break;
     default:
       if (C == static_cast<unsigned char>(Quote))
         Out += std::string("\\") + Quote;
@@ -78,13 +88,9 @@ constexpr std::array<TypeInfo, 16> Types = {{
 }};
 } // namespace
 
-const char *dataTypeName(DataType Type) {
-  return Types[static_cast<size_t>(Type)].Name;
-}
+const char *dataTypeName(DataType Type) { return Types[static_cast<size_t>(Type)].Name; }
 
-unsigned dataTypeSize(DataType Type) {
-  return Types[static_cast<size_t>(Type)].Size;
-}
+unsigned dataTypeSize(DataType Type) { return Types[static_cast<size_t>(Type)].Size; }
 
 std::optional<DataType> parseDataType(std::string_view Name) {
   for (const TypeInfo &Info : Types)
@@ -98,13 +104,11 @@ bool isDirectMLType(DataType Type) {
 }
 
 bool isIndexType(DataType Type) {
-  return Type == DataType::Int32 || Type == DataType::Int64 ||
-         Type == DataType::UInt32 || Type == DataType::UInt64;
+  return Type == DataType::Int32 || Type == DataType::Int64 || Type == DataType::UInt32 ||
+         Type == DataType::UInt64;
 }
 
-bool isSignedIndexType(DataType Type) {
-  return Type == DataType::Int32 || Type == DataType::Int64;
-}
+bool isSignedIndexType(DataType Type) { return Type == DataType::Int32 || Type == DataType::Int64; }
 
 const char *oobPolicyName(OobPolicy Policy) {
   switch (Policy) {
@@ -140,8 +144,8 @@ const char *featureLevelName(FeatureLevel Level) {
 }
 
 std::optional<FeatureLevel> parseFeatureLevel(std::string_view Name) {
-  for (FeatureLevel L : {FeatureLevel::L1_0, FeatureLevel::L2_1,
-                         FeatureLevel::L3_0, FeatureLevel::L4_1})
+  for (FeatureLevel L :
+       {FeatureLevel::L1_0, FeatureLevel::L2_1, FeatureLevel::L3_0, FeatureLevel::L4_1})
     if (Name == featureLevelName(L))
       return L;
   return std::nullopt;
@@ -160,31 +164,27 @@ std::vector<uint64_t> packedStrides(const std::vector<uint64_t> &Sizes) {
   for (size_t I = Sizes.size(); I-- > 0;) {
     Strides[I] = Stride;
     // Saturate: validation rejects the element count before it matters.
-    Stride = Sizes[I] != 0 && Stride > UINT64_MAX / Sizes[I]
-                 ? UINT64_MAX
-                 : Stride * Sizes[I];
+    Stride = Sizes[I] != 0 && Stride > UINT64_MAX / Sizes[I] ? UINT64_MAX : Stride * Sizes[I];
   }
   return Strides;
 }
 
 static std::string axisRangeMessage(const char *Op, int64_t Axis, size_t Rank) {
-  return std::string(Op) + ": axis = " + std::to_string(Axis) +
-         " is out of range for a " + std::to_string(Rank) +
-         "-D data tensor; use " + std::to_string(-static_cast<int64_t>(Rank)) +
-         ".." + std::to_string(static_cast<int64_t>(Rank) - 1);
+  return std::string(Op) + ": axis = " + std::to_string(Axis) + " is out of range for a " +
+         std::to_string(Rank) + "-D data tensor; use " +
+         std::to_string(-static_cast<int64_t>(Rank)) + ".." +
+         std::to_string(static_cast<int64_t>(Rank) - 1);
 }
 
-Expected<GatherElementsDesc> onnxGatherElements(const TensorDesc &Data,
-                                                const TensorDesc &Indices,
+Expected<GatherElementsDesc> onnxGatherElements(const TensorDesc &Data, const TensorDesc &Indices,
                                                 int64_t Axis) {
   const int64_t Rank = Data.rank();
   if (Rank < 1)
-    return Status::invalidArgument(
-        "GatherElements: data must have rank >= 1, got a scalar");
+    return Status::invalidArgument("GatherElements: data must have rank >= 1, got a scalar");
   if (Indices.rank() != Data.rank())
-    return Status::invalidArgument(
-        "GatherElements: indices rank " + std::to_string(Indices.rank()) +
-        " must equal data rank " + std::to_string(Rank));
+    return Status::invalidArgument("GatherElements: indices rank " +
+                                   std::to_string(Indices.rank()) + " must equal data rank " +
+                                   std::to_string(Rank));
   if (Axis < -Rank || Axis >= Rank)
     return Status::invalidArgument(axisRangeMessage("GatherElements", Axis, Rank));
   GatherElementsDesc Desc;
@@ -198,8 +198,7 @@ Expected<GatherElementsDesc> onnxGatherElements(const TensorDesc &Data,
 }
 
 std::vector<uint64_t> onnxGatherOutputShape(const std::vector<uint64_t> &Data,
-                                            const std::vector<uint64_t> &Indices,
-                                            unsigned Axis) {
+                                            const std::vector<uint64_t> &Indices, unsigned Axis) {
   std::vector<uint64_t> Shape(Data.begin(), Data.begin() + Axis);
   Shape.insert(Shape.end(), Indices.begin(), Indices.end());
   Shape.insert(Shape.end(), Data.begin() + Axis + 1, Data.end());
@@ -216,22 +215,19 @@ static TensorDesc padLeading(const TensorDesc &Desc, size_t Rank) {
   return Padded;
 }
 
-Expected<GatherDesc> onnxGather(const TensorDesc &Data,
-                                const TensorDesc &Indices, int64_t Axis) {
+Expected<GatherDesc> onnxGather(const TensorDesc &Data, const TensorDesc &Indices, int64_t Axis) {
   const int64_t Rank = Data.rank();
   if (Rank < 1)
-    return Status::invalidArgument(
-        "Gather: data must have rank >= 1, got a scalar");
+    return Status::invalidArgument("Gather: data must have rank >= 1, got a scalar");
   if (Axis < -Rank || Axis >= Rank)
     return Status::invalidArgument(axisRangeMessage("Gather", Axis, Rank));
   const unsigned A = static_cast<unsigned>(Axis < 0 ? Axis + Rank : Axis);
   const size_t OutRank = Data.rank() + Indices.rank() - 1;
   if (OutRank > MaxRank)
-    return Status::invalidArgument(
-        "Gather: output rank = data rank " + std::to_string(Rank) +
-        " + indices rank " + std::to_string(Indices.rank()) + " - 1 = " +
-        std::to_string(OutRank) + " exceeds the maximum of " +
-        std::to_string(MaxRank));
+    return Status::invalidArgument("Gather: output rank = data rank " + std::to_string(Rank) +
+                                   " + indices rank " + std::to_string(Indices.rank()) +
+                                   " - 1 = " + std::to_string(OutRank) +
+                                   " exceeds the maximum of " + std::to_string(MaxRank));
   if (Indices.Strides && Indices.Strides->size() != Indices.rank())
     return Status::invalidArgument("Gather: indices strides do not match its rank");
   // DirectML's Gather needs one DimensionCount for all three tensors.
@@ -263,35 +259,34 @@ Expected<GatherNDDesc> onnxGatherND(const TensorDesc &Data, const TensorDesc &In
     return Status::invalidArgument(std::string("GatherND: ") + (R < 1 ? "data" : "indices") +
                                    " must have rank >= 1, got a scalar");
   if (BatchDims < 0 || BatchDims >= std::min(R, Q))
-    return Status::invalidArgument(
-        "GatherND: batch_dims = " + std::to_string(BatchDims) + " is out of range for " +
-        std::to_string(R) + "-D data and " + std::to_string(Q) + "-D indices; use 0.." +
-        std::to_string(std::min(R, Q) - 1));
+    return Status::invalidArgument("GatherND: batch_dims = " + std::to_string(BatchDims) +
+                                   " is out of range for " + std::to_string(R) + "-D data and " +
+                                   std::to_string(Q) + "-D indices; use 0.." +
+                                   std::to_string(std::min(R, Q) - 1));
   const unsigned B = static_cast<unsigned>(BatchDims);
   for (unsigned D = 0; D < B; ++D)
     if (Data.Sizes[D] != Indices.Sizes[D])
       return Status::invalidArgument(
-          "GatherND: the batch dimensions of data " + shapeString(Data.Sizes) +
-          " and indices " + shapeString(Indices.Sizes) + " differ at dimension " +
-          std::to_string(D) + " (batch_dims = " + std::to_string(B) + ")");
+          "GatherND: the batch dimensions of data " + shapeString(Data.Sizes) + " and indices " +
+          shapeString(Indices.Sizes) + " differ at dimension " + std::to_string(D) +
+          " (batch_dims = " + std::to_string(B) + ")");
   const uint64_t T = Indices.Sizes.back();
   if (T < 1 || T > static_cast<uint64_t>(R - B))
-    return Status::invalidArgument(
-        "GatherND: the last dimension of indices " + shapeString(Indices.Sizes) +
-        " is the index tuple's length, " + std::to_string(T) + ", which must be in 1.." +
-        std::to_string(R - B) + " (data rank " + std::to_string(R) + " - batch_dims " +
-        std::to_string(B) + ")");
+    return Status::invalidArgument("GatherND: the last dimension of indices " +
+                                   shapeString(Indices.Sizes) + " is the index tuple's length, " +
+                                   std::to_string(T) + ", which must be in 1.." +
+                                   std::to_string(R - B) + " (data rank " + std::to_string(R) +
+                                   " - batch_dims " + std::to_string(B) + ")");
   if (Indices.Strides && Indices.Strides->size() != Indices.rank())
     return Status::invalidArgument("GatherND: indices strides do not match its rank");
   if (Data.Strides && Data.Strides->size() != Data.rank())
     return Status::invalidArgument("GatherND: data strides do not match its rank");
   std::vector<uint64_t> OutShape = onnxGatherNDOutputShape(Data.Sizes, Indices.Sizes, B);
-  const size_t Common = std::max({OutShape.size(), Data.Sizes.size(), Indices.Sizes.size(),
-                                  size_t(1)});
+  const size_t Common =
+      std::max({OutShape.size(), Data.Sizes.size(), Indices.Sizes.size(), size_t(1)});
   if (Common > MaxRank)
-    return Status::invalidArgument("GatherND: the output rank " +
-                                   std::to_string(OutShape.size()) + " exceeds the maximum of " +
-                                   std::to_string(MaxRank));
+    return Status::invalidArgument("GatherND: the output rank " + std::to_string(OutShape.size()) +
+                                   " exceeds the maximum of " + std::to_string(MaxRank));
   GatherNDDesc Desc;
   Desc.Input = padLeading(Data, Common);
   Desc.Indices = padLeading(Indices, Common);

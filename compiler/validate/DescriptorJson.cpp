@@ -67,8 +67,7 @@ Status checkKeys(const json &Object, const std::string &Where,
   return Status::ok();
 }
 
-Status readUInt(const json &Value, const std::string &Field, uint64_t Max,
-                uint64_t &Out) {
+Status readUInt(const json &Value, const std::string &Field, uint64_t Max, uint64_t &Out) {
   if (!Value.is_number_integer())
     return fieldError(Field, "must be an integer, got " + shown(Value));
   if (Value.is_number_unsigned()) {
@@ -80,22 +79,18 @@ Status readUInt(const json &Value, const std::string &Field, uint64_t Max,
     Out = static_cast<uint64_t>(V);
   }
   if (Out > Max)
-    return fieldError(Field, "= " + std::to_string(Out) + " exceeds " +
-                                 std::to_string(Max));
+    return fieldError(Field, "= " + std::to_string(Out) + " exceeds " + std::to_string(Max));
   return Status::ok();
 }
 
-Status readUIntArray(const json &Value, const std::string &Field,
-                     std::vector<uint64_t> &Out) {
+Status readUIntArray(const json &Value, const std::string &Field, std::vector<uint64_t> &Out) {
   if (!Value.is_array())
     return fieldError(Field, "must be an array of integers");
   if (Value.size() > 64)
     return fieldError(Field, "has " + std::to_string(Value.size()) + " entries");
   for (size_t I = 0; I < Value.size(); ++I) {
     uint64_t V;
-    if (Status S = readUInt(Value[I], Field + "[" + std::to_string(I) + "]",
-                            UINT64_MAX, V);
-        !S)
+    if (Status S = readUInt(Value[I], Field + "[" + std::to_string(I) + "]", UINT64_MAX, V); !S)
       return S;
     Out.push_back(V);
   }
@@ -251,8 +246,7 @@ Status readOptions(const json &Root, ValidateOptions &Options) {
     if (Oob->is_string())
       Policy = parseOobPolicy(Oob->get<std::string>());
     if (!Policy)
-      return fieldError("oob", "= " + shown(*Oob) +
-                                   " must be \"check\", \"clamp\" or \"clip\"");
+      return fieldError("oob", "= " + shown(*Oob) + " must be \"check\", \"clamp\" or \"clip\"");
     Options.Policy = *Policy;
   }
   return Status::ok();
@@ -267,8 +261,8 @@ Expected<JsonDescriptor> parseDescriptorJson(std::string_view Text) {
   const json &Root = *Parsed;
   if (Status S = checkKeys(Root, "",
                            {"operator", "axis", "index_dimensions", "input_dimension_count",
-                            "indices_dimension_count", "batch_dimension_count",
-                            "feature_level", "oob", "input", "indices", "output"});
+                            "indices_dimension_count", "batch_dimension_count", "feature_level",
+                            "oob", "input", "indices", "output"});
       !S)
     return S;
   JsonDescriptor D;

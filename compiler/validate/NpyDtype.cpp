@@ -13,31 +13,46 @@ namespace {
 std::optional<DataType> numericType(char Kind, unsigned Size) {
   switch (Kind) {
   case 'f':
-    if (Size == 2) return DataType::Float16;
-    if (Size == 4) return DataType::Float32;
-    if (Size == 8) return DataType::Float64;
+    if (Size == 2)
+      return DataType::Float16;
+    if (Size == 4)
+      return DataType::Float32;
+    if (Size == 8)
+      return DataType::Float64;
     break;
   case 'i':
-    if (Size == 1) return DataType::Int8;
-    if (Size == 2) return DataType::Int16;
-    if (Size == 4) return DataType::Int32;
-    if (Size == 8) return DataType::Int64;
+    if (Size == 1)
+      return DataType::Int8;
+    if (Size == 2)
+      return DataType::Int16;
+    if (Size == 4)
+      return DataType::Int32;
+    if (Size == 8)
+      return DataType::Int64;
     break;
   case 'u':
-    if (Size == 1) return DataType::UInt8;
-    if (Size == 2) return DataType::UInt16;
-    if (Size == 4) return DataType::UInt32;
-    if (Size == 8) return DataType::UInt64;
+    if (Size == 1)
+      return DataType::UInt8;
+    if (Size == 2)
+      return DataType::UInt16;
+    if (Size == 4)
+      return DataType::UInt32;
+    if (Size == 8)
+      return DataType::UInt64;
     break;
   case 'b':
-    if (Size == 1) return DataType::Bool;
+    if (Size == 1)
+      return DataType::Bool;
     break;
   case 'c':
-    if (Size == 8) return DataType::Complex64;
-    if (Size == 16) return DataType::Complex128;
+    if (Size == 8)
+      return DataType::Complex64;
+    if (Size == 16)
+      return DataType::Complex128;
     break;
   case 'V':
-    if (Size == 2) return DataType::BFloat16;
+    if (Size == 2)
+      return DataType::BFloat16;
     break;
   default:
     break;
@@ -54,12 +69,12 @@ Expected<NpyDtype> parseNpyDescr(const std::string &Descr) {
   if (Order != '<' && Order != '>' && Order != '|' && Order != '=')
     return Status::invalidArgument("dtype " + quote(Descr) + " has an unknown byte order");
   if (Kind == 'O')
-    return Status::invalidArgument(
-        "object .npy arrays (pickles) are not supported; dtype " + quote(Descr));
+    return Status::invalidArgument("object .npy arrays (pickles) are not supported; dtype " +
+                                   quote(Descr));
   const std::string Digits = Descr.substr(2);
-  if (Digits.empty() || Digits.size() > 6 ||
-      !std::all_of(Digits.begin(), Digits.end(),
-                   [](char C) { return std::isdigit(static_cast<unsigned char>(C)); }))
+  if (Digits.empty() || Digits.size() > 6 || !std::all_of(Digits.begin(), Digits.end(), [](char C) {
+        return std::isdigit(static_cast<unsigned char>(C));
+      }))
     return Status::invalidArgument("unsupported .npy dtype " + quote(Descr));
   const unsigned Size = static_cast<unsigned>(std::stoul(Digits));
   NpyDtype D;
@@ -83,22 +98,38 @@ Expected<NpyDtype> parseNpyDescr(const std::string &Descr) {
 
 std::string npyDescr(DataType Type) {
   switch (Type) {
-  case DataType::Float64: return "<f8";
-  case DataType::Float32: return "<f4";
-  case DataType::Float16: return "<f2";
-  case DataType::Int64: return "<i8";
-  case DataType::Int32: return "<i4";
-  case DataType::Int16: return "<i2";
-  case DataType::Int8: return "|i1";
-  case DataType::UInt64: return "<u8";
-  case DataType::UInt32: return "<u4";
-  case DataType::UInt16: return "<u2";
-  case DataType::UInt8: return "|u1";
-  case DataType::BFloat16: return "<V2";
-  case DataType::Bool: return "|b1";
-  case DataType::Complex64: return "<c8";
-  case DataType::Complex128: return "<c16";
-  case DataType::Opaque: return "";
+  case DataType::Float64:
+    return "<f8";
+  case DataType::Float32:
+    return "<f4";
+  case DataType::Float16:
+    return "<f2";
+  case DataType::Int64:
+    return "<i8";
+  case DataType::Int32:
+    return "<i4";
+  case DataType::Int16:
+    return "<i2";
+  case DataType::Int8:
+    return "|i1";
+  case DataType::UInt64:
+    return "<u8";
+  case DataType::UInt32:
+    return "<u4";
+  case DataType::UInt16:
+    return "<u2";
+  case DataType::UInt8:
+    return "|u1";
+  case DataType::BFloat16:
+    return "<V2";
+  case DataType::Bool:
+    return "|b1";
+  case DataType::Complex64:
+    return "<c8";
+  case DataType::Complex128:
+    return "<c16";
+  case DataType::Opaque:
+    return "";
   }
   return "";
 }

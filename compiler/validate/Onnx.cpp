@@ -29,9 +29,9 @@ Expected<OnnxDesc> onnxDesc(const OnnxNode &Node) {
       return G.status();
     D.Gather = G.take();
     const int64_t Rank = static_cast<int64_t>(Node.Data.rank());
-    D.OutputShape = onnxGatherOutputShape(
-        Node.Data.Sizes, Node.Indices.Sizes,
-        static_cast<unsigned>(Node.Axis < 0 ? Node.Axis + Rank : Node.Axis));
+    D.OutputShape =
+        onnxGatherOutputShape(Node.Data.Sizes, Node.Indices.Sizes,
+                              static_cast<unsigned>(Node.Axis < 0 ? Node.Axis + Rank : Node.Axis));
     return D;
   }
   case OpKind::GatherND: {

@@ -8,8 +8,8 @@
 #include "gatherjit/Validate.h"
 
 #include <algorithm>
-#include <type_traits>
 #include <tuple>
+#include <type_traits>
 
 namespace gatherjit {
 
@@ -43,12 +43,11 @@ struct SupportRow {
 
 using DT = DataType;
 const std::vector<DT> FloatsOnly = {DT::Float32, DT::Float16};
-const std::vector<DT> Level21Data = {DT::Float32, DT::Float16, DT::Int32,
-                                     DT::Int16,   DT::Int8,    DT::UInt32,
-                                     DT::UInt16,  DT::UInt8};
-const std::vector<DT> Level41Data = {
-    DT::Float64, DT::Float32, DT::Float16, DT::Int64, DT::Int32, DT::Int16,
-    DT::Int8,    DT::UInt64,  DT::UInt32,  DT::UInt16, DT::UInt8};
+const std::vector<DT> Level21Data = {DT::Float32, DT::Float16, DT::Int32,  DT::Int16,
+                                     DT::Int8,    DT::UInt32,  DT::UInt16, DT::UInt8};
+const std::vector<DT> Level41Data = {DT::Float64, DT::Float32, DT::Float16, DT::Int64,
+                                     DT::Int32,   DT::Int16,   DT::Int8,    DT::UInt64,
+                                     DT::UInt32,  DT::UInt16,  DT::UInt8};
 const std::vector<DT> AllIndex = {DT::Int64, DT::Int32, DT::UInt64, DT::UInt32};
 
 std::optional<SupportRow> supportRow(OpKind Op, FeatureLevel Level) {
@@ -83,16 +82,14 @@ public:
   Status check(TensorDesc &T, const char *Name) {
     const std::string P = std::string(Op) + ": " + Name;
     if (T.rank() < 1 || T.rank() > MaxRank)
-      return Status::invalidArgument(P + ".DimensionCount = " +
-                                     std::to_string(T.rank()) +
-                                     " is out of range; use 1.." +
-                                     std::to_string(MaxRank));
+      return Status::invalidArgument(P + ".DimensionCount = " + std::to_string(T.rank()) +
+                                     " is out of range; use 1.." + std::to_string(MaxRank));
     if (T.Type == DataType::Opaque && T.OpaqueBytes == 0)
       return Status::invalidArgument(P + ".DataType = OPAQUE needs an element size > 0");
     if (T.Strides && T.Strides->size() != T.rank())
-      return Status::invalidArgument(
-          P + ".Strides has " + std::to_string(T.Strides->size()) +
-          " entries but " + Name + ".Sizes has " + std::to_string(T.rank()));
+      return Status::invalidArgument(P + ".Strides has " + std::to_string(T.Strides->size()) +
+                                     " entries but " + Name + ".Sizes has " +
+                                     std::to_string(T.rank()));
     if (!T.Strides)
       T.Strides = packedStrides(T.Sizes);
     uint64_t Count = 1;
@@ -114,15 +111,14 @@ public:
     if (Count != 0 && Count > static_cast<uint64_t>(INT64_MAX))
       Overflow = true;
     if (Overflow || Bytes > static_cast<uint64_t>(INT64_MAX))
-      return Status::invalidArgument(
-          P + " with Sizes = " + shapeString(T.Sizes) + " and Strides = " +
-          shapeString(*T.Strides) + " addresses more than 2^63 bytes");
+      return Status::invalidArgument(P + " with Sizes = " + shapeString(T.Sizes) +
+                                     " and Strides = " + shapeString(*T.Strides) +
+                                     " addresses more than 2^63 bytes");
     if (T.TotalBytes && Bytes > *T.TotalBytes)
       return Status::invalidArgument(
-          P + ": Sizes = " + shapeString(T.Sizes) + " and Strides = " +
-          shapeString(*T.Strides) + " address " + std::to_string(Bytes) +
-          " bytes, outside the buffer of TotalBytes = " +
-          std::to_string(*T.TotalBytes));
+          P + ": Sizes = " + shapeString(T.Sizes) + " and Strides = " + shapeString(*T.Strides) +
+          " address " + std::to_string(Bytes) +
+          " bytes, outside the buffer of TotalBytes = " + std::to_string(*T.TotalBytes));
     return Status::ok();
   }
 
@@ -137,15 +133,14 @@ public:
         Dims.push_back(D);
     }
     const auto &St = *T.Strides;
-    std::sort(Dims.begin(), Dims.end(),
-              [&](unsigned A, unsigned B) { return St[A] < St[B]; });
+    std::sort(Dims.begin(), Dims.end(), [&](unsigned A, unsigned B) { return St[A] < St[B]; });
     uint64_t Span = 1; // Elements covered by the dimensions seen so far.
     for (unsigned D : Dims) {
       if (St[D] < Span)
         return Status::invalidArgument(
             std::string(Op) + ": " + Name + ".Strides = " + shapeString(St) +
-            " make elements overlap (Strides[" + std::to_string(D) + "] = " +
-            std::to_string(St[D]) + " with Sizes = " + shapeString(T.Sizes) +
+            " make elements overlap (Strides[" + std::to_string(D) +
+            "] = " + std::to_string(St[D]) + " with Sizes = " + shapeString(T.Sizes) +
             "); an output needs distinct elements");
       Span = St[D] * (T.Sizes[D] - 1) + Span;
     }
@@ -161,21 +156,19 @@ Status checkFeatureLevel(OpKind Op, const ValidDesc &V, FeatureLevel Level) {
   const std::string At = " at FeatureLevel = " + std::string(featureLevelName(Level));
   std::optional<SupportRow> Row = supportRow(Op, Level);
   if (!Row)
-    return Status::unsupported(P + "the operator was introduced in feature "
+    return Status::unsupported(P +
+                               "the operator was introduced in feature "
                                "level 2_1; FeatureLevel = " +
                                featureLevelName(Level) + " does not have it");
-  for (auto [T, Name] : {std::pair{&V.Input, "InputTensor"},
-                         std::pair{&V.Indices, "IndicesTensor"},
+  for (auto [T, Name] : {std::pair{&V.Input, "InputTensor"}, std::pair{&V.Indices, "IndicesTensor"},
                          std::pair{&V.Output, "OutputTensor"}}) {
     if (Row->Only4D && T->rank() != 4)
-      return Status::unsupported(P + Name + ".DimensionCount = " +
-                                 std::to_string(T->rank()) +
+      return Status::unsupported(P + Name + ".DimensionCount = " + std::to_string(T->rank()) +
                                  " is not supported" + At + "; only 4 is");
     const auto &Allowed = T == &V.Indices ? Row->Index : Row->Data;
     if (std::find(Allowed.begin(), Allowed.end(), T->Type) == Allowed.end())
-      return Status::unsupported(P + Name + ".DataType = " +
-                                 dataTypeName(T->Type) + " is not supported" +
-                                 At + "; use " + typeList(Allowed));
+      return Status::unsupported(P + Name + ".DataType = " + dataTypeName(T->Type) +
+                                 " is not supported" + At + "; use " + typeList(Allowed));
   }
   return Status::ok();
 }
@@ -184,8 +177,7 @@ Status checkFeatureLevel(OpKind Op, const ValidDesc &V, FeatureLevel Level) {
 Status checkCommon(OpKind Op, ValidDesc &V, const ValidateOptions &Options) {
   const std::string P = std::string(opKindName(Op)) + ": ";
   TensorChecker Checker(opKindName(Op));
-  for (auto [T, Name] : {std::pair{&V.Input, "InputTensor"},
-                         std::pair{&V.Indices, "IndicesTensor"},
+  for (auto [T, Name] : {std::pair{&V.Input, "InputTensor"}, std::pair{&V.Indices, "IndicesTensor"},
                          std::pair{&V.Output, "OutputTensor"}})
     if (Status S = Checker.check(*T, Name); !S)
       return S;
@@ -198,20 +190,17 @@ Status checkCommon(OpKind Op, ValidDesc &V, const ValidateOptions &Options) {
         P + "OutputTensor.DimensionCount = " + std::to_string(V.Output.rank()) +
         " must equal InputTensor.DimensionCount = " + std::to_string(V.Input.rank()));
   if (V.Axis >= V.Input.rank())
-    return Status::invalidArgument(
-        P + "Axis = " + std::to_string(V.Axis) + " is out of range for a " +
-        std::to_string(V.Input.rank()) + "-D InputTensor; use 0.." +
-        std::to_string(V.Input.rank() - 1));
+    return Status::invalidArgument(P + "Axis = " + std::to_string(V.Axis) +
+                                   " is out of range for a " + std::to_string(V.Input.rank()) +
+                                   "-D InputTensor; use 0.." + std::to_string(V.Input.rank() - 1));
   if (!isIndexType(V.Indices.Type))
-    return Status::invalidArgument(
-        P + "IndicesTensor.DataType = " + dataTypeName(V.Indices.Type) +
-        " is not an index type; use INT32, INT64, UINT32 or UINT64");
+    return Status::invalidArgument(P + "IndicesTensor.DataType = " + dataTypeName(V.Indices.Type) +
+                                   " is not an index type; use INT32, INT64, UINT32 or UINT64");
   const EpilogueSignature &E = Options.Epilogue;
   V.Epilogue = E;
   if (E.Kind != EpilogueKind::None) {
-    for (auto [T, Name, Want, Role] :
-         {std::tuple{&V.Input, "InputTensor", E.In, "takes"},
-          std::tuple{&V.Output, "OutputTensor", E.Out, "returns"}})
+    for (auto [T, Name, Want, Role] : {std::tuple{&V.Input, "InputTensor", E.In, "takes"},
+                                       std::tuple{&V.Output, "OutputTensor", E.Out, "returns"}})
       if (T->Type != Want)
         return Status::invalidArgument(P + Name + ".DataType = " + dataTypeName(T->Type) +
                                        " does not match the epilogue, which " + Role + " " +
@@ -224,16 +213,15 @@ Status checkCommon(OpKind Op, ValidDesc &V, const ValidateOptions &Options) {
   if (E.Kind == EpilogueKind::None && V.Output.elementBytes() != V.Input.elementBytes())
     return Status::invalidArgument(
         P + "OutputTensor element size = " + std::to_string(V.Output.elementBytes()) +
-        " bytes must equal InputTensor element size = " +
-        std::to_string(V.Input.elementBytes()) + " bytes");
+        " bytes must equal InputTensor element size = " + std::to_string(V.Input.elementBytes()) +
+        " bytes");
   if (Options.Level) {
     for (const TensorDesc *T : {&V.Input, &V.Indices})
       if (!isDirectMLType(T->Type))
-        return Status::unsupported(
-            P + (T == &V.Input ? "InputTensor" : "IndicesTensor") +
-            ".DataType = " + dataTypeName(T->Type) +
-            " is an extension that no DirectML feature level supports; "
-            "omit feature_level to use it");
+        return Status::unsupported(P + (T == &V.Input ? "InputTensor" : "IndicesTensor") +
+                                   ".DataType = " + dataTypeName(T->Type) +
+                                   " is an extension that no DirectML feature level supports; "
+                                   "omit feature_level to use it");
   }
   return Status::ok();
 }
@@ -260,12 +248,10 @@ Expected<ValidDesc> validateOp(const GatherElementsDesc &Desc, const ValidateOpt
     const uint64_t In = V.Input.Sizes[D], Idx = V.Indices.Sizes[D];
     if (Options.AllowSmallerIndices ? Idx > In : Idx != In)
       return Status::invalidArgument(
-          P + "IndicesTensor.Sizes[" + std::to_string(D) + "] = " +
-          std::to_string(Idx) +
+          P + "IndicesTensor.Sizes[" + std::to_string(D) + "] = " + std::to_string(Idx) +
           (Options.AllowSmallerIndices ? " must not exceed" : " must equal") +
-          " InputTensor.Sizes[" + std::to_string(D) + "] = " +
-          std::to_string(In) + " (all dimensions but Axis = " +
-          std::to_string(V.Axis) + ")");
+          " InputTensor.Sizes[" + std::to_string(D) + "] = " + std::to_string(In) +
+          " (all dimensions but Axis = " + std::to_string(V.Axis) + ")");
   }
   for (unsigned D = 0; D < V.rank(); ++D)
     if (V.Output.Sizes[D] != V.Indices.Sizes[D])
@@ -297,18 +283,17 @@ Expected<ValidDesc> validateOp(const GatherDesc &Desc, const ValidateOptions &Op
   // The document says [0, DimensionCount), but its Example 1 uses K equal
   // to the DimensionCount of 1-D indices; K == N is allowed.
   if (K > N)
-    return Status::invalidArgument(
-        P + "IndexDimensions = " + std::to_string(K) +
-        " exceeds IndicesTensor.DimensionCount = " + std::to_string(N) +
-        "; use 0.." + std::to_string(N));
+    return Status::invalidArgument(P + "IndexDimensions = " + std::to_string(K) +
+                                   " exceeds IndicesTensor.DimensionCount = " + std::to_string(N) +
+                                   "; use 0.." + std::to_string(N));
   for (unsigned D = 0; D < N - K; ++D)
     if (V.Indices.Sizes[D] != 1)
-      return Status::invalidArgument(
-          P + "IndicesTensor.Sizes[" + std::to_string(D) + "] = " +
-          std::to_string(V.Indices.Sizes[D]) +
-          " must be 1: with IndexDimensions = " + std::to_string(K) +
-          " only the last " + std::to_string(K) + " of IndicesTensor.Sizes = " +
-          shapeString(V.Indices.Sizes) + " are indices");
+      return Status::invalidArgument(P + "IndicesTensor.Sizes[" + std::to_string(D) +
+                                     "] = " + std::to_string(V.Indices.Sizes[D]) +
+                                     " must be 1: with IndexDimensions = " + std::to_string(K) +
+                                     " only the last " + std::to_string(K) +
+                                     " of IndicesTensor.Sizes = " + shapeString(V.Indices.Sizes) +
+                                     " are indices");
   // The original rank ignores the leading ones that pad the input.
   unsigned LeadingOnes = 0;
   while (LeadingOnes < N && V.Input.Sizes[LeadingOnes] == 1)
@@ -317,8 +302,8 @@ Expected<ValidDesc> validateOp(const GatherDesc &Desc, const ValidateOptions &Op
   if (OriginalRank + K - 1 > N)
     return Status::invalidArgument(
         P + "original rank of InputTensor (" + std::to_string(OriginalRank) +
-        ", Sizes = " + shapeString(V.Input.Sizes) + ") + IndexDimensions (" +
-        std::to_string(K) + ") - 1 = " + std::to_string(OriginalRank + K - 1) +
+        ", Sizes = " + shapeString(V.Input.Sizes) + ") + IndexDimensions (" + std::to_string(K) +
+        ") - 1 = " + std::to_string(OriginalRank + K - 1) +
         " exceeds OutputTensor.DimensionCount = " + std::to_string(N));
   // Output sizes: the input's leading and trailing segments around Axis with
   // the index dimensions between, right-aligned into N dimensions.
@@ -327,21 +312,22 @@ Expected<ValidDesc> validateOp(const GatherDesc &Desc, const ValidateOptions &Op
   Full.insert(Full.end(), V.Input.Sizes.begin() + V.Axis + 1, V.Input.Sizes.end());
   while (Full.size() > N) {
     if (Full.front() != 1)
-      return Status::invalidArgument(
-          P + "the output sizes would drop a leading dimension of size " +
-          std::to_string(Full.front()) + " to fit OutputTensor.DimensionCount = " +
-          std::to_string(N) + "; only leading ones are cropped");
+      return Status::invalidArgument(P +
+                                     "the output sizes would drop a leading dimension of size " +
+                                     std::to_string(Full.front()) +
+                                     " to fit OutputTensor.DimensionCount = " + std::to_string(N) +
+                                     "; only leading ones are cropped");
     Full.erase(Full.begin());
   }
   while (Full.size() < N)
     Full.insert(Full.begin(), 1);
   if (V.Output.Sizes != Full)
-    return Status::invalidArgument(
-        P + "OutputTensor.Sizes = " + shapeString(V.Output.Sizes) + " must equal " +
-        shapeString(Full) + " (InputTensor.Sizes[0.." + std::to_string(V.Axis) +
-        "), the last IndexDimensions = " + std::to_string(K) +
-        " of IndicesTensor.Sizes, InputTensor.Sizes[" +
-        std::to_string(V.Axis + 1) + "..], right-aligned)");
+    return Status::invalidArgument(P + "OutputTensor.Sizes = " + shapeString(V.Output.Sizes) +
+                                   " must equal " + shapeString(Full) + " (InputTensor.Sizes[0.." +
+                                   std::to_string(V.Axis) +
+                                   "), the last IndexDimensions = " + std::to_string(K) +
+                                   " of IndicesTensor.Sizes, InputTensor.Sizes[" +
+                                   std::to_string(V.Axis + 1) + "..], right-aligned)");
   if (Status S = checkOutputLayout(Op, V); !S)
     return S;
   if (Options.Level)
@@ -371,11 +357,11 @@ Status checkGatherNDOutputSizes(const ValidDesc &V) {
         std::to_string(N));
   Full.insert(Full.begin(), N - Full.size(), 1);
   if (V.Output.Sizes != Full)
-    return Status::invalidArgument(
-        P + "OutputTensor.Sizes = " + shapeString(V.Output.Sizes) + " must equal " +
-        shapeString(Full) + " (the meaningful IndicesTensor.Sizes but the last, then " +
-        "InputTensor.Sizes after the batch and the " + std::to_string(T) +
-        " tuple dimensions, right-aligned)");
+    return Status::invalidArgument(P + "OutputTensor.Sizes = " + shapeString(V.Output.Sizes) +
+                                   " must equal " + shapeString(Full) +
+                                   " (the meaningful IndicesTensor.Sizes but the last, then " +
+                                   "InputTensor.Sizes after the batch and the " +
+                                   std::to_string(T) + " tuple dimensions, right-aligned)");
   return Status::ok();
 }
 
@@ -395,41 +381,40 @@ Expected<ValidDesc> validateOp(const GatherNDDesc &Desc, const ValidateOptions &
     return S;
   const unsigned N = V.rank(), IC = V.InputDimensionCount, QC = V.IndicesDimensionCount,
                  B = V.BatchDimensionCount;
-  for (auto [Count, Field, Tensor] :
-       {std::tuple{IC, "InputDimensionCount", &V.Input},
-        std::tuple{QC, "IndicesDimensionCount", &V.Indices}}) {
+  for (auto [Count, Field, Tensor] : {std::tuple{IC, "InputDimensionCount", &V.Input},
+                                      std::tuple{QC, "IndicesDimensionCount", &V.Indices}}) {
     const char *Name = Tensor == &V.Input ? "InputTensor" : "IndicesTensor";
     if (Count < 1 || Count > N)
       return Status::invalidArgument(P + Field + " = " + std::to_string(Count) +
-                                     " is out of range; use 1.." + std::to_string(N) + " (" +
-                                     Name + ".DimensionCount)");
+                                     " is out of range; use 1.." + std::to_string(N) + " (" + Name +
+                                     ".DimensionCount)");
     for (unsigned D = 0; D < N - Count; ++D)
       if (Tensor->Sizes[D] != 1)
         return Status::invalidArgument(
-            P + Name + ".Sizes[" + std::to_string(D) + "] = " +
-            std::to_string(Tensor->Sizes[D]) + " must be 1: with " + Field + " = " +
-            std::to_string(Count) + " only the last " + std::to_string(Count) + " of " +
-            Name + ".Sizes = " + shapeString(Tensor->Sizes) + " are meaningful");
+            P + Name + ".Sizes[" + std::to_string(D) + "] = " + std::to_string(Tensor->Sizes[D]) +
+            " must be 1: with " + Field + " = " + std::to_string(Count) + " only the last " +
+            std::to_string(Count) + " of " + Name + ".Sizes = " + shapeString(Tensor->Sizes) +
+            " are meaningful");
   }
   if (B >= IC || B >= QC)
-    return Status::invalidArgument(
-        P + "BatchDimensionCount = " + std::to_string(B) + " must be less than both " +
-        "InputDimensionCount = " + std::to_string(IC) + " and IndicesDimensionCount = " +
-        std::to_string(QC));
+    return Status::invalidArgument(P + "BatchDimensionCount = " + std::to_string(B) +
+                                   " must be less than both " +
+                                   "InputDimensionCount = " + std::to_string(IC) +
+                                   " and IndicesDimensionCount = " + std::to_string(QC));
   const unsigned InFirst = N - IC, IdxFirst = N - QC;
   for (unsigned D = 0; D < B; ++D)
     if (V.Input.Sizes[InFirst + D] != V.Indices.Sizes[IdxFirst + D])
-      return Status::invalidArgument(
-          P + "batch dimension " + std::to_string(D) + " differs: InputTensor.Sizes[" +
-          std::to_string(InFirst + D) + "] = " + std::to_string(V.Input.Sizes[InFirst + D]) +
-          " but IndicesTensor.Sizes[" + std::to_string(IdxFirst + D) + "] = " +
-          std::to_string(V.Indices.Sizes[IdxFirst + D]));
+      return Status::invalidArgument(P + "batch dimension " + std::to_string(D) +
+                                     " differs: InputTensor.Sizes[" + std::to_string(InFirst + D) +
+                                     "] = " + std::to_string(V.Input.Sizes[InFirst + D]) +
+                                     " but IndicesTensor.Sizes[" + std::to_string(IdxFirst + D) +
+                                     "] = " + std::to_string(V.Indices.Sizes[IdxFirst + D]));
   const uint64_t T = V.Indices.Sizes[N - 1];
   if (T < 1 || T > IC - B)
-    return Status::invalidArgument(
-        P + "the index tuple's length IndicesTensor.Sizes[" + std::to_string(N - 1) + "] = " +
-        std::to_string(T) + " must be in 1.." + std::to_string(IC - B) +
-        " (InputDimensionCount - BatchDimensionCount)");
+    return Status::invalidArgument(P + "the index tuple's length IndicesTensor.Sizes[" +
+                                   std::to_string(N - 1) + "] = " + std::to_string(T) +
+                                   " must be in 1.." + std::to_string(IC - B) +
+                                   " (InputDimensionCount - BatchDimensionCount)");
   if (Status S = checkGatherNDOutputSizes(V); !S)
     return S;
   if (Status S = checkOutputLayout(Op, V); !S)
@@ -438,8 +423,8 @@ Expected<ValidDesc> validateOp(const GatherNDDesc &Desc, const ValidateOptions &
     if (B > 0 && *Options.Level < FeatureLevel::L3_0)
       return Status::unsupported(P + "BatchDimensionCount = " + std::to_string(B) +
                                  " needs DML_GATHER_ND1, introduced in feature level 3_0; "
-                                 "FeatureLevel = " + featureLevelName(*Options.Level) +
-                                 " does not have it");
+                                 "FeatureLevel = " +
+                                 featureLevelName(*Options.Level) + " does not have it");
     if (Status S = checkFeatureLevel(Op, V, *Options.Level); !S)
       return S;
   }
@@ -461,8 +446,8 @@ Expected<ValidDesc> validateRows(const OpDesc &Desc, OpKind Op, const ValidateOp
   if (Desc.Output.Sizes.empty() || Desc.Input.Sizes.empty() ||
       Desc.Output.rank() != Desc.Input.rank())
     return validateOp(Desc, Plain); // Its rank errors.
-  for (auto [T, Name] : {std::pair{&Desc.Input, "InputTensor"},
-                         std::pair{&Desc.Output, "OutputTensor"}})
+  for (auto [T, Name] :
+       {std::pair{&Desc.Input, "InputTensor"}, std::pair{&Desc.Output, "OutputTensor"}})
     if (T->Strides && !T->Strides->empty() && T->Strides->back() != 1 && T->Sizes.back() > 1)
       return Status::invalidArgument(P + Name + ".Strides = " + shapeString(*T->Strides) +
                                      ": a row epilogue's rows (the last dimension) must be "
@@ -487,9 +472,10 @@ Expected<ValidDesc> validateRows(const OpDesc &Desc, OpKind Op, const ValidateOp
       Along = "this GatherND's index tuples select along";
   }
   if (!Along.empty())
-    return Status::invalidArgument(P + "a row epilogue's rows are the input's last "
-                                       "dimension, which " + Along +
-                                   "; the rows must be copied whole");
+    return Status::invalidArgument(P +
+                                   "a row epilogue's rows are the input's last "
+                                   "dimension, which " +
+                                   Along + "; the rows must be copied whole");
   Expected<ValidDesc> V = validateOp(Rows, Plain);
   if (!V)
     return V;
@@ -499,11 +485,11 @@ Expected<ValidDesc> validateRows(const OpDesc &Desc, OpKind Op, const ValidateOp
   if (Status S = Checker.check(V->Output, "OutputTensor"); !S)
     return S;
   if (V->Output.Type != Options.Epilogue.Out || V->Input.Type != Options.Epilogue.In)
-    return Status::invalidArgument(
-        P + "the epilogue takes rows of " + dataTypeName(Options.Epilogue.In) +
-        " and writes rows of " + dataTypeName(Options.Epilogue.Out) +
-        ", but InputTensor.DataType = " + dataTypeName(V->Input.Type) +
-        " and OutputTensor.DataType = " + dataTypeName(V->Output.Type));
+    return Status::invalidArgument(P + "the epilogue takes rows of " +
+                                   dataTypeName(Options.Epilogue.In) + " and writes rows of " +
+                                   dataTypeName(Options.Epilogue.Out) +
+                                   ", but InputTensor.DataType = " + dataTypeName(V->Input.Type) +
+                                   " and OutputTensor.DataType = " + dataTypeName(V->Output.Type));
   if (Status S = checkOutputLayout(Op, *V); !S)
     return S;
   return V;

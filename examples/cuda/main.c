@@ -29,13 +29,13 @@ static CUresult (*cuLaunchKernel)(void *, unsigned, unsigned, unsigned, unsigned
                                   unsigned, unsigned, void *, void **, void **);
 static CUresult (*cuCtxSynchronize)(void);
 
-#define CHECK(call)                                                                         \
-  do {                                                                                      \
-    CUresult r_ = (call);                                                                   \
-    if (r_ != 0) {                                                                          \
-      fprintf(stderr, "%s failed: %d\n", #call, r_);                                        \
-      return r_ == 100 || r_ == 34 ? 77 : 1;                                                \
-    }                                                                                       \
+#define CHECK(call)                                                                                \
+  do {                                                                                             \
+    CUresult r_ = (call);                                                                          \
+    if (r_ != 0) {                                                                                 \
+      fprintf(stderr, "%s failed: %d\n", #call, r_);                                               \
+      return r_ == 100 || r_ == 34 ? 77 : 1;                                                       \
+    }                                                                                              \
   } while (0)
 
 static char *slurp(const char *path) {

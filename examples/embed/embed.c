@@ -21,8 +21,7 @@ int main(void) {
   gj_tensor_desc ids = gj_tensor(GJ_INT64, 1, ids_shape);
   gj_descriptor desc;
   gj_kernel *kernel;
-  if (gj_onnx_gather(&table, &ids, 0, &desc) != GJ_OK ||
-      gj_compile(rt, &desc, &kernel) != GJ_OK) {
+  if (gj_onnx_gather(&table, &ids, 0, &desc) != GJ_OK || gj_compile(rt, &desc, &kernel) != GJ_OK) {
     fprintf(stderr, "error: %s\n", gj_last_error());
     return 1;
   }
@@ -58,8 +57,8 @@ int main(void) {
          stats.compile_ms);
   gj_kernel_release(kernel);
   gj_runtime_destroy(rt);
-  return !wrong && s == GJ_INDEX_OUT_OF_RANGE && bad_position == 1 &&
-                 r == GJ_INVALID_ARGUMENT && rejected == NULL
+  return !wrong && s == GJ_INDEX_OUT_OF_RANGE && bad_position == 1 && r == GJ_INVALID_ARGUMENT &&
+                 rejected == NULL
              ? 0
              : 1;
 }

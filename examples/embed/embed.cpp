@@ -39,8 +39,7 @@ int main() {
     return 1;
   // The ONNX page's expected output: [[1, 1], [4, 3]].
   const bool Right = Out[0] == 1 && Out[1] == 1 && Out[2] == 4 && Out[3] == 3;
-  std::printf("kernel %s: %g %g %g %g\n", K->symbolName().c_str(), Out[0], Out[1], Out[2],
-              Out[3]);
+  std::printf("kernel %s: %g %g %g %g\n", K->symbolName().c_str(), Out[0], Out[1], Out[2], Out[3]);
 
   Expected<Kernel> Again = RT.compile(*Desc, Onnx);
   std::printf("second compile: %s\n", Again && Again->cacheHit() ? "cache hit" : "compiled");

@@ -51,16 +51,14 @@ struct AotResult {
 /// Compiles \p Kernels into one object and a header whose include guard is
 /// derived from \p HeaderName (e.g. "kernels.h"). InvalidArgument for a bad
 /// or repeated name, an unknown triple or CPU.
-Expected<AotResult> compileAot(const std::vector<AotKernel> &Kernels,
-                               const AotTarget &Target, OptLevel Level,
-                               const std::string &HeaderName);
+Expected<AotResult> compileAot(const std::vector<AotKernel> &Kernels, const AotTarget &Target,
+                               OptLevel Level, const std::string &HeaderName);
 
 /// Writes \p R's object to \p ObjectPath and, unless \p HeaderPath is
 /// empty, its header: each staged in a temporary file beside its
 /// destination and renamed over it once both are written, so a failure
 /// replaces neither. InvalidArgument if both paths name one file.
-Status writeAot(const AotResult &R, const std::string &ObjectPath,
-                const std::string &HeaderPath);
+Status writeAot(const AotResult &R, const std::string &ObjectPath, const std::string &HeaderPath);
 
 /// True if \p Name is a valid C identifier (and not reserved by the ABI's
 /// suffixes colliding with another kernel; see compileAot).

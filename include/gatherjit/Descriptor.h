@@ -249,20 +249,17 @@ struct ValidateOptions {
 /// Axis in [-r, r-1]. The output has the indices' sizes and the data's type,
 /// packed. Returns InvalidArgument naming the attribute or shape that is
 /// wrong. Validate the result with AllowSmallerIndices set.
-Expected<GatherElementsDesc> onnxGatherElements(const TensorDesc &Data,
-                                                const TensorDesc &Indices,
+Expected<GatherElementsDesc> onnxGatherElements(const TensorDesc &Data, const TensorDesc &Indices,
                                                 int64_t Axis);
 
 /// ONNX Gather-13: Indices of any rank q >= 0 (Sizes empty for a scalar),
 /// output shape Data[:Axis] + Indices + Data[Axis+1:]. The tensors are
 /// padded with leading ones to one common rank, as DirectML's Gather needs.
-Expected<GatherDesc> onnxGather(const TensorDesc &Data,
-                                const TensorDesc &Indices, int64_t Axis);
+Expected<GatherDesc> onnxGather(const TensorDesc &Data, const TensorDesc &Indices, int64_t Axis);
 
 /// The ONNX output shape of Gather (rank r + q - 1), before padding.
 std::vector<uint64_t> onnxGatherOutputShape(const std::vector<uint64_t> &Data,
-                                            const std::vector<uint64_t> &Indices,
-                                            unsigned Axis);
+                                            const std::vector<uint64_t> &Indices, unsigned Axis);
 
 /// ONNX GatherND-11/12/13: Data of rank r >= 1, Indices of rank q >= 1
 /// whose last size T is in [1, r - BatchDims], BatchDims in [0, min(q, r))

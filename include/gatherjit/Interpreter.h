@@ -17,8 +17,7 @@ namespace gatherjit {
 /// their tensors. Under Check, returns IndexOutOfRange for the first
 /// out-of-range index (its row-major position in the indices tensor);
 /// output elements before it are written, the rest are unspecified.
-Status interpret(const ValidDesc &Desc, const void *Input, const void *Indices,
-                 void *Output);
+Status interpret(const ValidDesc &Desc, const void *Input, const void *Indices, void *Output);
 
 /// A fused epilogue applied once: to the input element at \p In, storing
 /// the result at \p Out, or to the row at \p In, writing the row at \p Out
@@ -35,8 +34,7 @@ Status interpret(const ValidDesc &Desc, const void *Input, const void *Indices, 
 
 /// The IndexOutOfRange status for the index at row-major \p Position of the
 /// indices tensor: names its coordinate, value and the valid range.
-Status indexOutOfRangeError(const ValidDesc &Desc, const void *Indices,
-                            uint64_t Position);
+Status indexOutOfRangeError(const ValidDesc &Desc, const void *Indices, uint64_t Position);
 
 /// The InvalidArgument status of a run whose checked epilogue faulted.
 Status epilogueFaultError();

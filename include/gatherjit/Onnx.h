@@ -33,7 +33,9 @@ struct OnnxDesc : AnyDesc {
   /// indices may be smaller than the data on the dimensions other than the
   /// axis.
   ValidateOptions options(OobPolicy Policy) const;
-  Expected<ValidDesc> validate(OobPolicy Policy) const { return AnyDesc::validate(options(Policy)); }
+  Expected<ValidDesc> validate(OobPolicy Policy) const {
+    return AnyDesc::validate(options(Policy));
+  }
 };
 
 /// InvalidArgument naming the attribute or shape that ONNX's rules refuse.

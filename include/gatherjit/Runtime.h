@@ -178,8 +178,8 @@ public:
   Status runOnStream(const void *Input, const void *Indices, void *Output, void *Stream) const;
   /// Runs rows [Begin, End) of the outermost loop on the calling thread.
   /// An output that overlaps the input or indices is InvalidArgument here.
-  Status runRows(const void *Input, const void *Indices, void *Output,
-                 uint64_t Begin, uint64_t End) const;
+  Status runRows(const void *Input, const void *Indices, void *Output, uint64_t Begin,
+                 uint64_t End) const;
 
   const ValidDesc &desc() const;
   /// The outermost loop's trip count (0 for an empty output).
@@ -229,12 +229,9 @@ public:
   /// Unsupported with the validator's message; a failing compile is
   /// Internal. Safe to call from many threads at once: one spec is compiled
   /// once however many threads ask for it.
-  Expected<Kernel> compile(const GatherElementsDesc &Desc,
-                           const ValidateOptions &Options = {});
-  Expected<Kernel> compile(const GatherDesc &Desc,
-                           const ValidateOptions &Options = {});
-  Expected<Kernel> compile(const GatherNDDesc &Desc,
-                           const ValidateOptions &Options = {});
+  Expected<Kernel> compile(const GatherElementsDesc &Desc, const ValidateOptions &Options = {});
+  Expected<Kernel> compile(const GatherDesc &Desc, const ValidateOptions &Options = {});
+  Expected<Kernel> compile(const GatherNDDesc &Desc, const ValidateOptions &Options = {});
   Expected<Kernel> compile(const ValidDesc &Desc);
 
   /// The same, with \p E fused into the kernel. The output's type is the

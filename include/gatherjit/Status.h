@@ -19,11 +19,11 @@ namespace gatherjit {
 
 enum class ErrorCode {
   Ok,
-  InvalidArgument,  ///< The descriptor or an operand is malformed.
-  Unsupported,      ///< Well formed, but not supported (e.g. at a feature level).
-  IndexOutOfRange,  ///< An index failed the Check policy at run time.
-  IoError,          ///< The system refused a read or write (full disk, permissions).
-  Internal,         ///< A bug or an environment failure (LLVM, memory).
+  InvalidArgument, ///< The descriptor or an operand is malformed.
+  Unsupported,     ///< Well formed, but not supported (e.g. at a feature level).
+  IndexOutOfRange, ///< An index failed the Check policy at run time.
+  IoError,         ///< The system refused a read or write (full disk, permissions).
+  Internal,        ///< A bug or an environment failure (LLVM, memory).
 };
 
 const char *errorCodeName(ErrorCode Code);
@@ -38,12 +38,8 @@ public:
   static Status unsupported(std::string Msg) {
     return Status(ErrorCode::Unsupported, std::move(Msg));
   }
-  static Status ioError(std::string Msg) {
-    return Status(ErrorCode::IoError, std::move(Msg));
-  }
-  static Status internal(std::string Msg) {
-    return Status(ErrorCode::Internal, std::move(Msg));
-  }
+  static Status ioError(std::string Msg) { return Status(ErrorCode::IoError, std::move(Msg)); }
+  static Status internal(std::string Msg) { return Status(ErrorCode::Internal, std::move(Msg)); }
   /// \p Position is the row-major position in the indices tensor of the
   /// first out-of-range index.
   static Status indexOutOfRange(std::string Msg, uint64_t Position) {
@@ -93,9 +89,7 @@ public:
   const T &operator*() const { return std::get<T>(Storage); }
   T *operator->() { return &std::get<T>(Storage); }
   const T *operator->() const { return &std::get<T>(Storage); }
-  Status status() const {
-    return isOk() ? Status::ok() : std::get<Status>(Storage);
-  }
+  Status status() const { return isOk() ? Status::ok() : std::get<Status>(Storage); }
   T take() { return std::move(std::get<T>(Storage)); }
 
 private:

@@ -37,9 +37,7 @@ struct ValidDesc {
   /// the input dimension the first selects along, and the first output
   /// dimension that is not leading padding.
   unsigned tupleSize() const { return static_cast<unsigned>(Indices.Sizes.back()); }
-  unsigned firstTupleDim() const {
-    return rank() - InputDimensionCount + BatchDimensionCount;
-  }
+  unsigned firstTupleDim() const { return rank() - InputDimensionCount + BatchDimensionCount; }
   uint64_t outputElements() const;
   /// One line naming operator, types, sizes, strides, axis and policy.
   std::string describe() const;
@@ -48,12 +46,10 @@ struct ValidDesc {
 /// Checks \p Desc against the DML_GATHER_ELEMENTS_OPERATOR_DESC rules.
 /// Returns InvalidArgument (or Unsupported for a feature-level table) with a
 /// message naming the field and the values.
-Expected<ValidDesc> validate(const GatherElementsDesc &Desc,
-                             const ValidateOptions &Options = {});
+Expected<ValidDesc> validate(const GatherElementsDesc &Desc, const ValidateOptions &Options = {});
 /// Checks \p Desc against the DML_GATHER_OPERATOR_DESC rules, including the
 /// output-size rule with right alignment.
-Expected<ValidDesc> validate(const GatherDesc &Desc,
-                             const ValidateOptions &Options = {});
+Expected<ValidDesc> validate(const GatherDesc &Desc, const ValidateOptions &Options = {});
 
 /// Checks \p Desc against the DML_GATHER_ND_OPERATOR_DESC rules (and
 /// DML_GATHER_ND1_OPERATOR_DESC's when BatchDimensionCount > 0).

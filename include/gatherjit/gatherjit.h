@@ -32,34 +32,41 @@ extern "C" {
 
 typedef enum gj_status {
   GJ_OK = 0,
-  GJ_INVALID_ARGUMENT = 1,    /* the descriptor or an argument is malformed */
-  GJ_UNSUPPORTED = 2,         /* well formed but not supported */
-  GJ_INDEX_OUT_OF_RANGE = 3,  /* an index failed the Check policy */
-  GJ_INTERNAL = 4,            /* a bug or an environment failure */
-  GJ_IO_ERROR = 5             /* the system refused a read or write */
+  GJ_INVALID_ARGUMENT = 1,   /* the descriptor or an argument is malformed */
+  GJ_UNSUPPORTED = 2,        /* well formed but not supported */
+  GJ_INDEX_OUT_OF_RANGE = 3, /* an index failed the Check policy */
+  GJ_INTERNAL = 4,           /* a bug or an environment failure */
+  GJ_IO_ERROR = 5            /* the system refused a read or write */
 } gj_status;
 
 /* DirectML's element types, then ONNX's others. */
 typedef enum gj_data_type {
-  GJ_FLOAT64, GJ_FLOAT32, GJ_FLOAT16,
-  GJ_INT64, GJ_INT32, GJ_INT16, GJ_INT8,
-  GJ_UINT64, GJ_UINT32, GJ_UINT16, GJ_UINT8,
-  GJ_BFLOAT16, GJ_BOOL, GJ_COMPLEX64, GJ_COMPLEX128,
+  GJ_FLOAT64,
+  GJ_FLOAT32,
+  GJ_FLOAT16,
+  GJ_INT64,
+  GJ_INT32,
+  GJ_INT16,
+  GJ_INT8,
+  GJ_UINT64,
+  GJ_UINT32,
+  GJ_UINT16,
+  GJ_UINT8,
+  GJ_BFLOAT16,
+  GJ_BOOL,
+  GJ_COMPLEX64,
+  GJ_COMPLEX128,
   GJ_OPAQUE /* opaque_bytes per element */
 } gj_data_type;
 
 /* GJ_GATHER_ND is DML_GATHER_ND_OPERATOR_DESC, and DML_GATHER_ND1 with
  * batch_dimension_count > 0. */
-typedef enum gj_operator {
-  GJ_GATHER_ELEMENTS = 0, GJ_GATHER = 1, GJ_GATHER_ND = 2
-} gj_operator;
+typedef enum gj_operator { GJ_GATHER_ELEMENTS = 0, GJ_GATHER = 1, GJ_GATHER_ND = 2 } gj_operator;
 
 /* Out-of-range indices (after negative wrap-around): an error naming the
  * first one (ONNX), or clamped into range (DirectML); or numpy's "clip",
  * which does not wrap negative indices (they read element 0). */
-typedef enum gj_oob_policy {
-  GJ_OOB_CHECK = 0, GJ_OOB_CLAMP = 1, GJ_OOB_CLIP = 2
-} gj_oob_policy;
+typedef enum gj_oob_policy { GJ_OOB_CHECK = 0, GJ_OOB_CLAMP = 1, GJ_OOB_CLIP = 2 } gj_oob_policy;
 
 typedef enum gj_opt_level { GJ_O0 = 0, GJ_O1 = 1, GJ_O2 = 2, GJ_O3 = 3 } gj_opt_level;
 
@@ -81,7 +88,7 @@ typedef struct gj_descriptor {
   gj_operator op;
   gj_tensor_desc input, indices, output;
   uint32_t axis;
-  uint32_t index_dimensions;  /* GJ_GATHER only */
+  uint32_t index_dimensions; /* GJ_GATHER only */
   gj_oob_policy policy;
   /* ONNX GatherElements: indices may be smaller than the input on the
    * dimensions other than axis (DirectML requires equality). */
@@ -126,11 +133,11 @@ typedef struct gj_runtime_options {
   /* An epilogue is compiled by clang in a helper process (gatherjit-epilogue),
    * so that a source that crashes clang or exhausts it fails that compile
    * with GJ_INVALID_ARGUMENT and the host goes on. */
-  double epilogue_seconds;   /* wall time of one epilogue compile; default 30 */
-  uint64_t epilogue_memory;  /* the helper's address space; default 2 GiB */
+  double epilogue_seconds;      /* wall time of one epilogue compile; default 30 */
+  uint64_t epilogue_memory;     /* the helper's address space; default 2 GiB */
   uint32_t epilogue_in_process; /* nonzero: compile in this process, no limits */
-  uint32_t epilogue_checked; /* nonzero: every epilogue compiled checked (see
-                                gj_epilogue.checked) */
+  uint32_t epilogue_checked;    /* nonzero: every epilogue compiled checked (see
+                                   gj_epilogue.checked) */
   /* Where kernels run: NULL or "cpu", or "cuda" / "cuda:N", a CUDA device
    * through its driver, loaded at run time (RuntimeOptions::Device):
    * gj_runtime_create answers GJ_UNSUPPORTED without one. Its kernels take
@@ -142,7 +149,7 @@ typedef struct gj_cache_stats {
   uint64_t hits, misses, evictions, entries, live_kernels;
   uint64_t disk_loads, disk_stores;
   double compile_ms;
-  uint64_t upgrades; /* quick-tier kernels recompiled at the runtime's level */
+  uint64_t upgrades;               /* quick-tier kernels recompiled at the runtime's level */
   uint64_t specializations;        /* kernels specialized in the background */
   uint64_t specialized_at_compile; /* misses specialized before gj_compile returned */
   uint64_t generic_entries;        /* cached kernels running the generic loop now */
@@ -174,8 +181,8 @@ uint64_t gj_tensor_bytes(const gj_tensor_desc *tensor);
  * is filled in; policy is GJ_OOB_CHECK. */
 gj_status gj_onnx_gather_elements(const gj_tensor_desc *data, const gj_tensor_desc *indices,
                                   int64_t axis, gj_descriptor *out);
-gj_status gj_onnx_gather(const gj_tensor_desc *data, const gj_tensor_desc *indices,
-                         int64_t axis, gj_descriptor *out);
+gj_status gj_onnx_gather(const gj_tensor_desc *data, const gj_tensor_desc *indices, int64_t axis,
+                         gj_descriptor *out);
 /* ONNX GatherND-11/12/13 with batch_dims (0 for GatherND-11). */
 gj_status gj_onnx_gather_nd(const gj_tensor_desc *data, const gj_tensor_desc *indices,
                             int64_t batch_dims, gj_descriptor *out);
@@ -192,10 +199,10 @@ void gj_runtime_wait_background(gj_runtime *runtime);
 /* Validates and compiles (or finds in the cache). */
 gj_status gj_compile(gj_runtime *runtime, const gj_descriptor *desc, gj_kernel **out);
 /* A fused epilogue (see Epilogue in gatherjit/Descriptor.h): C source that
- * clang compiles (in a helper process, see epilogue_seconds) and the kernel inlines, applied to every
- * gathered element (OUT f(IN x)) or row (void f(const IN *row, OUT *out)),
- * optionally with a last const P *params. The descriptor's output has the
- * epilogue's OUT type and, for a row epilogue, its own row length. */
+ * clang compiles (in a helper process, see epilogue_seconds) and the kernel inlines, applied to
+ * every gathered element (OUT f(IN x)) or row (void f(const IN *row, OUT *out)), optionally with a
+ * last const P *params. The descriptor's output has the epilogue's OUT type and, for a row
+ * epilogue, its own row length. */
 typedef struct gj_epilogue {
   const char *source;    /* NUL-terminated C source */
   const char *function;  /* the function's name */
@@ -229,9 +236,8 @@ gj_status gj_kernel_run(const gj_kernel *kernel, const void *input, const void *
 gj_status gj_kernel_run_stream(const gj_kernel *kernel, const void *input, const void *indices,
                                void *output, void *stream);
 /* Rows [begin, end) of the outermost loop, on the calling thread. */
-gj_status gj_kernel_run_rows(const gj_kernel *kernel, const void *input,
-                             const void *indices, void *output, uint64_t begin,
-                             uint64_t end);
+gj_status gj_kernel_run_rows(const gj_kernel *kernel, const void *input, const void *indices,
+                             void *output, uint64_t begin, uint64_t end);
 uint64_t gj_kernel_rows(const gj_kernel *kernel);
 /* The native symbol's name, as profilers and debuggers show it. */
 const char *gj_kernel_symbol(const gj_kernel *kernel);

@@ -36,7 +36,8 @@ DataType dataTypeOf(const py::dtype &D, unsigned &OpaqueBytes) {
   }
   Expected<NpyDtype> T = parseNpyDescr(D.attr("str").cast<std::string>());
   if (!T)
-    throw py::value_error("dtype " + py::repr(static_cast<const py::object &>(D)).cast<std::string>() +
+    throw py::value_error("dtype " +
+                          py::repr(static_cast<const py::object &>(D)).cast<std::string>() +
                           " is not supported by gatherjit: " + T.status().message());
   if (T->Type == DataType::Opaque)
     OpaqueBytes = T->ElementBytes;
@@ -78,7 +79,6 @@ void checkOutByteOrder(const py::array &Out, const std::optional<py::dtype> &Wan
                         "dtype");
 }
 
-
 /// A tensor viewing \p A's memory: its sizes and its strides in elements.
 TensorDesc tensorOf(const py::array &A, const char *Name) {
   TensorDesc T;
@@ -93,8 +93,8 @@ TensorDesc tensorOf(const py::array &A, const char *Name) {
     }
     if (!describableStride(A, D))
       throw py::value_error(std::string(Name) + ": strides " +
-                            std::string(py::str(py::cast(std::vector<py::ssize_t>(
-                                A.strides(), A.strides() + A.ndim())))) +
+                            std::string(py::str(py::cast(
+                                std::vector<py::ssize_t>(A.strides(), A.strides() + A.ndim())))) +
                             " are negative or not a multiple of the itemsize " +
                             std::to_string(Item) + "; pass a copy (numpy.ascontiguousarray)");
     T.Strides->push_back(static_cast<uint64_t>(A.strides(D)) / Item);

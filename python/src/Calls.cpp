@@ -17,7 +17,9 @@ namespace gatherjit::binding {
 namespace {
 
 /// Appends \p V's bytes to \p Key.
-void putInt(std::string &Key, int64_t V) { Key.append(reinterpret_cast<const char *>(&V), sizeof V); }
+void putInt(std::string &Key, int64_t V) {
+  Key.append(reinterpret_cast<const char *>(&V), sizeof V);
+}
 
 /// Appends \p A's layout (rank, sizes, strides in bytes, dtype) to \p Key.
 void appendLayout(std::string &Key, const py::array &A) {
@@ -168,9 +170,9 @@ std::shared_ptr<PyKernel> kernelForArrays(const std::string &Op, py::array &Data
 /// false for a tensor the fast path does not take (on another device, or an
 /// output that requires grad, which the general path refuses).
 bool tensorLayout(py::handle T, bool IsOut, std::string &Key, uintptr_t &Pointer) {
-  static const auto *Names = new std::array<py::str, 6>{
-      py::str("is_cpu"), py::str("requires_grad"), py::str("data_ptr"),
-      py::str("shape"),  py::str("stride"),        py::str("dtype")};
+  static const auto *Names =
+      new std::array<py::str, 6>{py::str("is_cpu"), py::str("requires_grad"), py::str("data_ptr"),
+                                 py::str("shape"),  py::str("stride"),        py::str("dtype")};
   const auto &[IsCpu, RequiresGrad, DataPtr, Shape, Stride, Dtype] = *Names;
   if (T.attr(IsCpu).ptr() != Py_True || (IsOut && T.attr(RequiresGrad).ptr() == Py_True))
     return false;
@@ -214,8 +216,8 @@ py::object gatherArrays(const std::string &Op, py::array Data, py::array Indices
 /// gatherArrays for PyTorch CPU tensors without an epilogue: a layout seen
 /// before runs straight on the tensors' pointers; a new one goes through
 /// numpy views once, and its kernel joins the layout table only if it reads
-/// and writes the tensors' own memory (no copy was needed). Returns None where the general path must serve the
-/// call (another device, an out that requires grad).
+/// and writes the tensors' own memory (no copy was needed). Returns None where the general path
+/// must serve the call (another device, an out that requires grad).
 py::object gatherTensors(const std::string &Op, py::handle DataObj, py::handle IndicesObj,
                          py::handle AxisObj, py::handle OutObj, const std::string &Mode,
                          bool Broadcast) {
@@ -230,7 +232,8 @@ py::object gatherTensors(const std::string &Op, py::handle DataObj, py::handle I
   if (auto It = callKernels().find(Key); It != callKernels().end()) {
     K = It->second;
   } else {
-    py::array Data = operand(DataObj, "data", false), Indices = operand(IndicesObj, "indices", false);
+    py::array Data = operand(DataObj, "data", false),
+              Indices = operand(IndicesObj, "indices", false);
     std::optional<py::array> Out;
     if (!OutObj.is_none())
       Out = operand(OutObj, "out", true);
@@ -250,8 +253,7 @@ py::object gatherTensors(const std::string &Op, py::handle DataObj, py::handle I
              Result.mutable_data());
   if (Result.dtype().kind() == 'V') // bfloat16: viewed back by the package.
     return package("_result")(Result, DataObj);
-  static py::object *FromNumpy =
-      new py::object(py::module_::import("torch").attr("from_numpy"));
+  static py::object *FromNumpy = new py::object(py::module_::import("torch").attr("from_numpy"));
   return (*FromNumpy)(Result);
 }
 } // namespace gatherjit::binding

@@ -165,11 +165,11 @@ std::shared_ptr<PyKernel> compileFor(const std::string &Op, TensorDesc Data, Ten
     P->OutType = py::dtype(npyDescr(Fused.Type));
     if (OutT && (OutT->Sizes != std::vector<uint64_t>(P->OutShape.begin(), P->OutShape.end()) ||
                  OutT->Type != Fused.Type || !isPacked(*OutT)))
-      throw py::value_error("out must be a C-contiguous " + std::string(dataTypeName(Fused.Type)) +
-                            " array of shape " +
-                            shapeString(std::vector<uint64_t>(P->OutShape.begin(),
-                                                              P->OutShape.end())) +
-                            " (the epilogue's output)");
+      throw py::value_error(
+          "out must be a C-contiguous " + std::string(dataTypeName(Fused.Type)) +
+          " array of shape " +
+          shapeString(std::vector<uint64_t>(P->OutShape.begin(), P->OutShape.end())) +
+          " (the epilogue's output)");
   }
   return P;
 }
@@ -218,9 +218,9 @@ void PyKernel::expectLayout(const py::array &A, const TensorDesc &T, const char 
   bool Same = static_cast<size_t>(A.ndim()) <= T.rank() && A.itemsize() == T.elementBytes();
   for (py::ssize_t D = 0; Same && D < A.ndim(); ++D) {
     const uint64_t Size = T.Sizes[Pad + D];
-    Same = static_cast<uint64_t>(A.shape(D)) == Size &&
-           (Size <= 1 ||
-            static_cast<uint64_t>(A.strides(D)) == (*T.Strides)[Pad + D] * A.itemsize());
+    Same =
+        static_cast<uint64_t>(A.shape(D)) == Size &&
+        (Size <= 1 || static_cast<uint64_t>(A.strides(D)) == (*T.Strides)[Pad + D] * A.itemsize());
   }
   if (Same) {
     const DtypeId Id = DtypeId::of(A.dtype());
@@ -232,15 +232,17 @@ void PyKernel::expectLayout(const py::array &A, const TensorDesc &T, const char 
     }
   }
   if (!Same)
-    throw py::value_error(std::string(Name) + ": the array's shape, dtype or strides differ "
-                          "from the kernel's (" + dataTypeName(T.Type) +
-                          shapeString(T.Sizes) + " strides " +
+    throw py::value_error(std::string(Name) +
+                          ": the array's shape, dtype or strides differ "
+                          "from the kernel's (" +
+                          dataTypeName(T.Type) + shapeString(T.Sizes) + " strides " +
                           shapeString(*T.Strides) + " elements); compile a kernel for it");
 }
 
-void PyKernel::saveObject(const std::string &Path, const std::string &Name, const std::string &Header) {
-  AotResult R = take(compileAot({{Name, K.desc()}}, {}, OptLevel::O2,
-                                Header.empty() ? Name + ".h" : Header));
+void PyKernel::saveObject(const std::string &Path, const std::string &Name,
+                          const std::string &Header) {
+  AotResult R =
+      take(compileAot({{Name, K.desc()}}, {}, OptLevel::O2, Header.empty() ? Name + ".h" : Header));
   if (Status S = writeAot(R, Path, Header); !S)
     raise(S);
 }

@@ -132,7 +132,6 @@ public:
   py::array newOutput() { return py::array(OutType, OutShape); }
 
 private:
-
   /// A numpy dtype as its type number, size and byte order: what a call
   /// compares (decoding the dtype again would cost more than a tiny run).
   struct DtypeId {

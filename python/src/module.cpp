@@ -16,9 +16,10 @@ PYBIND11_MODULE(_native, M) {
   // The runtime's code generator is made while Python imports the rest.
   Runtime::prepare(runtimeOptions());
 
-  py::class_<PyKernel, std::shared_ptr<PyKernel>>(M, "Kernel",
-                                                  "A gather compiled for one layout of its "
-                                                  "operands; call it as k(data, indices, out=None).")
+  py::class_<PyKernel, std::shared_ptr<PyKernel>>(
+      M, "Kernel",
+      "A gather compiled for one layout of its "
+      "operands; call it as k(data, indices, out=None).")
       .def("__call__", &PyKernel::call, py::arg("data"), py::arg("indices"),
            py::arg("out") = py::none(),
            "Runs the kernel (the GIL released) on arrays of the compiled shapes, dtypes and "
@@ -30,10 +31,9 @@ PYBIND11_MODULE(_native, M) {
             Status S = Status::ok();
             {
               py::gil_scoped_release Release;
-              S = P.kernel().runOnStream(reinterpret_cast<const void *>(Data),
-                                         reinterpret_cast<const void *>(Indices),
-                                         reinterpret_cast<void *>(Out),
-                                         reinterpret_cast<void *>(Stream));
+              S = P.kernel().runOnStream(
+                  reinterpret_cast<const void *>(Data), reinterpret_cast<const void *>(Indices),
+                  reinterpret_cast<void *>(Out), reinterpret_cast<void *>(Stream));
             }
             if (!S)
               raise(S);
@@ -72,8 +72,8 @@ PYBIND11_MODULE(_native, M) {
   M.def(
       "compile_device",
       [](const std::string &Op, py::tuple Data, py::tuple Indices, py::handle AxisObj,
-         const std::string &Mode, const std::optional<py::tuple> &Fused,
-         const std::string &Device, std::optional<py::tuple> Out) {
+         const std::string &Mode, const std::optional<py::tuple> &Fused, const std::string &Device,
+         std::optional<py::tuple> Out) {
         py::dtype DataType("float32"), IndexType("int64"), OutType("float32");
         TensorDesc D = tensorFromSpec(Data, DataType, "data");
         TensorDesc I = tensorFromSpec(Indices, IndexType, "indices");

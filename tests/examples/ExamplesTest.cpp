@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gatherjit/DescriptorJson.h"
 #include "TestUtil.h"
+#include "gatherjit/DescriptorJson.h"
 #include "tools/CliTestUtil.h"
 
 #include "gatherjit/Interpreter.h"
@@ -38,8 +38,8 @@ int64_t abiResult(const Status &S) { return S ? 0 : static_cast<int64_t>(*S.posi
 
 TEST(Examples, AotProgramMatchesTheInterpreter) {
   // onnx_seed: ONNX GatherElements [2,2] FLOAT32, INT64 indices, axis 1.
-  Expected<GatherElementsDesc> Seed = onnxGatherElements(
-      tensor(DataType::Float32, {2, 2}), tensor(DataType::Int64, {2, 2}), 1);
+  Expected<GatherElementsDesc> Seed =
+      onnxGatherElements(tensor(DataType::Float32, {2, 2}), tensor(DataType::Int64, {2, 2}), 1);
   ASSERT_TRUE(Seed.isOk());
   Expected<ValidDesc> SeedV = validate(*Seed);
   ASSERT_TRUE(SeedV.isOk());

@@ -116,9 +116,8 @@ CUresult cuMemcpyDtoD_v2(CUdeviceptr Dst, CUdeviceptr Src, size_t Bytes) {
   memmove((void *)(uintptr_t)Dst, (const void *)(uintptr_t)Src, Bytes);
   return 0;
 }
-CUresult cuLaunchKernel(void *Fn, unsigned Gx, unsigned Gy, unsigned Gz, unsigned Bx,
-                        unsigned By, unsigned Bz, unsigned Shared, void *Stream, void **Params,
-                        void **Extra) {
+CUresult cuLaunchKernel(void *Fn, unsigned Gx, unsigned Gy, unsigned Gz, unsigned Bx, unsigned By,
+                        unsigned Bz, unsigned Shared, void *Stream, void **Params, void **Extra) {
   (void)Gy, (void)Gz, (void)By, (void)Bz, (void)Stream, (void)Extra;
   char Line[256];
   snprintf(Line, sizeof Line, "launch %s grid=%u block=%u shared=%u", (const char *)Fn, Gx, Bx,

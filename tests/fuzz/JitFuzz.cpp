@@ -58,8 +58,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
   static constexpr DataType IndexTypes[] = {DataType::Int32, DataType::Int64, DataType::UInt32,
                                             DataType::UInt64};
   const bool IsGather = P.ConsumeBool();
-  const auto Type = static_cast<DataType>(
-      P.ConsumeIntegralInRange<int>(0, static_cast<int>(DataType::Opaque)));
+  const auto Type =
+      static_cast<DataType>(P.ConsumeIntegralInRange<int>(0, static_cast<int>(DataType::Opaque)));
   const DataType IndexType = IndexTypes[P.ConsumeIntegralInRange<int>(0, 3)];
   ValidateOptions Options;
   Options.Policy = P.ConsumeBool() ? OobPolicy::Check : OobPolicy::Clamp;

@@ -14,11 +14,11 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
-#include <thread>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 
 using namespace gatherjit;

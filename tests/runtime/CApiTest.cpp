@@ -269,8 +269,8 @@ TEST(CApi, EpilogueFusedIntoTheKernel) {
   ASSERT_EQ(gj_onnx_gather(&T, &I, 0, &D), GJ_OK) << gj_last_error();
   D.output.data_type = GJ_FLOAT64;
   const double Scale = -2;
-  gj_epilogue E = {"double f(float x, const double *k) { return x * *k; }", "f", NULL, &Scale,
-                   sizeof Scale, 0};
+  gj_epilogue E = {
+      "double f(float x, const double *k) { return x * *k; }", "f", NULL, &Scale, sizeof Scale, 0};
   gj_kernel *K = nullptr;
   const gj_status S = gj_compile_epilogue(RT.R, &D, &E, &K);
   if (S == GJ_UNSUPPORTED)
@@ -364,16 +364,15 @@ void reverseInPlace(gj_runtime *RT, size_t OutAt, gj_status RowsStatus) {
   std::vector<float> Want = Buf;
   for (size_t I = 0; I < 8; ++I)
     Want[OutAt + I] = static_cast<float>(7 - I);
-  EXPECT_EQ(gj_kernel_run(K, Buf.data(), Rev.data(), Buf.data() + OutAt), GJ_OK)
-      << gj_last_error();
+  EXPECT_EQ(gj_kernel_run(K, Buf.data(), Rev.data(), Buf.data() + OutAt), GJ_OK) << gj_last_error();
   EXPECT_EQ(Buf, Want);
   // A row range cannot go through a temporary: refused when they overlap.
   std::vector<float> Again(24);
   for (size_t I = 0; I < Again.size(); ++I)
     Again[I] = static_cast<float>(I);
-  EXPECT_EQ(gj_kernel_run_rows(K, Again.data(), Rev.data(), Again.data() + OutAt, 0,
-                               gj_kernel_rows(K)),
-            RowsStatus);
+  EXPECT_EQ(
+      gj_kernel_run_rows(K, Again.data(), Rev.data(), Again.data() + OutAt, 0, gj_kernel_rows(K)),
+      RowsStatus);
   if (RowsStatus != GJ_OK)
     EXPECT_THAT(gj_last_error(), HasSubstr("overlaps"));
   else

@@ -84,7 +84,8 @@ TEST(CachedKernels, RunWhatARuntimeStoredAtEveryLevel) {
     EXPECT_GE(Found, 100);
     // Another level's runtime stored none of these.
     const OptLevel Other = Level == OptLevel::O2 ? OptLevel::O3 : OptLevel::O2;
-    std::optional<CachedKernels> Elsewhere = CachedKernels::open(optionsFor(Dir.Path.string(), Other));
+    std::optional<CachedKernels> Elsewhere =
+        CachedKernels::open(optionsFor(Dir.Path.string(), Other));
     ASSERT_TRUE(Elsewhere);
     for (const RandomCase &C : Cases) {
       if (C.Desc.outputElements() != 0) {
@@ -97,7 +98,8 @@ TEST(CachedKernels, RunWhatARuntimeStoredAtEveryLevel) {
 
 TEST(CachedKernels, AnEmptyCacheFindsNothing) {
   ScratchDir Dir;
-  std::optional<CachedKernels> Cache = CachedKernels::open(optionsFor(Dir.Path.string(), OptLevel::O2));
+  std::optional<CachedKernels> Cache =
+      CachedKernels::open(optionsFor(Dir.Path.string(), OptLevel::O2));
   ASSERT_TRUE(Cache);
   CaseGenerator Gen(5);
   for (int I = 0; I < 20; ++I) {
@@ -190,10 +192,11 @@ TEST(ObjectLoader, CallsOnlyTheFunctionsAKernelMay) {
   I.Rela.r_info = ELF64_R_INFO(2, R_X86_64_PLT32);
   I.Rela.r_addend = -4;
   I.Sh[1] = {0, SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, 0, offsetof(Image, Text), 8, 0, 0, 16, 0};
-  I.Sh[2] = {0, SHT_SYMTAB, 0, 0, offsetof(Image, Syms), sizeof(I.Syms), 3, 1, 8, sizeof(Elf64_Sym)};
+  I.Sh[2] = {0, SHT_SYMTAB,       0, 0, offsetof(Image, Syms), sizeof(I.Syms), 3, 1,
+             8, sizeof(Elf64_Sym)};
   I.Sh[3] = {0, SHT_STRTAB, 0, 0, offsetof(Image, Str), sizeof(I.Str), 0, 0, 1, 0};
-  I.Sh[4] = {0, SHT_RELA, 0, 0, offsetof(Image, Rela), sizeof(Elf64_Rela), 2, 1, 8,
-             sizeof(Elf64_Rela)};
+  I.Sh[4] = {0, SHT_RELA,          0, 0, offsetof(Image, Rela), sizeof(Elf64_Rela), 2, 1,
+             8, sizeof(Elf64_Rela)};
   auto Load = [&] {
     return loadKernelObject(std::string_view(reinterpret_cast<const char *>(&I), sizeof(I)), "f");
   };

@@ -137,12 +137,8 @@ void churn(gj_specialize Mode) {
       << "heap grew by " << Growth << " bytes over the last 2,000 kernels";
 }
 
-TEST(Churn, FiveThousandDistinctKernelsFromFourThreadsStayBounded) {
-  churn(GJ_SPECIALIZE_COMPILE);
-}
+TEST(Churn, FiveThousandDistinctKernelsFromFourThreadsStayBounded) { churn(GJ_SPECIALIZE_COMPILE); }
 
-TEST(Churn, FiveThousandNewShapesInTheDefaultModeStayBounded) {
-  churn(GJ_SPECIALIZE_ADAPTIVE);
-}
+TEST(Churn, FiveThousandNewShapesInTheDefaultModeStayBounded) { churn(GJ_SPECIALIZE_ADAPTIVE); }
 
 } // namespace

@@ -72,8 +72,8 @@ TEST(Differential, TwoThousandRandomConfigurations) {
   std::map<OpKind, int> Cases, Batched, Tuples, Failing;
   for (int I = 0; I < 2000; ++I) {
     RandomCase C = Gen.next();
-    compareEngines(**RT, C, "seed " + std::to_string(Seed) + " case " +
-                                std::to_string(I) + ": " + C.Summary);
+    compareEngines(
+        **RT, C, "seed " + std::to_string(Seed) + " case " + std::to_string(I) + ": " + C.Summary);
     if (HasFatalFailure())
       return;
     ++Cases[C.Desc.Op];
@@ -104,9 +104,9 @@ TEST(Differential, EveryOptimizationLevel) {
     CaseGenerator Gen(Seed);
     for (int I = 0; I < 100; ++I) {
       RandomCase C = Gen.next();
-      compareEngines(**RT, C, std::string(optLevelName(Level)) + " seed " +
-                                  std::to_string(Seed) + " case " + std::to_string(I) +
-                                  ": " + C.Summary);
+      compareEngines(**RT, C,
+                     std::string(optLevelName(Level)) + " seed " + std::to_string(Seed) + " case " +
+                         std::to_string(I) + ": " + C.Summary);
       if (HasFatalFailure())
         return;
     }

@@ -33,10 +33,9 @@ std::unique_ptr<Runtime> runtimeWith(const std::string &Dir, OptLevel Opt = OptL
 }
 
 ValidDesc geDesc(uint64_t Rows, uint64_t Cols) {
-  Expected<ValidDesc> V =
-      validate(GatherElementsDesc{tensor(DataType::Float32, {Rows, Cols}),
-                                  tensor(DataType::Int64, {Rows, Cols}),
-                                  tensor(DataType::Float32, {Rows, Cols}), 1});
+  Expected<ValidDesc> V = validate(GatherElementsDesc{tensor(DataType::Float32, {Rows, Cols}),
+                                                      tensor(DataType::Int64, {Rows, Cols}),
+                                                      tensor(DataType::Float32, {Rows, Cols}), 1});
   EXPECT_TRUE(V.isOk());
   return *V;
 }

@@ -8,9 +8,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/epilogue/Epilogue.h"
 #include "RandomCase.h"
 #include "RuntimeTestUtil.h"
-#include "compiler/epilogue/Epilogue.h"
 
 #include <gmock/gmock.h>
 
@@ -69,8 +69,8 @@ TEST(Epilogue, Float16TableGatheredIntoFloat32) {
   // GatherElements along axis 1 of a 3x4 FLOAT16 tensor into FLOAT32.
   GatherElementsDesc D{tensor(DataType::Float16, {3, 4}), tensor(DataType::Int64, {3, 2}),
                        tensor(DataType::Float32, {3, 2}), 1};
-  Expected<Kernel> K = RT->compile(
-      D, {}, epilogue("float f(float16_t x) { return (float)x * 4.0f; }"));
+  Expected<Kernel> K =
+      RT->compile(D, {}, epilogue("float f(float16_t x) { return (float)x * 4.0f; }"));
   ASSERT_TRUE(K.isOk()) << K.status().message();
   EXPECT_EQ(K->desc().Output.Type, DataType::Float32);
   std::vector<uint16_t> In(12);
@@ -173,11 +173,16 @@ TEST(Epilogue, RowEpilogueWithPaddedOutputRowsAndGatherND) {
   auto RT = makeRuntime();
   // Batched GatherND: input [2, 5, 6] (rows of 6), indices [2, 3, 1],
   // output [2, 3, 4] rows of 4 written 8 apart.
-  GatherNDDesc D{tensor(DataType::Int16, {2, 5, 6}), tensor(DataType::Int32, {2, 3, 1}),
-                 tensor(DataType::Int32, {2, 3, 4}, std::vector<uint64_t>{24, 8, 1}), 3, 3, 1};
-  const char *Src = "void g(const int16_t *row, int32_t *out) {\n"
-                    "  for (int j = 0; j < GJ_ROW_OUT; ++j) out[j] = row[j] + row[GJ_ROW_IN - 1 - j];\n"
-                    "}\n";
+  GatherNDDesc D{tensor(DataType::Int16, {2, 5, 6}),
+                 tensor(DataType::Int32, {2, 3, 1}),
+                 tensor(DataType::Int32, {2, 3, 4}, std::vector<uint64_t>{24, 8, 1}),
+                 3,
+                 3,
+                 1};
+  const char *Src =
+      "void g(const int16_t *row, int32_t *out) {\n"
+      "  for (int j = 0; j < GJ_ROW_OUT; ++j) out[j] = row[j] + row[GJ_ROW_IN - 1 - j];\n"
+      "}\n";
   Expected<Kernel> K = RT->compile(D, {}, epilogue(Src, "g"));
   ASSERT_TRUE(K.isOk()) << K.status().message();
   std::vector<int16_t> In(60);
@@ -226,7 +231,7 @@ TEST(Epilogue, BoolAndBuiltinsThatAreInstructions) {
 struct BadCase {
   const char *Name;
   std::string Source;
-  std::string Want; ///< A fragment of the one-line error.
+  std::string Want;    ///< A fragment of the one-line error.
   bool Located = true; ///< The error names a line and column.
 };
 
@@ -251,8 +256,7 @@ TEST(Epilogue, EveryRuleBrokenIsOneLineNamingIt) {
        "'acc' is mutable global state"},
       {"static local", "float f(float x) { static int n; return x + n++; }",
        "'n' is mutable global state"},
-      {"assembly", "float f(float x) { __asm__(\"nop\"); return x; }",
-       "may not contain assembly"},
+      {"assembly", "float f(float x) { __asm__(\"nop\"); return x; }", "may not contain assembly"},
       {"arity", "float f(float x, float y, float z) { return x; }", "takes 3 parameters"},
       {"struct return", "typedef struct { float a; } S;\nS f(float x) { S s = {x}; return s; }",
        "not a tensor element type"},
@@ -265,7 +269,8 @@ TEST(Epilogue, EveryRuleBrokenIsOneLineNamingIt) {
   GatherDesc Bf = D;
   Bf.Input.Type = DataType::BFloat16;
   Bf.Output.Type = DataType::Float16;
-  Expected<Kernel> Cast = RT->compile(Bf, {}, epilogue("float16_t f(bfloat16_t x) { return (float16_t)x; }"));
+  Expected<Kernel> Cast =
+      RT->compile(Bf, {}, epilogue("float16_t f(bfloat16_t x) { return (float16_t)x; }"));
   if (!Cast) {
     EXPECT_THAT(Cast.status().message(), HasSubstr("through float"));
   }
@@ -332,20 +337,34 @@ TEST(Epilogue, SignatureAndParametersMustMatchTheTensors) {
 /// C's name of a type an epilogue may take.
 const char *cName(DataType T) {
   switch (T) {
-  case DataType::Float64: return "double";
-  case DataType::Float32: return "float";
-  case DataType::Float16: return "float16_t";
-  case DataType::BFloat16: return "bfloat16_t";
-  case DataType::Int64: return "int64_t";
-  case DataType::Int32: return "int32_t";
-  case DataType::Int16: return "int16_t";
-  case DataType::Int8: return "int8_t";
-  case DataType::UInt64: return "uint64_t";
-  case DataType::UInt32: return "uint32_t";
-  case DataType::UInt16: return "uint16_t";
-  case DataType::UInt8: return "uint8_t";
-  case DataType::Bool: return "bool";
-  default: return nullptr;
+  case DataType::Float64:
+    return "double";
+  case DataType::Float32:
+    return "float";
+  case DataType::Float16:
+    return "float16_t";
+  case DataType::BFloat16:
+    return "bfloat16_t";
+  case DataType::Int64:
+    return "int64_t";
+  case DataType::Int32:
+    return "int32_t";
+  case DataType::Int16:
+    return "int16_t";
+  case DataType::Int8:
+    return "int8_t";
+  case DataType::UInt64:
+    return "uint64_t";
+  case DataType::UInt32:
+    return "uint32_t";
+  case DataType::UInt16:
+    return "uint16_t";
+  case DataType::UInt8:
+    return "uint8_t";
+  case DataType::Bool:
+    return "bool";
+  default:
+    return nullptr;
   }
 }
 
@@ -382,7 +401,7 @@ TEST(Epilogue, ElementEpiloguesOnRandomConfigurations) {
   CaseGenerator Gen(20261123);
   std::mt19937_64 Rng(5);
   const DataType Outs[] = {DataType::Float64, DataType::Float32, DataType::Int64,
-                           DataType::UInt16, DataType::Int8, DataType::Float16};
+                           DataType::UInt16,  DataType::Int8,    DataType::Float16};
   int Ran = 0;
   for (int I = 0; I < 400 && Ran < 120; ++I) {
     RandomCase C = Gen.next();

@@ -112,8 +112,8 @@ static ::testing::AssertionResult agreesInTwoRanges(const FamilyCode &Bound, con
   if (!RS) {
     ++Failing;
     if (R == 0 || static_cast<uint64_t>(R - 1) != *RS.position())
-      return ::testing::AssertionFailure() << "returned " << R << "; the interpreter: "
-                                           << RS.message();
+      return ::testing::AssertionFailure()
+             << "returned " << R << "; the interpreter: " << RS.message();
     return ::testing::AssertionSuccess();
   }
   if (R != 0)
@@ -125,7 +125,7 @@ static ::testing::AssertionResult agreesInTwoRanges(const FamilyCode &Bound, con
 
 /// Compiles \p Spec at O2 and links it.
 static std::shared_ptr<const Executable> compileLinked(const KernelSpec &Spec, CodeGenerator &Gen,
-                                                JitEngine &Jit) {
+                                                       JitEngine &Jit) {
   Expected<PipelineResult> Object =
       runPipeline({{Spec, Spec.symbolName()}}, *backendFor(Gen), OptLevel::O2);
   EXPECT_TRUE(Object.isOk()) << Object.status().message();

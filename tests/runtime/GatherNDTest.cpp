@@ -108,10 +108,10 @@ TEST_P(GatherND, CheckNamesTheTupleAndItsBadComponent) {
 
 TEST_P(GatherND, ClampClampsEachComponent) {
   // (5, -7) -> (1, 0); (-1, 9) -> (1, 2); (-9, 1) -> (0, 1).
-  EXPECT_EQ(run(engine(), {2, 3}, {0, 1, 2, 3, 4, 5}, {3, 2}, {5, -7, -1, 9, -9, 1}, 0,
-                OobPolicy::Clamp)
-                .Out,
-            (std::vector<int32_t>{3, 5, 1}));
+  EXPECT_EQ(
+      run(engine(), {2, 3}, {0, 1, 2, 3, 4, 5}, {3, 2}, {5, -7, -1, 9, -9, 1}, 0, OobPolicy::Clamp)
+          .Out,
+      (std::vector<int32_t>{3, 5, 1}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Engines, GatherND, ::testing::Bool(),

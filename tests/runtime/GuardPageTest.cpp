@@ -46,8 +46,7 @@ public:
     if (Map == MAP_FAILED)
       std::abort();
     Base = static_cast<char *>(Map);
-    if (mprotect(Base, Page, PROT_NONE) != 0 ||
-        mprotect(Base + Page + Span, Page, PROT_NONE) != 0)
+    if (mprotect(Base, Page, PROT_NONE) != 0 || mprotect(Base + Page + Span, Page, PROT_NONE) != 0)
       std::abort();
     Data = AgainstEnd ? Base + Page + Span - Bytes : Base + Page;
     Size = Bytes;
@@ -115,8 +114,8 @@ private:
 /// status and output against the interpreter's.
 template <typename RunFn>
 void checkGuarded(const RandomCase &C, bool AgainstEnd, const char *Engine, RunFn Run) {
-  SCOPED_TRACE(std::string(Engine) + (AgainstEnd ? ", buffers end at a guard page"
-                                                 : ", buffers start at a guard page"));
+  SCOPED_TRACE(std::string(Engine) +
+               (AgainstEnd ? ", buffers end at a guard page" : ", buffers start at a guard page"));
   const ValidDesc &D = C.Desc;
   const uint64_t OutBytes = requiredElements(D.Output) * D.Output.elementBytes();
   std::vector<char> Ref(OutBytes, '\xab');
@@ -158,8 +157,8 @@ TEST(GuardPage, JitAotAndGenericKernelsStayInsideTheirBuffers) {
     ASSERT_EQ(Aot.Error, "");
     for (int I = 0; I < Batch; ++I) {
       const RandomCase &C = Group[I];
-      SCOPED_TRACE("seed " + std::to_string(Seed) + " case " + std::to_string(First + I) +
-                   ": " + C.Summary);
+      SCOPED_TRACE("seed " + std::to_string(Seed) + " case " + std::to_string(First + I) + ": " +
+                   C.Summary);
       Expected<Kernel> K = (*RT)->compile(C.Desc);
       ASSERT_TRUE(K.isOk()) << K.status().message();
       const KernelSpec Spec = canonicalize(C.Desc);

@@ -38,11 +38,10 @@ TEST(Interpreter, SeedExamplesGiveTheDocumentsOutputs) {
 TEST(Interpreter, EveryDataTypeWithEveryIndexType) {
   for (int TI = 0; TI < static_cast<int>(DataType::Opaque); ++TI) {
     const DataType Type = static_cast<DataType>(TI);
-    for (DataType IdxType : {DataType::Int32, DataType::Int64, DataType::UInt32,
-                             DataType::UInt64}) {
+    for (DataType IdxType :
+         {DataType::Int32, DataType::Int64, DataType::UInt32, DataType::UInt64}) {
       SCOPED_TRACE(std::string(dataTypeName(Type)) + "/" + dataTypeName(IdxType));
-      GatherElementsDesc D{tensor(Type, {2, 3}), tensor(IdxType, {2, 3}),
-                           tensor(Type, {2, 3}), 1};
+      GatherElementsDesc D{tensor(Type, {2, 3}), tensor(IdxType, {2, 3}), tensor(Type, {2, 3}), 1};
       Expected<ValidDesc> V = validate(D);
       ASSERT_TRUE(V.isOk()) << V.status().message();
       const unsigned Bytes = dataTypeSize(Type);
@@ -72,8 +71,7 @@ TEST(Interpreter, OpaqueElementsMoveWhole) {
 
 TEST(Interpreter, RankOne) {
   Expected<ValidDesc> V = validate(GatherElementsDesc{
-      tensor(DataType::Int32, {4}), tensor(DataType::Int64, {4}),
-      tensor(DataType::Int32, {4}), 0});
+      tensor(DataType::Int32, {4}), tensor(DataType::Int64, {4}), tensor(DataType::Int32, {4}), 0});
   ASSERT_TRUE(V.isOk());
   std::vector<int32_t> In = {10, 20, 30, 40}, Out(4);
   std::vector<char> Idx = encodeIndices(DataType::Int64, {3, -4, 1, -1});
@@ -84,9 +82,9 @@ TEST(Interpreter, RankOne) {
 TEST(Interpreter, RankEight) {
   // 2x1x1x1x1x1x1x2 along axis 7: a swap of the last dimension.
   std::vector<uint64_t> Sizes = {2, 1, 1, 1, 1, 1, 1, 2};
-  Expected<ValidDesc> V = validate(GatherElementsDesc{
-      tensor(DataType::UInt16, Sizes), tensor(DataType::Int32, Sizes),
-      tensor(DataType::UInt16, Sizes), 7});
+  Expected<ValidDesc> V =
+      validate(GatherElementsDesc{tensor(DataType::UInt16, Sizes), tensor(DataType::Int32, Sizes),
+                                  tensor(DataType::UInt16, Sizes), 7});
   ASSERT_TRUE(V.isOk());
   std::vector<uint16_t> In = {1, 2, 3, 4}, Out(4);
   std::vector<char> Idx = encodeIndices(DataType::Int32, {1, 0, 1, 1});
@@ -95,8 +93,8 @@ TEST(Interpreter, RankEight) {
 }
 
 TEST(Interpreter, NegativeAxisThroughOnnx) {
-  Expected<GatherElementsDesc> D = onnxGatherElements(
-      tensor(DataType::Float32, {2, 2}), tensor(DataType::Int64, {2, 2}), -1);
+  Expected<GatherElementsDesc> D =
+      onnxGatherElements(tensor(DataType::Float32, {2, 2}), tensor(DataType::Int64, {2, 2}), -1);
   ASSERT_TRUE(D.isOk());
   Expected<ValidDesc> V = validate(*D);
   ASSERT_TRUE(V.isOk());
@@ -107,9 +105,9 @@ TEST(Interpreter, NegativeAxisThroughOnnx) {
 }
 
 TEST(Interpreter, ZeroSizeDimensionsWriteNothing) {
-  Expected<ValidDesc> V = validate(GatherElementsDesc{
-      tensor(DataType::Float32, {0, 3}), tensor(DataType::Int64, {0, 3}),
-      tensor(DataType::Float32, {0, 3}), 1});
+  Expected<ValidDesc> V = validate(GatherElementsDesc{tensor(DataType::Float32, {0, 3}),
+                                                      tensor(DataType::Int64, {0, 3}),
+                                                      tensor(DataType::Float32, {0, 3}), 1});
   ASSERT_TRUE(V.isOk());
   EXPECT_EQ(V->outputElements(), 0u);
   EXPECT_TRUE(interpret(*V, nullptr, nullptr, nullptr).isOk());
@@ -118,9 +116,9 @@ TEST(Interpreter, ZeroSizeDimensionsWriteNothing) {
 TEST(Interpreter, StridedTransposedAndBroadcastInputs) {
   // Logical input 2x3 stored transposed: buffer [a00 a10 a01 a11 a02 a12].
   std::vector<int32_t> Buf = {0, 10, 1, 11, 2, 12};
-  Expected<ValidDesc> V = validate(GatherElementsDesc{
-      tensor(DataType::Int32, {2, 3}, std::vector<uint64_t>{1, 2}),
-      tensor(DataType::Int64, {2, 2}), tensor(DataType::Int32, {2, 2}), 1},
+  Expected<ValidDesc> V = validate(
+      GatherElementsDesc{tensor(DataType::Int32, {2, 3}, std::vector<uint64_t>{1, 2}),
+                         tensor(DataType::Int64, {2, 2}), tensor(DataType::Int32, {2, 2}), 1},
       {OobPolicy::Check, std::nullopt, true});
   ASSERT_TRUE(V.isOk()) << V.status().message();
   std::vector<char> Idx = encodeIndices(DataType::Int64, {2, 0, 1, 2});
@@ -130,9 +128,9 @@ TEST(Interpreter, StridedTransposedAndBroadcastInputs) {
 
   // Broadcast: the same row for both outer coordinates (stride 0).
   std::vector<int32_t> Row = {5, 6, 7};
-  V = validate(GatherElementsDesc{
-      tensor(DataType::Int32, {2, 3}, std::vector<uint64_t>{0, 1}),
-      tensor(DataType::Int64, {2, 3}), tensor(DataType::Int32, {2, 3}), 1});
+  V = validate(GatherElementsDesc{tensor(DataType::Int32, {2, 3}, std::vector<uint64_t>{0, 1}),
+                                  tensor(DataType::Int64, {2, 3}), tensor(DataType::Int32, {2, 3}),
+                                  1});
   ASSERT_TRUE(V.isOk());
   Idx = encodeIndices(DataType::Int64, {2, 1, 0, 0, 0, 1});
   Out.assign(6, 0);
@@ -151,10 +149,10 @@ TEST(Interpreter, StridedTransposedAndBroadcastInputs) {
 }
 
 TEST(Interpreter, ClampWrapsNegativesThenClamps) {
-  Expected<ValidDesc> V = validate(
-      GatherElementsDesc{tensor(DataType::Int32, {3}), tensor(DataType::Int64, {5}),
-                         tensor(DataType::Int32, {5}), 0},
-      {OobPolicy::Clamp, std::nullopt, true});
+  Expected<ValidDesc> V =
+      validate(GatherElementsDesc{tensor(DataType::Int32, {3}), tensor(DataType::Int64, {5}),
+                                  tensor(DataType::Int32, {5}), 0},
+               {OobPolicy::Clamp, std::nullopt, true});
   ASSERT_TRUE(V.isOk());
   std::vector<int32_t> In = {10, 20, 30}, Out(5);
   std::vector<char> Idx = encodeIndices(DataType::Int64, {5, -1, -3, -10, INT64_MIN});
@@ -165,10 +163,10 @@ TEST(Interpreter, ClampWrapsNegativesThenClamps) {
 TEST(Interpreter, ClipDoesNotWrapNegativesAsNumpysClipDoes) {
   // numpy.take([10, 20, 30], [5, -1, -3, -10, 1], mode="clip") is
   // [30, 10, 10, 10, 20].
-  Expected<ValidDesc> V = validate(
-      GatherElementsDesc{tensor(DataType::Int32, {3}), tensor(DataType::Int64, {5}),
-                         tensor(DataType::Int32, {5}), 0},
-      {OobPolicy::Clip, std::nullopt, true});
+  Expected<ValidDesc> V =
+      validate(GatherElementsDesc{tensor(DataType::Int32, {3}), tensor(DataType::Int64, {5}),
+                                  tensor(DataType::Int32, {5}), 0},
+               {OobPolicy::Clip, std::nullopt, true});
   ASSERT_TRUE(V.isOk());
   std::vector<int32_t> In = {10, 20, 30}, Out(5);
   std::vector<char> Idx = encodeIndices(DataType::Int64, {5, -1, -3, -10, 1});
@@ -177,10 +175,10 @@ TEST(Interpreter, ClipDoesNotWrapNegativesAsNumpysClipDoes) {
 }
 
 TEST(Interpreter, ClampTreatsHugeUnsignedAsTooLarge) {
-  Expected<ValidDesc> V = validate(
-      GatherElementsDesc{tensor(DataType::Int32, {3}), tensor(DataType::UInt64, {2}),
-                         tensor(DataType::Int32, {2}), 0},
-      {OobPolicy::Clamp, std::nullopt, true});
+  Expected<ValidDesc> V =
+      validate(GatherElementsDesc{tensor(DataType::Int32, {3}), tensor(DataType::UInt64, {2}),
+                                  tensor(DataType::Int32, {2}), 0},
+               {OobPolicy::Clamp, std::nullopt, true});
   ASSERT_TRUE(V.isOk());
   std::vector<int32_t> In = {10, 20, 30}, Out(2);
   std::vector<char> Idx = encodeIndices(DataType::UInt64, {-1 /* 2^64-1 */, 0});
@@ -189,10 +187,10 @@ TEST(Interpreter, ClampTreatsHugeUnsignedAsTooLarge) {
 }
 
 TEST(Interpreter, ClampIntoAnEmptyAxisWritesZeros) {
-  Expected<ValidDesc> V = validate(
-      GatherElementsDesc{tensor(DataType::Int32, {2, 0}), tensor(DataType::Int64, {2, 1}),
-                         tensor(DataType::Int32, {2, 1}), 1},
-      {OobPolicy::Clamp, std::nullopt, false});
+  Expected<ValidDesc> V =
+      validate(GatherElementsDesc{tensor(DataType::Int32, {2, 0}), tensor(DataType::Int64, {2, 1}),
+                                  tensor(DataType::Int32, {2, 1}), 1},
+               {OobPolicy::Clamp, std::nullopt, false});
   ASSERT_TRUE(V.isOk()) << V.status().message();
   std::vector<int32_t> Out = {7, 7};
   std::vector<char> Idx = encodeIndices(DataType::Int64, {0, 3});
@@ -201,9 +199,9 @@ TEST(Interpreter, ClampIntoAnEmptyAxisWritesZeros) {
 }
 
 TEST(Interpreter, CheckNamesTheFirstBadIndex) {
-  Expected<ValidDesc> V = validate(GatherElementsDesc{
-      tensor(DataType::Float32, {2, 3}), tensor(DataType::Int32, {2, 3}),
-      tensor(DataType::Float32, {2, 3}), 1});
+  Expected<ValidDesc> V = validate(GatherElementsDesc{tensor(DataType::Float32, {2, 3}),
+                                                      tensor(DataType::Int32, {2, 3}),
+                                                      tensor(DataType::Float32, {2, 3}), 1});
   ASSERT_TRUE(V.isOk());
   std::vector<float> In(6), Out(6);
   std::vector<char> Idx = encodeIndices(DataType::Int32, {0, 1, 2, -3, 3, -4});
@@ -216,9 +214,9 @@ TEST(Interpreter, CheckNamesTheFirstBadIndex) {
 }
 
 TEST(Interpreter, CheckRejectsHugeUnsigned) {
-  Expected<ValidDesc> V = validate(GatherElementsDesc{
-      tensor(DataType::Float32, {3}), tensor(DataType::UInt64, {1}),
-      tensor(DataType::Float32, {1}), 0});
+  Expected<ValidDesc> V =
+      validate(GatherElementsDesc{tensor(DataType::Float32, {3}), tensor(DataType::UInt64, {1}),
+                                  tensor(DataType::Float32, {1}), 0});
   ASSERT_TRUE(V.isOk());
   std::vector<float> In(3), Out(1);
   std::vector<char> Idx = encodeIndices(DataType::UInt64, {-1});
@@ -229,8 +227,8 @@ TEST(Interpreter, CheckRejectsHugeUnsigned) {
 }
 
 TEST(Interpreter, OnnxGatherEmbeddingRows) {
-  Expected<GatherDesc> D = onnxGather(tensor(DataType::Int32, {3, 2}),
-                                      tensor(DataType::Int64, {2, 2}), 0);
+  Expected<GatherDesc> D =
+      onnxGather(tensor(DataType::Int32, {3, 2}), tensor(DataType::Int64, {2, 2}), 0);
   ASSERT_TRUE(D.isOk());
   Expected<ValidDesc> V = validate(*D);
   ASSERT_TRUE(V.isOk()) << V.status().message();
@@ -241,8 +239,8 @@ TEST(Interpreter, OnnxGatherEmbeddingRows) {
 }
 
 TEST(Interpreter, OnnxGatherInnerAxisAndScalarIndex) {
-  Expected<GatherDesc> D = onnxGather(tensor(DataType::Int32, {2, 3}),
-                                      tensor(DataType::Int64, {}), 1);
+  Expected<GatherDesc> D =
+      onnxGather(tensor(DataType::Int32, {2, 3}), tensor(DataType::Int64, {}), 1);
   ASSERT_TRUE(D.isOk());
   Expected<ValidDesc> V = validate(*D);
   ASSERT_TRUE(V.isOk()) << V.status().message();
@@ -255,8 +253,8 @@ TEST(Interpreter, OnnxGatherInnerAxisAndScalarIndex) {
 TEST(Interpreter, GatherCheckReportsIndexPositionNotOutputPosition) {
   // Data 2x3 along axis 1 with indices {2}: output 2x2; the bad index is at
   // position 1 of the indices although output element 1 reads it first.
-  Expected<GatherDesc> D = onnxGather(tensor(DataType::Int32, {2, 3}),
-                                      tensor(DataType::Int64, {2}), 1);
+  Expected<GatherDesc> D =
+      onnxGather(tensor(DataType::Int32, {2, 3}), tensor(DataType::Int64, {2}), 1);
   Expected<ValidDesc> V = validate(*D);
   ASSERT_TRUE(V.isOk());
   std::vector<int32_t> In(6), Out(4);

@@ -25,8 +25,8 @@ TEST(Runtime, PrefetchingRowsFromALargeTableKeepsResultsAndErrors) {
   // read no index past the range it was given and change no result.
   auto RT = makeRuntime();
   const uint64_t Rows = 2048, Cols = 128, Ids = 37;
-  Expected<GatherDesc> D = onnxGather(tensor(DataType::Float32, {Rows, Cols}),
-                                      tensor(DataType::Int32, {Ids}), 0);
+  Expected<GatherDesc> D =
+      onnxGather(tensor(DataType::Float32, {Rows, Cols}), tensor(DataType::Int32, {Ids}), 0);
   ASSERT_TRUE(D.isOk());
   Expected<ValidDesc> V = validate(*D);
   ASSERT_TRUE(V.isOk());
@@ -64,7 +64,8 @@ void expectBlockGatherMatches(Runtime &RT, DataType Type, uint64_t Rows, uint64_
                               uint64_t Ids, char *Out, uint64_t BadAt) {
   SCOPED_TRACE(std::string(dataTypeName(Type)) + " [" + std::to_string(Rows) + ", " +
                std::to_string(Cols) + "] by " + std::to_string(Ids));
-  Expected<GatherDesc> D = onnxGather(tensor(Type, {Rows, Cols}), tensor(DataType::Int64, {Ids}), 0);
+  Expected<GatherDesc> D =
+      onnxGather(tensor(Type, {Rows, Cols}), tensor(DataType::Int64, {Ids}), 0);
   ASSERT_TRUE(D.isOk());
   Expected<ValidDesc> V = validate(*D);
   ASSERT_TRUE(V.isOk());
@@ -74,7 +75,8 @@ void expectBlockGatherMatches(Runtime &RT, DataType Type, uint64_t Rows, uint64_
   std::vector<char> Table = patternBuffer(Rows * Cols, Elem);
   std::vector<int64_t> Idx(Ids);
   for (uint64_t I = 0; I < Ids; ++I)
-    Idx[I] = static_cast<int64_t>((I * 7919) % Rows) - (I % 3 == 1 ? static_cast<int64_t>(Rows) : 0);
+    Idx[I] =
+        static_cast<int64_t>((I * 7919) % Rows) - (I % 3 == 1 ? static_cast<int64_t>(Rows) : 0);
   std::vector<char> Ref(Ids * Cols * Elem);
   ASSERT_TRUE(interpret(*V, Table.data(), Idx.data(), Ref.data()).isOk());
   ASSERT_TRUE(K->run(Table.data(), Idx.data(), Out).isOk());
@@ -223,8 +225,8 @@ TEST(Runtime, RowsSharingTheirIndicesCheckThemOnceAndMatchTheInterpreter) {
   const uint64_t Rows = 300, Cols = 1000;
   for (OobPolicy Policy : {OobPolicy::Check, OobPolicy::Clamp}) {
     SCOPED_TRACE(Policy == OobPolicy::Check ? "check" : "clamp");
-    Expected<GatherDesc> D = onnxGather(tensor(DataType::Float32, {Rows, Cols}),
-                                        tensor(DataType::Int32, {50, 40}), 1);
+    Expected<GatherDesc> D =
+        onnxGather(tensor(DataType::Float32, {Rows, Cols}), tensor(DataType::Int32, {50, 40}), 1);
     ASSERT_TRUE(D.isOk());
     ValidateOptions O;
     O.Policy = Policy;
@@ -287,8 +289,6 @@ TEST(Runtime, RowsGatheringAcrossASlicePrefetchTheNextSliceAndMatchTheInterprete
   EXPECT_EQ(S.position(), (A - 1) * I * K + 5);
 }
 
-
-
 /// The host backend's facts (what the runtime's plans follow).
 TargetFacts hostFacts() {
   Expected<std::unique_ptr<CodeGenerator>> Gen = createCodeGenerator({}, OptLevel::O2);
@@ -305,15 +305,14 @@ bool expectSmallAxisGatherMatches(Runtime &RT, const TargetFacts &Facts, DataTyp
                                   uint64_t Axis, uint64_t Cols, uint64_t Seed) {
   SCOPED_TRACE(std::string(dataTypeName(Type)) + " [" + std::to_string(Rows) + ", " +
                std::to_string(Axis) + "] by " + dataTypeName(IndexType) + " [" +
-               std::to_string(Rows) + ", " + std::to_string(Cols) + "], " +
-               oobPolicyName(Policy));
+               std::to_string(Rows) + ", " + std::to_string(Cols) + "], " + oobPolicyName(Policy));
   ValidateOptions O;
   O.Policy = Policy;
   O.AllowSmallerIndices = true;
-  Expected<ValidDesc> V = validate(GatherElementsDesc{tensor(Type, {Rows, Axis}),
-                                                      tensor(IndexType, {Rows, Cols}),
-                                                      tensor(Type, {Rows, Cols}), 1},
-                                   O);
+  Expected<ValidDesc> V =
+      validate(GatherElementsDesc{tensor(Type, {Rows, Axis}), tensor(IndexType, {Rows, Cols}),
+                                  tensor(Type, {Rows, Cols}), 1},
+               O);
   EXPECT_TRUE(V.isOk()) << V.status().message();
   if (!V)
     return false;
@@ -375,8 +374,8 @@ TEST(Runtime, RowsPermutedFromRegistersMatchTheInterpreter) {
       for (uint64_t Cols : {4, 13, 16, 37}) {
         const DataType IndexType = IndexTypes[Case % 4];
         const OobPolicy Policy = Policies[Case % 3];
-        Permuted += expectSmallAxisGatherMatches(*RT, Facts, Type, IndexType, Policy, 5, Axis,
-                                                 Cols, static_cast<uint64_t>(++Case));
+        Permuted += expectSmallAxisGatherMatches(*RT, Facts, Type, IndexType, Policy, 5, Axis, Cols,
+                                                 static_cast<uint64_t>(++Case));
         if (HasFailure())
           return;
       }
@@ -392,7 +391,8 @@ TEST(Runtime, ALookupInASmallTablePermutesAnyRangeOfItsIndices) {
   // whose range [Begin, End) comes with the call (tails of any length).
   const TargetFacts Facts = hostFacts();
   auto RT = makeRuntime();
-  Expected<GatherDesc> D = onnxGather(tensor(DataType::Float32, {40}), tensor(DataType::Int64, {103}), 0);
+  Expected<GatherDesc> D =
+      onnxGather(tensor(DataType::Float32, {40}), tensor(DataType::Int64, {103}), 0);
   ASSERT_TRUE(D.isOk());
   Expected<ValidDesc> V = validate(*D);
   ASSERT_TRUE(V.isOk());
@@ -409,7 +409,8 @@ TEST(Runtime, ALookupInASmallTablePermutesAnyRangeOfItsIndices) {
   ASSERT_TRUE(interpret(*V, Table.data(), Idx.data(), Ref.data()).isOk());
   for (uint64_t Begin = 0; Begin < 103; Begin += 23)
     ASSERT_TRUE(K->runRows(Table.data(), Idx.data(), Split.data(), Begin,
-                           std::min<uint64_t>(103, Begin + 23)).isOk());
+                           std::min<uint64_t>(103, Begin + 23))
+                    .isOk());
   EXPECT_EQ(Ref, Split);
   Idx[70] = 40;
   Status S = K->runRows(Table.data(), Idx.data(), Split.data(), 69, 75);

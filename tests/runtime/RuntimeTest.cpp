@@ -6,13 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <cstring>
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <sstream>
-#include <unistd.h>
 #include <thread>
+#include <unistd.h>
 
 using namespace gatherjit;
 using namespace gatherjit::test;

@@ -13,10 +13,10 @@
 #include <random>
 
 /// Skips a test of epilogues in a build without clang's libraries.
-#define REQUIRE_EPILOGUES()                                                                  \
-  do {                                                                                       \
-    if (!::gatherjit::epiloguesSupported())                                                  \
-      GTEST_SKIP() << "built without clang's libraries";                                     \
+#define REQUIRE_EPILOGUES()                                                                        \
+  do {                                                                                             \
+    if (!::gatherjit::epiloguesSupported())                                                        \
+      GTEST_SKIP() << "built without clang's libraries";                                           \
   } while (false)
 
 namespace gatherjit::test {
@@ -62,7 +62,8 @@ struct GeCase {
     Status JS = K.run(In.data(), Bytes.data(), Out.data());
     Status RS = interpret(K.desc(), In.data(), Bytes.data(), Ref.data());
     if (JS.code() != RS.code() || JS.position() != RS.position())
-      return ::testing::AssertionFailure() << "jit: " << JS.message() << "\ninterp: " << RS.message();
+      return ::testing::AssertionFailure()
+             << "jit: " << JS.message() << "\ninterp: " << RS.message();
     if (RS && Out != Ref)
       return ::testing::AssertionFailure() << "outputs differ";
     return ::testing::AssertionSuccess();

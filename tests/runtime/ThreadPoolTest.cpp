@@ -6,10 +6,10 @@
 
 #include <atomic>
 #include <chrono>
-#include <thread>
 #include <future>
 #include <mutex>
 #include <set>
+#include <thread>
 #include <vector>
 
 using namespace gatherjit;

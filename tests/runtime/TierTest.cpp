@@ -163,13 +163,12 @@ TEST(Runtime, EachModeChoosesItsTier) {
     GeCase C(16, 16);
     Expected<Kernel> K = RT->compile(C.Desc);
     ASSERT_TRUE(K.isOk());
-    EXPECT_EQ(K->tier(), Mode == Specialize::AtCompile ? KernelTier::Specialized
-                                                       : KernelTier::Generic);
+    EXPECT_EQ(K->tier(),
+              Mode == Specialize::AtCompile ? KernelTier::Specialized : KernelTier::Generic);
     for (int I = 0; I < 10; ++I)
       ASSERT_TRUE(C.agrees(*K));
     RT->drainBackground();
-    EXPECT_EQ(K->tier(), Mode == Specialize::Never ? KernelTier::Generic
-                                                   : KernelTier::Specialized);
+    EXPECT_EQ(K->tier(), Mode == Specialize::Never ? KernelTier::Generic : KernelTier::Specialized);
     EXPECT_EQ(RT->stats().Specializations, Mode == Specialize::Adaptive ? 1u : 0u);
   }
   Specialize Parsed = Specialize::Never;

@@ -28,26 +28,28 @@ TEST(AotCommand, FlagsAndDescriptorsMakeOneObjectAndOneHeader) {
     "input": {"data_type": "FLOAT16", "sizes": [50000, 768]},
     "indices": {"data_type": "INT32", "sizes": [1, 8192]},
     "output": {"data_type": "FLOAT16", "sizes": [8192, 768]}})");
-  CliResult R = runCli(Dir, std::string("aot ") + GeFlags + " --name ge1 --desc " +
-                                (Dir / "emb.json") + " --name emb -o " + (Dir / "k.o") +
-                                " --header " + (Dir / "k.h"));
+  CliResult R =
+      runCli(Dir, std::string("aot ") + GeFlags + " --name ge1 --desc " + (Dir / "emb.json") +
+                      " --name emb -o " + (Dir / "k.o") + " --header " + (Dir / "k.h"));
   ASSERT_EQ(R.Exit, 0) << R.Err;
   const std::string Syms = symbols(Dir, Dir / "k.o");
-  for (const char *S : {" ge1\n", " ge1_range\n", " ge1_rows\n", " emb\n", " emb_range\n",
-                        " emb_rows\n"})
+  for (const char *S :
+       {" ge1\n", " ge1_range\n", " ge1_rows\n", " emb\n", " emb_range\n", " emb_rows\n"})
     EXPECT_THAT(Syms, HasSubstr(S));
   const std::string H = slurp(Dir / "k.h");
   EXPECT_THAT(H, HasSubstr("int64_t ge1(const void *input, const void *indices, void *output);"));
-  EXPECT_THAT(H, HasSubstr("int64_t emb_range(const void *input, const void *indices, void *output,\n"
-                           "    int64_t begin, int64_t end);"));
+  EXPECT_THAT(H,
+              HasSubstr("int64_t emb_range(const void *input, const void *indices, void *output,\n"
+                        "    int64_t begin, int64_t end);"));
   EXPECT_THAT(H, HasSubstr("extern const int64_t emb_rows;"));
   // Each declaration carries the descriptor it was built for.
-  EXPECT_THAT(H, HasSubstr("ge1: GatherElements input=FLOAT32{4096,4096} indices=INT64{4096,4096}"));
+  EXPECT_THAT(H,
+              HasSubstr("ge1: GatherElements input=FLOAT32{4096,4096} indices=INT64{4096,4096}"));
   EXPECT_THAT(H, HasSubstr("emb: Gather input=FLOAT16{50000,768}"));
   // The header is valid C.
   spit(Dir / "use.c", "#include \"k.h\"\nint main(void) { return (int)sizeof(&ge1); }\n");
-  const std::string Cc = "cc -std=c99 -Wall -Werror -fsyntax-only -I" + Dir.Path.string() + " " +
-                         (Dir / "use.c");
+  const std::string Cc =
+      "cc -std=c99 -Wall -Werror -fsyntax-only -I" + Dir.Path.string() + " " + (Dir / "use.c");
   EXPECT_EQ(std::system(Cc.c_str()), 0);
 }
 
@@ -59,10 +61,11 @@ TEST(AotCommand, CrossCompilesForAarch64) {
                                 (Dir / "a.o") + " --header " + (Dir / "a.h"));
   ASSERT_EQ(R.Exit, 0) << R.Err;
   const std::string Head = slurp(Dir / "a.o").substr(0, 20);
-  ASSERT_EQ(Head.substr(0, 4), "\x7f" "ELF");
-  EXPECT_EQ(Head[4], 2);                                      // 64-bit
-  EXPECT_EQ(static_cast<unsigned char>(Head[18]), 183);       // EM_AARCH64
-  EXPECT_EQ(Head[16], 1);                                     // ET_REL
+  ASSERT_EQ(Head.substr(0, 4), "\x7f"
+                               "ELF");
+  EXPECT_EQ(Head[4], 2);                                // 64-bit
+  EXPECT_EQ(static_cast<unsigned char>(Head[18]), 183); // EM_AARCH64
+  EXPECT_EQ(Head[16], 1);                               // ET_REL
   EXPECT_THAT(slurp(Dir / "a.h"), HasSubstr("aarch64"));
 }
 
@@ -70,7 +73,8 @@ TEST(AotCommand, GatherNDFromShapeFlags) {
   ScratchDir Dir;
   CliResult R = runCli(Dir, "aot gather-nd --data-shape 8,4096,64 --data-type FLOAT16 "
                             "--indices-shape 8,16,1 --indices-type INT32 --batch-dims 1 "
-                            "--name pages -o " + (Dir / "p.o") + " --header " + (Dir / "p.h"));
+                            "--name pages -o " +
+                                (Dir / "p.o") + " --header " + (Dir / "p.h"));
   ASSERT_EQ(R.Exit, 0) << R.Err;
   const std::string Header = slurp(Dir / "p.h");
   EXPECT_THAT(Header, HasSubstr("GatherND input=FLOAT16{8,4096,64}"));
@@ -92,7 +96,8 @@ TEST(AotCommand, BadInputExitsTwoAndWritesNothing) {
     std::string Args, Message;
   } Cases[] = {
       {std::string(GeFlags) + " --name 2fast", "'2fast' is not a C identifier"},
-      {std::string(GeFlags) + " --name a --name b", "1 kernels (1 from shape flags, 0 from --desc) but 2 --name"},
+      {std::string(GeFlags) + " --name a --name b",
+       "1 kernels (1 from shape flags, 0 from --desc) but 2 --name"},
       {"--data-shape 4,x --indices-shape 4", "--data-shape = '4,x'"},
       {"--data-shape 4,4 --indices-shape 4,4 --data-type FLOAT33", "--data-type = 'FLOAT33'"},
       {"--data-shape 4,4 --indices-shape 4,4 --indices-type FLOAT32", "index"},
@@ -102,7 +107,8 @@ TEST(AotCommand, BadInputExitsTwoAndWritesNothing) {
        "unknown target feature '+avx9'"},
       {"--data-shape 4,4 --indices-shape 4,4 --target aarch64-linux-gnu --features -avx2",
        "unknown target feature '-avx2' for target 'aarch64"},
-      {"--data-shape 4,4 --indices-shape 4,4 --target nosucharch-linux-gnu", "nosucharch-linux-gnu"},
+      {"--data-shape 4,4 --indices-shape 4,4 --target nosucharch-linux-gnu",
+       "nosucharch-linux-gnu"},
       // A target LLVM knows but cannot generate code for here.
       {"--data-shape 4,4 --indices-shape 4,4 --target wasm32-unknown-unknown",
        "cannot generate code for target 'wasm32-unknown-unknown'"},
@@ -153,14 +159,14 @@ TEST(AotCommand, PtxModuleAndLaunchHeaderForNvptx) {
   EXPECT_THAT(Ptx, HasSubstr("ld.global.nc.")) << "operands through the read-only cache";
   const std::string H = slurp(Dir / "k.h");
   // 16,777,216 elements: 8192 blocks (the plan's most) of 256 threads.
-  for (const char *Line : {"#define ge1_ENTRY \"ge1\"",
-                           "#define ge1_PARAMS \"input,indices,output,status\"",
-                           "#define ge1_GRID 8192u", "#define ge1_BLOCK 256u",
-                           "#define ge1_TUPLE 1u", "#define ge1_OUTPUT_BYTES 67108864u"})
+  for (const char *Line :
+       {"#define ge1_ENTRY \"ge1\"", "#define ge1_PARAMS \"input,indices,output,status\"",
+        "#define ge1_GRID 8192u", "#define ge1_BLOCK 256u", "#define ge1_TUPLE 1u",
+        "#define ge1_OUTPUT_BYTES 67108864u"})
     EXPECT_THAT(H, HasSubstr(Line));
   spit(Dir / "use.c", "#include \"k.h\"\nint main(void) { return ge1_GRID / ge1_BLOCK > 0; }\n");
-  const std::string Cc = "cc -std=c99 -Wall -Werror -fsyntax-only -I" + Dir.Path.string() + " " +
-                         (Dir / "use.c");
+  const std::string Cc =
+      "cc -std=c99 -Wall -Werror -fsyntax-only -I" + Dir.Path.string() + " " + (Dir / "use.c");
   EXPECT_EQ(std::system(Cc.c_str()), 0);
   // An unknown GPU architecture is the user's error.
   expectOneErrorLine(runCli(Dir, std::string("aot ") + GeFlags +
@@ -176,13 +182,14 @@ TEST(AotCommand, ElementEpilogueFusedIntoPtx) {
   spit(Dir / "relu.c", "float relu(float x) { return x > 0.0f ? x : 0.0f; }\n");
   spit(Dir / "row.c", "void r(const float *row, float *out) { out[0] = row[0]; }\n");
   const std::string Common = std::string("aot ") + GeFlags +
-                             " --target nvptx64-nvidia-cuda --cpu sm_80 --header " +
-                             (Dir / "k.h") + " -o " + (Dir / "k.ptx");
+                             " --target nvptx64-nvidia-cuda --cpu sm_80 --header " + (Dir / "k.h") +
+                             " -o " + (Dir / "k.ptx");
   CliResult R = runCli(Dir, Common + " --epilogue " + (Dir / "relu.c") + " --epilogue-fn relu");
   ASSERT_EQ(R.Exit, 0) << R.Err;
   EXPECT_THAT(slurp(Dir / "k.ptx"), HasSubstr("max.f32"));
   expectOneErrorLine(runCli(Dir, "aot gather --data-shape 100,8 --indices-shape 16 --target "
-                                 "nvptx64-nvidia-cuda -o " + (Dir / "r.ptx") + " --epilogue " +
-                                 (Dir / "row.c") + " --epilogue-fn r --epilogue-row-out 1"),
+                                 "nvptx64-nvidia-cuda -o " +
+                                     (Dir / "r.ptx") + " --epilogue " + (Dir / "row.c") +
+                                     " --epilogue-fn r --epilogue-row-out 1"),
                      2, "row epilogues and checked epilogues run on the CPU only");
 }

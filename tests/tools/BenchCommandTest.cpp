@@ -20,8 +20,8 @@ namespace {
 
 TEST(BenchCommand, WritesRowsReportAndChart) {
   ScratchDir Dir;
-  CliResult R = runCli(Dir, "bench --quiet --cases GE5,G4 --threads 2 --json " + (Dir / "rows.json") +
-                                " --results " + (Dir / "results"));
+  CliResult R = runCli(Dir, "bench --quiet --cases GE5,G4 --threads 2 --json " +
+                                (Dir / "rows.json") + " --results " + (Dir / "results"));
   ASSERT_EQ(R.Exit, 0) << R.Err;
   const std::string Rows = slurp(Dir / "rows.json");
   // Four rows per case: interp, generic, jit on 1 thread and on 2.
@@ -32,8 +32,8 @@ TEST(BenchCommand, WritesRowsReportAndChart) {
       EXPECT_THAT(Rows, HasSubstr(std::string("\"engine\": \"") + Engine + "\""));
     }
   }
-  for (const char *Field : {"\"median_ns\": ", "\"effective_gbps\": ", "\"memcpy_gbps\": ",
-                            "\"threads\": 2"})
+  for (const char *Field :
+       {"\"median_ns\": ", "\"effective_gbps\": ", "\"memcpy_gbps\": ", "\"threads\": 2"})
     EXPECT_THAT(Rows, HasSubstr(Field));
   size_t Count = 0;
   for (size_t P = Rows.find("\"case\""); P != std::string::npos; P = Rows.find("\"case\"", P + 1))

@@ -49,8 +49,8 @@ void writeArray(const std::string &Path, const std::string &Descr,
   spit(Path, encodeNpy(Descr, Shape, Values.data(), Values.size() * sizeof(T)));
 }
 
-template <typename T> std::vector<T> readArray(const std::string &Path,
-                                               std::vector<uint64_t> *Shape = nullptr) {
+template <typename T>
+std::vector<T> readArray(const std::string &Path, std::vector<uint64_t> *Shape = nullptr) {
   Expected<NpyArray> A = readNpy(Path);
   EXPECT_TRUE(A.isOk()) << A.status().message();
   if (!A)

@@ -69,8 +69,8 @@ TEST_F(CommandLine, FlagsInAnyOrderAndNegativeAxis) {
 
 TEST_F(CommandLine, OnnxGather) {
   writeArray<int64_t>(Dir / "rows.npy", "<i8", {2}, {2, 0});
-  CliResult R = runCli(Dir, "gather --data " + Dir / "data.npy" + " --indices " +
-                                Dir / "rows.npy" + " -o " + Dir / "out.npy");
+  CliResult R = runCli(Dir, "gather --data " + Dir / "data.npy" + " --indices " + Dir / "rows.npy" +
+                                " -o " + Dir / "out.npy");
   ASSERT_EQ(R.Exit, 0) << R.Err;
   std::vector<uint64_t> Shape;
   EXPECT_EQ(readArray<float>(Dir / "out.npy", &Shape), (std::vector<float>{7, 8, 9, 1, 2, 3}));
@@ -82,9 +82,9 @@ TEST_F(CommandLine, OnnxGatherNDWithBatchDims) {
   writeArray<int32_t>(Dir / "cube.npy", "<i4", {2, 2, 2}, {0, 1, 2, 3, 4, 5, 6, 7});
   writeArray<int64_t>(Dir / "tuples.npy", "<i8", {2, 1}, {1, 0});
   for (const char *Engine : {"jit", "interp"}) {
-    CliResult R = runCli(Dir, "gather-nd --data " + Dir / "cube.npy" + " --indices " +
-                                  Dir / "tuples.npy" + " --batch-dims 1 --engine " + Engine +
-                                  " -o " + Dir / "out.npy");
+    CliResult R =
+        runCli(Dir, "gather-nd --data " + Dir / "cube.npy" + " --indices " + Dir / "tuples.npy" +
+                        " --batch-dims 1 --engine " + Engine + " -o " + Dir / "out.npy");
     ASSERT_EQ(R.Exit, 0) << R.Err;
     std::vector<uint64_t> Shape;
     EXPECT_EQ(readArray<int32_t>(Dir / "out.npy", &Shape), (std::vector<int32_t>{2, 3, 4, 5}));
@@ -129,7 +129,8 @@ TEST_F(CommandLine, RunGatherND1Descriptor) {
 TEST_F(CommandLine, FortranOrderDataIsReadCorrectly) {
   // data.T stored in Fortran order is data again, logically transposed.
   std::string Header = "{'descr': '<f4', 'fortran_order': True, 'shape': (3, 3), }";
-  std::vector<float> ColumnMajor = {1, 2, 3, 4, 5, 6, 7, 8, 9}; // Logical [[1,4,7],[2,5,8],[3,6,9]].
+  std::vector<float> ColumnMajor = {1, 2, 3, 4, 5,
+                                    6, 7, 8, 9}; // Logical [[1,4,7],[2,5,8],[3,6,9]].
   std::string File = encodeNpy("<f4", {3, 3}, ColumnMajor.data(), 36);
   File.replace(File.find("False"), 5, "True ");
   spit(Dir / "fdata.npy", File);

@@ -50,15 +50,16 @@ TEST(EpilogueCommand, RowEpilogueOnBothEnginesAndAot) {
     const std::string Out = Dir / (std::string(Engine) + ".npy");
     CliResult R = runCli(Dir, "gather --data " + Dir / "t.npy" + " --indices " + Dir / "ids.npy" +
                                   " --epilogue " + Dir / "deq.c" +
-                                  " --epilogue-fn dequant --epilogue-row-out 4 --engine " +
-                                  Engine + " -o " + Out);
+                                  " --epilogue-fn dequant --epilogue-row-out 4 --engine " + Engine +
+                                  " -o " + Out);
     ASSERT_EQ(R.Exit, 0) << R.Err;
     std::vector<uint64_t> Shape;
     EXPECT_EQ(readArray<float>(Out, &Shape), Want);
     EXPECT_EQ(Shape, (std::vector<uint64_t>{3, 4}));
   }
   CliResult A = runCli(Dir, "aot gather --data-shape 6,12 --data-type UINT8 --indices-shape 3 "
-                            "--indices-type INT64 --epilogue " + Dir / "deq.c" +
+                            "--indices-type INT64 --epilogue " +
+                                Dir / "deq.c" +
                                 " --epilogue-fn dequant --epilogue-row-out 4 --name lookup -o " +
                                 Dir / "k.o" + " --header " + Dir / "k.h");
   ASSERT_EQ(A.Exit, 0) << A.Err;
@@ -94,10 +95,12 @@ TEST(EpilogueCommand, BadEpiloguesExitTwoWithOneLineAndNoFile) {
   writeArray<int64_t>(Dir / "i.npy", "<i8", {2}, {0, 3});
   const std::string Ops = "gather --data " + Dir / "d.npy" + " --indices " + Dir / "i.npy";
   const std::string Out = Dir / "o.npy";
-  expectOneErrorLine(runCli(Dir, Ops + " --epilogue " + Dir / "bad.c" + " --epilogue-fn f -o " + Out),
-                     2, "bad.c:2:13: error: expected expression");
-  expectOneErrorLine(runCli(Dir, Ops + " --epilogue " + Dir / "libc.c" + " --epilogue-fn f -o " + Out),
-                     2, "libc.c:2:27: error: 'expf' is not defined in the epilogue");
+  expectOneErrorLine(
+      runCli(Dir, Ops + " --epilogue " + Dir / "bad.c" + " --epilogue-fn f -o " + Out), 2,
+      "bad.c:2:13: error: expected expression");
+  expectOneErrorLine(
+      runCli(Dir, Ops + " --epilogue " + Dir / "libc.c" + " --epilogue-fn f -o " + Out), 2,
+      "libc.c:2:27: error: 'expf' is not defined in the epilogue");
   expectOneErrorLine(runCli(Dir, Ops + " --epilogue " + Dir / "bad.c" + " -o " + Out), 2,
                      "--epilogue FILE.c and --epilogue-fn NAME go together");
   expectOneErrorLine(
@@ -119,10 +122,12 @@ TEST(EpilogueCommand, SourcesThatCrashClangExitTwo) {
   writeArray<int64_t>(Dir / "i.npy", "<i8", {2}, {0, 3});
   const std::string Ops = "gather --data " + Dir / "d.npy" + " --indices " + Dir / "i.npy";
   const std::string Out = Dir / "o.npy";
-  expectOneErrorLine(runCli(Dir, Ops + " --epilogue " + Dir / "deep.c" + " --epilogue-fn f -o " + Out),
-                     2, "the epilogue's compile was stopped: clang crashed");
-  expectOneErrorLine(runCli(Dir, Ops + " --epilogue " + Dir / "embed.c" + " --epilogue-fn f -o " + Out),
-                     2, "embed.c:2: error: an epilogue may not embed files");
+  expectOneErrorLine(
+      runCli(Dir, Ops + " --epilogue " + Dir / "deep.c" + " --epilogue-fn f -o " + Out), 2,
+      "the epilogue's compile was stopped: clang crashed");
+  expectOneErrorLine(
+      runCli(Dir, Ops + " --epilogue " + Dir / "embed.c" + " --epilogue-fn f -o " + Out), 2,
+      "embed.c:2: error: an epilogue may not embed files");
   EXPECT_FALSE(std::filesystem::exists(Out));
 }
 
@@ -134,7 +139,8 @@ TEST(EpilogueCommand, CheckedEpilogueFaultsExitTwoOnBothEngines) {
   spit(Dir / "past.c", "void f(const float *row, float *out) {\n"
                        "  for (int j = 0; j < GJ_ROW_OUT; ++j) out[j] = row[j + (row[0] > 10)];\n"
                        "}\n");
-  writeArray<float>(Dir / "d.npy", "<f4", {4, 4}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15});
+  writeArray<float>(Dir / "d.npy", "<f4", {4, 4},
+                    {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15});
   writeArray<int64_t>(Dir / "i.npy", "<i8", {2}, {0, 1});
   writeArray<int64_t>(Dir / "j.npy", "<i8", {2}, {0, 3});
   const std::string Epi = " --epilogue " + Dir / "past.c" + " --epilogue-fn f --epilogue-checked";

@@ -85,11 +85,11 @@ TEST_F(HostileInput, AotObjectAndHeaderMustDiffer) {
 }
 
 TEST_F(HostileInput, InputsThatNeverEndAreRefusedAndFifosAreStreamed) {
-  expectOneErrorLine(runCli(Dir, "gather-elements --data /dev/zero --indices " +
-                                     Dir / "idx.npy" + " -o " + Dir / "o.npy"),
+  expectOneErrorLine(runCli(Dir, "gather-elements --data /dev/zero --indices " + Dir / "idx.npy" +
+                                     " -o " + Dir / "o.npy"),
                      2, "character device");
-  expectOneErrorLine(runCli(Dir, "run /dev/urandom --input " + Dir / "data.npy" +
-                                     " --indices " + Dir / "idx.npy" + " -o " + Dir / "o.npy"),
+  expectOneErrorLine(runCli(Dir, "run /dev/urandom --input " + Dir / "data.npy" + " --indices " +
+                                     Dir / "idx.npy" + " -o " + Dir / "o.npy"),
                      2, "character device");
   const std::string Fifo = Dir / "data.fifo";
   ASSERT_EQ(::mkfifo(Fifo.c_str(), 0600), 0);
@@ -130,14 +130,16 @@ TEST_F(HostileInput, SizesFromInputAreCheckedBeforeAllocation) {
     "input": {"data_type": "FLOAT32", "sizes": [3]},
     "indices": {"data_type": "INT64", "sizes": [3]},
     "output": {"data_type": "FLOAT32", "sizes": [3], "strides": [1000000000000000000]}})");
-  expectOneErrorLine(runCli(Dir, "run " + Dir / "strided.json" + Run + " --indices " + Dir / "i3.npy"),
-                     2, "more than this machine's memory");
+  expectOneErrorLine(
+      runCli(Dir, "run " + Dir / "strided.json" + Run + " --indices " + Dir / "i3.npy"), 2,
+      "more than this machine's memory");
   spit(Dir / "broadcast.json", R"({"operator": "GATHER", "axis": 0, "index_dimensions": 1,
     "input": {"data_type": "FLOAT32", "sizes": [3]},
     "indices": {"data_type": "INT64", "sizes": [1099511627776], "strides": [0]},
     "output": {"data_type": "FLOAT32", "sizes": [1099511627776]}})");
-  expectOneErrorLine(runCli(Dir, "run " + Dir / "broadcast.json" + Run + " --indices " + Dir / "one.npy"),
-                     2, "more than this machine's memory");
+  expectOneErrorLine(
+      runCli(Dir, "run " + Dir / "broadcast.json" + Run + " --indices " + Dir / "one.npy"), 2,
+      "more than this machine's memory");
   EXPECT_FALSE(std::filesystem::exists(Dir.Path / "o.npy"));
 }
 
@@ -161,14 +163,14 @@ TEST_F(HostileInput, ValuesInErrorsAreEscapedAndCut) {
   CliResult R = runCli(Dir, "run " + Dir / "long.json" + Operands);
   expectOneErrorLine(R, 2, "(100 more bytes)");
   EXPECT_LT(R.Err.size(), 500u);
-  spit(Dir / "control.json",
-       R"({"operator": "GATHER_ELEMENTS", "axis": 0, "input": {"data_type": "FLO\u0000AT\n\u001b"}})");
+  spit(
+      Dir / "control.json",
+      R"({"operator": "GATHER_ELEMENTS", "axis": 0, "input": {"data_type": "FLO\u0000AT\n\u001b"}})");
   R = runCli(Dir, "run " + Dir / "control.json" + Operands);
   expectOneErrorLine(R, 2, R"("FLO\0AT\n\x1b")");
   EXPECT_EQ(R.Err.find('\0'), std::string::npos);
   spit(Dir / "dup.json", R"({"operator": "GATHER_ELEMENTS", "axis": 0, "axis": 1})");
-  expectOneErrorLine(runCli(Dir, "run " + Dir / "dup.json" + Operands), 2,
-                     "'axis' appears twice");
+  expectOneErrorLine(runCli(Dir, "run " + Dir / "dup.json" + Operands), 2, "'axis' appears twice");
 }
 
 TEST_F(HostileInput, IntegerOptionsTakeDecimalDigitsOnly) {
@@ -186,9 +188,9 @@ TEST_F(HostileInput, ManyThreadsAndLoggingFlagsKeepStderrToItsContract) {
   // output): one --stats line, nothing from oneTBB.
   writeArray<float>(Dir / "wide.npy", "<f4", {512, 512}, std::vector<float>(512 * 512, 1));
   writeArray<int32_t>(Dir / "zeros.npy", "<i4", {512, 512}, std::vector<int32_t>(512 * 512));
-  CliResult R = runCli(Dir, "gather-elements --data " + Dir / "wide.npy" + " --indices " +
-                                Dir / "zeros.npy" + " --axis 1 -o " + Dir / "w.npy" +
-                                " --threads 64 --stats");
+  CliResult R =
+      runCli(Dir, "gather-elements --data " + Dir / "wide.npy" + " --indices " + Dir / "zeros.npy" +
+                      " --axis 1 -o " + Dir / "w.npy" + " --threads 64 --stats");
   ASSERT_EQ(R.Exit, 0) << R.Err;
   EXPECT_EQ(readArray<float>(Dir / "w.npy"), std::vector<float>(512 * 512, 1));
   EXPECT_EQ(std::count(R.Err.begin(), R.Err.end(), '\n'), 1) << R.Err;

@@ -30,8 +30,8 @@ struct Stretch {
 /// in Program.debug where the build split them off).
 Stretch hotStretch(const std::string &Program, const std::unordered_set<std::string> &Hot) {
   const std::string Debug = Program + ".debug";
-  auto Obj = llvm::object::ObjectFile::createObjectFile(
-      std::filesystem::exists(Debug) ? Debug : Program);
+  auto Obj =
+      llvm::object::ObjectFile::createObjectFile(std::filesystem::exists(Debug) ? Debug : Program);
   if (!Obj) {
     ADD_FAILURE() << "cannot read " << Program << ": " << llvm::toString(Obj.takeError());
     return {};

@@ -39,8 +39,10 @@ std::string errorOf(const std::string &File) {
 }
 
 TEST(Npy, ReadsAnInt32Matrix) {
-  std::string Data = bytesOf({1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0, 5, 0, 0, 0, 6, 0, 0, 0});
-  Expected<NpyArray> A = parseNpy(npy("{'descr': '<i4', 'fortran_order': False, 'shape': (2, 3), }", Data));
+  std::string Data =
+      bytesOf({1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0, 5, 0, 0, 0, 6, 0, 0, 0});
+  Expected<NpyArray> A =
+      parseNpy(npy("{'descr': '<i4', 'fortran_order': False, 'shape': (2, 3), }", Data));
   ASSERT_TRUE(A.isOk()) << A.status().message();
   EXPECT_EQ(A->Type, DataType::Int32);
   EXPECT_EQ(A->Shape, (std::vector<uint64_t>{2, 3}));
@@ -51,7 +53,8 @@ TEST(Npy, ReadsAnInt32Matrix) {
 TEST(Npy, FortranOrderIsStrides) {
   // Logical [[1,2,3],[4,5,6]] stored column-major: 1 4 2 5 3 6.
   std::string Data = bytesOf({1, 4, 2, 5, 3, 6});
-  Expected<NpyArray> A = parseNpy(npy("{'descr': '|u1', 'fortran_order': True, 'shape': (2, 3), }", Data));
+  Expected<NpyArray> A =
+      parseNpy(npy("{'descr': '|u1', 'fortran_order': True, 'shape': (2, 3), }", Data));
   ASSERT_TRUE(A.isOk()) << A.status().message();
   EXPECT_EQ(*A->tensor().Strides, (std::vector<uint64_t>{1, 2}));
   std::vector<char> C = A->cOrderData();
@@ -59,16 +62,16 @@ TEST(Npy, FortranOrderIsStrides) {
 }
 
 TEST(Npy, BigEndianIsSwapped) {
-  Expected<NpyArray> A = parseNpy(npy("{'descr': '>u2', 'fortran_order': False, 'shape': (2,), }",
-                                      bytesOf({1, 2, 3, 4})));
+  Expected<NpyArray> A = parseNpy(
+      npy("{'descr': '>u2', 'fortran_order': False, 'shape': (2,), }", bytesOf({1, 2, 3, 4})));
   ASSERT_TRUE(A.isOk());
   EXPECT_EQ(A->Descr, "<u2");
   EXPECT_EQ(std::string(A->Data.begin(), A->Data.end()), bytesOf({2, 1, 4, 3}));
 }
 
 TEST(Npy, Version2HeaderAndScalarShape) {
-  Expected<NpyArray> A = parseNpy(npy("{'descr': '<f8', 'fortran_order': False, 'shape': (), }",
-                                      std::string(8, '\0'), 2));
+  Expected<NpyArray> A = parseNpy(
+      npy("{'descr': '<f8', 'fortran_order': False, 'shape': (), }", std::string(8, '\0'), 2));
   ASSERT_TRUE(A.isOk()) << A.status().message();
   EXPECT_TRUE(A->Shape.empty());
   EXPECT_EQ(A->elementCount(), 1u);
@@ -89,8 +92,8 @@ TEST(Npy, EveryTypeRoundTrips) {
 }
 
 TEST(Npy, FixedWidthStringsAreOpaque) {
-  Expected<NpyArray> A = parseNpy(npy("{'descr': '<U2', 'fortran_order': False, 'shape': (1,), }",
-                                      std::string(8, 'x')));
+  Expected<NpyArray> A = parseNpy(
+      npy("{'descr': '<U2', 'fortran_order': False, 'shape': (1,), }", std::string(8, 'x')));
   ASSERT_TRUE(A.isOk());
   EXPECT_EQ(A->Type, DataType::Opaque);
   EXPECT_EQ(A->ElementBytes, 8u);
@@ -106,8 +109,8 @@ TEST(Npy, RejectsBadMagic) {
 }
 
 TEST(Npy, RejectsTruncatedFiles) {
-  std::string Good = npy("{'descr': '<i4', 'fortran_order': False, 'shape': (2,), }",
-                         std::string(8, '\0'));
+  std::string Good =
+      npy("{'descr': '<i4', 'fortran_order': False, 'shape': (2,), }", std::string(8, '\0'));
   EXPECT_THAT(errorOf(Good.substr(0, Good.size() - 1)),
               HasSubstr("truncated data: shape and dtype need 8 bytes, the file has 7"));
   EXPECT_THAT(errorOf(Good.substr(0, 40)), HasSubstr("truncated header"));
@@ -122,29 +125,40 @@ TEST(Npy, RejectsBadHeaders) {
               HasSubstr("shape entries must be non-negative integers"));
   EXPECT_THAT(errorOf(npy("{'descr': '<i4', 'fortran_order': 0, 'shape': (1,), }", "abcd")),
               HasSubstr("fortran_order must be True or False"));
-  EXPECT_THAT(errorOf(npy("{'descr': '<i4', 'fortran_order': False, 'shape': (1,), 'x': 1}", "abcd")),
-              HasSubstr("unknown header key 'x'"));
-  EXPECT_THAT(errorOf(npy("{'descr': '<i4', 'descr': '<i4', 'fortran_order': False, 'shape': (1,)}", "abcd")),
+  EXPECT_THAT(
+      errorOf(npy("{'descr': '<i4', 'fortran_order': False, 'shape': (1,), 'x': 1}", "abcd")),
+      HasSubstr("unknown header key 'x'"));
+  EXPECT_THAT(errorOf(npy("{'descr': '<i4', 'descr': '<i4', 'fortran_order': False, 'shape': (1,)}",
+                          "abcd")),
               HasSubstr("duplicate key 'descr'"));
-  EXPECT_THAT(errorOf(npy("{'descr': '<i4', 'fortran_order': False, 'shape': (99999999999999999999,), }", "")),
-              HasSubstr("overflows 64 bits"));
-  EXPECT_THAT(errorOf(npy("{'descr': '<i8', 'fortran_order': False, 'shape': (4294967296, 4294967296), }", "")),
-              HasSubstr("overflows 64 bits"));
+  EXPECT_THAT(
+      errorOf(
+          npy("{'descr': '<i4', 'fortran_order': False, 'shape': (99999999999999999999,), }", "")),
+      HasSubstr("overflows 64 bits"));
+  EXPECT_THAT(
+      errorOf(
+          npy("{'descr': '<i8', 'fortran_order': False, 'shape': (4294967296, 4294967296), }", "")),
+      HasSubstr("overflows 64 bits"));
   std::string BadVersion = npy("{'descr': '<i4', 'fortran_order': False, 'shape': (0,), }", "");
   BadVersion[6] = 9;
   EXPECT_THAT(errorOf(BadVersion), HasSubstr("unsupported format version 9"));
 }
 
 TEST(Npy, RejectsUnsupportedDtypes) {
-  EXPECT_THAT(errorOf(npy("{'descr': '<f16', 'fortran_order': False, 'shape': (1,), }", std::string(16, 0))),
+  EXPECT_THAT(errorOf(npy("{'descr': '<f16', 'fortran_order': False, 'shape': (1,), }",
+                          std::string(16, 0))),
               HasSubstr("unsupported .npy dtype '<f16'"));
-  EXPECT_THAT(errorOf(npy("{'descr': '<M8[ns]', 'fortran_order': False, 'shape': (1,), }", std::string(8, 0))),
-              HasSubstr("unsupported .npy dtype"));
-  EXPECT_THAT(errorOf(npy("{'descr': '|O', 'fortran_order': False, 'shape': (1,), }", "\x80\x03N.")),
-              HasSubstr("object .npy arrays (pickles) are not supported"));
-  EXPECT_THAT(errorOf(npy("{'descr': [('a', '<i4'), ('b', '<f4')], 'fortran_order': False, 'shape': (1,), }",
+  EXPECT_THAT(errorOf(npy("{'descr': '<M8[ns]', 'fortran_order': False, 'shape': (1,), }",
                           std::string(8, 0))),
-              HasSubstr("structured .npy arrays"));
+              HasSubstr("unsupported .npy dtype"));
+  EXPECT_THAT(
+      errorOf(npy("{'descr': '|O', 'fortran_order': False, 'shape': (1,), }", "\x80\x03N.")),
+      HasSubstr("object .npy arrays (pickles) are not supported"));
+  EXPECT_THAT(
+      errorOf(
+          npy("{'descr': [('a', '<i4'), ('b', '<f4')], 'fortran_order': False, 'shape': (1,), }",
+              std::string(8, 0))),
+      HasSubstr("structured .npy arrays"));
 }
 
 } // namespace

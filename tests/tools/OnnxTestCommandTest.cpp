@@ -52,8 +52,8 @@ onnx::TensorProto floatTensor(const std::vector<int64_t> &Dims, const std::vecto
 
 /// A node-test directory: a model of one \p Op node over inputs "data" and
 /// "indices" with an integer attribute, and one data set.
-void writeTest(const fs::path &Dir, const std::string &Op, const std::string &Attr,
-               int64_t Value, const onnx::TensorProto &Data, const onnx::TensorProto &Indices,
+void writeTest(const fs::path &Dir, const std::string &Op, const std::string &Attr, int64_t Value,
+               const onnx::TensorProto &Data, const onnx::TensorProto &Indices,
                const onnx::TensorProto &Output) {
   fs::create_directories(Dir / "test_data_set_0");
   onnx::ModelProto M;
@@ -115,9 +115,8 @@ TEST(OnnxTestCommand, EveryOfficialGatherNodeTestPasses) {
 TEST(OnnxTestCommand, TypedFieldsAndBatchDimensions) {
   ScratchDir Dir;
   writeBatchedGatherND(Dir.Path / "nd_batch", {0, 3, 7, 4, 9, 10});
-  writeTest(Dir.Path / "ge_axis1", "GatherElements", "axis", 1,
-            floatTensor({2, 2}, {1, 2, 3, 4}), int64Tensor({2, 2}, {0, 0, 1, -2}),
-            floatTensor({2, 2}, {1, 1, 4, 3}));
+  writeTest(Dir.Path / "ge_axis1", "GatherElements", "axis", 1, floatTensor({2, 2}, {1, 2, 3, 4}),
+            int64Tensor({2, 2}, {0, 0, 1, -2}), floatTensor({2, 2}, {1, 1, 4, 3}));
   CliResult R = runCli(Dir, "onnx-test " + (Dir / "nd_batch") + " " + (Dir / "ge_axis1"));
   EXPECT_EQ(R.Exit, 0) << R.Out << R.Err;
   EXPECT_EQ(R.Out, "PASS nd_batch\nPASS ge_axis1\n2 passed, 0 failed\n");

@@ -2,9 +2,9 @@
 
 #include "AotCommand.h"
 
+#include "CliOptions.h"
 #include "Problem.h"
 #include "gatherjit/Aot.h"
-#include "CliOptions.h"
 #include "runtime/AtomicFile.h"
 
 #include <cctype>
@@ -13,8 +13,8 @@
 namespace gatherjit {
 
 CLI::App *addAotCommand(CLI::App &App, AotFlags &F) {
-  CLI::App *Sub = App.add_subcommand(
-      "aot", "compile kernels ahead of time into an object file and a C header");
+  CLI::App *Sub =
+      App.add_subcommand("aot", "compile kernels ahead of time into an object file and a C header");
   Sub->add_option("operands", F.Positional,
                   "gather-elements (default), gather or gather-nd, for the shape flags; "
                   "run DESC.json or DESC.json, the same as --desc");
@@ -25,16 +25,16 @@ CLI::App *addAotCommand(CLI::App &App, AotFlags &F) {
   Sub->add_option("--data-strides", F.DataStrides, "data strides in elements (default packed)");
   Sub->add_option("--indices-shape", F.IndicesShape,
                   "indices sizes, e.g. 4096,4096 (\"\" for a scalar Gather index)");
-  Sub->add_option("--indices-type", F.IndicesType,
-                  "INT64 (default), INT32, UINT64 or UINT32");
+  Sub->add_option("--indices-type", F.IndicesType, "INT64 (default), INT32, UINT64 or UINT32");
   Sub->add_option("--indices-strides", F.IndicesStrides,
                   "indices strides in elements (default packed)");
   Sub->add_option("--axis", F.Axis, "axis, negative counts from the back")
       ->check(integerIn(INT32_MIN, INT32_MAX));
   Sub->add_option("--batch-dims", F.BatchDims, "gather-nd: leading batch dimensions (default 0)")
       ->check(integerIn(0, MaxRank));
-  Sub->add_option("--oob", F.Oob, "out-of-range indices: check (error, default), clamp (wrap negatives "
-                    "once, then clamp: DirectML) or clip (no wrap: numpy)")
+  Sub->add_option("--oob", F.Oob,
+                  "out-of-range indices: check (error, default), clamp (wrap negatives "
+                  "once, then clamp: DirectML) or clip (no wrap: numpy)")
       ->check(CLI::IsMember({"check", "clamp", "clip"}));
   Sub->add_option("--desc", F.Descs, "descriptor JSON, once per kernel");
   Sub->add_option("--name", F.Names,
@@ -208,15 +208,14 @@ Status runAot(const AotFlags &F) {
     if (!H)
       return H.status();
     if (H->sameDestination(*Object))
-      return Status::invalidArgument("--header " + quote(F.Header) + " and -o " +
-                                     quote(F.Object) + " name the same file");
+      return Status::invalidArgument("--header " + quote(F.Header) + " and -o " + quote(F.Object) +
+                                     " name the same file");
     Header.emplace(H.take());
   }
   Expected<std::vector<AotKernel>> Kernels = collectKernels(F);
   if (!Kernels)
     return Kernels.status();
-  Expected<AotResult> R = compileAot(*Kernels, {F.Triple, F.Cpu, F.Features},
-                                     *parseOptLevel(F.Opt),
+  Expected<AotResult> R = compileAot(*Kernels, {F.Triple, F.Cpu, F.Features}, *parseOptLevel(F.Opt),
                                      F.Header.empty() ? "kernels.h" : F.Header);
   if (!R)
     return R.status();

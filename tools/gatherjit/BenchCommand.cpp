@@ -3,10 +3,10 @@
 #include "BenchCommand.h"
 #include "BenchReport.h"
 
+#include "CliOptions.h"
 #include "Npy.h"
 #include "Shapes.h"
 #include "Suite.h"
-#include "CliOptions.h"
 #include "gatherjit/Interpreter.h"
 #include "runtime/AtomicFile.h"
 #include "runtime/CudaDriver.h"
@@ -49,7 +49,6 @@ CLI::App *addBenchCommand(CLI::App &App, BenchFlags &F) {
 }
 
 namespace {
-
 
 /// The standard output of shell command \p Cmd, or std::nullopt if it could
 /// not run or exited nonzero.
@@ -182,7 +181,8 @@ FreshProcess freshProcessCompile() {
     return R;
   const std::vector<float> Data(64 * 1000, 1.0f);
   const std::vector<int64_t> Indices(64 * 16, 3);
-  if (!writeFileAtomic(Dir + "/d.npy", encodeNpy("<f4", {64, 1000}, Data.data(), Data.size() * 4)) ||
+  if (!writeFileAtomic(Dir + "/d.npy",
+                       encodeNpy("<f4", {64, 1000}, Data.data(), Data.size() * 4)) ||
       !writeFileAtomic(Dir + "/i.npy",
                        encodeNpy("<i8", {64, 16}, Indices.data(), Indices.size() * 8))) {
     std::filesystem::remove_all(Dir);
@@ -279,8 +279,7 @@ Status runDeviceBench(const BenchFlags &F, int Ordinal) {
        << Torch["device"].get<std::string>() << ")";
   else
     Md << "; PyTorch column missing ("
-       << (Torch.contains("missing") ? Torch["missing"].get<std::string>() : "no python3")
-       << ")";
+       << (Torch.contains("missing") ? Torch["missing"].get<std::string>() : "no python3") << ")";
   Md << ". Medians of " << Repeat << " runs (CUDA events).\n\n"
      << "| case | gatherjit µs | copy line µs | % of line | PyTorch µs | PyTorch / gatherjit | "
         "PTX ms | same as interpreter |\n|---|---|---|---|---|---|---|---|\n";
@@ -355,8 +354,8 @@ Status runBench(const BenchFlags &F) {
   const FreshProcess Fresh = freshProcessCompile();
   std::string Md = markdown(*R, Libraries, Fresh, Date, Plotted ? Date + ".png" : "");
   Md += peersText(Libraries);
-  for (const auto &[Path, Text] : {std::pair<std::string, const std::string &>{Base + ".json", Json},
-                                   {Base + ".md", Md}})
+  for (const auto &[Path, Text] :
+       {std::pair<std::string, const std::string &>{Base + ".json", Json}, {Base + ".md", Md}})
     if (Status S = writeFileAtomic(Path, Text); !S)
       return S;
   if (!F.Json.empty())

@@ -29,8 +29,9 @@ std::string fmt(const char *Format, double V) {
 }
 
 std::string duration(double Ns) {
-  return Ns >= 1e6 ? fmt("%.2f ms", Ns / 1e6) : Ns >= 1e3 ? fmt("%.2f us", Ns / 1e3)
-                                                          : fmt("%.1f ns", Ns);
+  return Ns >= 1e6   ? fmt("%.2f ms", Ns / 1e6)
+         : Ns >= 1e3 ? fmt("%.2f us", Ns / 1e3)
+                     : fmt("%.1f ns", Ns);
 }
 
 /// The rows of one case, by engine and thread count.
@@ -101,18 +102,20 @@ std::string peersText(const LibraryTimes &Libraries) {
       Ms.push_back(V);
     std::sort(Ms.begin(), Ms.end());
     if (!Ms.empty())
-      M << "\n" << Name << " compile per case (apart from the runs): median "
+      M << "\n"
+        << Name << " compile per case (apart from the runs): median "
         << fmt("%.1f", Ms[Ms.size() / 2]) << " ms, " << fmt("%.1f", Ms.front()) << " to "
         << fmt("%.1f", Ms.back()) << " ms over " << Ms.size() << " cases.\n";
   }
   return M.str();
 }
 
-std::string markdown(const SuiteReport &R, const LibraryTimes &Libraries,
-                     const FreshProcess &Fresh, const std::string &Date, const std::string &Png) {
+std::string markdown(const SuiteReport &R, const LibraryTimes &Libraries, const FreshProcess &Fresh,
+                     const std::string &Date, const std::string &Png) {
   std::ostringstream M;
   M << "# gatherjit benchmark, " << Date << "\n\n"
-    << cpuName() << ", " << sysconf(_SC_NPROCESSORS_ONLN) << " cores. Medians from one run of `gatherjit bench`; "
+    << cpuName() << ", " << sysconf(_SC_NPROCESSORS_ONLN)
+    << " cores. Medians from one run of `gatherjit bench`; "
     << "GB/s = (2 x output bytes + index bytes) / time. Each case's generic and jit "
        "engines and a 256 MiB memcpy (read + write; the case's % of memcpy) are timed in "
        "interleaved rounds, so the shared machine's load weighs on all alike, each batch "
@@ -122,8 +125,7 @@ std::string markdown(const SuiteReport &R, const LibraryTimes &Libraries,
     << fmt("%.1f", R.MemcpyMaxGbps) << ")";
   if (R.MemcpyGbpsAllThreads > 0)
     M << ", " << fmt("%.1f", R.MemcpyGbpsAllThreads) << " GB/s split across " << R.Threads
-      << " threads (" << fmt("%.2fx", R.MemcpyGbpsAllThreads / R.MemcpyGbps)
-      << " one thread's)";
+      << " threads (" << fmt("%.2fx", R.MemcpyGbpsAllThreads / R.MemcpyGbps) << " one thread's)";
   M << ".\n\n";
   if (!Png.empty())
     M << "![GB/s per case](" << Png << ")\n\n";
@@ -146,9 +148,8 @@ std::string markdown(const SuiteReport &R, const LibraryTimes &Libraries,
       continue;
     M << "| " << Name << " | " << duration(C.Interp->MedianNs) << " | "
       << duration(C.Generic->MedianNs) << " | " << duration(C.Jit->MedianNs) << " | "
-      << (C.JitMt ? duration(C.JitMt->MedianNs) : "-") << " | "
-      << fmt("%.2f", C.Jit->EffectiveGbps) << " | "
-      << fmt("%.0f%%", 100 * C.Jit->EffectiveGbps / C.Jit->MemcpyGbps) << " | "
+      << (C.JitMt ? duration(C.JitMt->MedianNs) : "-") << " | " << fmt("%.2f", C.Jit->EffectiveGbps)
+      << " | " << fmt("%.0f%%", 100 * C.Jit->EffectiveGbps / C.Jit->MemcpyGbps) << " | "
       << fmt("%.2fx", C.Generic->MedianNs / C.Jit->MedianNs) << " | "
       << fmt("%.1fx", C.Interp->MedianNs / C.Jit->MedianNs) << " | "
       << (C.JitMt ? fmt("%.2fx", C.Jit->MedianNs / C.JitMt->MedianNs) : "-") << " |";
@@ -177,8 +178,8 @@ std::string markdown(const SuiteReport &R, const LibraryTimes &Libraries,
     if (R.RandomReadNs <= 0)
       break;
     const double Floor = R.RandomReadNs * (Name == "GE2" ? 4096.0 * 4096.0 : 1048576.0);
-    M << "\n" << Name
-      << " random-read floor (random 4-byte reads from a 64 MiB table, same run): "
+    M << "\n"
+      << Name << " random-read floor (random 4-byte reads from a 64 MiB table, same run): "
       << duration(Floor) << "; jit takes " << fmt("%.2fx", Ns / Floor) << " of it.\n";
   }
   M << "\nCompile latency (medians): a new small kernel (the quick tier) "
@@ -189,7 +190,8 @@ std::string markdown(const SuiteReport &R, const LibraryTimes &Libraries,
     << ", load from the persistent cache by a new runtime " << fmt("%.2f ms", R.DiskLoadMs)
     << ".\n";
   if (Fresh.ColdMs > 0)
-    M << "In a fresh process (`gatherjit gather-elements --stats --specialize compile --cache-dir`, a 64x16 kernel): "
+    M << "In a fresh process (`gatherjit gather-elements --stats --specialize compile "
+         "--cache-dir`, a 64x16 kernel): "
          "compile "
       << fmt("%.2f ms", Fresh.ColdMs) << " with an empty cache directory, "
       << fmt("%.2f ms", Fresh.LoadMs) << " loading the entry another process stored ("
@@ -230,8 +232,8 @@ bool plot(const SuiteReport &R, const LibraryTimes &Libraries, const std::string
       << "set key outside bottom center horizontal autotitle columnhead\nset yrange [0:*]\n"
       << "memcpy = " << R.MemcpyGbps << "\n"
       << "plot '" << Data << "' using 2:xtic(1) title 'interpreter', '' using 3 title "
-      << "'generic C++', '' using 4 title 'jit, 1 thread', '' using 5 title 'jit, "
-      << R.Threads << " threads', ";
+      << "'generic C++', '' using 4 title 'jit, 1 thread', '' using 5 title 'jit, " << R.Threads
+      << " threads', ";
     int Column = 6;
     for (const auto &[Library, Times] : Libraries)
       S << "'' using " << Column++ << " title '" << Library << "', ";

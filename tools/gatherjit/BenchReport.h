@@ -42,9 +42,8 @@ std::string today();
 nlohmann::json rowsJson(const SuiteReport &R);
 /// The Markdown report: machine, every case beside the peers' columns,
 /// compile times, and the chart \p Png if one was drawn.
-std::string markdown(const SuiteReport &R, const LibraryTimes &Libraries,
-                     const FreshProcess &Fresh, const std::string &Date,
-                     const std::string &Png);
+std::string markdown(const SuiteReport &R, const LibraryTimes &Libraries, const FreshProcess &Fresh,
+                     const std::string &Date, const std::string &Png);
 /// The peers' versions, compile times and those missing, as Markdown.
 std::string peersText(const LibraryTimes &Libraries);
 /// Draws the chart into \p Png with gnuplot; false if it could not.

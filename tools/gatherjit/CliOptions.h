@@ -24,12 +24,12 @@ namespace gatherjit {
 inline CLI::Validator integerIn(int64_t Min, int64_t Max) {
   return CLI::Validator(
       [Min, Max](std::string &Text) -> std::string {
-        const std::string Range = "an integer in " + std::to_string(Min) + ".." + std::to_string(Max);
+        const std::string Range =
+            "an integer in " + std::to_string(Min) + ".." + std::to_string(Max);
         const char *Begin = Text.data(), *End = Text.data() + Text.size();
         const char *Digits = Begin + (Begin != End && *Begin == '-');
-        if (Digits == End || std::find_if_not(Digits, End, [](char C) {
-                               return C >= '0' && C <= '9';
-                             }) != End)
+        if (Digits == End ||
+            std::find_if_not(Digits, End, [](char C) { return C >= '0' && C <= '9'; }) != End)
           return quote(Text, 40) + " is not " + Range;
         int64_t Value;
         auto [Ptr, Err] = std::from_chars(Begin, End, Value);

@@ -19,8 +19,8 @@ template <typename Fn> double medianMs(int Runs, Fn &&F) {
   for (int I = 0; I < Runs; ++I) {
     auto T0 = std::chrono::steady_clock::now();
     F();
-    Ms.push_back(std::chrono::duration<double, std::milli>(
-                     std::chrono::steady_clock::now() - T0).count());
+    Ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - T0).count());
   }
   std::sort(Ms.begin(), Ms.end());
   return Ms[Ms.size() / 2];
@@ -38,8 +38,8 @@ int runDemo() {
   }
   std::printf("(1) The seed documents' examples, JIT-compiled, checked against the "
               "document and the interpreter\n\n");
-  std::printf("%-34s %-9s %-7s %-7s %-9s %s\n", "example", "output", "doc",
-              "interp", "compile", "note");
+  std::printf("%-34s %-9s %-7s %-7s %-9s %s\n", "example", "output", "doc", "interp", "compile",
+              "note");
   int Failures = 0;
   for (const SeedExample &E : seedExamples()) {
     bool DocOk = false, InterpOk = false;
@@ -97,9 +97,8 @@ int runDemo() {
   std::printf("%-12s %12s %10s\n", "engine", "median ms", "GB/s");
   std::printf("%-12s %12.2f %10.2f\n", "interpreter", InterpMs, GB / (InterpMs / 1e3));
   std::printf("%-12s %12.2f %10.2f\n", "jit", JitMs, GB / (JitMs / 1e3));
-  std::printf("\njit / interpreter speedup: %.1fx; outputs %s; compile %.2f ms\n",
-              InterpMs / JitMs, Same ? "identical" : "DIFFER",
-              K->compileTimes().total());
+  std::printf("\njit / interpreter speedup: %.1fx; outputs %s; compile %.2f ms\n", InterpMs / JitMs,
+              Same ? "identical" : "DIFFER", K->compileTimes().total());
   return Failures ? 1 : 0;
 }
 

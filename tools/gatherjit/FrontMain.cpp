@@ -72,8 +72,8 @@ bool runWithoutCompiler(int Argc, char **Argv, int &Exit) {
     // An unusable cache directory: gatherjit-llvm warns about it.
     if (!Cache && !Options->CacheDir.empty())
       return false;
-    InitMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - T0)
-                 .count();
+    InitMs =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - T0).count();
   }
   Expected<Problem> P = loadProblem(Operands[I]);
   if (!P) {
@@ -108,8 +108,8 @@ int main(int Argc, char **Argv) {
     bool Epilogue = false;
     for (int I = 1; I < Argc; ++I)
       Epilogue |= std::string_view(Argv[I]).rfind("--epilogue", 0) == 0;
-    return report(execSibling(Epilogue ? ClangProgram : LlvmProgram,
-                              std::vector<char *>(Argv, Argv + Argc)));
+    return report(
+        execSibling(Epilogue ? ClangProgram : LlvmProgram, std::vector<char *>(Argv, Argv + Argc)));
   } catch (const std::bad_alloc &) {
     return report(Status::internal("out of memory"));
   }

@@ -15,9 +15,7 @@ namespace {
 
 constexpr size_t MaxHeaderBytes = 1 << 20;
 
-Status bad(const std::string &Msg) {
-  return Status::invalidArgument("malformed .npy: " + Msg);
-}
+Status bad(const std::string &Msg) { return Status::invalidArgument("malformed .npy: " + Msg); }
 
 /// A strict parser for the Python dict literal of a .npy header.
 class HeaderParser {
@@ -45,8 +43,7 @@ public:
           return bad("duplicate key 'descr'");
         SeenDescr = true;
         if (peek() == '[')
-          return Status::invalidArgument(
-              "structured .npy arrays (a list descr) are not supported");
+          return Status::invalidArgument("structured .npy arrays (a list descr) are not supported");
         if (Status S = parseString(Descr); !S)
           return S;
       } else if (Key == "fortran_order") {
@@ -96,8 +93,8 @@ private:
     return true;
   }
   void skipSpace() {
-    while (Pos < Text.size() && (Text[Pos] == ' ' || Text[Pos] == '\t' ||
-                                 Text[Pos] == '\n' || Text[Pos] == '\r'))
+    while (Pos < Text.size() &&
+           (Text[Pos] == ' ' || Text[Pos] == '\t' || Text[Pos] == '\n' || Text[Pos] == '\r'))
       ++Pos;
   }
   Status parseString(std::string &Out) {
@@ -197,8 +194,8 @@ TensorDesc NpyArray::tensor() const {
 }
 
 std::vector<char> packRowMajor(const std::vector<uint64_t> &Sizes,
-                               const std::vector<uint64_t> &Strides,
-                               unsigned ElementBytes, const char *Data) {
+                               const std::vector<uint64_t> &Strides, unsigned ElementBytes,
+                               const char *Data) {
   uint64_t Count = 1;
   for (uint64_t S : Sizes)
     Count *= S;
@@ -239,8 +236,7 @@ Status parsePreamble(std::string_view Bytes, size_t &Start, size_t &HeaderLen) {
     return bad("bad magic (not a .npy file)");
   const unsigned Major = static_cast<unsigned char>(Bytes[6]);
   if (Major == 1) {
-    HeaderLen = static_cast<unsigned char>(Bytes[8]) |
-                static_cast<unsigned char>(Bytes[9]) << 8;
+    HeaderLen = static_cast<unsigned char>(Bytes[8]) | static_cast<unsigned char>(Bytes[9]) << 8;
     Start = 10;
   } else if (Major == 2 || Major == 3) {
     if (Bytes.size() < 12)
@@ -280,8 +276,8 @@ Status truncatedHeader(uint64_t HeaderLen, uint64_t Present) {
 
 Status dataSizeMismatch(uint64_t Present, uint64_t DataBytes) {
   return bad(std::string(Present < DataBytes ? "truncated" : "oversized") +
-             " data: shape and dtype need " + std::to_string(DataBytes) +
-             " bytes, the file has " + std::to_string(Present));
+             " data: shape and dtype need " + std::to_string(DataBytes) + " bytes, the file has " +
+             std::to_string(Present));
 }
 
 } // namespace
@@ -381,9 +377,8 @@ std::string encodeNpyHeader(const std::string &Descr, const std::vector<uint64_t
   return Out + Dict;
 }
 
-std::string encodeNpy(const std::string &Descr,
-                      const std::vector<uint64_t> &Shape, const void *Data,
-                      size_t Bytes) {
+std::string encodeNpy(const std::string &Descr, const std::vector<uint64_t> &Shape,
+                      const void *Data, size_t Bytes) {
   std::string Out = encodeNpyHeader(Descr, Shape);
   Out.append(static_cast<const char *>(Data), Bytes);
   return Out;

@@ -12,9 +12,9 @@
 #ifndef GATHERJIT_TOOLS_NPY_H
 #define GATHERJIT_TOOLS_NPY_H
 
-#include "runtime/AtomicFile.h"
 #include "gatherjit/Descriptor.h"
 #include "gatherjit/NpyDtype.h"
+#include "runtime/AtomicFile.h"
 
 #include <string>
 #include <string_view>
@@ -45,8 +45,8 @@ struct NpyArray {
 /// Copies the elements that \p Sizes and \p Strides (in elements) address in
 /// \p Data into a packed row-major buffer.
 std::vector<char> packRowMajor(const std::vector<uint64_t> &Sizes,
-                               const std::vector<uint64_t> &Strides,
-                               unsigned ElementBytes, const char *Data);
+                               const std::vector<uint64_t> &Strides, unsigned ElementBytes,
+                               const char *Data);
 
 /// Parses a whole .npy file. Errors are InvalidArgument.
 Expected<NpyArray> parseNpy(std::string_view Bytes);
@@ -59,8 +59,7 @@ Expected<NpyArray> readNpy(const std::string &Path);
 /// data follows.
 std::string encodeNpyHeader(const std::string &Descr, const std::vector<uint64_t> &Shape);
 /// Encodes a C-order array as .npy bytes.
-std::string encodeNpy(const std::string &Descr,
-                      const std::vector<uint64_t> &Shape,
+std::string encodeNpy(const std::string &Descr, const std::vector<uint64_t> &Shape,
                       const void *Data, size_t Bytes);
 
 } // namespace gatherjit

@@ -41,36 +41,52 @@ struct OnnxTensor {
 std::optional<DataType> fromOnnxType(int32_t Type) {
   using TP = onnx::TensorProto;
   switch (Type) {
-  case TP::FLOAT: return DataType::Float32;
-  case TP::UINT8: return DataType::UInt8;
-  case TP::INT8: return DataType::Int8;
-  case TP::UINT16: return DataType::UInt16;
-  case TP::INT16: return DataType::Int16;
-  case TP::INT32: return DataType::Int32;
-  case TP::INT64: return DataType::Int64;
-  case TP::STRING: return DataType::UInt64;
-  case TP::BOOL: return DataType::Bool;
-  case TP::FLOAT16: return DataType::Float16;
-  case TP::DOUBLE: return DataType::Float64;
-  case TP::UINT32: return DataType::UInt32;
-  case TP::UINT64: return DataType::UInt64;
-  case TP::COMPLEX64: return DataType::Complex64;
-  case TP::COMPLEX128: return DataType::Complex128;
-  case TP::BFLOAT16: return DataType::BFloat16;
-  default: return std::nullopt;
+  case TP::FLOAT:
+    return DataType::Float32;
+  case TP::UINT8:
+    return DataType::UInt8;
+  case TP::INT8:
+    return DataType::Int8;
+  case TP::UINT16:
+    return DataType::UInt16;
+  case TP::INT16:
+    return DataType::Int16;
+  case TP::INT32:
+    return DataType::Int32;
+  case TP::INT64:
+    return DataType::Int64;
+  case TP::STRING:
+    return DataType::UInt64;
+  case TP::BOOL:
+    return DataType::Bool;
+  case TP::FLOAT16:
+    return DataType::Float16;
+  case TP::DOUBLE:
+    return DataType::Float64;
+  case TP::UINT32:
+    return DataType::UInt32;
+  case TP::UINT64:
+    return DataType::UInt64;
+  case TP::COMPLEX64:
+    return DataType::Complex64;
+  case TP::COMPLEX128:
+    return DataType::Complex128;
+  case TP::BFLOAT16:
+    return DataType::BFloat16;
+  default:
+    return std::nullopt;
   }
 }
 
 /// Copies \p Values, each narrowed to \p Bytes (little-endian), into \p Out.
 template <typename T>
-Status copyTyped(const google::protobuf::RepeatedField<T> &Values, uint64_t Count,
-                 unsigned Bytes, const char *Field, std::vector<char> &Out) {
+Status copyTyped(const google::protobuf::RepeatedField<T> &Values, uint64_t Count, unsigned Bytes,
+                 const char *Field, std::vector<char> &Out) {
   // Complex numbers are two values per element.
   const uint64_t PerElement = Bytes > sizeof(T) ? Bytes / sizeof(T) : 1;
   if (static_cast<uint64_t>(Values.size()) != Count * PerElement)
-    return Status::invalidArgument(std::string(Field) + " has " +
-                                   std::to_string(Values.size()) + " values for " +
-                                   std::to_string(Count) + " elements");
+    return Status::invalidArgument(std::string(Field) + " has " + std::to_string(Values.size()) +
+                                   " values for " + std::to_string(Count) + " elements");
   const unsigned Each = Bytes / PerElement;
   Out.resize(Count * Bytes);
   for (int I = 0; I < Values.size(); ++I) {
@@ -157,8 +173,8 @@ template <typename Message> Status readProto(const fs::path &Path, Message &Out)
   if (!Bytes)
     return Bytes.status();
   if (!Out.ParseFromString(*Bytes))
-    return Status::invalidArgument(Path.filename().string() + ": not a valid " +
-                                   Out.GetTypeName() + " file");
+    return Status::invalidArgument(Path.filename().string() + ": not a valid " + Out.GetTypeName() +
+                                   " file");
   return Status::ok();
 }
 
@@ -185,17 +201,37 @@ std::string elementText(const OnnxTensor &T, uint64_t Index) {
     return Id < T.Strings.size() ? quote(T.Strings[Id]) : "?";
   }
   switch (T.Desc.Type) {
-  case DataType::Float32: std::snprintf(Buf, sizeof(Buf), "%.9g", As(float{})); break;
-  case DataType::Float64: std::snprintf(Buf, sizeof(Buf), "%.17g", As(double{})); break;
-  case DataType::Int8: std::snprintf(Buf, sizeof(Buf), "%d", As(int8_t{})); break;
-  case DataType::Int16: std::snprintf(Buf, sizeof(Buf), "%d", As(int16_t{})); break;
-  case DataType::Int32: std::snprintf(Buf, sizeof(Buf), "%" PRId32, As(int32_t{})); break;
-  case DataType::Int64: std::snprintf(Buf, sizeof(Buf), "%" PRId64, As(int64_t{})); break;
+  case DataType::Float32:
+    std::snprintf(Buf, sizeof(Buf), "%.9g", As(float{}));
+    break;
+  case DataType::Float64:
+    std::snprintf(Buf, sizeof(Buf), "%.17g", As(double{}));
+    break;
+  case DataType::Int8:
+    std::snprintf(Buf, sizeof(Buf), "%d", As(int8_t{}));
+    break;
+  case DataType::Int16:
+    std::snprintf(Buf, sizeof(Buf), "%d", As(int16_t{}));
+    break;
+  case DataType::Int32:
+    std::snprintf(Buf, sizeof(Buf), "%" PRId32, As(int32_t{}));
+    break;
+  case DataType::Int64:
+    std::snprintf(Buf, sizeof(Buf), "%" PRId64, As(int64_t{}));
+    break;
   case DataType::UInt8:
-  case DataType::Bool: std::snprintf(Buf, sizeof(Buf), "%u", As(uint8_t{})); break;
-  case DataType::UInt16: std::snprintf(Buf, sizeof(Buf), "%u", As(uint16_t{})); break;
-  case DataType::UInt32: std::snprintf(Buf, sizeof(Buf), "%" PRIu32, As(uint32_t{})); break;
-  case DataType::UInt64: std::snprintf(Buf, sizeof(Buf), "%" PRIu64, As(uint64_t{})); break;
+  case DataType::Bool:
+    std::snprintf(Buf, sizeof(Buf), "%u", As(uint8_t{}));
+    break;
+  case DataType::UInt16:
+    std::snprintf(Buf, sizeof(Buf), "%u", As(uint16_t{}));
+    break;
+  case DataType::UInt32:
+    std::snprintf(Buf, sizeof(Buf), "%" PRIu32, As(uint32_t{}));
+    break;
+  case DataType::UInt64:
+    std::snprintf(Buf, sizeof(Buf), "%" PRIu64, As(uint64_t{}));
+    break;
   default: {
     std::string Hex = "0x";
     for (unsigned I = dataTypeSize(T.Desc.Type); I-- > 0;) {
@@ -260,19 +296,19 @@ Expected<GatherNode> readNode(const fs::path &Dir) {
     if (A.name() != AxisName)
       return Status::unsupported(Op + ": attribute " + quote(A.name()) + " is not supported");
     if (A.type() != onnx::AttributeProto::INT)
-      return Status::invalidArgument(Op + ": attribute " + quote(A.name()) +
-                                     " is not an integer");
+      return Status::invalidArgument(Op + ": attribute " + quote(A.name()) + " is not an integer");
     Node.Axis = A.i();
   }
   if (N.input_size() != 2 || N.output_size() != 1)
-    return Status::invalidArgument(Op + " has " + std::to_string(N.input_size()) +
-                                   " inputs and " + std::to_string(N.output_size()) +
+    return Status::invalidArgument(Op + " has " + std::to_string(N.input_size()) + " inputs and " +
+                                   std::to_string(N.output_size()) +
                                    " outputs; it takes 2 and gives 1");
   // input_K.pb holds the graph's K-th input that is not an initializer.
   std::vector<std::string> Fed;
   for (const onnx::ValueInfoProto &In : G.input()) {
-    const bool Init = std::any_of(G.initializer().begin(), G.initializer().end(),
-                                  [&](const onnx::TensorProto &T) { return T.name() == In.name(); });
+    const bool Init =
+        std::any_of(G.initializer().begin(), G.initializer().end(),
+                    [&](const onnx::TensorProto &T) { return T.name() == In.name(); });
     if (!Init)
       Fed.push_back(In.name());
   }
@@ -304,8 +340,7 @@ Expected<std::string> runDataSet(Runtime &RT, const GatherNode &Node, const fs::
       Operands[I] = *Node.Initializer[I];
       continue;
     }
-    Expected<OnnxTensor> T =
-        readTensor(Set / ("input_" + std::to_string(Node.Input[I]) + ".pb"));
+    Expected<OnnxTensor> T = readTensor(Set / ("input_" + std::to_string(Node.Input[I]) + ".pb"));
     if (!T)
       return T.status();
     Operands[I] = T.take();
@@ -336,9 +371,9 @@ Expected<std::string> runDataSet(Runtime &RT, const GatherNode &Node, const fs::
   const unsigned Bytes = dataTypeSize(Data.Desc.Type);
   for (uint64_t I = 0; I * Bytes < Got.Bytes.size(); ++I) {
     const std::string G = elementText(Got, I), E = elementText(*Expect, I);
-    const bool Same = Data.IsString ? G == E
-                                    : std::memcmp(&Got.Bytes[I * Bytes],
-                                                  &Expect->Bytes[I * Bytes], Bytes) == 0;
+    const bool Same =
+        Data.IsString ? G == E
+                      : std::memcmp(&Got.Bytes[I * Bytes], &Expect->Bytes[I * Bytes], Bytes) == 0;
     if (!Same)
       return "output" + coordinate(I, Shape) + ": got " + G + ", expected " + E;
   }

@@ -4,17 +4,14 @@
 
 #include "gatherjit/DescriptorJson.h"
 
-
 namespace gatherjit {
 namespace {
 
-Status checkBuffer(const NpyArray &A, TensorDesc &T, const char *Flag,
-                   const char *Field) {
+Status checkBuffer(const NpyArray &A, TensorDesc &T, const char *Flag, const char *Field) {
   if (A.Type != T.Type || A.Type == DataType::Opaque)
-    return Status::invalidArgument(
-        std::string(Flag) + ": the file's dtype '" + A.Descr + "' (" +
-        dataTypeName(A.Type) + ") does not match " + Field + ".data_type " +
-        dataTypeName(T.Type));
+    return Status::invalidArgument(std::string(Flag) + ": the file's dtype '" + A.Descr + "' (" +
+                                   dataTypeName(A.Type) + ") does not match " + Field +
+                                   ".data_type " + dataTypeName(T.Type));
   T.TotalBytes = A.Data.size();
   return Status::ok();
 }

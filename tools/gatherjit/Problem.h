@@ -7,8 +7,8 @@
 #ifndef GATHERJIT_TOOLS_PROBLEM_H
 #define GATHERJIT_TOOLS_PROBLEM_H
 
-#include "gatherjit/DescriptorJson.h"
 #include "Npy.h"
+#include "gatherjit/DescriptorJson.h"
 #include "gatherjit/Onnx.h"
 #include "runtime/System.h"
 

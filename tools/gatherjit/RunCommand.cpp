@@ -39,8 +39,7 @@ void addEngineFlags(CLI::App *Sub, EngineFlags &E) {
       ->check(CLI::IsMember({"O0", "O1", "O2", "O3"}));
   Sub->add_option("--threads", E.Threads, "threads for one kernel (0: all cores)")
       ->check(integerIn(0, 1024));
-  Sub->add_option("--repeat", E.Repeat, "run the kernel N times")
-      ->check(integerIn(1, 1000000000));
+  Sub->add_option("--repeat", E.Repeat, "run the kernel N times")->check(integerIn(1, 1000000000));
   Sub->add_flag("--stats", E.Stats, "print timing as one JSON line on stderr");
   Sub->add_option("--cache-dir", E.CacheDir,
                   "keep compiled kernels in this directory across runs "
@@ -104,7 +103,7 @@ Status runAndWrite(Problem &P, const EngineFlags &E, AtomicFile &File, const Ker
   const bool Jit = E.Engine == "jit";
   for (unsigned I = 0; I < E.Repeat; ++I) {
     Clock::time_point T0 = Clock::now();
-    Status S = Jit ? K.run(P.Input.data(), P.Indices.data(), Out->data())
+    Status S = Jit     ? K.run(P.Input.data(), P.Indices.data(), Out->data())
                : Apply ? interpret(P.Desc, P.Input.data(), P.Indices.data(), Out->data(), Apply)
                        : interpret(P.Desc, P.Input.data(), P.Indices.data(), Out->data());
     RunMs.push_back(std::chrono::duration<double, std::milli>(Clock::now() - T0).count());
@@ -163,12 +162,10 @@ Status execSibling(const char *Program, std::vector<char *> Argv) {
 }
 
 bool given(const EpilogueFlags &F) {
-  return !F.File.empty() || !F.Function.empty() || !F.Params.empty() || F.RowOut != 0 ||
-         F.Checked;
+  return !F.File.empty() || !F.Function.empty() || !F.Params.empty() || F.RowOut != 0 || F.Checked;
 }
 
-CLI::App *addOperands(CLI::App *Parent, ProblemSource Kind, OperandFlags &F,
-                      bool OutputRequired) {
+CLI::App *addOperands(CLI::App *Parent, ProblemSource Kind, OperandFlags &F, bool OutputRequired) {
   const char *Name = Kind == ProblemSource::OnnxGatherElements ? "gather-elements"
                      : Kind == ProblemSource::OnnxGather       ? "gather"
                      : Kind == ProblemSource::OnnxGatherND     ? "gather-nd"
@@ -192,7 +189,8 @@ CLI::App *addOperands(CLI::App *Parent, ProblemSource Kind, OperandFlags &F,
     else
       Sub->add_option("--axis", F.Axis, "axis, negative counts from the back")
           ->check(integerIn(INT32_MIN, INT32_MAX));
-    Sub->add_option("--oob", F.Oob, "out-of-range indices: check (error, default), clamp (wrap negatives "
+    Sub->add_option("--oob", F.Oob,
+                    "out-of-range indices: check (error, default), clamp (wrap negatives "
                     "once, then clamp: DirectML) or clip (no wrap: numpy)")
         ->check(CLI::IsMember({"check", "clamp", "clip"}));
   }

@@ -52,8 +52,7 @@ void addEngineFlags(CLI::App *Sub, EngineFlags &E);
 
 /// The operand flags of gather-elements, gather, gather-nd and run on one
 /// subcommand of \p Parent.
-CLI::App *addOperands(CLI::App *Parent, ProblemSource Kind, OperandFlags &F,
-                      bool OutputRequired);
+CLI::App *addOperands(CLI::App *Parent, ProblemSource Kind, OperandFlags &F, bool OutputRequired);
 
 /// The runtime options \p E asks for, with the kernel cache's directory and
 /// limit from the flags and the environment.

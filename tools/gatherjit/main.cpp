@@ -48,8 +48,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <new>
 #include <optional>
@@ -115,7 +115,8 @@ Status execute(Problem &P, const EngineFlags &E, const std::string &OutPath) {
     RT = Created.take();
     InitMs = RT->initMs();
     Clock::time_point T0 = Clock::now();
-    Expected<Kernel> Compiled = Fused ? RT->compile(P.Desc, P.Fused, P.RowOut) : RT->compile(P.Desc);
+    Expected<Kernel> Compiled =
+        Fused ? RT->compile(P.Desc, P.Fused, P.RowOut) : RT->compile(P.Desc);
     if (!Compiled)
       return Compiled.status();
     K = Compiled.take();
@@ -136,8 +137,7 @@ Status execute(Problem &P, const EngineFlags &E, const std::string &OutPath) {
   return runAndWrite(P, E, *File, K, Apply, {InitMs, CompileMs, Hit});
 }
 
-Status printIR(const Problem &P, const EngineFlags &E, bool Asm,
-               const std::string &OutPath) {
+Status printIR(const Problem &P, const EngineFlags &E, bool Asm, const std::string &OutPath) {
   Expected<std::optional<int>> Device = parseDevice(E.Device);
   if (!Device)
     return Device.status();
@@ -181,7 +181,6 @@ Status printIR(const Problem &P, const EngineFlags &E, bool Asm,
   return writeFileAtomic(OutPath, *Text); // "-" is standard output too
 }
 
-
 /// Runs gatherjit-onnx-test on \p Dirs; returns only if it cannot.
 Status execOnnxTest(const std::vector<std::string> &Dirs) {
   std::vector<char *> Argv{nullptr};
@@ -189,8 +188,6 @@ Status execOnnxTest(const std::vector<std::string> &Dirs) {
     Argv.push_back(const_cast<char *>(Dir.c_str()));
   return execSibling(OnnxTestProgram, std::move(Argv));
 }
-
-
 
 int run(int Argc, char **Argv) {
   CLI::App App{"gatherjit: gather operators compiled to native code"};
@@ -267,8 +264,8 @@ int run(int Argc, char **Argv) {
       Expected<Problem> P = loadProblem(C.Operands);
       if (!P)
         return report(P.status());
-      Status S = IsIR ? printIR(*P, C.Engine, Asm, C.Operands.Out)
-                      : execute(*P, C.Engine, C.Operands.Out);
+      Status S =
+          IsIR ? printIR(*P, C.Engine, Asm, C.Operands.Out) : execute(*P, C.Engine, C.Operands.Out);
       return S ? 0 : report(S);
     }
   }
@@ -281,8 +278,8 @@ int run(int Argc, char **Argv) {
 /// which reports what is wrong with the command: a wrong guess here costs
 /// work on another thread, never a result.
 void prepareRuntime(int Argc, char **Argv) {
-  static constexpr std::string_view Compiling[] = {"gather-elements", "gather", "gather-nd",
-                                                   "run", "ir"};
+  static constexpr std::string_view Compiling[] = {"gather-elements", "gather", "gather-nd", "run",
+                                                   "ir"};
   if (Argc < 2 || std::find(std::begin(Compiling), std::end(Compiling),
                             std::string_view(Argv[1])) == std::end(Compiling))
     return;

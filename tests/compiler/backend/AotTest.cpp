@@ -109,8 +109,10 @@ TEST(Aot, RandomKernelsInOneObjectMatchTheInterpreter) {
     const RandomCase &C = Cases[I];
     SCOPED_TRACE("case " + std::to_string(I) + ": " + C.Summary);
     auto All = reinterpret_cast<AllFn>(dlsym(Lib, ("k" + std::to_string(I)).c_str()));
-    auto Range = reinterpret_cast<RangeFn>(dlsym(Lib, ("k" + std::to_string(I) + "_range").c_str()));
-    auto *Rows = static_cast<const int64_t *>(dlsym(Lib, ("k" + std::to_string(I) + "_rows").c_str()));
+    auto Range =
+        reinterpret_cast<RangeFn>(dlsym(Lib, ("k" + std::to_string(I) + "_range").c_str()));
+    auto *Rows =
+        static_cast<const int64_t *>(dlsym(Lib, ("k" + std::to_string(I) + "_rows").c_str()));
     ASSERT_TRUE(All && Range && Rows);
     const size_t OutBytes = requiredElements(C.Desc.Output) * C.Desc.Output.elementBytes();
     std::vector<char> Ref(OutBytes, '\x5a'), Aot(OutBytes, '\x5a'), Split(OutBytes, '\x5a');
@@ -136,8 +138,7 @@ TEST(Aot, RandomKernelsInOneObjectMatchTheInterpreter) {
 
 TEST(Aot, Aarch64ObjectIsRelocatableElfWithTheNamedSymbols) {
   Expected<AotResult> R = compileAot({{"seed", onnxSeed()}, {"again", onnxSeed()}},
-                                     {"aarch64-linux-gnu", "generic", ""}, OptLevel::O2,
-                                     "arm.h");
+                                     {"aarch64-linux-gnu", "generic", ""}, OptLevel::O2, "arm.h");
   ASSERT_TRUE(R.isOk()) << R.status().message();
   ObjectFacts F = inspect(R->Object);
   EXPECT_TRUE(F.IsElf64);
@@ -152,9 +153,7 @@ TEST(Aot, WriteAotCommitsBothFilesOrReplacesNeither) {
   Expected<AotResult> R = compileAot({{"seed", onnxSeed()}}, {}, OptLevel::O2, "seed.h");
   ASSERT_TRUE(R.isOk()) << R.status().message();
   ScratchDir Dir;
-  {
-    std::ofstream(Dir / "old.o") << "kept";
-  }
+  { std::ofstream(Dir / "old.o") << "kept"; }
   // One file for both: refused, and the file that was there is unchanged.
   Status S = writeAot(*R, Dir / "old.o", Dir / "old.o");
   EXPECT_EQ(S.code(), ErrorCode::InvalidArgument);
@@ -208,7 +207,8 @@ TEST(Aot, RejectsNamesThatAreNotDistinctCIdentifiers) {
   }
   for (const char *Name : {"mem", "is", "gather_str", "gather_is", "Memcpy", "_k", "to9"})
     EXPECT_EQ(reservedCName(Name), "") << Name;
-  Expected<AotResult> R = compileAot({{"k", D}}, {"nosucharch-linux-gnu", "", ""}, OptLevel::O2, "k.h");
+  Expected<AotResult> R =
+      compileAot({{"k", D}}, {"nosucharch-linux-gnu", "", ""}, OptLevel::O2, "k.h");
   ASSERT_FALSE(R.isOk());
   EXPECT_NE(R.status().message().find("nosucharch-linux-gnu"), std::string::npos);
 }

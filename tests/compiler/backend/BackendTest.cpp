@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Cases.h"
 #include "compiler/backend/Backend.h"
+#include "Cases.h"
 #include "compiler/backend/Target.h"
 #include "compiler/emit/EmitKernel.h"
 
@@ -113,9 +113,8 @@ TEST(Backend, EmittedCodeFollowsFactsOtherThanTheHosts) {
   IR = emittedIR("G2", Wide, P);
   ASSERT_EQ(P.Row, RowKind::SharedIndices) << P.describe();
   EXPECT_TRUE(hasLine(IR, "%offsets = alloca [", " x i64], align 128"));
-  EXPECT_TRUE(has(IR, "@llvm.prefetch") &&
-              (hasLine(IR, "getelementptr i8, ptr %", ", i64 128") ||
-               hasLine(IR, "getelementptr i8, ptr %", ", i64 256")))
+  EXPECT_TRUE(has(IR, "@llvm.prefetch") && (hasLine(IR, "getelementptr i8, ptr %", ", i64 128") ||
+                                            hasLine(IR, "getelementptr i8, ptr %", ", i64 256")))
       << "prefetches a line apart";
   // The same cases for this host's facts (64-byte lines): none of it.
   const TargetFacts Host{64, 64, false};

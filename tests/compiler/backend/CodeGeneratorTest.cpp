@@ -31,12 +31,14 @@ TEST(CodeGenerator, AReusedPipelineMakesTheObjectsAFreshOneMakes) {
     const KernelSpec Spec = canonicalize(C.Desc);
     for (OptLevel Level : {OptLevel::O1, OptLevel::O2, OptLevel::O0}) {
       SCOPED_TRACE(C.Summary + " at " + optLevelName(Level));
-      Expected<PipelineResult> Again = runPipeline({{Spec, Spec.symbolName()}}, *backendFor(Reused), Level);
+      Expected<PipelineResult> Again =
+          runPipeline({{Spec, Spec.symbolName()}}, *backendFor(Reused), Level);
       Expected<std::unique_ptr<llvm::TargetMachine>> FreshTM =
           createTargetMachine({}, OptLevel::O2);
       ASSERT_TRUE(FreshTM.isOk());
       CodeGenerator Fresh(FreshTM.take());
-      Expected<PipelineResult> First = runPipeline({{Spec, Spec.symbolName()}}, *backendFor(Fresh), Level);
+      Expected<PipelineResult> First =
+          runPipeline({{Spec, Spec.symbolName()}}, *backendFor(Fresh), Level);
       ASSERT_TRUE(Again.isOk() && First.isOk());
       EXPECT_FALSE(Again->Bytes.empty());
       EXPECT_EQ(Again->Bytes, First->Bytes);

@@ -59,15 +59,16 @@ std::vector<char> hostObject(const ValidDesc &V, const std::string &Name) {
   Expected<std::unique_ptr<llvm::TargetMachine>> TM = createTargetMachine({}, OptLevel::O1);
   EXPECT_TRUE(TM.isOk());
   CodeGenerator Gen(TM.take());
-  Expected<PipelineResult> R = runPipeline({{canonicalize(V), Name}}, *backendFor(Gen), OptLevel::O1);
+  Expected<PipelineResult> R =
+      runPipeline({{canonicalize(V), Name}}, *backendFor(Gen), OptLevel::O1);
   EXPECT_TRUE(R.isOk()) << R.status().message();
   return R ? R->Bytes : std::vector<char>();
 }
 
 TEST(JitEngine, LinksRunsAndFreesCode) {
-  Expected<ValidDesc> V = validate(GatherElementsDesc{tensor(DataType::Int32, {2, 3}),
-                                                      tensor(DataType::Int64, {2, 3}),
-                                                      tensor(DataType::Int32, {2, 3}), 1});
+  Expected<ValidDesc> V =
+      validate(GatherElementsDesc{tensor(DataType::Int32, {2, 3}), tensor(DataType::Int64, {2, 3}),
+                                  tensor(DataType::Int32, {2, 3}), 1});
   ASSERT_TRUE(V.isOk());
   const std::vector<char> Object = hostObject(*V, "k");
   const int32_t In[6] = {10, 11, 12, 13, 14, 15};
@@ -76,7 +77,8 @@ TEST(JitEngine, LinksRunsAndFreesCode) {
   // GDB is to be told of every kernel (ORC).
   for (int Way : {0, 1, 2}) {
     SCOPED_TRACE(Way);
-    Expected<std::shared_ptr<JitEngine>> E = JitEngine::create({/*PerfMap=*/false, /*Debugger=*/Way == 2});
+    Expected<std::shared_ptr<JitEngine>> E =
+        JitEngine::create({/*PerfMap=*/false, /*Debugger=*/Way == 2});
     ASSERT_TRUE(E.isOk()) << E.status().message();
     auto Link = [&]() -> Expected<std::shared_ptr<const Executable>> {
       if (Way != 1)
@@ -113,7 +115,8 @@ TEST(JitEngine, LinksRunsAndFreesCode) {
 TEST(JitEngine, AnObjectThatIsNotOneIsAnErrorNotACrash) {
   Expected<std::shared_ptr<JitEngine>> E = JitEngine::create({});
   ASSERT_TRUE(E.isOk());
-  const std::string Junk = "\x7f" "ELF but not really an object file";
+  const std::string Junk = "\x7f"
+                           "ELF but not really an object file";
   Expected<std::shared_ptr<const Executable>> Code =
       (*E)->link("junk", std::vector<char>(Junk.begin(), Junk.end()));
   ASSERT_FALSE(Code.isOk());

@@ -57,9 +57,7 @@ llvm::FeatureBitset codeGeneratorFeatures(llvm::TargetMachine &TM,
   return TM.getSubtargetImpl(*F)->getFeatureBits();
 }
 
-size_t count(llvm::StringRef Features) {
-  return Features.empty() ? 0 : Features.count(',') + 1;
-}
+size_t count(llvm::StringRef Features) { return Features.empty() ? 0 : Features.count(',') + 1; }
 
 } // namespace
 

@@ -7,9 +7,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/emit/EmitKernel.h"
 #include "Cases.h"
 #include "RandomCase.h"
-#include "compiler/emit/EmitKernel.h"
 
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>

@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/RuntimeTestUtil.h"
 #include "gatherjit/gatherjit.h"
+#include "runtime/RuntimeTestUtil.h"
 
 #include <gmock/gmock.h>
 
@@ -128,47 +128,47 @@ TEST_P(CheckedEscapes, FailTheRunCleanly) {
     EXPECT_EQ(Ref[I], -7.0f);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Accesses, CheckedEscapes,
-    ::testing::Values(
-        Escape{"WritePastTheOutputRow", R"(
+INSTANTIATE_TEST_SUITE_P(Accesses, CheckedEscapes,
+                         ::testing::Values(Escape{"WritePastTheOutputRow", R"(
 void f(const float *row, float *out) {
   for (int j = 0; j <= GJ_ROW_OUT; ++j) out[j] = row[j % GJ_ROW_IN];
 })"},
-        Escape{"ReadPastTheRow", R"(
+                                           Escape{"ReadPastTheRow", R"(
 void f(const float *row, float *out) {
   for (int j = 0; j < GJ_ROW_OUT; ++j) out[j] = row[j + 1];
 })"},
-        Escape{"ReadBeforeTheRow", R"(
+                                           Escape{"ReadBeforeTheRow", R"(
 void f(const float *row, float *out) {
   for (int j = 0; j < GJ_ROW_OUT; ++j) out[j] = row[j - 1 + (j > 0)] + row[-1];
 })"},
-        Escape{"WriteIntoTheRow", R"(
+                                           Escape{"WriteIntoTheRow", R"(
 void f(const float *row, float *out) {
   ((float *)row)[0] = 1.0f;
   for (int j = 0; j < GJ_ROW_OUT; ++j) out[j] = row[j];
 })"},
-        Escape{"IndexFromTheData", R"(
+                                           Escape{"IndexFromTheData", R"(
 void f(const float *row, float *out) {
   int k = (int)row[0];  /* 0 .. 112: past the row for most rows */
   for (int j = 0; j < GJ_ROW_OUT; ++j) out[j] = row[k % 64];
 })"},
-        Escape{"LocalArrayPastItsEnd", R"(
+                                           Escape{"LocalArrayPastItsEnd", R"(
 void f(const float *row, float *out) {
   float t[4] = {1, 2, 3, 4};
   int k = (int)row[0] / 16;  /* the table row: up to 7 */
   for (int j = 0; j < GJ_ROW_OUT; ++j) out[j] = t[k];
 })"},
-        Escape{"MemcpyPastTheOutputRow", R"(
+                                           Escape{"MemcpyPastTheOutputRow", R"(
 void f(const float *row, float *out) {
   __builtin_memcpy(out + 1, row, GJ_ROW_IN * sizeof(float));
 })"},
-        Escape{"Unreachable", R"(
+                                           Escape{"Unreachable", R"(
 void f(const float *row, float *out) {
   if (row[0] > 100.0f) __builtin_unreachable();
   for (int j = 0; j < GJ_ROW_OUT; ++j) out[j] = row[j];
 })"}),
-    [](const ::testing::TestParamInfo<Escape> &I) { return std::string(I.param.Name); });
+                         [](const ::testing::TestParamInfo<Escape> &I) {
+                           return std::string(I.param.Name);
+                         });
 
 TEST(CheckedEpilogue, ParametersAreARegionOfTheirSize) {
   REQUIRE_EPILOGUES();
@@ -238,35 +238,35 @@ TEST_P(CheckedRefusals, AtTheirLine) {
   EXPECT_THAT(K.status().message(), HasSubstr(GetParam().Why));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Constructs, CheckedRefusals,
-    ::testing::Values(
-        Refused{"IntegerToPointer", R"(
+INSTANTIATE_TEST_SUITE_P(Constructs, CheckedRefusals,
+                         ::testing::Values(Refused{"IntegerToPointer", R"(
 float f(float x) {
   return x + *(const float *)(unsigned long)0x1000;
 })",
-                "casts an integer to a pointer"},
-        Refused{"FunctionPointer", R"(
+                                                   "casts an integer to a pointer"},
+                                           Refused{"FunctionPointer", R"(
 static float g(float x) { return x; }
 float f(float x) { float (*volatile p)(float) = g; return p(x); }
 )",
-                "calls through a function pointer"},
-        Refused{"Recursion", R"(
+                                                   "calls through a function pointer"},
+                                           Refused{"Recursion", R"(
 static float g(float x, int n) { return n ? g(x, n - 1) + 1 : x; }
 float f(float x) { return g(x, (int)x); }
 )",
-                "recurses"},
-        Refused{"VariableLengthArray", R"(
+                                                   "recurses"},
+                                           Refused{"VariableLengthArray", R"(
 float f(float x) {
   float t[(int)x + 1]; t[0] = x; return t[0]; }
 )",
-                "llvm.stacksave"},
-        Refused{"FrameAddress", R"(
+                                                   "llvm.stacksave"},
+                                           Refused{"FrameAddress", R"(
 float f(float x) {
   return x + *(const float *)__builtin_frame_address(0);
 })",
-                "llvm.frameaddress"}),
-    [](const ::testing::TestParamInfo<Refused> &I) { return std::string(I.param.Name); });
+                                                   "llvm.frameaddress"}),
+                         [](const ::testing::TestParamInfo<Refused> &I) {
+                           return std::string(I.param.Name);
+                         });
 
 TEST(CheckedEpilogue, UncheckedCompilesWhatCheckedRefuses) {
   REQUIRE_EPILOGUES();

@@ -7,8 +7,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/epilogue/Epilogue.h"
-#include "runtime/RuntimeTestUtil.h"
 #include "gatherjit/gatherjit.h"
+#include "runtime/RuntimeTestUtil.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -86,8 +86,8 @@ TEST(EpilogueIsolation, EmbedAndDebugPragmasAreRefusedBeforeClang) {
   expectRefused("float f(float x) { return x + __has_embed(\"/x\"); }\n", "may not embed");
   expectRefused(std::string(Good) + "#pragma clang __debug crash\n", "debugging pragmas");
   // Only the directive: a variable named embed is fine.
-  auto Named = compileEpilogue(
-      epilogue("float f(float x) { int embed = 2; return x * embed; }\n"), Host);
+  auto Named =
+      compileEpilogue(epilogue("float f(float x) { int embed = 2; return x * embed; }\n"), Host);
   EXPECT_TRUE(Named.isOk()) << Named.status().message();
 }
 
@@ -97,10 +97,9 @@ TEST(EpilogueIsolation, NoFileOutsideTheSourceIsRead) {
   const std::string Secret = Dir.Path + "/secret.h";
   std::ofstream(Secret) << "\"the secret\"\n";
   ::chmod(Secret.c_str(), 0600);
-  auto Code = compileEpilogue(
-      epilogue("static const char S[] = \n#include \"" + Secret +
-               "\"\n;\nfloat f(float x) { return x + S[0]; }\n"),
-      Host);
+  auto Code = compileEpilogue(epilogue("static const char S[] = \n#include \"" + Secret +
+                                       "\"\n;\nfloat f(float x) { return x + S[0]; }\n"),
+                              Host);
   ASSERT_FALSE(Code.isOk());
   EXPECT_THAT(Code.status().message(), HasSubstr("file not found"));
   EXPECT_THAT(Code.status().message(), Not(HasSubstr("the secret")));

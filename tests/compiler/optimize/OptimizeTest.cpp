@@ -1,11 +1,11 @@
 //===- tests/compiler/optimize/OptimizeTest.cpp - The optimization stage -===//
 
+#include "compiler/optimize/Optimize.h"
 #include "Cases.h"
 #include "RandomCase.h"
 #include "compiler/backend/Target.h"
 #include "compiler/emit/EmitKernel.h"
 #include "compiler/optimize/KernelPipeline.h"
-#include "compiler/optimize/Optimize.h"
 #include "gatherjit/OptLevel.h"
 
 #include <llvm/IR/BasicBlock.h>
@@ -88,7 +88,8 @@ TEST(Optimize, TheHandBuiltPipelinesAreTheirTexts) {
   auto Print = [&](llvm::ModulePassManager &MPM) {
     std::string Text;
     llvm::raw_string_ostream OS(Text);
-    MPM.printPipeline(OS, [&](llvm::StringRef Class) { return PIC.getPassNameForClassName(Class); });
+    MPM.printPipeline(OS,
+                      [&](llvm::StringRef Class) { return PIC.getPassNameForClassName(Class); });
     return OS.str();
   };
   llvm::LLVMContext Ctx;
@@ -173,8 +174,8 @@ TEST(Optimize, HandRegisteredAnalysesServeThePipelinesAsPassBuildersDo) {
       AllRan.insert(ByHand.begin(), ByHand.end());
     }
   }
-  for (const char *Analysis : {"ScalarEvolutionAnalysis", "LoopAccessAnalysis",
-                               "MemorySSAAnalysis", "ShouldRunExtraVectorPasses"})
+  for (const char *Analysis : {"ScalarEvolutionAnalysis", "LoopAccessAnalysis", "MemorySSAAnalysis",
+                               "ShouldRunExtraVectorPasses"})
     EXPECT_NE(AllRan.count(Analysis), 0u) << Analysis;
 }
 

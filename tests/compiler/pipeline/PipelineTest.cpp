@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/emit/EmitKernel.h"
 #include "compiler/pipeline/Pipeline.h"
+#include "compiler/emit/EmitKernel.h"
 #include "gatherjit/Validate.h"
 
 #include <llvm/IR/Module.h>

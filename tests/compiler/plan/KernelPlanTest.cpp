@@ -5,8 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Cases.h"
 #include "compiler/plan/KernelPlan.h"
+#include "Cases.h"
 
 #include <gtest/gtest.h>
 
@@ -95,9 +95,9 @@ KernelSpec rows(uint64_t Rows, uint64_t Cols, unsigned ElemBytes = 4) {
 
 TEST(KernelPlan, StreamingThresholds) {
   // 4 MiB of INT64 indices in rows of at least 256.
-  EXPECT_TRUE(planKernel(rows(2048, 256)).StreamIndices);    // 4 MiB
-  EXPECT_FALSE(planKernel(rows(2047, 256)).StreamIndices);   // Just under.
-  EXPECT_FALSE(planKernel(rows(65536, 255)).StreamIndices);  // Rows too short.
+  EXPECT_TRUE(planKernel(rows(2048, 256)).StreamIndices);   // 4 MiB
+  EXPECT_FALSE(planKernel(rows(2047, 256)).StreamIndices);  // Just under.
+  EXPECT_FALSE(planKernel(rows(65536, 255)).StreamIndices); // Rows too short.
   KernelSpec Tuple = rows(2048, 256);
   Tuple.TupleSize = 2;
   Tuple.AxisSize[1] = 4;

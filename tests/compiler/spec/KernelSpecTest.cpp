@@ -14,13 +14,13 @@ using namespace gatherjit::test;
 
 namespace {
 
-KernelSpec geSpec(DataType Type, std::vector<uint64_t> In, std::vector<uint64_t> Idx,
-                  uint32_t Axis, DataType IdxType = DataType::Int64,
-                  OobPolicy Policy = OobPolicy::Check,
+KernelSpec geSpec(DataType Type, std::vector<uint64_t> In, std::vector<uint64_t> Idx, uint32_t Axis,
+                  DataType IdxType = DataType::Int64, OobPolicy Policy = OobPolicy::Check,
                   std::optional<std::vector<uint64_t>> InStrides = std::nullopt) {
-  Expected<ValidDesc> V = validate(
-      GatherElementsDesc{tensor(Type, In, InStrides), tensor(IdxType, Idx), tensor(Type, Idx), Axis},
-      {Policy, std::nullopt, false});
+  Expected<ValidDesc> V =
+      validate(GatherElementsDesc{tensor(Type, In, InStrides), tensor(IdxType, Idx),
+                                  tensor(Type, Idx), Axis},
+               {Policy, std::nullopt, false});
   EXPECT_TRUE(V.isOk()) << V.status().message();
   return canonicalize(*V);
 }
@@ -74,8 +74,8 @@ TEST(KernelSpec, PolicyAndIndexTypeAreKept) {
 }
 
 TEST(KernelSpec, EmbeddingLookupIsABlockCopy) {
-  Expected<GatherDesc> D = onnxGather(tensor(DataType::Float32, {1000, 64}),
-                                      tensor(DataType::Int64, {8, 16}), 0);
+  Expected<GatherDesc> D =
+      onnxGather(tensor(DataType::Float32, {1000, 64}), tensor(DataType::Int64, {8, 16}), 0);
   ASSERT_TRUE(D.isOk());
   Expected<ValidDesc> V = validate(*D);
   ASSERT_TRUE(V.isOk());
@@ -92,11 +92,11 @@ TEST(KernelSpec, EmbeddingLookupIsABlockCopy) {
 TEST(KernelSpec, DirectMLAndOnnxGatherShareASpec) {
   // DML Example 2 (FLOAT32 {3,2}, UINT32 {1,4}, axis 0) and the same ONNX
   // Gather with 1-D indices of 4.
-  Expected<ValidDesc> Dml = validate(GatherDesc{tensor(DataType::Float32, {3, 2}),
-                                                tensor(DataType::UInt32, {1, 4}),
-                                                tensor(DataType::Float32, {4, 2}), 0, 1});
-  Expected<GatherDesc> Onnx = onnxGather(tensor(DataType::Float32, {3, 2}),
-                                         tensor(DataType::UInt32, {4}), 0);
+  Expected<ValidDesc> Dml =
+      validate(GatherDesc{tensor(DataType::Float32, {3, 2}), tensor(DataType::UInt32, {1, 4}),
+                          tensor(DataType::Float32, {4, 2}), 0, 1});
+  Expected<GatherDesc> Onnx =
+      onnxGather(tensor(DataType::Float32, {3, 2}), tensor(DataType::UInt32, {4}), 0);
   ASSERT_TRUE(Dml.isOk());
   ASSERT_TRUE(Onnx.isOk());
   Expected<ValidDesc> OnnxV = validate(*Onnx);
@@ -123,8 +123,8 @@ TEST(KernelSpec, DistinctSpecsHashApart) {
   for (uint64_t V = 1; V <= 64; ++V)
     for (int Field = 0; Field < 7; ++Field) {
       KernelSpec S = Base;
-      std::array<uint64_t, MaxRank> *Arrays[] = {&S.Sizes, &S.OutStride, &S.IdxStride,
-                                                &S.InStride, &S.PosStride};
+      std::array<uint64_t, MaxRank> *Arrays[] = {&S.Sizes, &S.OutStride, &S.IdxStride, &S.InStride,
+                                                 &S.PosStride};
       if (Field < 5)
         (*Arrays[Field])[V % 2] += V;
       else if (Field == 5)

@@ -73,8 +73,9 @@ TEST(DescJson, GatherNDAndGatherND1) {
               HasSubstr("\"axis\" does not apply to GATHER_ND1"));
   EXPECT_THAT(errorOf(replace(Good, "\"axis\": 0", "\"axis\": 0, \"input_dimension_count\": 2")),
               HasSubstr("\"input_dimension_count\" applies to GATHER_ND and GATHER_ND1 only"));
-  EXPECT_THAT(errorOf(replace(Nd1, "\"input_dimension_count\": 3", "\"input_dimension_count\": -3")),
-              HasSubstr("\"input_dimension_count\" = -3 must be non-negative"));
+  EXPECT_THAT(
+      errorOf(replace(Nd1, "\"input_dimension_count\": 3", "\"input_dimension_count\": -3")),
+      HasSubstr("\"input_dimension_count\" = -3 must be non-negative"));
 }
 
 TEST(DescJson, Errors) {

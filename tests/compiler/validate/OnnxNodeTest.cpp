@@ -68,9 +68,8 @@ TEST(OnnxNode, ErrorsNameTheAttribute) {
   ASSERT_FALSE(V.isOk());
   EXPECT_EQ(V.status().code(), ErrorCode::InvalidArgument);
   EXPECT_THAT(V.status().message(), HasSubstr("axis"));
-  V = validateOnnx(
-      {OpKind::GatherND, T(DataType::Float32, {4, 5}), T(DataType::Int64, {4, 1}), 2},
-      OobPolicy::Check);
+  V = validateOnnx({OpKind::GatherND, T(DataType::Float32, {4, 5}), T(DataType::Int64, {4, 1}), 2},
+                   OobPolicy::Check);
   ASSERT_FALSE(V.isOk());
   EXPECT_THAT(V.status().message(), HasSubstr("atch"));
 }

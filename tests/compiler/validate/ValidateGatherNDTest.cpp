@@ -142,8 +142,7 @@ TEST(OnnxGatherND, BuildsPaddedDescriptors) {
 
 TEST(OnnxGatherND, OnnxOutputRankSubtractsBatchDims) {
   // q + r - T - 1 - batch_dims = 3 + 4 - 1 - 1 - 2 = 3: [2,3] ++ [5].
-  EXPECT_EQ(onnxGatherNDOutputShape({2, 3, 4, 5}, {2, 3, 1}, 2),
-            (std::vector<uint64_t>{2, 3, 5}));
+  EXPECT_EQ(onnxGatherNDOutputShape({2, 3, 4, 5}, {2, 3, 1}, 2), (std::vector<uint64_t>{2, 3, 5}));
 }
 
 TEST(OnnxGatherND, AttributeAndShapeErrors) {

@@ -17,9 +17,8 @@ TensorDesc T(DataType Type, std::vector<uint64_t> Sizes) {
   return D;
 }
 
-GatherElementsDesc ge(std::vector<uint64_t> In, std::vector<uint64_t> Idx,
-                      uint32_t Axis, DataType Type = DataType::Float32,
-                      DataType IdxType = DataType::Int64) {
+GatherElementsDesc ge(std::vector<uint64_t> In, std::vector<uint64_t> Idx, uint32_t Axis,
+                      DataType Type = DataType::Float32, DataType IdxType = DataType::Int64) {
   return {T(Type, In), T(IdxType, Idx), T(Type, Idx), Axis};
 }
 
@@ -82,13 +81,12 @@ TEST(ValidateGatherElements, AxisRange) {
 }
 
 TEST(ValidateGatherElements, IndexTypes) {
-  for (DataType Bad : {DataType::Int16, DataType::Int8, DataType::UInt16,
-                       DataType::Float32, DataType::UInt8})
+  for (DataType Bad :
+       {DataType::Int16, DataType::Int8, DataType::UInt16, DataType::Float32, DataType::UInt8})
     EXPECT_THAT(geError(ge({2}, {2}, 0, DataType::Float32, Bad)),
-                HasSubstr(std::string("IndicesTensor.DataType = ") +
-                          dataTypeName(Bad) + " is not an index type"));
-  for (DataType Good : {DataType::Int32, DataType::Int64, DataType::UInt32,
-                        DataType::UInt64})
+                HasSubstr(std::string("IndicesTensor.DataType = ") + dataTypeName(Bad) +
+                          " is not an index type"));
+  for (DataType Good : {DataType::Int32, DataType::Int64, DataType::UInt32, DataType::UInt64})
     EXPECT_TRUE(validate(ge({2}, {2}, 0, DataType::Float32, Good)).isOk());
 }
 
@@ -154,8 +152,8 @@ TEST(ValidateGatherElements, BroadcastInputIsAccepted) {
 TEST(ValidateFeatureLevel, GatherElementsNeeds21) {
   ValidateOptions O;
   O.Level = FeatureLevel::L1_0;
-  Expected<ValidDesc> V = validate(ge({1, 1, 2, 2}, {1, 1, 2, 2}, 3,
-                                      DataType::Float32, DataType::UInt32), O);
+  Expected<ValidDesc> V =
+      validate(ge({1, 1, 2, 2}, {1, 1, 2, 2}, 3, DataType::Float32, DataType::UInt32), O);
   ASSERT_FALSE(V.isOk());
   EXPECT_EQ(V.status().code(), ErrorCode::Unsupported);
   EXPECT_THAT(V.status().message(), HasSubstr("introduced in feature level 2_1"));
@@ -164,13 +162,12 @@ TEST(ValidateFeatureLevel, GatherElementsNeeds21) {
 TEST(ValidateFeatureLevel, Level21Needs4DAndUInt32Indices) {
   ValidateOptions O;
   O.Level = FeatureLevel::L2_1;
-  EXPECT_TRUE(validate(ge({1, 1, 2, 2}, {1, 1, 2, 2}, 3, DataType::Int8,
-                          DataType::UInt32), O).isOk());
+  EXPECT_TRUE(
+      validate(ge({1, 1, 2, 2}, {1, 1, 2, 2}, 3, DataType::Int8, DataType::UInt32), O).isOk());
   EXPECT_THAT(geError(ge({2, 2}, {2, 2}, 1, DataType::Float32, DataType::UInt32), O),
               HasSubstr("InputTensor.DimensionCount = 2 is not supported at "
                         "FeatureLevel = 2_1; only 4 is"));
-  EXPECT_THAT(geError(ge({1, 1, 2, 2}, {1, 1, 2, 2}, 3, DataType::Float32,
-                         DataType::Int32), O),
+  EXPECT_THAT(geError(ge({1, 1, 2, 2}, {1, 1, 2, 2}, 3, DataType::Float32, DataType::Int32), O),
               HasSubstr("IndicesTensor.DataType = INT32 is not supported at "
                         "FeatureLevel = 2_1; use UINT32"));
 }
@@ -204,10 +201,9 @@ TEST(ValidateFeatureLevel, Gather10IsFloatOnly) {
   EXPECT_TRUE(validate(D, O).isOk());
 }
 
-GatherDesc g(std::vector<uint64_t> In, std::vector<uint64_t> Idx,
-             std::vector<uint64_t> Out, uint32_t Axis, uint32_t K) {
-  return {T(DataType::Float32, In), T(DataType::UInt32, Idx),
-          T(DataType::Float32, Out), Axis, K};
+GatherDesc g(std::vector<uint64_t> In, std::vector<uint64_t> Idx, std::vector<uint64_t> Out,
+             uint32_t Axis, uint32_t K) {
+  return {T(DataType::Float32, In), T(DataType::UInt32, Idx), T(DataType::Float32, Out), Axis, K};
 }
 
 TEST(ValidateGather, SeedExamplesAreValid) {
@@ -265,8 +261,7 @@ TEST(OnnxBuilders, GatherElementsNegativeAxis) {
 }
 
 TEST(OnnxBuilders, GatherPadsToOneRank) {
-  Expected<GatherDesc> D =
-      onnxGather(T(DataType::Float32, {5, 4}), T(DataType::Int64, {2, 3}), 1);
+  Expected<GatherDesc> D = onnxGather(T(DataType::Float32, {5, 4}), T(DataType::Int64, {2, 3}), 1);
   ASSERT_TRUE(D.isOk());
   EXPECT_EQ(D->Input.Sizes, (std::vector<uint64_t>{1, 5, 4}));
   EXPECT_EQ(D->Output.Sizes, (std::vector<uint64_t>{5, 2, 3}));
@@ -277,8 +272,7 @@ TEST(OnnxBuilders, GatherPadsToOneRank) {
 }
 
 TEST(OnnxBuilders, GatherScalarIndices) {
-  Expected<GatherDesc> D =
-      onnxGather(T(DataType::Float32, {5, 4}), T(DataType::Int64, {}), 0);
+  Expected<GatherDesc> D = onnxGather(T(DataType::Float32, {5, 4}), T(DataType::Int64, {}), 0);
   ASSERT_TRUE(D.isOk());
   EXPECT_EQ(D->Indices.Sizes, (std::vector<uint64_t>{1, 1}));
   EXPECT_EQ(D->Output.Sizes, (std::vector<uint64_t>{1, 4}));
@@ -289,7 +283,8 @@ TEST(OnnxBuilders, GatherOutputRankLimit) {
   Expected<GatherDesc> D = onnxGather(T(DataType::Float32, std::vector<uint64_t>(5, 2)),
                                       T(DataType::Int64, std::vector<uint64_t>(5, 2)), 0);
   ASSERT_FALSE(D.isOk());
-  EXPECT_THAT(D.status().message(), HasSubstr("output rank = data rank 5 + indices rank 5 - 1 = 9"));
+  EXPECT_THAT(D.status().message(),
+              HasSubstr("output rank = data rank 5 + indices rank 5 - 1 = 9"));
 }
 
 TEST(DataTypes, NamesRoundTrip) {

@@ -1,2 +1,4 @@
-typedef struct { float s; } P;
+typedef struct {
+  float s;
+} P;
 float f(float x, const P *p) { return x * p->s; }
