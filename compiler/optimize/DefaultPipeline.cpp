@@ -38,7 +38,11 @@ Status optimizeDefaultO3(llvm::Module &M, llvm::TargetMachine &TM) {
   PB.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(M, MAM);
   return Status::ok();
 }
+
+bool defaultPipelineLinked() { return true; }
 #else
+bool defaultPipelineLinked() { return false; }
+
 Status optimizeDefaultO3(llvm::Module &, llvm::TargetMachine &) {
   return Status::unsupported("O3 (LLVM's default pipeline) is not linked into this program");
 }

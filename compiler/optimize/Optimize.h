@@ -38,6 +38,8 @@ Status optimize(llvm::Module &M, llvm::TargetMachine &TM, OptLevel Level);
 /// Unsupported in a program built without it (the command line's
 /// gatherjit-llvm).
 Status optimizeDefaultO3(llvm::Module &M, llvm::TargetMachine &TM);
+/// True where that pipeline is linked: everywhere but gatherjit-llvm.
+bool defaultPipelineLinked();
 
 /// The pass pipeline \p Level runs over a kernel without a fused epilogue,
 /// in PassBuilder's syntax (for reading and tests; O3 is "default<O3>").

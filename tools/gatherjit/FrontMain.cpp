@@ -10,9 +10,10 @@
 //   - the same commands with --engine interp.
 // Everything else (a kernel to compile, GATHERJIT_PERF_MAP or
 // GATHERJIT_GDB, ir, aot, bench, demo, onnx-test, --help, a command line it
-// does not understand) it hands to
-// gatherjit-llvm, and fused C epilogues to gatherjit-clang, replacing
-// itself with them: they parse the command again and report its errors.
+// does not understand) it hands to the compiler compilerFor names
+// (gatherjit-llvm, or gatherjit-clang for fused C epilogues and O3),
+// replacing itself with it: that parses the command again and reports its
+// errors.
 // The commands, flags, outputs and exit codes are those of tools/gatherjit/
 // main.cpp.
 //
@@ -105,11 +106,7 @@ int main(int Argc, char **Argv) {
     int Exit = 0;
     if (runWithoutCompiler(Argc, Argv, Exit))
       return Exit;
-    bool Epilogue = false;
-    for (int I = 1; I < Argc; ++I)
-      Epilogue |= std::string_view(Argv[I]).rfind("--epilogue", 0) == 0;
-    return report(
-        execSibling(Epilogue ? ClangProgram : LlvmProgram, std::vector<char *>(Argv, Argv + Argc)));
+    return report(execSibling(compilerFor(Argc, Argv), std::vector<char *>(Argv, Argv + Argc)));
   } catch (const std::bad_alloc &) {
     return report(Status::internal("out of memory"));
   }

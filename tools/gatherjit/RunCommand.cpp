@@ -147,6 +147,25 @@ void askForHugePages() {
 
 } // namespace
 
+std::optional<OptLevel> optArgument(int Argc, char **Argv) {
+  std::optional<OptLevel> Level;
+  for (int I = 1; I < Argc; ++I) {
+    const std::string_view Arg = Argv[I];
+    if (Arg == "--opt" && I + 1 < Argc)
+      Level = parseOptLevel(Argv[I + 1]);
+    else if (Arg.substr(0, 6) == "--opt=")
+      Level = parseOptLevel(Arg.substr(6));
+  }
+  return Level;
+}
+
+const char *compilerFor(int Argc, char **Argv) {
+  for (int I = 1; I < Argc; ++I)
+    if (std::string_view(Argv[I]).rfind("--epilogue", 0) == 0)
+      return ClangProgram;
+  return optArgument(Argc, Argv) == OptLevel::O3 ? ClangProgram : LlvmProgram;
+}
+
 Status execSibling(const char *Program, std::vector<char *> Argv) {
   askForHugePages();
   char Self[4096];

@@ -73,6 +73,17 @@ Status runAndWrite(Problem &P, const EngineFlags &E, AtomicFile &File, const Ker
 /// True if any epilogue flag is given.
 bool given(const EpilogueFlags &F);
 
+/// The level --opt asks for (--opt LEVEL or --opt=LEVEL), if a valid one.
+std::optional<OptLevel> optArgument(int Argc, char **Argv);
+
+/// The program that compiles for a command line: gatherjit-clang where it
+/// fuses a C epilogue (an --epilogue flag: clang's libraries) or compiles
+/// at O3 (LLVM's default pipeline), else gatherjit-llvm. The one routing
+/// rule: read from the arguments ahead of any parser (gatherjit hands a
+/// command on, gatherjit-llvm passes it on to gatherjit-clang); the program
+/// chosen parses the command and reports what is wrong with it.
+const char *compilerFor(int Argc, char **Argv);
+
 /// Replaces this process with \p Program, which lies beside this program,
 /// run with \p Argv (Argv[0] is replaced) and GLIBC_TUNABLES asking its
 /// malloc for huge pages and a 4 MiB top pad (the user's own after ours);

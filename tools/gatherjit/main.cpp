@@ -37,6 +37,7 @@
 #include "OnnxTest.h"
 #include "Problem.h"
 #include "RunCommand.h"
+#include "compiler/optimize/Optimize.h"
 #include "gatherjit/Interpreter.h"
 #include "gatherjit/Runtime.h"
 #include "runtime/AtomicFile.h"
@@ -231,19 +232,6 @@ int run(int Argc, char **Argv) {
     }
     return report(Status::invalidArgument(E.what()));
   }
-#ifndef GATHERJIT_CLI_FULL
-  // Fused C epilogues need clang's libraries, and O3 LLVM's default
-  // pipeline: gatherjit-clang runs the whole command.
-  auto NeedsFull = [](const EpilogueFlags &Epilogue, const std::string &Opt) {
-    return given(Epilogue) || parseOptLevel(Opt) == OptLevel::O3;
-  };
-  bool Full = AotSub->parsed() && NeedsFull(Aot.Epilogue, Aot.Opt);
-  for (int I = 0; I < NumKinds; ++I)
-    Full |= (Run[I].Sub->parsed() && NeedsFull(Run[I].Operands.Epilogue, Run[I].Engine.Opt)) ||
-            (IR[I].Sub->parsed() && NeedsFull(IR[I].Operands.Epilogue, IR[I].Engine.Opt));
-  if (Full)
-    return report(execSibling(ClangProgram, std::vector<char *>(Argv, Argv + Argc)));
-#endif
   if (DemoSub->parsed())
     return runDemo();
   if (BenchSub->parsed()) {
@@ -286,16 +274,7 @@ void prepareRuntime(int Argc, char **Argv) {
   RuntimeOptions Options;
   // `ir` compiles at the level asked for, never at the quick tier.
   Options.QuickTier = std::string_view(Argv[1]) != "ir";
-  for (int I = 2; I < Argc; ++I) {
-    const std::string_view Arg = Argv[I];
-    std::string_view Value;
-    if (Arg == "--opt" && I + 1 < Argc)
-      Value = Argv[I + 1];
-    else if (Arg.substr(0, 6) == "--opt=")
-      Value = Arg.substr(6);
-    if (std::optional<OptLevel> Level = parseOptLevel(Value))
-      Options.Opt = *Level;
-  }
+  Options.Opt = optArgument(Argc, Argv).value_or(Options.Opt);
   Runtime::prepare(Options);
 }
 
@@ -303,6 +282,9 @@ void prepareRuntime(int Argc, char **Argv) {
 
 int main(int Argc, char **Argv) {
   removeTemporariesOnSignals();
+  // gatherjit-llvm hands what needs clang's libraries or O3 on.
+  if (!defaultPipelineLinked() && compilerFor(Argc, Argv) == ClangProgram)
+    return report(execSibling(ClangProgram, std::vector<char *>(Argv, Argv + Argc)));
   prepareRuntime(Argc, Argv);
   try {
     return run(Argc, Argv);
