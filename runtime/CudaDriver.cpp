@@ -263,10 +263,12 @@ std::string CudaDevice::name() const {
   return "cuda:" + std::to_string(Ordinal) + " (" + Arch + ")";
 }
 
-Expected<std::shared_ptr<const Executable>> CudaDevice::load(const std::string &Ptx,
-                                                             const std::string &Name,
+Expected<std::shared_ptr<const Executable>> CudaDevice::load(const std::string &Name,
+                                                             const std::vector<char> &PtxText,
                                                              const KernelSpec &Spec,
                                                              const KernelPlan &Plan) {
+  // The driver reads the module as a C string.
+  const std::string Ptx(PtxText.begin(), PtxText.end());
   const Api &Cu = **loadApi();
   Handle Module = nullptr, Fn = nullptr;
   // The loading thread may not be the one that opened the device.

@@ -16,6 +16,7 @@
 #ifndef GATHERJIT_RUNTIME_CUDADRIVER_H
 #define GATHERJIT_RUNTIME_CUDADRIVER_H
 
+#include "compiler/backend/Backend.h"
 #include "gatherjit/Compile.h"
 #include "gatherjit/Validate.h"
 
@@ -32,7 +33,7 @@ class Executable;
 
 /// A CUDA device opened through the driver, its primary context current
 /// on the threads that use it.
-class CudaDevice {
+class CudaDevice final : public ArtefactLoader {
 public:
   /// Loads the driver and opens device \p Ordinal (see the file comment for
   /// the ways this fails).
@@ -46,8 +47,10 @@ public:
   /// the grid on the calling thread's stream (see StreamScope) with device
   /// pointers, waits for it and returns 0, 1 + the first bad index's
   /// position, or DeviceFailed.
-  Expected<std::shared_ptr<const Executable>> load(const std::string &Ptx, const std::string &Name,
-                                                   const KernelSpec &Spec, const KernelPlan &Plan);
+  Expected<std::shared_ptr<const Executable>> load(const std::string &Name,
+                                                   const std::vector<char> &Ptx,
+                                                   const KernelSpec &Spec,
+                                                   const KernelPlan &Plan) override;
   /// Device memory of \p Bytes, freed with the last pointer to it.
   Expected<std::shared_ptr<void>> allocate(size_t Bytes) const;
   /// Copies \p Bytes from the host to device memory at \p Dst.

@@ -163,7 +163,7 @@ Expected<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions &Options
   if (!Gen)
     return Gen.status();
   I->Gen = Gen.take();
-  I->Target = backendFor(*I->Gen);
+  I->Target = backendFor(*I->Gen, I->Jit.get());
   Expected<std::optional<int>> Ordinal = parseDevice(Options.Device);
   if (!Ordinal)
     return Status::invalidArgument("RuntimeOptions::Device = '" + Options.Device +
@@ -178,7 +178,7 @@ Expected<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions &Options
     if (!DeviceGen)
       return DeviceGen.status();
     I->DeviceGen = DeviceGen.take();
-    I->DeviceTarget = backendFor(*I->DeviceGen);
+    I->DeviceTarget = backendFor(*I->DeviceGen, I->Device.get());
   }
   if (Options.WarmUp)
     I->WarmUpThread = std::thread([Impl = I.get()] { Impl->warmUp(); });

@@ -43,7 +43,7 @@ void Runtime::Impl::warmUp() {
     Expected<PipelineResult> Object =
         objectFor(Spec, Level, PipelineOutput::Object, /*UseDisk=*/false);
     if (Object)
-      (void)Jit->link(Spec.symbolName(), Object->Bytes);
+      (void)Target->load(Spec.symbolName(), Object->Bytes, Spec);
   }
 }
 
@@ -68,7 +68,7 @@ LinkResult Runtime::Impl::compileSpec(const KernelSpec &Spec, OptLevel Level, Co
   FromDisk = Object->FromCache;
   Stored = Object->Stored;
   Clock::time_point T0 = Clock::now();
-  LinkResult Code = Jit->link(Name, Object->Bytes);
+  LinkResult Code = Target->load(Name, Object->Bytes, Spec);
   Times.Link = msSince(T0);
   if (Log)
     std::fprintf(stderr,
@@ -88,8 +88,7 @@ CodeResult Runtime::Impl::compileForDevice(const KernelSpec &Spec, CompileTimes 
   Times = Ptx->Times;
   Bytes = codeBytes(Ptx->Bytes.size());
   Clock::time_point T0 = Clock::now();
-  LinkResult Code = Device->load(std::string(Ptx->Bytes.begin(), Ptx->Bytes.end()), Name, Spec,
-                                 planKernel(Spec, DeviceTarget->facts()));
+  LinkResult Code = DeviceTarget->load(Name, Ptx->Bytes, Spec);
   Times.Link = msSince(T0);
   if (Log)
     std::fprintf(stderr,

@@ -7,16 +7,19 @@
 /// (compiler/pipeline/Pipeline.h) knows nothing else of the target:
 ///
 ///   spec --plan(facts)--> plan --emit--> module --generate--> artefact
+///        --load--> Executable
 ///
 /// backendFor picks the backend from the target machine, as Halide's
 /// CodeGen_LLVM::new_for_target does: the host CPU backend (x86-64,
-/// AArch64), whose objects are loaded by the JIT's linker
-/// (compiler/backend/Jit.h) or written by AOT, and the GPU backend
-/// (nvptx64), whose PTX text AOT writes.
+/// AArch64), whose objects the JIT's linker loads (compiler/backend/Jit.h)
+/// or AOT writes, and the GPU backend (nvptx64), whose PTX text a device's
+/// driver loads (runtime/CudaDriver.h) or AOT writes. What loads a
+/// backend's artefacts is its ArtefactLoader, given where it is made.
 //===----------------------------------------------------------------------===//
 #ifndef GATHERJIT_COMPILER_BACKEND_BACKEND_H
 #define GATHERJIT_COMPILER_BACKEND_BACKEND_H
 
+#include "compiler/backend/Executable.h"
 #include "compiler/plan/KernelPlan.h"
 #include "compiler/spec/KernelSpec.h"
 #include "gatherjit/Compile.h"
@@ -37,6 +40,19 @@ class CodeGenerator;
 
 enum class PipelineOutput { Object, Assembly, OptimizedIR };
 
+/// Turns a backend's artefacts into code a Kernel runs: the JIT's linker
+/// for host objects, a device's driver for PTX.
+class ArtefactLoader {
+public:
+  virtual ~ArtefactLoader() = default;
+  /// Loads \p Artefact, the object of kernel \p Name (of \p Spec, planned
+  /// by \p Plan), and returns its entry.
+  virtual Expected<std::shared_ptr<const Executable>> load(const std::string &Name,
+                                                           const std::vector<char> &Artefact,
+                                                           const KernelSpec &Spec,
+                                                           const KernelPlan &Plan) = 0;
+};
+
 class Backend {
 public:
   virtual ~Backend() = default;
@@ -52,12 +68,20 @@ public:
   /// \p Times. Fails only on a bug or an output the target cannot make.
   virtual Expected<std::vector<char>> generate(llvm::Module &M, OptLevel Level,
                                                PipelineOutput Output, CompileTimes &Times) = 0;
+  /// Loads \p Object, generate()'s object of kernel \p Name for \p Spec,
+  /// through the backend's loader; Unsupported for a backend that has
+  /// none (one that only writes its artefacts, as AOT's).
+  Expected<std::shared_ptr<const Executable>>
+  load(const std::string &Name, const std::vector<char> &Object, const KernelSpec &Spec) const;
+  /// Loads through \p To from now on.
+  void setLoader(ArtefactLoader *To) { Loader = To; }
 
 protected:
   explicit Backend(const TargetFacts &Facts) : Facts(Facts) {}
 
 private:
   TargetFacts Facts;
+  ArtefactLoader *Loader = nullptr;
 };
 
 /// What both backends' generate() does with their code generator \p Gen:
@@ -73,8 +97,9 @@ Expected<std::vector<char>> generateWith(CodeGenerator &Gen, llvm::Module &M, Op
 TargetFacts targetFacts(const llvm::TargetMachine &TM);
 
 /// The backend for \p Gen's target machine (the GPU backend for nvptx64,
-/// the host CPU backend otherwise); \p Gen outlives it.
-std::unique_ptr<Backend> backendFor(CodeGenerator &Gen);
+/// the host CPU backend otherwise), loading through \p Loader if given;
+/// \p Gen and \p Loader outlive it.
+std::unique_ptr<Backend> backendFor(CodeGenerator &Gen, ArtefactLoader *Loader = nullptr);
 
 /// A GPU's facts: 128-byte lines (L2 sectors of 32 bytes, four to a line),
 /// 16-byte vectors, one thread per element.

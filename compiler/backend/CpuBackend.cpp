@@ -109,10 +109,20 @@ TargetFacts targetFacts(const llvm::TargetMachine &TM) {
   return F;
 }
 
-std::unique_ptr<Backend> backendFor(CodeGenerator &Gen) {
-  if (Gen.targetMachine().getTargetTriple().isNVPTX())
-    return gpuBackend(Gen);
-  return std::make_unique<CpuBackend>(Gen);
+std::unique_ptr<Backend> backendFor(CodeGenerator &Gen, ArtefactLoader *Loader) {
+  std::unique_ptr<Backend> B = Gen.targetMachine().getTargetTriple().isNVPTX()
+                                   ? gpuBackend(Gen)
+                                   : std::make_unique<CpuBackend>(Gen);
+  B->setLoader(Loader);
+  return B;
+}
+
+Expected<std::shared_ptr<const Executable>> Backend::load(const std::string &Name,
+                                                          const std::vector<char> &Object,
+                                                          const KernelSpec &Spec) const {
+  if (!Loader)
+    return Status::unsupported("this backend's objects are written, not loaded (" + Name + ")");
+  return Loader->load(Name, Object, Spec, planKernel(Spec, facts()));
 }
 
 } // namespace gatherjit

@@ -12,6 +12,7 @@
 #ifndef GATHERJIT_COMPILER_BACKEND_JIT_H
 #define GATHERJIT_COMPILER_BACKEND_JIT_H
 
+#include "compiler/backend/Backend.h"
 #include "compiler/backend/Executable.h"
 #include "gatherjit/Status.h"
 
@@ -58,7 +59,7 @@ private:
   KernelRangeFn Entry = nullptr;
 };
 
-class JitEngine : public std::enable_shared_from_this<JitEngine> {
+class JitEngine : public std::enable_shared_from_this<JitEngine>, public ArtefactLoader {
 public:
   static Expected<std::shared_ptr<JitEngine>> create(const JitOptions &Options);
   ~JitEngine();
@@ -66,6 +67,13 @@ public:
   /// Links \p Object and returns its NAME_range entry.
   Expected<std::shared_ptr<const Executable>> link(const std::string &Name,
                                                    const std::vector<char> &Object);
+  /// link(), as the host backend's loader.
+  Expected<std::shared_ptr<const Executable>> load(const std::string &Name,
+                                                   const std::vector<char> &Object,
+                                                   const KernelSpec &,
+                                                   const KernelPlan &) override {
+    return link(Name, Object);
+  }
   /// Links \p Object with ORC.
   Expected<std::shared_ptr<JitCode>> linkWithOrc(const std::string &Name,
                                                  const std::vector<char> &Object);

@@ -125,3 +125,51 @@ TEST(Backend, EmittedCodeFollowsFactsOtherThanTheHosts) {
 }
 
 } // namespace
+
+namespace {
+
+/// Records what it was asked to load and answers with a failure.
+struct RecordingLoader final : ArtefactLoader {
+  Expected<std::shared_ptr<const Executable>> load(const std::string &Name,
+                                                   const std::vector<char> &Artefact,
+                                                   const KernelSpec &Spec,
+                                                   const KernelPlan &Plan) override {
+    Names.push_back(Name);
+    Bytes = Artefact.size();
+    Specs.push_back(Spec);
+    Plans.push_back(Plan);
+    return Status::internal("recorded");
+  }
+  std::vector<std::string> Names;
+  size_t Bytes = 0;
+  std::vector<KernelSpec> Specs;
+  std::vector<KernelPlan> Plans;
+};
+
+TEST(Backend, LoadsThroughItsLoaderWithThePlanOfItsFacts) {
+  Expected<std::unique_ptr<CodeGenerator>> Gen =
+      createCodeGenerator({"x86_64-unknown-linux-gnu", "haswell", ""}, OptLevel::O2);
+  ASSERT_TRUE(Gen.isOk()) << Gen.status().message();
+  Expected<ValidDesc> V = bench::benchDesc(bench::benchCases()[0]);
+  ASSERT_TRUE(V.isOk());
+  const KernelSpec Spec = canonicalize(*V);
+  const std::vector<char> Object(100, 'x');
+  // A backend without a loader writes its objects: loading is refused.
+  std::unique_ptr<Backend> Writer = backendFor(**Gen);
+  Expected<std::shared_ptr<const Executable>> Refused = Writer->load("k", Object, Spec);
+  ASSERT_FALSE(Refused.isOk());
+  EXPECT_EQ(Refused.status().code(), ErrorCode::Unsupported);
+  RecordingLoader Loader;
+  std::unique_ptr<Backend> B = backendFor(**Gen, &Loader);
+  Expected<std::shared_ptr<const Executable>> Got = B->load("k", Object, Spec);
+  EXPECT_EQ(Got.status().message(), "recorded");
+  ASSERT_EQ(Loader.Names.size(), 1u);
+  EXPECT_EQ(Loader.Names[0], "k");
+  EXPECT_EQ(Loader.Bytes, 100u);
+  EXPECT_EQ(Loader.Specs[0], Spec);
+  // The plan is the one the backend's own facts give (32-byte vectors).
+  EXPECT_EQ(Loader.Plans[0], planKernel(Spec, B->facts()));
+  EXPECT_EQ(Loader.Plans[0].VectorBytes, 32u);
+}
+
+} // namespace
