@@ -123,4 +123,41 @@ TEST(HotFunctions, TheFirstRunEndsAtItsMarkerInTheCompilers) {
   }
 }
 
+// The list is made by profiling the compilers (tools/hot-functions.sh):
+// after a change renames or removes gatherjit's functions, the list names
+// code the compilers no longer have and orders nothing. Almost every
+// gatherjit function it names must be one the compilers define (the rest of
+// the list also names LLVM's functions and the C and C++ libraries').
+TEST(HotFunctions, TheListIsNotStale) {
+#if !GATHERJIT_ORDERED_FUNCTIONS
+  GTEST_SKIP() << "the compilers were linked without lld's function order";
+#endif
+  std::unordered_set<std::string> Ours;
+  for (const std::string &Name : hotList())
+    if (Name.rfind("_ZN9gatherjit", 0) == 0)
+      Ours.insert(Name);
+  ASSERT_GT(Ours.size(), 100u);
+  uint64_t Defined = 0;
+  std::unordered_set<std::string> Missing = Ours;
+  for (const char *Program : {"gatherjit-llvm", "gatherjit-clang"}) {
+    const std::string Path = (Dir / Program).string();
+    auto Obj = llvm::object::ObjectFile::createObjectFile(
+        std::filesystem::exists(Path + ".debug") ? Path + ".debug" : Path);
+    ASSERT_TRUE(static_cast<bool>(Obj)) << llvm::toString(Obj.takeError());
+    for (const llvm::object::SymbolRef &Sym : Obj->getBinary()->symbols()) {
+      llvm::Expected<llvm::StringRef> Name = Sym.getName();
+      if (!Name) {
+        llvm::consumeError(Name.takeError());
+        continue;
+      }
+      Missing.erase(Name->str());
+    }
+  }
+  Defined = Ours.size() - Missing.size();
+  EXPECT_GE(static_cast<double>(Defined), 0.95 * static_cast<double>(Ours.size()))
+      << Missing.size() << " of the list's " << Ours.size()
+      << " gatherjit functions are not in the compilers: run tools/hot-functions.sh, e.g. "
+      << *Missing.begin();
+}
+
 } // namespace
