@@ -19,10 +19,12 @@ The operators are defined with torch.library.custom_op where PyTorch has
 it (2.4 and later, with fake implementations that give torch.compile and
 meta tensors their shapes) and with torch.library.Library before that (a
 CPU kernel alone); either way they are dispatcher operators, callable from
-torch.jit.script. The operators have no autograd formula; the functions
-gather_elements, gather and gather_nd of this module do: with a data tensor
-that requires grad they are torch.autograd.Functions whose backward is a
-scatter-add of the output's gradient (repeated indices add up).
+torch.jit.script. The functions gather_elements, gather and gather_nd of
+this module are differentiable: with a data tensor that requires grad they
+are torch.autograd.Functions whose backward is a scatter-add of the
+output's gradient (repeated indices add up). The operators have the same
+formulas where PyTorch can register them (torch.library.custom_op's
+register_autograd, 2.4 and later); before that they have none.
 """
 
 import math
@@ -45,13 +47,26 @@ def _differentiable(data):
     return torch.is_grad_enabled() and isinstance(data, torch.Tensor) and data.requires_grad
 
 
+# The kernels alone, without autograd: what the operators run below
+# PyTorch's autograd (their annotations are the operators' schemas).
+
+def _gather_elements_kernel(data: torch.Tensor, indices: torch.Tensor, axis: int,
+                            mode: str = "raise") -> torch.Tensor:
+    return gatherjit._gather("gather_elements", data, indices, axis, None, mode, None,
+                             broadcast=False)
+
+
+def _gather_kernel(data: torch.Tensor, indices: torch.Tensor, axis: int = 0,
+                   mode: str = "raise") -> torch.Tensor:
+    return gatherjit._gather("gather", data, indices, axis, None, mode, None)
+
+
 def gather_elements(data: torch.Tensor, indices: torch.Tensor, axis: int,
                     mode: str = "raise") -> torch.Tensor:
     """torch.gather(data, axis, indices) by a gatherjit kernel."""
     if _differentiable(data):
         return _GatherElements.apply(data, indices, axis, mode)
-    return gatherjit._gather("gather_elements", data, indices, axis, None, mode, None,
-                             broadcast=False)
+    return _gather_elements_kernel(data, indices, axis, mode)
 
 
 def gather(data: torch.Tensor, indices: torch.Tensor, axis: int = 0,
@@ -59,7 +74,7 @@ def gather(data: torch.Tensor, indices: torch.Tensor, axis: int = 0,
     """numpy.take(data, indices, axis) (ONNX Gather) by a gatherjit kernel."""
     if _differentiable(data):
         return _Gather.apply(data, indices, axis, mode)
-    return gatherjit._gather("gather", data, indices, axis, None, mode, None)
+    return _gather_kernel(data, indices, axis, mode)
 
 
 def gather_nd(data: torch.Tensor, indices: torch.Tensor, batch_dims: int = 0,
@@ -86,41 +101,59 @@ def _read(indices, size, mode):
     return idx.clamp(0, max(size - 1, 0))  # in range under raise already
 
 
+# Each operator's autograd formula is a pair: what the forward keeps
+# (_setup_*(ctx, inputs), from the call's inputs) and the gradients of the
+# inputs from the output's (_grad_*(ctx, grad)). The autograd.Functions
+# below and the dispatcher operators (register()) share them.
+
+def _setup_gather_elements(ctx, inputs):
+    data, indices, axis, mode = inputs
+    axis = axis + data.dim() if axis < 0 else axis
+    ctx.shape, ctx.axis = data.shape, axis
+    ctx.save_for_backward(_read(indices, data.shape[axis], mode))
+
+
+def _grad_gather_elements(ctx, grad):
+    (idx,) = ctx.saved_tensors
+    out = grad.new_zeros(ctx.shape)
+    if ctx.shape[ctx.axis] == 0:
+        return out, None, None, None
+    return out.scatter_add(ctx.axis, idx, grad), None, None, None
+
+
+def _setup_gather(ctx, inputs):
+    data, indices, axis, mode = inputs
+    axis = axis + data.dim() if axis < 0 else axis
+    ctx.shape, ctx.axis = data.shape, axis
+    ctx.save_for_backward(_read(indices, data.shape[axis], mode).reshape(-1))
+
+
+def _grad_gather(ctx, grad):
+    (idx,) = ctx.saved_tensors
+    shape, axis = ctx.shape, ctx.axis
+    out = grad.new_zeros(shape)
+    if shape[axis] == 0:
+        return out, None, None, None
+    rows = grad.reshape(shape[:axis] + (idx.numel(),) + shape[axis + 1:])
+    return out.index_add(axis, idx, rows), None, None, None
+
+
 class _GatherElements(torch.autograd.Function):
     @staticmethod
     def forward(ctx, data, indices, axis, mode):
-        axis = axis + data.dim() if axis < 0 else axis
-        ctx.shape, ctx.axis = data.shape, axis
-        ctx.save_for_backward(_read(indices, data.shape[axis], mode))
-        return gatherjit._gather("gather_elements", data, indices, axis, None, mode, None,
-                                 broadcast=False)
+        _setup_gather_elements(ctx, (data, indices, axis, mode))
+        return _gather_elements_kernel(data, indices, ctx.axis, mode)
 
-    @staticmethod
-    def backward(ctx, grad):
-        (idx,) = ctx.saved_tensors
-        out = grad.new_zeros(ctx.shape)
-        if ctx.shape[ctx.axis] == 0:
-            return out, None, None, None
-        return out.scatter_add(ctx.axis, idx, grad), None, None, None
+    backward = staticmethod(_grad_gather_elements)
 
 
 class _Gather(torch.autograd.Function):
     @staticmethod
     def forward(ctx, data, indices, axis, mode):
-        axis = axis + data.dim() if axis < 0 else axis
-        ctx.shape, ctx.axis = data.shape, axis
-        ctx.save_for_backward(_read(indices, data.shape[axis], mode).reshape(-1))
-        return gatherjit._gather("gather", data, indices, axis, None, mode, None)
+        _setup_gather(ctx, (data, indices, axis, mode))
+        return _gather_kernel(data, indices, ctx.axis, mode)
 
-    @staticmethod
-    def backward(ctx, grad):
-        (idx,) = ctx.saved_tensors
-        shape, axis = ctx.shape, ctx.axis
-        out = grad.new_zeros(shape)
-        if shape[axis] == 0:
-            return out, None, None, None
-        rows = grad.reshape(shape[:axis] + (idx.numel(),) + shape[axis + 1:])
-        return out.index_add(axis, idx, rows), None, None, None
+    backward = staticmethod(_grad_gather)
 
 
 class _GatherND(torch.autograd.Function):
@@ -167,20 +200,23 @@ def register():
     global _registered
     if _registered is not None:
         return
-    functions = {"gather_elements": (gather_elements, _gather_elements_shape),
-                 "gather": (gather, _gather_shape)}
+    functions = {"gather_elements": (_gather_elements_kernel, _gather_elements_shape,
+                                     _setup_gather_elements, _grad_gather_elements),
+                 "gather": (_gather_kernel, _gather_shape, _setup_gather, _grad_gather)}
     if hasattr(torch.library, "custom_op"):
         ops = []
-        for name, (fn, shape) in functions.items():
+        for name, (fn, shape, setup, grad) in functions.items():
             # The schema is inferred from the annotations (the same as _SCHEMAS).
             op = torch.library.custom_op(f"gatherjit::{name}", mutates_args=(),
                                          device_types="cpu")(fn)
             op.register_fake(shape)
+            op.register_autograd(grad, setup_context=lambda ctx, inputs, output, setup=setup:
+                                 setup(ctx, inputs))
             ops.append(op)
         _registered = ops
     else:
         lib = torch.library.Library("gatherjit", "DEF")
-        for name, (fn, shape) in functions.items():
+        for name, (fn, shape, _, _) in functions.items():
             lib.define(_SCHEMAS[name])
             lib.impl(name, fn, "CPU")
         _registered = lib

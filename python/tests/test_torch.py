@@ -157,6 +157,29 @@ def test_gradients_are_scatter_adds_and_gradcheck_passes():
         assert gjt.gather(data, ids, 1).grad_fn is None
 
 
+@pytest.mark.skipif(not hasattr(torch.library, "custom_op"),
+                    reason="operators' autograd needs torch.library.custom_op (PyTorch 2.4)")
+def test_the_operators_gradients_are_the_functions():
+    gen = torch.Generator().manual_seed(5)
+    data = torch.randn(4, 5, 3, dtype=torch.float64, generator=gen, requires_grad=True)
+    along = torch.tensor([[[0, 4, 4], [-1, 0, 2]]] * 4)
+    ids = torch.tensor([[1, 1], [-1, 0]])
+    cases = [
+        (lambda x: torch.ops.gatherjit.gather_elements(x, along, 1),
+         lambda x: torch.gather(x, 1, along % 5)),
+        (lambda x: torch.ops.gatherjit.gather(x, ids, 1), lambda x: x[:, ids % 5]),
+        (lambda x: torch.ops.gatherjit.gather(x, torch.tensor([9, -9]), -2, "clip"),
+         lambda x: x[:, [4, 0]]),
+    ]
+    for ours, reference in cases:
+        assert torch.equal(ours(data), reference(data))
+        assert torch.autograd.gradcheck(ours, (data,))
+        weights = torch.randn(reference(data).shape, dtype=torch.float64, generator=gen)
+        (g_ours,) = torch.autograd.grad((ours(data) * weights).sum(), data)
+        (g_ref,) = torch.autograd.grad((reference(data) * weights).sum(), data)
+        assert torch.equal(g_ours, g_ref)
+
+
 def test_repeated_layouts_run_on_each_calls_tensors():
     # The second and later calls of a layout take the tensors' pointers
     # directly: each call must see its own tensors, strided or narrow.
