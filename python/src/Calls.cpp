@@ -174,20 +174,34 @@ bool tensorLayout(py::handle T, bool IsOut, std::string &Key, uintptr_t &Pointer
       new std::array<py::str, 6>{py::str("is_cpu"), py::str("requires_grad"), py::str("data_ptr"),
                                  py::str("shape"),  py::str("stride"),        py::str("dtype")};
   const auto &[IsCpu, RequiresGrad, DataPtr, Shape, Stride, Dtype] = *Names;
-  if (T.attr(IsCpu).ptr() != Py_True || (IsOut && T.attr(RequiresGrad).ptr() == Py_True))
+  // Through Python's C API: this runs on every call, and pybind11's
+  // accessors (a bound method made per call, a cast per value) cost a
+  // tenth of a microsecond each.
+  auto Get = [&](const py::str &Name) {
+    return py::reinterpret_steal<py::object>(PyObject_GetAttr(T.ptr(), Name.ptr()));
+  };
+  auto Call = [&](const py::str &Name) {
+    return py::reinterpret_steal<py::object>(PyObject_CallMethodNoArgs(T.ptr(), Name.ptr()));
+  };
+  if (Get(IsCpu).ptr() != Py_True || (IsOut && Get(RequiresGrad).ptr() == Py_True))
     return false;
-  Pointer = T.attr(DataPtr)().cast<uintptr_t>();
-  const py::tuple Sizes = T.attr(Shape), Steps = T.attr(Stride)();
+  const py::object Data = Call(DataPtr), Sizes = Get(Shape), Steps = Call(Stride);
+  if (!Data || !Sizes || !Steps || !PyTuple_Check(Sizes.ptr()) || !PyTuple_Check(Steps.ptr()))
+    throw py::error_already_set();
+  Pointer = static_cast<uintptr_t>(PyLong_AsUnsignedLongLong(Data.ptr()));
+  const Py_ssize_t Rank = PyTuple_GET_SIZE(Sizes.ptr());
+  if (PyTuple_GET_SIZE(Steps.ptr()) != Rank)
+    return false;
   auto Put = [&](int64_t V) { putInt(Key, V); };
-  Put(static_cast<int64_t>(Sizes.size()));
-  for (size_t D = 0; D < Sizes.size(); ++D) {
-    Put(PyLong_AsLongLong(Sizes[D].ptr()));
-    Put(PyLong_AsLongLong(Steps[D].ptr()));
+  Put(static_cast<int64_t>(Rank));
+  for (Py_ssize_t D = 0; D < Rank; ++D) {
+    Put(PyLong_AsLongLong(PyTuple_GET_ITEM(Sizes.ptr(), D)));
+    Put(PyLong_AsLongLong(PyTuple_GET_ITEM(Steps.ptr(), D)));
   }
   // torch's dtypes are singletons: the object names the type. A complex
   // tensor may be a conjugated or negated view whose bits are not its
   // values: those go through the general path (numpy() resolves them).
-  const py::object Type = T.attr(Dtype);
+  const py::object Type = Get(Dtype);
   static auto *Complex = new std::unordered_map<PyObject *, bool>();
   auto [It, New] = Complex->try_emplace(Type.ptr(), false);
   if (New)
