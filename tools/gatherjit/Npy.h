@@ -3,11 +3,8 @@
 /// Reads and writes numpy's .npy format (versions 1.0, 2.0, 3.0). The
 /// reader is attack surface: every header field is validated, sizes are
 /// checked in 64 bits, and object (pickled) or structured arrays are
-/// rejected without loading anything.
-///
-/// bfloat16, which numpy lacks, is stored as the two-byte void type 'V2' (how
-/// the ml_dtypes package saves it). Fixed-width strings 'S<n>' and 'U<n>'
-/// are opaque elements of n and 4n bytes.
+/// rejected without loading anything. Dtypes are read as
+/// gatherjit/NpyDtype.h says (bfloat16 as 'V2', strings as opaque elements).
 //===----------------------------------------------------------------------===//
 #ifndef GATHERJIT_TOOLS_NPY_H
 #define GATHERJIT_TOOLS_NPY_H
