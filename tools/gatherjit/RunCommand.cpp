@@ -159,11 +159,15 @@ std::optional<OptLevel> optArgument(int Argc, char **Argv) {
   return Level;
 }
 
-const char *compilerFor(int Argc, char **Argv) {
+bool needsClang(int Argc, char **Argv) {
   for (int I = 1; I < Argc; ++I)
     if (std::string_view(Argv[I]).rfind("--epilogue", 0) == 0)
-      return ClangProgram;
-  return optArgument(Argc, Argv) == OptLevel::O3 ? ClangProgram : LlvmProgram;
+      return true;
+  return optArgument(Argc, Argv) == OptLevel::O3;
+}
+
+const char *compilerFor(int Argc, char **Argv) {
+  return needsClang(Argc, Argv) ? ClangProgram : LlvmProgram;
 }
 
 Status execSibling(const char *Program, std::vector<char *> Argv) {

@@ -76,12 +76,15 @@ bool given(const EpilogueFlags &F);
 /// The level --opt asks for (--opt LEVEL or --opt=LEVEL), if a valid one.
 std::optional<OptLevel> optArgument(int Argc, char **Argv);
 
-/// The program that compiles for a command line: gatherjit-clang where it
-/// fuses a C epilogue (an --epilogue flag: clang's libraries) or compiles
-/// at O3 (LLVM's default pipeline), else gatherjit-llvm. The one routing
-/// rule: read from the arguments ahead of any parser (gatherjit hands a
-/// command on, gatherjit-llvm passes it on to gatherjit-clang); the program
-/// chosen parses the command and reports what is wrong with it.
+/// True if a command line needs gatherjit-clang: it fuses a C epilogue (an
+/// --epilogue flag: clang's libraries) or compiles at O3 (LLVM's default
+/// pipeline). The one routing rule, read from the arguments ahead of any
+/// parser (gatherjit hands a command on, gatherjit-llvm passes it on to
+/// gatherjit-clang); the program chosen parses the command and reports what
+/// is wrong with it.
+bool needsClang(int Argc, char **Argv);
+/// The program that compiles for a command line: gatherjit-clang where
+/// needsClang, else gatherjit-llvm.
 const char *compilerFor(int Argc, char **Argv);
 
 /// Replaces this process with \p Program, which lies beside this program,

@@ -283,7 +283,7 @@ void prepareRuntime(int Argc, char **Argv) {
 int main(int Argc, char **Argv) {
   removeTemporariesOnSignals();
   // gatherjit-llvm hands what needs clang's libraries or O3 on.
-  if (!defaultPipelineLinked() && compilerFor(Argc, Argv) == ClangProgram)
+  if (!defaultPipelineLinked() && needsClang(Argc, Argv))
     return report(execSibling(ClangProgram, std::vector<char *>(Argv, Argv + Argc)));
   prepareRuntime(Argc, Argv);
   try {
