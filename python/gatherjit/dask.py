@@ -24,9 +24,14 @@ take(x, indices, axis=0)
     dimensions.
 
 gather_nd(x, indices, batch_dims=0)
-    ONNX GatherND: `x` is rechunked to one chunk along the dimensions the
-    index tuples address, `indices` to one chunk along its last dimension,
-    and the batch dimensions to the same chunks in both.
+    ONNX GatherND. Without batch dimensions, on an `x` chunked along its
+    first dimension (rows): each block of tuples is routed by the row its
+    first component names, each chunk of rows gathers the tuples that fall
+    in it where it lies, and one task per block of tuples puts the values
+    in order: `x` moves nowhere whole. Otherwise `x` is rechunked to one
+    chunk along the dimensions the tuples address, `indices` to one chunk
+    along its last dimension, and the batch dimensions to the same chunks in
+    both.
 
 Every function takes gatherjit's modes ("raise", "clip", "clamp") with
 gatherjit.take's meanings, and names an out-of-range index by its position
@@ -38,8 +43,13 @@ on the worker's thread alone (gatherjit.set_threads(1) before its first
 kernel): the workers' threads already take every core.
 """
 
+import itertools
+import math
+
 import numpy as np
 import dask.array as da
+from dask.base import tokenize
+from dask.highlevelgraph import HighLevelGraph
 
 import gatherjit
 
@@ -170,6 +180,96 @@ def _gather_nd_block(x, idx, batch_dims, mode):
     return gatherjit.gather_nd(x, idx, batch_dims, mode=mode)
 
 
+def _first_rows(first, rows, mode):
+    """The rows the tuples' first components name under `mode` (-1 where
+    an index is out of range under "raise")."""
+    first = first.astype(np.int64)
+    if mode == "clip":  # numpy's: no wrap-around
+        return np.clip(first, 0, rows - 1)
+    wrapped = np.where(first < 0, first + rows, first)
+    if mode == "clamp":
+        return np.clip(wrapped, 0, rows - 1)
+    return np.where((wrapped >= 0) & (wrapped < rows), wrapped, -1)
+
+
+def _tuple_error(idx, i, c, offsets, size):
+    """The IndexError naming component `c` of tuple `i` (flat) of the block
+    of tuples `idx` as gatherjit.gather_nd names it, by the tuple's position
+    in the whole indices array."""
+    where = np.unravel_index(i, idx.shape[:-1])
+    at = "".join(f"{int(w) + o}, " for w, o in zip(where, offsets))
+    values = [int(v) for v in idx.reshape(-1, idx.shape[-1])[i]]
+    shown = ", ".join(map(str, values)) + ("," if len(values) == 1 else "")
+    return IndexError(f"indices[{at}:] = ({shown}) has component {c} = {values[c]}, out of "
+                      f"range for axis {c} of size {size}; valid indices are "
+                      f"{-size}..{size - 1}")
+
+
+def _nd_part(idx, chunk, start, rows, offsets, mode):
+    """The tuples of block `idx` whose first component names a row of
+    `chunk` (rows start.. of x): their flat positions, and the values
+    gathered from the chunk."""
+    _one_thread_in_workers()
+    k = idx.shape[-1]
+    flat = idx.reshape(-1, k)
+    first = _first_rows(flat[:, 0], rows, mode)
+    sel = np.flatnonzero((first >= start) & (first < start + chunk.shape[0]))
+    if sel.size == 0:
+        return sel, None
+    local = flat[sel].astype(np.int64)
+    local[:, 0] = first[sel] - start
+    if mode == "raise":  # the other components, named in the whole array
+        for c in range(1, k):
+            size = chunk.shape[c]
+            bad = np.flatnonzero((local[:, c] < -size) | (local[:, c] >= size))
+            if bad.size:
+                raise _tuple_error(idx, sel[bad[0]], c, offsets, size)
+    return sel, gatherjit.gather_nd(chunk, local, 0, mode=mode)
+
+
+def _nd_combine(idx, parts, offsets, rows, rest, dtype):
+    """The block of `idx`'s values in order, from its parts (one per chunk
+    of rows); a tuple no chunk took has an out-of-range first component."""
+    lead = idx.shape[:-1]
+    n = math.prod(lead)
+    out = np.empty((n,) + rest, dtype)
+    taken = np.zeros(n, bool)
+    for sel, values in parts:
+        if values is not None:
+            out[sel] = values
+            taken[sel] = True
+    if not taken.all():
+        raise _tuple_error(idx, np.flatnonzero(~taken)[0], 0, offsets, rows)
+    return out.reshape(lead + rest)
+
+
+def _gather_nd_by_rows(x, indices, mode):
+    """gather_nd without batch dimensions on an x chunked by rows: each
+    chunk of rows gathers the tuples that fall in it (see the module's
+    comment)."""
+    k = indices.shape[-1]
+    x = x.rechunk({d: -1 for d in range(1, x.ndim)})
+    indices = indices.rechunk({indices.ndim - 1: -1})
+    rows, rest = x.shape[0], tuple(x.shape[k:])
+    starts = np.concatenate([[0], np.cumsum(x.chunks[0])])
+    token = tokenize(x, indices, mode)
+    part, name = "gatherjit-gather-nd-part-" + token, "gatherjit-gather-nd-" + token
+    dsk = {}
+    for block in itertools.product(*(range(n) for n in indices.numblocks[:-1])):
+        offsets = [int(sum(indices.chunks[d][:b])) for d, b in enumerate(block)]
+        keys = []
+        for c in range(x.numblocks[0]):
+            dsk[(part,) + block + (c,)] = (
+                _nd_part, (indices.name,) + block + (0,), (x.name, c) + (0,) * (x.ndim - 1),
+                int(starts[c]), rows, offsets, mode)
+            keys.append((part,) + block + (c,))
+        dsk[(name,) + block + (0,) * len(rest)] = (
+            _nd_combine, (indices.name,) + block + (0,), keys, offsets, rows, rest, x.dtype)
+    graph = HighLevelGraph.from_collections(name, dsk, dependencies=[x, indices])
+    chunks = indices.chunks[:-1] + tuple((s,) for s in rest)
+    return da.Array(graph, name, chunks, dtype=x.dtype)
+
+
 def gather_nd(x, indices, batch_dims=0, mode="raise"):
     """ONNX GatherND on a dask array: the last dimension of `indices` holds
     tuples addressing x's dimensions after `batch_dims` leading ones that x
@@ -185,6 +285,8 @@ def gather_nd(x, indices, batch_dims=0, mode="raise"):
     if batch_dims + k > x.ndim:
         raise ValueError(f"gather_nd: tuples of {k} after {batch_dims} batch dimensions "
                          f"address more than x's {x.ndim} dimensions")
+    if batch_dims == 0 and x.numblocks[0] > 1 and x.shape[0] > 0:
+        return _gather_nd_by_rows(x, indices, mode)
     # The tuples' dimensions in one chunk; the batch dimensions chunked alike.
     x = x.rechunk({d: -1 for d in range(batch_dims, batch_dims + k)})
     indices = indices.rechunk({indices.ndim - 1: -1})

@@ -106,6 +106,41 @@ def test_take_and_gather_nd_match_numpy(client):
     np.testing.assert_array_equal(got, want)
 
 
+def test_gather_nd_on_chunked_rows_gathers_where_the_rows_lie(client):
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((30, 40, 6)).astype(np.float32)
+    dx = da.from_array(x, chunks=(7, 15, 3))
+    tuples = rng.integers(-60, 60, size=(4, 5, 2))
+    dt = da.from_array(tuples, chunks=(3, 2, 1))
+    by_rows = da.from_array(x, chunks=(7, 40, 6))
+    for mode in ("clip", "clamp"):
+        np.testing.assert_array_equal(gjd.gather_nd(dx, dt, mode=mode).compute(),
+                                      gatherjit.gather_nd(x, tuples, mode=mode))
+        # x chunked by rows alone is read where its chunks lie: one task a
+        # chunk of rows and block of tuples, one per block to order them,
+        # no rechunk.
+        got = gjd.gather_nd(by_rows, da.from_array(tuples, chunks=(3, 2, 2)), mode=mode)
+        keys = [k for k in dict(got.dask) if "gather-nd" in str(k)]
+        assert len(keys) == 6 * 5 + 6  # dt's 2 x 3 blocks, x's 5 chunks of rows
+        assert not any("rechunk" in str(k) for k in dict(got.dask))
+        np.testing.assert_array_equal(got.compute(), gatherjit.gather_nd(x, tuples, mode=mode))
+    ok = np.stack([rng.integers(-30, 30, 50), rng.integers(-40, 40, 50)], axis=1)
+    np.testing.assert_array_equal(gjd.gather_nd(dx, da.from_array(ok, chunks=(20, 2))).compute(),
+                                  x[ok[:, 0], ok[:, 1]])
+    rows = rng.integers(0, 30, size=(10, 1))
+    np.testing.assert_array_equal(gjd.gather_nd(dx, rows).compute(), x[rows[:, 0]])
+    assert gjd.gather_nd(dx, np.zeros((0, 2), np.int64)).compute().shape == (0, 6)
+    # Errors name the tuple where the whole indices array has it, as
+    # gatherjit.gather_nd does.
+    for bad, component in (([[0, 1], [31, 0]], 0), ([[0, 1], [-3, 45]], 1)):
+        with pytest.raises(IndexError) as local:
+            gatherjit.gather_nd(x, np.array(bad))
+        with pytest.raises(IndexError) as chunked:
+            gjd.gather_nd(dx, da.from_array(np.array(bad), chunks=(1, 2))).compute()
+        assert str(chunked.value) == str(local.value)
+        assert f"component {component}" in str(chunked.value)
+
+
 def test_modes_and_ids_are_checked_as_gatherjit_take_checks_them(client):
     table = np.arange(20, dtype=np.float32).reshape(10, 2)
     dt = da.from_array(table, chunks=(4, 2))
