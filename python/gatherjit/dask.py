@@ -14,7 +14,9 @@ embedding_lookup(table, ids)
     A table chunked by rows (as sharded embedding tables are), looked up
     by a 1-D array of row numbers: the ids are bucketed by the chunk that
     holds their row, each bucket is gathered on that chunk's worker, and
-    the rows are put back in the ids' order in one last task. A row
+    the rows are put back in the ids' order in one last task. numpy ids
+    are bucketed now (a bad id raises at once); a dask array of ids stays
+    a graph, bucketed block by block when computed (gather_nd's plan). A row
     `epilogue` (a gatherjit.Epilogue: a quantized table's dequantization)
     runs where the rows are gathered, so only its output travels.
 
@@ -192,23 +194,28 @@ def _first_rows(first, rows, mode):
     return np.where((wrapped >= 0) & (wrapped < rows), wrapped, -1)
 
 
-def _tuple_error(idx, i, c, offsets, size):
+def _tuple_error(idx, i, c, offsets, size, ids=False):
     """The IndexError naming component `c` of tuple `i` (flat) of the block
-    of tuples `idx` as gatherjit.gather_nd names it, by the tuple's position
-    in the whole indices array."""
+    of tuples `idx` as gatherjit.gather_nd names it (with `ids`, as
+    embedding_lookup names an id), by its position in the whole array."""
     where = np.unravel_index(i, idx.shape[:-1])
-    at = "".join(f"{int(w) + o}, " for w, o in zip(where, offsets))
     values = [int(v) for v in idx.reshape(-1, idx.shape[-1])[i]]
+    if ids:
+        return IndexError(f"embedding_lookup: ids[{int(where[0]) + offsets[0]}] = {values[0]} "
+                          f"is out of range for a table of {size} rows; valid ids are "
+                          f"{-size}..{size - 1}")
+    at = "".join(f"{int(w) + o}, " for w, o in zip(where, offsets))
     shown = ", ".join(map(str, values)) + ("," if len(values) == 1 else "")
     return IndexError(f"indices[{at}:] = ({shown}) has component {c} = {values[c]}, out of "
                       f"range for axis {c} of size {size}; valid indices are "
                       f"{-size}..{size - 1}")
 
 
-def _nd_part(idx, chunk, start, rows, offsets, mode):
+def _nd_part(idx, chunk, start, rows, offsets, mode, epilogue=None):
     """The tuples of block `idx` whose first component names a row of
     `chunk` (rows start.. of x): their flat positions, and the values
-    gathered from the chunk."""
+    gathered from the chunk (1-tuples: whole rows, through `epilogue` if
+    one is given)."""
     _one_thread_in_workers()
     k = idx.shape[-1]
     flat = idx.reshape(-1, k)
@@ -224,10 +231,12 @@ def _nd_part(idx, chunk, start, rows, offsets, mode):
             bad = np.flatnonzero((local[:, c] < -size) | (local[:, c] >= size))
             if bad.size:
                 raise _tuple_error(idx, sel[bad[0]], c, offsets, size)
+    if epilogue is not None:
+        return sel, gatherjit.take(chunk, local[:, 0], 0, epilogue=epilogue)
     return sel, gatherjit.gather_nd(chunk, local, 0, mode=mode)
 
 
-def _nd_combine(idx, parts, offsets, rows, rest, dtype):
+def _nd_combine(idx, parts, offsets, rows, rest, dtype, ids):
     """The block of `idx`'s values in order, from its parts (one per chunk
     of rows); a tuple no chunk took has an out-of-range first component."""
     lead = idx.shape[:-1]
@@ -239,18 +248,22 @@ def _nd_combine(idx, parts, offsets, rows, rest, dtype):
             out[sel] = values
             taken[sel] = True
     if not taken.all():
-        raise _tuple_error(idx, np.flatnonzero(~taken)[0], 0, offsets, rows)
+        raise _tuple_error(idx, np.flatnonzero(~taken)[0], 0, offsets, rows, ids)
     return out.reshape(lead + rest)
 
 
-def _gather_nd_by_rows(x, indices, mode):
+def _gather_nd_by_rows(x, indices, mode, epilogue=None, out=None):
     """gather_nd without batch dimensions on an x chunked by rows: each
     chunk of rows gathers the tuples that fall in it (see the module's
-    comment)."""
+    comment). embedding_lookup's form: 1-tuples (ids) through `epilogue`,
+    the rows' `out` = (dtype, width), errors naming ids."""
     k = indices.shape[-1]
     x = x.rechunk({d: -1 for d in range(1, x.ndim)})
     indices = indices.rechunk({indices.ndim - 1: -1})
     rows, rest = x.shape[0], tuple(x.shape[k:])
+    dtype = x.dtype if out is None else out[0]
+    if out is not None:
+        rest = (out[1],)
     starts = np.concatenate([[0], np.cumsum(x.chunks[0])])
     token = tokenize(x, indices, mode)
     part, name = "gatherjit-gather-nd-part-" + token, "gatherjit-gather-nd-" + token
@@ -261,13 +274,14 @@ def _gather_nd_by_rows(x, indices, mode):
         for c in range(x.numblocks[0]):
             dsk[(part,) + block + (c,)] = (
                 _nd_part, (indices.name,) + block + (0,), (x.name, c) + (0,) * (x.ndim - 1),
-                int(starts[c]), rows, offsets, mode)
+                int(starts[c]), rows, offsets, mode, epilogue)
             keys.append((part,) + block + (c,))
         dsk[(name,) + block + (0,) * len(rest)] = (
-            _nd_combine, (indices.name,) + block + (0,), keys, offsets, rows, rest, x.dtype)
+            _nd_combine, (indices.name,) + block + (0,), keys, offsets, rows, rest, dtype,
+            out is not None)
     graph = HighLevelGraph.from_collections(name, dsk, dependencies=[x, indices])
     chunks = indices.chunks[:-1] + tuple((s,) for s in rest)
-    return da.Array(graph, name, chunks, dtype=x.dtype)
+    return da.Array(graph, name, chunks, dtype=dtype)
 
 
 def gather_nd(x, indices, batch_dims=0, mode="raise"):
@@ -318,7 +332,9 @@ def embedding_lookup(table, ids, mode="raise", epilogue=None):
     table = da.asarray(table)
     if table.ndim != 2:
         raise ValueError(f"embedding_lookup: the table has {table.ndim} dimensions, not 2")
-    ids = np.asarray(ids.compute() if hasattr(ids, "compute") else ids)
+    lazy = isinstance(ids, da.Array)
+    if not lazy:
+        ids = np.asarray(ids)
     if ids.ndim != 1:
         raise ValueError("embedding_lookup: ids must be one-dimensional")
     _check_ids("embedding_lookup: ids", ids.dtype)
@@ -330,6 +346,12 @@ def embedding_lookup(table, ids, mode="raise", epilogue=None):
     probe = gatherjit.take(np.zeros((1, table.shape[1]), table.dtype), np.zeros(1, np.int64),
                            0, epilogue=epilogue)
     dtype, width = probe.dtype, probe.shape[1]
+    if lazy and rows > 0:
+        # A dask array of ids stays a graph: routed to the table's chunks
+        # as gather_nd routes 1-tuples, when computed.
+        return _gather_nd_by_rows(table, ids[:, None], mode, epilogue, (dtype, width))
+    if lazy:
+        ids = ids.compute()
     bad = np.flatnonzero((ids < -rows) | (ids >= rows)) if mode == "raise" else ()
     if len(bad):
         raise IndexError(f"embedding_lookup: ids[{bad[0]}] = {ids[bad[0]]} is out of range "

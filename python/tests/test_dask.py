@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+dask = pytest.importorskip("dask")
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 
@@ -83,10 +84,46 @@ void dequant(const uint8_t *row, float *out) {
     out[j] = row[j] * s + b;
 }""", "dequant", row_out=dim)
     ids = rng.integers(-rows, rows, size=777)
-    got = gjd.embedding_lookup(table, ids, epilogue=dequant)
-    assert got.dtype == np.float32 and got.shape == (777, dim)
     expected = (q.astype(np.float32) * scale[:, None] + bias[:, None])[ids]
-    np.testing.assert_array_equal(got.compute(), expected)
+    for given in (ids, da.from_array(ids, chunks=300)):  # eager and lazy ids
+        got = gjd.embedding_lookup(table, given, epilogue=dequant)
+        assert got.dtype == np.float32 and got.shape == (777, dim)
+        np.testing.assert_array_equal(got.compute(), expected)
+
+
+_id_blocks_computed = []
+
+
+def _counted(block):
+    _id_blocks_computed.append(len(block))
+    return block
+
+
+def test_embedding_lookup_keeps_dask_ids_lazy(client):
+    table = np.arange(200, dtype=np.float32).reshape(50, 4)
+    dt = da.from_array(table, chunks=(12, 4))
+    ids = np.random.default_rng(12).integers(-50, 50, size=300)
+    calls = _id_blocks_computed
+    calls.clear()
+    lazy_ids = da.from_array(ids, chunks=70).map_blocks(_counted, dtype=ids.dtype,
+                                                        meta=np.array((), ids.dtype))
+    with dask.config.set(scheduler="sync"):  # the ids' blocks run in this process
+        got = gjd.embedding_lookup(dt, lazy_ids)
+        assert calls == []  # building the lookup computed no id
+        np.testing.assert_array_equal(got.compute(), table[ids])
+        assert sorted(calls) == [20, 70, 70, 70, 70]  # each block of ids once
+        for mode in ("clip", "clamp"):
+            wild = da.from_array(np.array([-51, 3, 70, -1]), chunks=2)
+            np.testing.assert_array_equal(
+                gjd.embedding_lookup(dt, wild, mode=mode).compute(),
+                gatherjit.take(table, np.array([-51, 3, 70, -1]), 0, mode=mode))
+        # An out-of-range id raises when computed, named as eagerly.
+        bad = gjd.embedding_lookup(dt, da.from_array(np.array([0, 7, 50]), chunks=2))
+        with pytest.raises(IndexError) as lazily:
+            bad.compute()
+        with pytest.raises(IndexError) as eagerly:
+            gjd.embedding_lookup(dt, np.array([0, 7, 50]))
+        assert str(lazily.value) == str(eagerly.value)
 
 
 def test_take_and_gather_nd_match_numpy(client):
