@@ -265,7 +265,7 @@ def _gather_nd_by_rows(x, indices, mode, epilogue=None, out=None):
     if out is not None:
         rest = (out[1],)
     starts = np.concatenate([[0], np.cumsum(x.chunks[0])])
-    token = tokenize(x, indices, mode)
+    token = tokenize(x, indices, mode, epilogue, out)
     part, name = "gatherjit-gather-nd-part-" + token, "gatherjit-gather-nd-" + token
     dsk = {}
     for block in itertools.product(*(range(n) for n in indices.numblocks[:-1])):
