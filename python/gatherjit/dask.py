@@ -47,6 +47,7 @@ kernel): the workers' threads already take every core.
 
 import itertools
 import math
+import operator
 
 import numpy as np
 import dask.array as da
@@ -211,74 +212,85 @@ def _tuple_error(idx, i, c, offsets, size, ids=False):
                       f"{-size}..{size - 1}")
 
 
-def _nd_part(idx, chunk, start, rows, offsets, mode, epilogue=None):
-    """The tuples of block `idx` whose first component names a row of
-    `chunk` (rows start.. of x): their flat positions, and the values
-    gathered from the chunk (1-tuples: whole rows, through `epilogue` if
-    one is given)."""
-    _one_thread_in_workers()
+def _nd_route(idx, starts, shape, offsets, mode, ids):
+    """Block `idx` of tuples bucketed by the chunk of rows (of x's `shape`,
+    chunks starting at `starts`) their first component names: per chunk,
+    the tuples' flat positions and the tuples with that component made the
+    chunk's own row. Under "raise", the first tuple with a component out of
+    range raises, named in the whole array."""
     k = idx.shape[-1]
     flat = idx.reshape(-1, k)
-    first = _first_rows(flat[:, 0], rows, mode)
-    sel = np.flatnonzero((first >= start) & (first < start + chunk.shape[0]))
+    first = _first_rows(flat[:, 0], shape[0], mode)
+    if mode == "raise":
+        bad = np.stack([first < 0] + [(flat[:, c] < -shape[c]) | (flat[:, c] >= shape[c])
+                                      for c in range(1, k)], axis=1)
+        if bad.any():
+            i = int(np.argmax(bad.any(axis=1)))
+            c = int(np.argmax(bad[i]))
+            raise _tuple_error(idx, i, c, offsets, shape[c], ids)
+    chunk = np.searchsorted(starts, first, side="right") - 1
+    order = np.argsort(chunk, kind="stable")
+    bounds = np.searchsorted(chunk[order], np.arange(len(starts)))
+    buckets = []
+    for c in range(len(starts) - 1):
+        sel = order[bounds[c]:bounds[c + 1]]
+        local = flat[sel].astype(np.int64)
+        local[:, 0] = first[sel] - starts[c]
+        buckets.append((sel, local))
+    return buckets
+
+
+def _nd_part(bucket, chunk, mode, epilogue):
+    """A bucket's tuples gathered from `chunk`, its chunk of rows (1-tuples:
+    whole rows, through `epilogue` if one is given), with their positions."""
+    _one_thread_in_workers()
+    sel, local = bucket
     if sel.size == 0:
         return sel, None
-    local = flat[sel].astype(np.int64)
-    local[:, 0] = first[sel] - start
-    if mode == "raise":  # the other components, named in the whole array
-        for c in range(1, k):
-            size = chunk.shape[c]
-            bad = np.flatnonzero((local[:, c] < -size) | (local[:, c] >= size))
-            if bad.size:
-                raise _tuple_error(idx, sel[bad[0]], c, offsets, size)
     if epilogue is not None:
         return sel, gatherjit.take(chunk, local[:, 0], 0, epilogue=epilogue)
     return sel, gatherjit.gather_nd(chunk, local, 0, mode=mode)
 
 
-def _nd_combine(idx, parts, offsets, rows, rest, dtype, ids):
-    """The block of `idx`'s values in order, from its parts (one per chunk
-    of rows); a tuple no chunk took has an out-of-range first component."""
-    lead = idx.shape[:-1]
-    n = math.prod(lead)
-    out = np.empty((n,) + rest, dtype)
-    taken = np.zeros(n, bool)
+def _nd_combine(parts, lead, rest, dtype):
+    """A block of tuples' values in order, from its parts (one per chunk of
+    rows, which between them hold every tuple)."""
+    out = np.empty((math.prod(lead),) + rest, dtype)
     for sel, values in parts:
         if values is not None:
             out[sel] = values
-            taken[sel] = True
-    if not taken.all():
-        raise _tuple_error(idx, np.flatnonzero(~taken)[0], 0, offsets, rows, ids)
     return out.reshape(lead + rest)
 
 
 def _gather_nd_by_rows(x, indices, mode, epilogue=None, out=None):
-    """gather_nd without batch dimensions on an x chunked by rows: each
-    chunk of rows gathers the tuples that fall in it (see the module's
-    comment). embedding_lookup's form: 1-tuples (ids) through `epilogue`,
-    the rows' `out` = (dtype, width), errors naming ids."""
+    """gather_nd without batch dimensions on an x chunked by rows (see the
+    module's comment): per block of tuples, one task buckets them by chunk
+    of rows, one per chunk gathers its bucket where the chunk lies, one puts
+    the values in order. embedding_lookup's form: 1-tuples (ids) through
+    `epilogue`, the rows' `out` = (dtype, width), errors naming ids."""
     k = indices.shape[-1]
     x = x.rechunk({d: -1 for d in range(1, x.ndim)})
     indices = indices.rechunk({indices.ndim - 1: -1})
-    rows, rest = x.shape[0], tuple(x.shape[k:])
-    dtype = x.dtype if out is None else out[0]
-    if out is not None:
-        rest = (out[1],)
-    starts = np.concatenate([[0], np.cumsum(x.chunks[0])])
+    dtype, rest = (x.dtype, tuple(x.shape[k:])) if out is None else (out[0], (out[1],))
+    starts = [int(s) for s in np.concatenate([[0], np.cumsum(x.chunks[0])])]
     token = tokenize(x, indices, mode, epilogue, out)
-    part, name = "gatherjit-gather-nd-part-" + token, "gatherjit-gather-nd-" + token
+    route, bucket, part = (f"gatherjit-gather-nd-{step}-{token}"
+                           for step in ("route", "bucket", "part"))
+    name = "gatherjit-gather-nd-" + token
     dsk = {}
     for block in itertools.product(*(range(n) for n in indices.numblocks[:-1])):
         offsets = [int(sum(indices.chunks[d][:b])) for d, b in enumerate(block)]
+        dsk[(route,) + block] = (_nd_route, (indices.name,) + block + (0,), starts,
+                                 tuple(x.shape), offsets, mode, out is not None)
         keys = []
         for c in range(x.numblocks[0]):
-            dsk[(part,) + block + (c,)] = (
-                _nd_part, (indices.name,) + block + (0,), (x.name, c) + (0,) * (x.ndim - 1),
-                int(starts[c]), rows, offsets, mode, epilogue)
+            # Each chunk's task is sent its own bucket alone.
+            dsk[(bucket,) + block + (c,)] = (operator.getitem, (route,) + block, c)
             keys.append((part,) + block + (c,))
-        dsk[(name,) + block + (0,) * len(rest)] = (
-            _nd_combine, (indices.name,) + block + (0,), keys, offsets, rows, rest, dtype,
-            out is not None)
+            dsk[keys[-1]] = (_nd_part, (bucket,) + block + (c,),
+                             (x.name, c) + (0,) * (x.ndim - 1), mode, epilogue)
+        lead = tuple(indices.chunks[d][b] for d, b in enumerate(block))
+        dsk[(name,) + block + (0,) * len(rest)] = (_nd_combine, keys, lead, rest, dtype)
     graph = HighLevelGraph.from_collections(name, dsk, dependencies=[x, indices])
     chunks = indices.chunks[:-1] + tuple((s,) for s in rest)
     return da.Array(graph, name, chunks, dtype=dtype)

@@ -153,12 +153,13 @@ def test_gather_nd_on_chunked_rows_gathers_where_the_rows_lie(client):
     for mode in ("clip", "clamp"):
         np.testing.assert_array_equal(gjd.gather_nd(dx, dt, mode=mode).compute(),
                                       gatherjit.gather_nd(x, tuples, mode=mode))
-        # x chunked by rows alone is read where its chunks lie: one task a
-        # chunk of rows and block of tuples, one per block to order them,
-        # no rechunk.
+        # x chunked by rows alone is read where its chunks lie: per block of
+        # tuples, a task to route them, a bucket and a gather per chunk of
+        # rows, one to order them; no rechunk.
         got = gjd.gather_nd(by_rows, da.from_array(tuples, chunks=(3, 2, 2)), mode=mode)
         keys = [k for k in dict(got.dask) if "gather-nd" in str(k)]
-        assert len(keys) == 6 * 5 + 6  # dt's 2 x 3 blocks, x's 5 chunks of rows
+        # dt's 2 x 3 blocks routed, x's 5 chunks of rows a bucket each.
+        assert len(keys) == 6 + 6 * 5 * 2 + 6
         assert not any("rechunk" in str(k) for k in dict(got.dask))
         np.testing.assert_array_equal(got.compute(), gatherjit.gather_nd(x, tuples, mode=mode))
     ok = np.stack([rng.integers(-30, 30, 50), rng.integers(-40, 40, 50)], axis=1)
