@@ -149,9 +149,18 @@ def take_along_axis(x, indices, axis, mode="raise"):
                          chunks=indices.chunks)
 
 
+def _only(block):
+    """The one block of a dimension the output lacks, which blockwise
+    passes (concatenate=False) as a list of one: the arrays keep one chunk
+    along such dimensions, and concatenate=True would copy the block."""
+    while isinstance(block, list):
+        (block,) = block
+    return block
+
+
 def _take_block(x, idx, axis, mode):
     _one_thread_in_workers()
-    return gatherjit.take(x, idx, axis, mode=mode)
+    return gatherjit.take(_only(x), idx, axis, mode=mode)
 
 
 def _letters(n, start):
@@ -175,12 +184,12 @@ def take(x, indices, axis=0, mode="raise"):
     ii = _letters(indices.ndim, ord("A"))
     out = xi[:axis] + ii + xi[axis + 1:]
     return da.blockwise(_take_block, out, x, xi, indices, ii, axis=axis, mode=mode,
-                        dtype=x.dtype, concatenate=True)
+                        dtype=x.dtype, concatenate=False)
 
 
 def _gather_nd_block(x, idx, batch_dims, mode):
     _one_thread_in_workers()
-    return gatherjit.gather_nd(x, idx, batch_dims, mode=mode)
+    return gatherjit.gather_nd(_only(x), _only(idx), batch_dims, mode=mode)
 
 
 def _first_rows(first, rows, mode):
@@ -323,7 +332,7 @@ def gather_nd(x, indices, batch_dims=0, mode="raise"):
     out = batch + middle + rest
     return da.blockwise(_gather_nd_block, out, x, batch + addressed + rest, indices,
                         batch + middle + ("Z",), batch_dims=batch_dims, mode=mode,
-                        dtype=x.dtype, concatenate=True, align_arrays=True)
+                        dtype=x.dtype, concatenate=False, align_arrays=True)
 
 
 def _rows(block, local, epilogue):
