@@ -14,9 +14,9 @@ embedding_lookup(table, ids)
     A table chunked by rows (as sharded embedding tables are), looked up
     by a 1-D array of row numbers: the ids are bucketed by the chunk that
     holds their row, each bucket is gathered on that chunk's worker, and
-    the rows are put back in the ids' order in one last task. numpy ids
-    are bucketed now (a bad id raises at once); a dask array of ids stays
-    a graph, bucketed block by block when computed (gather_nd's plan). A row
+    the rows are put back in the ids' order in one last task (gather_nd's
+    plan, for 1-tuples). numpy ids are checked now (a bad id raises at
+    once); a dask array of ids stays a graph until computed. A row
     `epilogue` (a gatherjit.Epilogue: a quantized table's dequantization)
     runs where the rows are gathered, so only its output travels.
 
@@ -335,16 +335,6 @@ def gather_nd(x, indices, batch_dims=0, mode="raise"):
                         dtype=x.dtype, concatenate=False, align_arrays=True)
 
 
-def _rows(block, local, epilogue):
-    _one_thread_in_workers()
-    return gatherjit.take(block, local, 0, epilogue=epilogue)
-
-
-def _restore(block, inverse):
-    _one_thread_in_workers()
-    return gatherjit.take(block, inverse, 0)
-
-
 def embedding_lookup(table, ids, mode="raise", epilogue=None):
     """table[ids] for a 2-D dask array chunked by rows and a 1-D array of
     row numbers (negative ones count from the end), each row passed through
@@ -379,23 +369,6 @@ def embedding_lookup(table, ids, mode="raise", epilogue=None):
                          f"for a table of {rows} rows; valid ids are {-rows}..{rows - 1}")
     if rows == 0:  # clip and clamp into nothing: zeros, as gatherjit.take gives
         return da.zeros((ids.size, width), dtype=dtype)
-    if mode == "clip":  # numpy's: no wrap-around
-        ids = np.clip(ids, 0, rows - 1).astype(np.int64)
-    else:  # raise (all in range) and clamp: negative ids wrap once
-        ids = ids.astype(np.int64)
-        ids = np.clip(np.where(ids < 0, ids + rows, ids), 0, rows - 1)
-    starts = np.concatenate([[0], np.cumsum(table.chunks[0])])
-    chunk_of = np.searchsorted(starts, ids, side="right") - 1
-    order = np.argsort(chunk_of, kind="stable")
-    pieces = []
-    for c in np.unique(chunk_of):
-        mine = order[chunk_of[order] == c]
-        local = ids[mine] - starts[c]
-        pieces.append(table.blocks[int(c), 0].map_blocks(
-            _rows, local, epilogue, dtype=dtype, chunks=((len(local),), (width,))))
-    if not pieces:
-        return da.zeros((0, width), dtype=dtype)
-    gathered = da.concatenate(pieces).rechunk({0: -1})
-    inverse = np.empty_like(order)
-    inverse[order] = np.arange(order.size)
-    return gathered.map_blocks(_restore, inverse, dtype=dtype)
+    # In range (under raise): bucketed as dask ids are, from one block.
+    return _gather_nd_by_rows(table, da.from_array(ids[:, None], chunks=-1), mode, epilogue,
+                              (dtype, width))
