@@ -142,7 +142,6 @@ TEST(HotFunctions, TheListIsNotStale) {
     if (Name.rfind("_ZN9gatherjit", 0) == 0)
       Ours.insert(Name);
   ASSERT_GT(Ours.size(), 100u);
-  uint64_t Defined = 0;
   std::unordered_set<std::string> Missing = Ours;
   for (const char *Program : {"gatherjit-llvm", "gatherjit-clang"}) {
     const std::string Path = (Dir / Program).string();
@@ -158,7 +157,7 @@ TEST(HotFunctions, TheListIsNotStale) {
       Missing.erase(Name->str());
     }
   }
-  Defined = Ours.size() - Missing.size();
+  const uint64_t Defined = Ours.size() - Missing.size();
   EXPECT_GE(static_cast<double>(Defined), 0.95 * static_cast<double>(Ours.size()))
       << Missing.size() << " of the list's " << Ours.size()
       << " gatherjit functions are not in the compilers: run tools/hot-functions.sh, e.g. "
