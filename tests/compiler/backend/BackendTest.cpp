@@ -10,6 +10,7 @@
 #include "Cases.h"
 #include "compiler/backend/Target.h"
 #include "compiler/emit/EmitKernel.h"
+#include "compiler/pipeline/Pipeline.h"
 
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
@@ -170,6 +171,34 @@ TEST(Backend, LoadsThroughItsLoaderWithThePlanOfItsFacts) {
   // The plan is the one the backend's own facts give (32-byte vectors).
   EXPECT_EQ(Loader.Plans[0], planKernel(Spec, B->facts()));
   EXPECT_EQ(Loader.Plans[0].VectorBytes, 32u);
+}
+
+/// The assembly of bench case \p CaseName's kernel for x86 \p Cpu.
+std::string assemblyFor(const std::string &Cpu, const std::string &CaseName) {
+  Expected<std::unique_ptr<CodeGenerator>> Gen =
+      createCodeGenerator({"x86_64-unknown-linux-gnu", Cpu, ""}, OptLevel::O2);
+  EXPECT_TRUE(Gen.isOk()) << Gen.status().message();
+  for (const bench::BenchCase &C : bench::benchCases())
+    if (Gen && CaseName == C.Name) {
+      Expected<ValidDesc> V = bench::benchDesc(C);
+      EXPECT_TRUE(V.isOk());
+      Expected<PipelineResult> R = runPipeline({{canonicalize(*V), "k"}}, *backendFor(**Gen),
+                                               OptLevel::O2, PipelineOutput::Assembly);
+      EXPECT_TRUE(R.isOk()) << R.status().message();
+      return R ? std::string(R->Bytes.begin(), R->Bytes.end()) : "";
+    }
+  ADD_FAILURE() << "no case " << CaseName;
+  return "";
+}
+
+TEST(Backend, ElementRowsGatherOnIntelsAvx512CoresAndLoadElsewhere) {
+  // GE3: FLOAT32 along a middle axis, its elements read by vpgatherqd
+  // (64-bit offsets) on Intel's cores with AVX-512, and by no gather
+  // instruction elsewhere.
+  EXPECT_NE(assemblyFor("sapphirerapids", "GE3").find("\tvpgather"), std::string::npos);
+  EXPECT_NE(assemblyFor("skylake-avx512", "GE3").find("\tvpgather"), std::string::npos);
+  for (const char *Cpu : {"znver4", "haswell", "x86-64-v2"})
+    EXPECT_EQ(assemblyFor(Cpu, "GE3").find("gather"), std::string::npos) << Cpu;
 }
 
 } // namespace
