@@ -8,8 +8,12 @@ one-thread processes:
   (map_blocks(np.take_along_axis)).
 - take of --columns random columns (axis 1), as an int64 numpy array:
   da.take (what x[:, ids] is) and map_blocks(np.take).
+- take of --rows random rows (axis 0, across x's chunks), as an int64
+  numpy array: da.take (what x[ids] is); no block-by-block way exists.
 - gather_nd of --points random (row, column) pairs, a dask array of
   INT64 tuples: x.vindex[rows, columns], dask's point reads.
+- the memory line: each block of x read once (its rows' maxima), what any
+  way that reads all of x (take of columns) cannot beat.
 
 Every way is computed, each block reduced to one element where it lies
 (what comes back is a few bytes), timed (median of --reps after one
@@ -68,6 +72,7 @@ def workloads(x, idx, rng, a):
     the lazy result)."""
     rows, row = x.shape
     cols = rng.integers(0, row, a.columns)
+    picked = rng.integers(0, rows, a.rows)
     r = rng.integers(0, rows, a.points)
     c = rng.integers(0, row, a.points)
     tuples = da.from_array(np.stack([r, c], axis=1), chunks=(a.points // 8, 2))
@@ -85,9 +90,18 @@ def workloads(x, idx, rng, a):
              lambda: x.map_blocks(np.take, cols, axis=1, dtype=x.dtype,
                                   chunks=(x.chunks[0], (a.columns,)))),
         ],
+        "take rows": [
+            ("gatherjit.dask.take", lambda: gjd.take(x, picked, 0)),
+            ("da.take (x[ids])", lambda: da.take(x, picked, axis=0)),
+        ],
         "gather_nd": [
             ("gatherjit.dask.gather_nd", lambda: gjd.gather_nd(x, tuples)),
             ("x.vindex[rows, columns]", lambda: x.vindex[r, c]),
+        ],
+        "memory line": [
+            ("x.max(axis=1) block by block",
+             lambda: x.map_blocks(np.max, axis=1, keepdims=True, dtype=x.dtype,
+                                  chunks=(x.chunks[0], (1,)))),
         ],
     }
 
@@ -104,6 +118,10 @@ def run(name, client, x, rng, a, lines):
         idx = idx.persist()
     for op, ways in workloads(x, idx, rng, a).items():
         times = [(label, timed(client, make, a.reps)) for label, make in ways]
+        if not ways[0][0].startswith("gatherjit"):  # The memory line: nothing to compare.
+            lines += [f"| {name} | {op} | {label} | {t:.3f} | - | - |" for label, t in times]
+            print(lines[-1], flush=True)
+            continue
         ours = ways[0][1]()
         for (label, t), (_, make) in zip(times, ways):
             equal = True if label == ways[0][0] else same(ours, make())
@@ -118,6 +136,7 @@ def main():
     p.add_argument("--block-mib", type=float, default=64.0)
     p.add_argument("--row", type=int, default=32768, help="elements per row")
     p.add_argument("--columns", type=int, default=8192, help="columns take picks")
+    p.add_argument("--rows", type=int, default=4096, help="rows take picks")
     p.add_argument("--points", type=int, default=1 << 22, help="gather_nd's point reads")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--reps", type=int, default=3)
@@ -127,8 +146,8 @@ def main():
     lines = ["| scheduler | operation | way | median s | vs gatherjit | same result |",
              "|---|---|---|---|---|---|"]
     print(f"x ({rows}, {a.row}) float32 = {rows * a.row * 4 / 2**30:.2f} GiB in blocks of "
-          f"{block_rows * a.row * 4 / 2**20:.0f} MiB; take: {a.columns} columns; gather_nd: "
-          f"{a.points} points")
+          f"{block_rows * a.row * 4 / 2**20:.0f} MiB; take: {a.columns} columns, {a.rows} rows; "
+          f"gather_nd: {a.points} points")
     print("\n".join(lines), flush=True)
 
     with dask.config.set(scheduler="threads", num_workers=a.workers):

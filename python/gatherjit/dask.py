@@ -21,9 +21,11 @@ embedding_lookup(table, ids)
     runs where the rows are gathered, so only its output travels.
 
 take(x, indices, axis=0)
-    numpy.take: `x` is rechunked to one chunk along `axis` (if it is not
-    already); each block of `indices` gathers from each block of `x`'s other
-    dimensions.
+    numpy.take. Along axis 0 of an `x` chunked along it: gather_nd's plan
+    for 1-tuples, as embedding_lookup's (`x` moves nowhere whole).
+    Otherwise `x` is rechunked to one chunk along `axis` (if it is not
+    already), and each block of `indices` gathers from each block of `x`'s
+    other dimensions.
 
 gather_nd(x, indices, batch_dims=0)
     ONNX GatherND. Without batch dimensions, on an `x` chunked along its
@@ -178,6 +180,8 @@ def take(x, indices, axis=0, mode="raise"):
     axis = axis + x.ndim if axis < 0 else axis
     if not 0 <= axis < x.ndim:
         raise ValueError(f"take: axis {axis} is out of range for {x.ndim} dimensions")
+    if axis == 0 and x.numblocks[0] > 1 and x.shape[0] > 0:
+        return _gather_nd_by_rows(x, indices[..., None], mode, "take")
     if len(x.chunks[axis]) > 1:
         x = x.rechunk({axis: -1})
     xi = _letters(x.ndim, ord("a"))
@@ -204,16 +208,21 @@ def _first_rows(first, rows, mode):
     return np.where((wrapped >= 0) & (wrapped < rows), wrapped, -1)
 
 
-def _tuple_error(idx, i, c, offsets, size, ids=False):
+def _tuple_error(idx, i, c, offsets, size, style):
     """The IndexError naming component `c` of tuple `i` (flat) of the block
-    of tuples `idx` as gatherjit.gather_nd names it (with `ids`, as
-    embedding_lookup names an id), by its position in the whole array."""
+    of tuples `idx`, by its position in the whole array, as the function
+    the tuples came from (`style`) names it: "gather_nd" a tuple's
+    component, "take" an index (1-tuples), "embedding_lookup" an id."""
     where = np.unravel_index(i, idx.shape[:-1])
     values = [int(v) for v in idx.reshape(-1, idx.shape[-1])[i]]
-    if ids:
+    if style == "embedding_lookup":
         return IndexError(f"embedding_lookup: ids[{int(where[0]) + offsets[0]}] = {values[0]} "
                           f"is out of range for a table of {size} rows; valid ids are "
                           f"{-size}..{size - 1}")
+    if style == "take":
+        at = ", ".join(f"{int(w) + o}" for w, o in zip(where, offsets))
+        return IndexError(f"indices[{at}] = {values[0]} is out of range for axis 0 of size "
+                          f"{size}; valid indices are {-size}..{size - 1}")
     at = "".join(f"{int(w) + o}, " for w, o in zip(where, offsets))
     shown = ", ".join(map(str, values)) + ("," if len(values) == 1 else "")
     return IndexError(f"indices[{at}:] = ({shown}) has component {c} = {values[c]}, out of "
@@ -221,7 +230,7 @@ def _tuple_error(idx, i, c, offsets, size, ids=False):
                       f"{-size}..{size - 1}")
 
 
-def _nd_route(idx, starts, shape, offsets, mode, ids):
+def _nd_route(idx, starts, shape, offsets, mode, style):
     """Block `idx` of tuples bucketed by the chunk of rows (of x's `shape`,
     chunks starting at `starts`) their first component names: per chunk,
     the tuples' flat positions and the tuples with that component made the
@@ -236,7 +245,7 @@ def _nd_route(idx, starts, shape, offsets, mode, ids):
         if bad.any():
             i = int(np.argmax(bad.any(axis=1)))
             c = int(np.argmax(bad[i]))
-            raise _tuple_error(idx, i, c, offsets, shape[c], ids)
+            raise _tuple_error(idx, i, c, offsets, shape[c], style)
     chunk = np.searchsorted(starts, first, side="right") - 1
     order = np.argsort(chunk, kind="stable")
     bounds = np.searchsorted(chunk[order], np.arange(len(starts)))
@@ -271,18 +280,19 @@ def _nd_combine(parts, lead, rest, dtype):
     return out.reshape(lead + rest)
 
 
-def _gather_nd_by_rows(x, indices, mode, epilogue=None, out=None):
+def _gather_nd_by_rows(x, indices, mode, style="gather_nd", epilogue=None, out=None):
     """gather_nd without batch dimensions on an x chunked by rows (see the
     module's comment): per block of tuples, one task buckets them by chunk
     of rows, one per chunk gathers its bucket where the chunk lies, one puts
-    the values in order. embedding_lookup's form: 1-tuples (ids) through
-    `epilogue`, the rows' `out` = (dtype, width), errors naming ids."""
+    the values in order. Errors are named as `style` names them (see
+    _tuple_error). embedding_lookup's form: 1-tuples (ids) through
+    `epilogue`, the rows' `out` = (dtype, width)."""
     k = indices.shape[-1]
     x = x.rechunk({d: -1 for d in range(1, x.ndim)})
     indices = indices.rechunk({indices.ndim - 1: -1})
     dtype, rest = (x.dtype, tuple(x.shape[k:])) if out is None else (out[0], (out[1],))
     starts = [int(s) for s in np.concatenate([[0], np.cumsum(x.chunks[0])])]
-    token = tokenize(x, indices, mode, epilogue, out)
+    token = tokenize(x, indices, mode, style, epilogue, out)
     route, bucket, part = (f"gatherjit-gather-nd-{step}-{token}"
                            for step in ("route", "bucket", "part"))
     name = "gatherjit-gather-nd-" + token
@@ -290,7 +300,7 @@ def _gather_nd_by_rows(x, indices, mode, epilogue=None, out=None):
     for block in itertools.product(*(range(n) for n in indices.numblocks[:-1])):
         offsets = [int(sum(indices.chunks[d][:b])) for d, b in enumerate(block)]
         dsk[(route,) + block] = (_nd_route, (indices.name,) + block + (0,), starts,
-                                 tuple(x.shape), offsets, mode, out is not None)
+                                 tuple(x.shape), offsets, mode, style)
         keys = []
         for c in range(x.numblocks[0]):
             # Each chunk's task is sent its own bucket alone.
@@ -360,7 +370,8 @@ def embedding_lookup(table, ids, mode="raise", epilogue=None):
     if lazy and rows > 0:
         # A dask array of ids stays a graph: routed to the table's chunks
         # as gather_nd routes 1-tuples, when computed.
-        return _gather_nd_by_rows(table, ids[:, None], mode, epilogue, (dtype, width))
+        return _gather_nd_by_rows(table, ids[:, None], mode, "embedding_lookup", epilogue,
+                                  (dtype, width))
     if lazy:
         ids = ids.compute()
     bad = np.flatnonzero((ids < -rows) | (ids >= rows)) if mode == "raise" else ()
@@ -370,5 +381,5 @@ def embedding_lookup(table, ids, mode="raise", epilogue=None):
     if rows == 0:  # clip and clamp into nothing: zeros, as gatherjit.take gives
         return da.zeros((ids.size, width), dtype=dtype)
     # In range (under raise): bucketed as dask ids are, from one block.
-    return _gather_nd_by_rows(table, da.from_array(ids[:, None], chunks=-1), mode, epilogue,
-                              (dtype, width))
+    return _gather_nd_by_rows(table, da.from_array(ids[:, None], chunks=-1), mode,
+                              "embedding_lookup", epilogue, (dtype, width))

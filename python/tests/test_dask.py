@@ -143,6 +143,32 @@ def test_take_and_gather_nd_match_numpy(client):
     np.testing.assert_array_equal(got, want)
 
 
+def test_take_of_chunked_rows_gathers_where_the_rows_lie(client):
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((30, 4, 3)).astype(np.float32)
+    dx = da.from_array(x, chunks=(7, 4, 3))
+    idx = rng.integers(-30, 30, size=(5, 9))
+    for ids in (idx, da.from_array(idx, chunks=(2, 4)), np.int64(-4), idx[0]):
+        got = gjd.take(dx, ids, 0)
+        # No rechunk of x into one chunk of rows: routed by chunk of rows.
+        assert not any("rechunk" in str(k) for k in dict(got.dask))
+        np.testing.assert_array_equal(got.compute(), np.take(x, np.asarray(ids), 0))
+    wide = rng.integers(-60, 60, size=(4, 6))
+    for mode in ("clip", "clamp"):
+        np.testing.assert_array_equal(gjd.take(dx, da.from_array(wide, chunks=3), 0,
+                                               mode=mode).compute(),
+                                      gatherjit.take(x, wide, 0, mode=mode))
+    # A bad index is named where the whole indices array has it, as
+    # gatherjit.take names it.
+    idx[3, 7] = 31
+    with pytest.raises(IndexError) as local:
+        gatherjit.take(x, idx, 0)
+    with pytest.raises(IndexError) as chunked:
+        gjd.take(dx, da.from_array(idx, chunks=(2, 4)), 0).compute()
+    assert str(chunked.value) == str(local.value)
+    assert "indices[3, 7] = 31" in str(chunked.value)
+
+
 def test_gather_nd_on_chunked_rows_gathers_where_the_rows_lie(client):
     rng = np.random.default_rng(11)
     x = rng.standard_normal((30, 40, 6)).astype(np.float32)
