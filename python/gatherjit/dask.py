@@ -37,8 +37,8 @@ gather_nd(x, indices, batch_dims=0)
     along its last dimension, and the batch dimensions to the same chunks in
     both.
 
-Every function takes gatherjit's modes ("raise", "clip", "clamp") with
-gatherjit.take's meanings, and names an out-of-range index by its position
+Every function takes gatherjit's modes ("raise", "clip", "clamp", "wrap")
+with gatherjit.take's meanings, and names an out-of-range index by its position
 in the whole `indices` array.
 
 Kernels compile once per process and block shape (the worker's own cache);
@@ -60,13 +60,14 @@ import gatherjit
 
 __all__ = ["take_along_axis", "take", "gather_nd", "embedding_lookup"]
 
-_MODES = ("raise", "clip", "clamp")
+_MODES = ("raise", "clip", "clamp", "wrap")
 
 
 def _check_mode(mode):
     if mode not in _MODES:
         raise ValueError(f"mode = {mode!r} is not 'raise' (an error naming the first "
-                         "out-of-range index), 'clip' (numpy's) or 'clamp' (DirectML's)")
+                         "out-of-range index), 'clip' (numpy's), 'clamp' (DirectML's) or "
+                         "'wrap' (numpy's: indices modulo the size)")
 
 
 def _check_ids(name, dtype):
@@ -202,6 +203,8 @@ def _first_rows(first, rows, mode):
     first = first.astype(np.int64)
     if mode == "clip":  # numpy's: no wrap-around
         return np.clip(first, 0, rows - 1)
+    if mode == "wrap":
+        return np.mod(first, rows)
     wrapped = np.where(first < 0, first + rows, first)
     if mode == "clamp":
         return np.clip(wrapped, 0, rows - 1)
@@ -378,6 +381,9 @@ def embedding_lookup(table, ids, mode="raise", epilogue=None):
     if len(bad):
         raise IndexError(f"embedding_lookup: ids[{bad[0]}] = {ids[bad[0]]} is out of range "
                          f"for a table of {rows} rows; valid ids are {-rows}..{rows - 1}")
+    if rows == 0 and mode == "wrap" and ids.size:
+        raise IndexError(f"embedding_lookup: ids[0] = {ids[0]} cannot wrap into a table of 0 "
+                         "rows")
     if rows == 0:  # clip and clamp into nothing: zeros, as gatherjit.take gives
         return da.zeros((ids.size, width), dtype=dtype)
     # In range (under raise): bucketed as dask ids are, from one block.

@@ -4,7 +4,7 @@ import dask.array as da
 
 from . import Epilogue
 
-_Mode = Literal["raise", "clip", "clamp"]
+_Mode = Literal["raise", "clip", "clamp", "wrap"]
 
 def take_along_axis(x: Any, indices: Any, axis: int, mode: _Mode = ...) -> da.Array: ...
 def take(x: Any, indices: Any, axis: int = ..., mode: _Mode = ...) -> da.Array: ...

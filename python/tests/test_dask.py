@@ -227,6 +227,36 @@ def test_modes_and_ids_are_checked_as_gatherjit_take_checks_them(client):
         gjd.embedding_lookup(empty, np.array([0, -1]))
 
 
+def test_wrap_takes_indices_modulo_the_size_as_numpy_does(client):
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((30, 8)).astype(np.float32)
+    by_rows = da.from_array(x, chunks=(7, 8))
+    split = da.from_array(x, chunks=(7, 3))
+    idx = rng.integers(-100, 100, size=(6, 5))
+    for dx in (by_rows, split):
+        np.testing.assert_array_equal(gjd.take(dx, idx, 0, mode="wrap").compute(),
+                                      np.take(x, idx, 0, mode="wrap"))
+        np.testing.assert_array_equal(gjd.take(dx, da.from_array(idx, chunks=2), 1,
+                                               mode="wrap").compute(),
+                                      np.take(x, idx, 1, mode="wrap"))
+        along = rng.integers(-50, 50, size=(30, 4))
+        np.testing.assert_array_equal(
+            gjd.take_along_axis(dx, da.from_array(along, chunks=(7, 4)), 1, mode="wrap").compute(),
+            np.take_along_axis(x, np.mod(along, 8), 1))
+        pairs = rng.integers(-90, 90, size=(20, 2))
+        np.testing.assert_array_equal(gjd.gather_nd(dx, pairs, mode="wrap").compute(),
+                                      x[np.mod(pairs[:, 0], 30), np.mod(pairs[:, 1], 8)])
+        ids = idx[0]
+        np.testing.assert_array_equal(gjd.embedding_lookup(dx, ids, mode="wrap").compute(),
+                                      x[np.mod(ids, 30)])
+        np.testing.assert_array_equal(
+            gjd.embedding_lookup(dx, da.from_array(ids, chunks=2), mode="wrap").compute(),
+            x[np.mod(ids, 30)])
+    empty = da.zeros((0, 2), chunks=(1, 2), dtype=np.float32)
+    with pytest.raises(IndexError, match="cannot wrap into a table of 0 rows"):
+        gjd.embedding_lookup(empty, np.array([3]), mode="wrap")
+
+
 def test_take_along_axis_names_the_index_in_the_whole_array(client):
     x = da.from_array(np.zeros((40, 8), np.float32), chunks=(10, 8))
     idx = np.zeros((40, 3), np.int64)
