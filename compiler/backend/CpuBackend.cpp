@@ -103,6 +103,8 @@ TargetFacts targetFacts(const llvm::TargetMachine &TM) {
     const bool Avx512 = STI->checkFeatures("+avx512f");
     F.VectorBytes = Avx512 ? 64 : STI->checkFeatures("+avx") ? 32 : 16;
     F.PermuteBytes = Avx512 ? 64 : 0; // vpermd / vpermi2d and their 64-bit forms
+    // Intel's L2 streamer; AMD's Zen measured otherwise (KernelPlan.cpp).
+    F.PrefetcherFollowsRows = !TM.getTargetCPU().starts_with("znver");
   } else
     F.VectorBytes = 16;
   F.VectorBytes = std::min(F.VectorBytes, F.CacheLineBytes);

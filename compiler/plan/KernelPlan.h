@@ -32,6 +32,10 @@ struct TargetFacts {
   /// vector of run-time positions (x86 with AVX-512F: 64); 0 where the
   /// emitter has no such permute.
   unsigned PermuteBytes = 0;
+  /// Given the first lines of a row read out of order, the hardware
+  /// prefetcher fetches the rest of it in order (Intel's L2 streamer): a
+  /// kernel prefetches only the head of each block row it gathers.
+  bool PrefetcherFollowsRows = false;
   /// A GPU runs each element on a thread of its own: no prefetching,
   /// streaming or offset tables, which are CPU strategies.
   bool Gpu = false;

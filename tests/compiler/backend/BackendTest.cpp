@@ -44,6 +44,12 @@ TEST(Backend, VectorWidthIsTheCpusWidest) {
   EXPECT_EQ(factsOf("x86_64-unknown-linux-gnu", "znver4").PermuteBytes, 64u);
   EXPECT_EQ(factsOf("x86_64-unknown-linux-gnu", "haswell").PermuteBytes, 0u);
   EXPECT_EQ(factsOf("aarch64-unknown-linux-gnu", "neoverse-v1").PermuteBytes, 0u);
+  // Intel's prefetcher follows a row once its head is read; AMD's Zen's
+  // was measured not to, and other targets are not assumed to.
+  EXPECT_TRUE(factsOf("x86_64-unknown-linux-gnu", "skylake-avx512").PrefetcherFollowsRows);
+  EXPECT_TRUE(factsOf("x86_64-unknown-linux-gnu", "sapphirerapids").PrefetcherFollowsRows);
+  EXPECT_FALSE(factsOf("x86_64-unknown-linux-gnu", "znver4").PrefetcherFollowsRows);
+  EXPECT_FALSE(factsOf("aarch64-unknown-linux-gnu", "neoverse-v1").PrefetcherFollowsRows);
 }
 
 TEST(Backend, TheHostsLineIsTheSystems) {

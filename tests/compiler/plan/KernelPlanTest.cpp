@@ -63,6 +63,19 @@ TEST(KernelPlan, EveryBenchmarkCase) {
     EXPECT_EQ(planOfCase(Name).describe(), Plan) << Name;
 }
 
+TEST(KernelPlan, WhereThePrefetcherFollowsRowsOnlyTheirHeadsArePrefetched) {
+  TargetFacts Follows;
+  Follows.PrefetcherFollowsRows = true;
+  // 512 bytes of each 3 KiB or 4 KiB row, as many rows ahead.
+  EXPECT_EQ(planOfCase("G1", Follows).describe(),
+            "row=block prefetch-rows(ahead=4,bytes=512) non-temporal");
+  EXPECT_EQ(planOfCase("GN1", Follows).describe(),
+            "row=block prefetch-rows(ahead=3,bytes=512) non-temporal");
+  // Nothing else changes.
+  for (const char *Name : {"GE1", "GE3", "G2", "GN2"})
+    EXPECT_EQ(planOfCase(Name, Follows), planOfCase(Name)) << Name;
+}
+
 TEST(KernelPlan, AGpuTargetGetsNoCpuMemoryStrategies) {
   TargetFacts Gpu;
   Gpu.Gpu = true;
