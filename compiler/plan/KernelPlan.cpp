@@ -2,7 +2,8 @@
 //
 // Every tuning constant of the kernels, with what was measured to choose
 // it. Figures are from the suite's cases (bench/Cases.h) on a 2-core AMD
-// EPYC; GE and G cases named as there.
+// EPYC (Zen 4) unless an Intel core is named; GE and G cases named as
+// there.
 //
 //===----------------------------------------------------------------------===//
 
