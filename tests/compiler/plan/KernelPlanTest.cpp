@@ -33,13 +33,13 @@ TEST(KernelPlan, EveryBenchmarkCase) {
       // GatherElements along the innermost axis of large indices: streamed
       // in blocks, the next input row prefetched, written non-temporally
       // when the output is over 16 MiB (GE6's 8 MiB is not).
-      {"GE1", "row=element stream-indices(block=64,ahead=8192) "
+      {"GE1", "row=element stream-indices(block=64,ahead=4096) "
               "prefetch-next-row(block=64,lines<=16) non-temporal"},
-      {"GE1_clamp", "row=element stream-indices(block=64,ahead=8192) "
+      {"GE1_clamp", "row=element stream-indices(block=64,ahead=4096) "
                     "prefetch-next-row(block=64,lines<=16) non-temporal"},
-      {"GE4", "row=element stream-indices(block=64,ahead=8192) "
+      {"GE4", "row=element stream-indices(block=64,ahead=4096) "
               "prefetch-next-row(block=64,lines<=16) non-temporal"},
-      {"GE6", "row=element stream-indices(block=64,ahead=8192) "
+      {"GE6", "row=element stream-indices(block=64,ahead=4096) "
               "prefetch-next-row(block=64,lines<=16)"},
       // Along axis 0 the innermost dimension reads the input contiguously.
       {"GE2", "row=element"},
