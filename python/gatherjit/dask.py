@@ -377,10 +377,9 @@ def embedding_lookup(table, ids, mode="raise", epilogue=None):
                                   (dtype, width))
     if lazy:
         ids = ids.compute()
-    bad = np.flatnonzero((ids < -rows) | (ids >= rows)) if mode == "raise" else ()
-    if len(bad):
-        raise IndexError(f"embedding_lookup: ids[{bad[0]}] = {ids[bad[0]]} is out of range "
-                         f"for a table of {rows} rows; valid ids are {-rows}..{rows - 1}")
+    bad = _first_bad(ids, rows) if mode == "raise" else None
+    if bad is not None:  # Named as the routed plan names it.
+        raise _tuple_error(ids[:, None], int(bad[0]), 0, [0], rows, "embedding_lookup")
     if rows == 0 and mode == "wrap" and ids.size:
         raise IndexError(f"embedding_lookup: ids[0] = {ids[0]} cannot wrap into a table of 0 "
                          "rows")
