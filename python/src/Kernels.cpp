@@ -10,8 +10,10 @@
 #include "Native.h"
 #include "gatherjit/Aot.h"
 #include "gatherjit/DescriptorJson.h"
+#include "gatherjit/Interpreter.h"
 #include "gatherjit/NpyDtype.h"
 
+#include <cstring>
 #include <map>
 #include <mutex>
 
@@ -111,7 +113,70 @@ OpKind onnxOp(const std::string &Op) {
   throw py::value_error("op = '" + Op + "' is not 'gather_elements', 'gather' or 'gather_nd'");
 }
 
+uint64_t elementsBefore(const TensorDesc &T, size_t End) {
+  uint64_t N = 1;
+  for (size_t D = 0; D < End; ++D)
+    N *= T.Sizes[D];
+  return N;
+}
+
+uint64_t elementsOf(const TensorDesc &T) { return elementsBefore(T, T.rank()); }
+
+/// True if an index of \p V selects along a dimension of size 0: numpy's
+/// clip has no element to clip to there.
+bool gathersFromEmptyAxis(const ValidDesc &V) {
+  if (V.Op != OpKind::GatherND)
+    return V.axisSize() == 0;
+  for (unsigned C = 0; C < V.tupleSize(); ++C)
+    if (V.Input.Sizes[V.firstTupleDim() + C] == 0)
+      return true;
+  return false;
+}
+
 } // namespace
+
+void PyKernel::checkEmptyTake(const void *Idx) const {
+  const ValidDesc &V = K.desc();
+  const TensorDesc &T = V.Indices;
+  const int64_t Size = static_cast<int64_t>(V.axisSize());
+  const bool Signed = T.Type == DataType::Int32 || T.Type == DataType::Int64;
+  std::vector<uint64_t> At(T.rank(), 0);
+  for (uint64_t Pos = 0, N = elementsOf(T); Pos < N; ++Pos) {
+    uint64_t Off = 0;
+    for (size_t D = 0; D < T.rank(); ++D)
+      Off += At[D] * (*T.Strides)[D];
+    const char *P = static_cast<const char *>(Idx) + Off * T.elementBytes();
+    int64_t S = 0;
+    uint64_t U = 0;
+    switch (T.Type) {
+    case DataType::Int32: {
+      int32_t X;
+      std::memcpy(&X, P, 4);
+      S = X;
+      break;
+    }
+    case DataType::Int64:
+      std::memcpy(&S, P, 8);
+      break;
+    case DataType::UInt32: {
+      uint32_t X;
+      std::memcpy(&X, P, 4);
+      U = X;
+      break;
+    }
+    default:
+      std::memcpy(&U, P, 8);
+      break;
+    }
+    if (Signed ? S < -Size || S >= Size : U >= static_cast<uint64_t>(Size))
+      raise(indexOutOfRangeError(V, Idx, Pos));
+    for (size_t D = T.rank(); D-- > 0;) { // The next position, row-major.
+      if (++At[D] < T.Sizes[D])
+        break;
+      At[D] = 0;
+    }
+  }
+}
 
 std::optional<PyEpilogue> epilogueOf(const std::optional<py::tuple> &T) {
   if (!T)
@@ -154,8 +219,13 @@ std::shared_ptr<PyKernel> compileFor(const std::string &Op, TensorDesc Data, Ten
     Output.Strides = std::move(Strides);
   }
   ValidDesc Plain = take(D.validate(Policy));
+  if (Plain.outputElements() != 0 && Policy == OobPolicy::Clip && gathersFromEmptyAxis(Plain))
+    throw py::index_error("cannot do a non-empty take from an empty axis (mode='clip')");
   Expected<Kernel> K = E ? RT.compile(Plain, E->E, E->RowOut) : RT.compile(Plain);
   auto P = std::make_shared<PyKernel>(take(std::move(K)), Op);
+  P->ChecksEmptyTake = Op == "gather" && Policy == OobPolicy::Check && !E &&
+                       Plain.outputElements() == 0 && elementsOf(Plain.Indices) != 0 &&
+                       elementsBefore(Plain.Input, Plain.Axis) != 0;
   P->OutShape.assign(D.OutputShape.begin(), D.OutputShape.end());
   P->OutType = DataType;
   if (E) {

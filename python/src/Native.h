@@ -95,6 +95,8 @@ public:
 
   /// Runs on buffers of the kernel's layouts; raises its error.
   void runInto(const void *In, const void *Idx, void *Dst) {
+    if (ChecksEmptyTake)
+      checkEmptyTake(Idx);
     Status S = Status::ok();
     {
       // Other Python threads run meanwhile, unless the kernel is done
@@ -127,6 +129,10 @@ public:
   uint64_t OutBytes = 0;
   /// How the data and indices were described, to pickle the kernel.
   py::tuple Spec;
+  /// A take under "raise" whose output is empty though its indices are
+  /// not (another dimension of the data is 0): numpy still checks the
+  /// indices, where the kernel, with nothing to write, reads none.
+  bool ChecksEmptyTake = false;
 
   /// A new array for the output.
   py::array newOutput() { return py::array(OutType, OutShape); }
@@ -143,6 +149,9 @@ private:
   };
   /// The dtypes of data, indices and out seen to be the kernel's.
   DtypeId Seen[3];
+
+  /// IndexError naming the first index of \p Idx outside the axis.
+  void checkEmptyTake(const void *Idx) const;
 
   /// ValueError unless \p A has \p T's sizes, strides and type.
   static void expectLayout(const py::array &A, const TensorDesc &T, const char *Name,

@@ -440,3 +440,41 @@ def test_wrap_mode_is_numpys():
         gj.take(np.zeros((0, 2)), np.array([1]), 0, mode="wrap")
     with pytest.raises(ValueError, match="'wrap' \\(numpy's"):
         gj.take(data, ids, 0, mode="wrapp")
+
+
+def test_clip_into_an_empty_axis_raises_as_numpy_does():
+    # numpy's clip has no element to clip to: a non-empty result is an
+    # IndexError, an empty one is not.
+    for data, ids, axis in [(np.zeros((0, 3)), np.array([0]), 0),
+                            (np.zeros((2, 0)), np.array([0, 5]), 1)]:
+        with pytest.raises(IndexError):
+            np.take(data, ids, axis, mode="clip")
+        with pytest.raises(IndexError, match="empty axis \\(mode='clip'\\)"):
+            gj.take(data, ids, axis, mode="clip")
+    with pytest.raises(IndexError, match="empty axis"):
+        gj.take_along_axis(np.zeros((0, 3)), np.zeros((2, 3), np.int64), 0, mode="clip")
+    with pytest.raises(IndexError, match="empty axis"):
+        gj.gather_nd(np.zeros((3, 0)), np.array([[1, 0]]), mode="clip")
+    assert gj.take(np.zeros((0, 0)), np.array([0]), 1, mode="clip").shape == (0, 1)
+    assert gj.take_along_axis(np.zeros((0, 3)), np.zeros((0, 3), np.int64), 0,
+                              mode="clip").shape == (0, 3)
+
+
+@pytest.mark.parametrize("index_dtype", [np.int64, np.int32, np.uint32, np.int8])
+def test_take_checks_its_indices_when_the_result_is_empty_as_numpy_does(index_dtype):
+    # [2, 3, 0] on axis 1: nothing to write, but numpy still raises for an
+    # index outside the axis, and names it.
+    data = np.zeros((2, 3, 0), np.float32)
+    good = np.array([[0, 2], [1, 0]], index_dtype)
+    assert gj.take(data, good, 1).shape == np.take(data, good, 1).shape == (2, 2, 2, 0)
+    bad = np.array([[0, 2], [3, 0]], index_dtype)
+    with pytest.raises(IndexError):
+        np.take(data, bad, 1)
+    with pytest.raises(IndexError, match=r"indices\[1, 0\] = 3 is out of range for axis 1 "
+                                         r"of size 3"):
+        gj.take(data, bad, 1)
+    if np.issubdtype(index_dtype, np.signedinteger):
+        with pytest.raises(IndexError, match="= -4 is out of range"):
+            gj.take(data, np.array([-4], index_dtype), 1)
+    # No element before the axis: numpy reads no index, nor does gatherjit.
+    assert gj.take(np.zeros((0, 3)), np.array([7]), 1).shape == (0, 1)
