@@ -135,10 +135,9 @@ bool gathersFromEmptyAxis(const ValidDesc &V) {
 
 } // namespace
 
-void PyKernel::checkEmptyTake(const void *Idx) const {
+void PyKernel::checkIndicesAlone(const void *Idx) const {
   const ValidDesc &V = K.desc();
   const TensorDesc &T = V.Indices;
-  const int64_t Size = static_cast<int64_t>(V.axisSize());
   const bool Signed = T.Type == DataType::Int32 || T.Type == DataType::Int64;
   std::vector<uint64_t> At(T.rank(), 0);
   for (uint64_t Pos = 0, N = elementsOf(T); Pos < N; ++Pos) {
@@ -168,7 +167,11 @@ void PyKernel::checkEmptyTake(const void *Idx) const {
       std::memcpy(&U, P, 8);
       break;
     }
-    if (Signed ? S < -Size || S >= Size : U >= static_cast<uint64_t>(Size))
+    const uint64_t Axis = V.Op == OpKind::GatherND
+                              ? V.Input.Sizes[V.firstTupleDim() + At.back()] // Its component's.
+                              : V.axisSize();
+    const int64_t Size = static_cast<int64_t>(Axis);
+    if (Signed ? S < -Size || S >= Size : U >= Axis)
       raise(indexOutOfRangeError(V, Idx, Pos));
     for (size_t D = T.rank(); D-- > 0;) { // The next position, row-major.
       if (++At[D] < T.Sizes[D])
@@ -223,9 +226,13 @@ std::shared_ptr<PyKernel> compileFor(const std::string &Op, TensorDesc Data, Ten
     throw py::index_error("cannot do a non-empty take from an empty axis (mode='clip')");
   Expected<Kernel> K = E ? RT.compile(Plain, E->E, E->RowOut) : RT.compile(Plain);
   auto P = std::make_shared<PyKernel>(take(std::move(K)), Op);
-  P->ChecksEmptyTake = Op == "gather" && Policy == OobPolicy::Check && !E &&
-                       Plain.outputElements() == 0 && elementsOf(Plain.Indices) != 0 &&
-                       elementsBefore(Plain.Input, Plain.Axis) != 0;
+  // numpy's take meets no index where the data's dimensions before the
+  // axis hold nothing.
+  P->ChecksIndicesAlone =
+      Op != "gather_elements" && Policy == OobPolicy::Check && !E && Plain.outputElements() == 0 &&
+      elementsOf(Plain.Indices) != 0 &&
+      elementsBefore(Plain.Input,
+                     Plain.Op == OpKind::GatherND ? Plain.firstTupleDim() : Plain.Axis) != 0;
   P->OutShape.assign(D.OutputShape.begin(), D.OutputShape.end());
   P->OutType = DataType;
   if (E) {

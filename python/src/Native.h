@@ -95,8 +95,8 @@ public:
 
   /// Runs on buffers of the kernel's layouts; raises its error.
   void runInto(const void *In, const void *Idx, void *Dst) {
-    if (ChecksEmptyTake)
-      checkEmptyTake(Idx);
+    if (ChecksIndicesAlone)
+      checkIndicesAlone(Idx);
     Status S = Status::ok();
     {
       // Other Python threads run meanwhile, unless the kernel is done
@@ -129,10 +129,11 @@ public:
   uint64_t OutBytes = 0;
   /// How the data and indices were described, to pickle the kernel.
   py::tuple Spec;
-  /// A take under "raise" whose output is empty though its indices are
-  /// not (another dimension of the data is 0): numpy still checks the
-  /// indices, where the kernel, with nothing to write, reads none.
-  bool ChecksEmptyTake = false;
+  /// A take or gather_nd under "raise" whose output is empty though its
+  /// indices are not (a dimension of the data is 0): numpy, and ONNX's
+  /// reference, still check the indices their loops meet, where the
+  /// kernel, with nothing to write, reads none.
+  bool ChecksIndicesAlone = false;
 
   /// A new array for the output.
   py::array newOutput() { return py::array(OutType, OutShape); }
@@ -150,8 +151,8 @@ private:
   /// The dtypes of data, indices and out seen to be the kernel's.
   DtypeId Seen[3];
 
-  /// IndexError naming the first index of \p Idx outside the axis.
-  void checkEmptyTake(const void *Idx) const;
+  /// IndexError naming the first index of \p Idx outside its axis.
+  void checkIndicesAlone(const void *Idx) const;
 
   /// ValueError unless \p A has \p T's sizes, strides and type.
   static void expectLayout(const py::array &A, const TensorDesc &T, const char *Name,

@@ -478,3 +478,12 @@ def test_take_checks_its_indices_when_the_result_is_empty_as_numpy_does(index_dt
             gj.take(data, np.array([-4], index_dtype), 1)
     # No element before the axis: numpy reads no index, nor does gatherjit.
     assert gj.take(np.zeros((0, 3)), np.array([7]), 1).shape == (0, 1)
+
+
+def test_gather_nd_checks_its_tuples_when_the_result_is_empty():
+    # [2, 3, 0] by (row, column) tuples: each result slice is empty, but a
+    # tuple outside the data is still an error, named by its component.
+    data = np.zeros((2, 3, 0), np.float32)
+    assert gj.gather_nd(data, np.array([[1, 2], [0, -3]])).shape == (2, 0)
+    with pytest.raises(IndexError, match=r"component 1 = 3, out of range for axis 1 of size 3"):
+        gj.gather_nd(data, np.array([[1, 2], [0, 3]]))
