@@ -7,7 +7,6 @@
 #include "gatherjit/gatherjit.h"
 #include "runtime/GenericKernel.h"
 
-#include <cstdlib>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -147,12 +146,6 @@ WalkTimes walkRuntime(gj_runtime *RT, Walk &W, const std::vector<double> &Generi
     gj_kernel_release(K);
   }
   T.TotalUs = usSince(Start);
-  if (std::getenv("GJ_DEBUG_WORST")) {
-    std::vector<std::pair<double,size_t>> P;
-    for (size_t I = 0; I < Compiles.size(); ++I) P.push_back({Compiles[I], I});
-    std::sort(P.rbegin(), P.rend());
-    for (size_t I = 0; I < 6 && I < P.size(); ++I) std::fprintf(stderr, "  worst %zu: %.1f us\n", P[I].second, P[I].first);
-  }
   std::sort(Compiles.begin(), Compiles.end());
   T.MedianCompileUs = Compiles.empty() ? 0 : Compiles[Compiles.size() / 2];
   T.P99CompileUs = Compiles.empty() ? 0 : Compiles[Compiles.size() * 99 / 100];

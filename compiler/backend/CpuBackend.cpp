@@ -103,8 +103,11 @@ TargetFacts targetFacts(const llvm::TargetMachine &TM) {
     const bool Avx512 = STI->checkFeatures("+avx512f");
     F.VectorBytes = Avx512 ? 64 : STI->checkFeatures("+avx") ? 32 : 16;
     F.PermuteBytes = Avx512 ? 64 : 0; // vpermd / vpermi2d and their 64-bit forms
-    // Intel's L2 streamer; AMD's Zen measured otherwise (KernelPlan.cpp).
-    F.PrefetcherFollowsRows = !TM.getTargetCPU().starts_with("znver");
+    // Intel's L2 streamer, and its masked byte stores; AMD's Zen measured
+    // otherwise for the first (KernelPlan.cpp), not yet for the second.
+    const bool Zen = TM.getTargetCPU().starts_with("znver");
+    F.PrefetcherFollowsRows = !Zen;
+    F.MaskedByteStores = !Zen && STI->checkFeatures("+avx512bw");
   } else
     F.VectorBytes = 16;
   F.VectorBytes = std::min(F.VectorBytes, F.CacheLineBytes);

@@ -43,12 +43,14 @@ void KernelEmitter::emitBlockRow(const Offsets &O, Value *Lo, Value *Hi) {
   }
 }
 
-void KernelEmitter::emitChunkCopy(Value *Dst, Value *Src, Value *Chunks, bool Streaming) {
+void KernelEmitter::emitChunkCopy(Value *Dst, Value *Src, Value *Chunks, bool Streaming,
+                                  bool AlignedDst) {
   Type *Chunk = FixedVectorType::get(B.getInt8Ty(), P.VectorBytes);
   emitLoop(c(0), Chunks, Streaming ? "stream" : "copy", [&](Value *IV) {
     Value *Off = B.CreateMul(IV, c(P.VectorBytes), "", true, true);
     Value *V = B.CreateAlignedLoad(Chunk, byteAt(Src, Off), Align(1));
-    StoreInst *St = B.CreateAlignedStore(V, byteAt(Dst, Off), Align(Streaming ? P.VectorBytes : 1));
+    StoreInst *St = B.CreateAlignedStore(V, byteAt(Dst, Off),
+                                         Align(Streaming || AlignedDst ? P.VectorBytes : 1));
     if (Streaming)
       St->setMetadata(LLVMContext::MD_nontemporal,
                       MDNode::get(Ctx, ConstantAsMetadata::get(B.getInt32(1))));
@@ -96,12 +98,52 @@ void KernelEmitter::emitBlockCopy(Value *Dst, Value *Src, uint64_t Bytes) {
     emitShortCopy(byteAt(Dst, TailAt), byteAt(Src, TailAt), Tail);
     return;
   }
+  BasicBlock *Done = nullptr;
+  if (P.AlignStores) {
+    // An output off the vectors' alignment: masked stores up to its first
+    // vector boundary and after its last, aligned vectors between. An
+    // aligned one (the same for every row of a call) takes the plain copy.
+    const unsigned VB = P.VectorBytes;
+    BasicBlock *Skewed = BasicBlock::Create(Ctx, "copy.skewed", F);
+    BasicBlock *Plain = BasicBlock::Create(Ctx, "copy.plain", F);
+    Done = BasicBlock::Create(Ctx, "copy.done", F);
+    Value *Skew = B.CreateAnd(B.CreatePtrToInt(Dst, I64), c(VB - 1), "skew");
+    B.CreateCondBr(B.CreateICmpEQ(Skew, c(0)), Plain, Skewed);
+    B.SetInsertPoint(Skewed);
+    Value *Head = B.CreateSub(c(VB), Skew, "", true, true); // In [1, VB).
+    emitMaskedCopy(Dst, Src, Head);
+    Value *Chunks = B.CreateLShr(B.CreateSub(c(Bytes), Head, "", true, true), Log2_32(VB));
+    emitChunkCopy(byteAt(Dst, Head), byteAt(Src, Head), Chunks, false, /*AlignedDst=*/true);
+    Value *TailAt =
+        B.CreateAdd(Head, B.CreateShl(Chunks, Log2_32(VB), "", true, true), "", true, true);
+    emitMaskedCopy(byteAt(Dst, TailAt), byteAt(Src, TailAt),
+                   B.CreateSub(c(Bytes), TailAt, "", true, true)); // In [0, VB).
+    B.CreateBr(Done);
+    B.SetInsertPoint(Plain);
+  }
   const uint64_t Chunks = Bytes / P.VectorBytes, Tail = Bytes % P.VectorBytes;
   if (Chunks > 0)
     emitChunkCopy(Dst, Src, c(Chunks), false);
   if (Tail)
     B.CreateMemCpy(byteAt(Dst, c(Bytes - Tail)), MaybeAlign(1), byteAt(Src, c(Bytes - Tail)),
                    MaybeAlign(1), Tail);
+  if (Done) {
+    B.CreateBr(Done);
+    B.SetInsertPoint(Done);
+  }
+}
+
+void KernelEmitter::emitMaskedCopy(Value *Dst, Value *Src, Value *Bytes) {
+  // The first Bytes lanes of one vector: the mask's low bits. Lanes off
+  // the mask are neither read nor written.
+  const unsigned VB = P.VectorBytes;
+  auto *Chunk = FixedVectorType::get(B.getInt8Ty(), VB);
+  Type *Bits = B.getIntNTy(VB);
+  Value *Low = B.CreateSub(B.CreateShl(ConstantInt::get(Bits, 1), B.CreateTrunc(Bytes, Bits)),
+                           ConstantInt::get(Bits, 1));
+  Value *Mask = B.CreateBitCast(Low, FixedVectorType::get(B.getInt1Ty(), VB), "lanes");
+  Value *V = B.CreateMaskedLoad(Chunk, Src, Align(1), Mask, Constant::getNullValue(Chunk));
+  B.CreateMaskedStore(V, Dst, Align(1), Mask);
 }
 
 void KernelEmitter::emitTableRow(const Offsets &O) {

@@ -159,9 +159,13 @@ private:
   /// Copies \p Bytes (a run-time count below a line) with plain stores to
   /// those bytes alone.
   void emitShortCopy(Value *Dst, Value *Src, Value *Bytes);
-  /// Copies \p Chunks of the plan's vectors; streamed ones need \p Dst
-  /// aligned.
-  void emitChunkCopy(Value *Dst, Value *Src, Value *Chunks, bool Streaming);
+  /// Copies \p Chunks of the plan's vectors; streamed ones, and those
+  /// stored \p AlignedDst, need \p Dst aligned to the vector.
+  void emitChunkCopy(Value *Dst, Value *Src, Value *Chunks, bool Streaming,
+                     bool AlignedDst = false);
+  /// Copies \p Bytes (a run-time count below the plan's vector) with one
+  /// masked load and store (TargetFacts::MaskedByteStores).
+  void emitMaskedCopy(Value *Dst, Value *Src, Value *Bytes);
 
   void emitLevel(unsigned D, const Offsets &O, Value *Lo, Value *Hi);
   /// Runs \p Body on IV + \p Distance if that is below \p Hi.

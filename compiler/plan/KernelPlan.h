@@ -36,6 +36,10 @@ struct TargetFacts {
   /// prefetcher fetches the rest of it in order (Intel's L2 streamer): a
   /// kernel prefetches only the head of each block row it gathers.
   bool PrefetcherFollowsRows = false;
+  /// A masked store writes any run of bytes within a vector (and a masked
+  /// load reads one) as fast as a plain store does: x86 with AVX-512BW,
+  /// measured on Intel's cores.
+  bool MaskedByteStores = false;
   /// A GPU runs each element on a thread of its own: no prefetching,
   /// streaming or offset tables, which are CPU strategies.
   bool Gpu = false;
@@ -86,6 +90,11 @@ struct KernelPlan {
   /// prefetched (its first PrefetchRowBytes); 0 for none.
   uint64_t PrefetchRowsAhead = 0;
   uint64_t PrefetchRowBytes = 0;
+  /// Block rows into an output not aligned to the copy vector store the
+  /// bytes before their first vector boundary and after their last with
+  /// masked stores and the vectors between aligned, so that no store spans
+  /// two lines (an aligned output takes the plain copy).
+  bool AlignStores = false;
   /// Permute rows: the registers that hold the input row, each of
   /// PermuteBytes (TargetFacts).
   unsigned PermuteRegisters = 0;

@@ -8,6 +8,7 @@
 
 #include "compiler/backend/Backend.h"
 #include "Cases.h"
+#include "TestUtil.h"
 #include "compiler/backend/Target.h"
 #include "compiler/emit/EmitKernel.h"
 #include "compiler/pipeline/Pipeline.h"
@@ -50,6 +51,13 @@ TEST(Backend, VectorWidthIsTheCpusWidest) {
   EXPECT_TRUE(factsOf("x86_64-unknown-linux-gnu", "sapphirerapids").PrefetcherFollowsRows);
   EXPECT_FALSE(factsOf("x86_64-unknown-linux-gnu", "znver4").PrefetcherFollowsRows);
   EXPECT_FALSE(factsOf("aarch64-unknown-linux-gnu", "neoverse-v1").PrefetcherFollowsRows);
+  // Masked byte stores: AVX-512BW, on Intel's cores (Zen's not measured).
+  EXPECT_TRUE(factsOf("x86_64-unknown-linux-gnu", "skylake-avx512").MaskedByteStores);
+  EXPECT_TRUE(factsOf("x86_64-unknown-linux-gnu", "sapphirerapids").MaskedByteStores);
+  EXPECT_FALSE(factsOf("x86_64-unknown-linux-gnu", "znver4").MaskedByteStores);
+  EXPECT_FALSE(factsOf("x86_64-unknown-linux-gnu", "haswell").MaskedByteStores);
+  EXPECT_FALSE(factsOf("x86_64-unknown-linux-gnu", "knl").MaskedByteStores); // AVX-512F alone.
+  EXPECT_FALSE(factsOf("aarch64-unknown-linux-gnu", "neoverse-v1").MaskedByteStores);
 }
 
 TEST(Backend, TheHostsLineIsTheSystems) {
@@ -179,20 +187,25 @@ TEST(Backend, LoadsThroughItsLoaderWithThePlanOfItsFacts) {
   EXPECT_EQ(Loader.Plans[0].VectorBytes, 32u);
 }
 
-/// The assembly of bench case \p CaseName's kernel for x86 \p Cpu.
-std::string assemblyFor(const std::string &Cpu, const std::string &CaseName) {
+/// The assembly of \p V's kernel for x86 \p Cpu.
+std::string assemblyOf(const std::string &Cpu, const Expected<ValidDesc> &V) {
+  EXPECT_TRUE(V.isOk());
   Expected<std::unique_ptr<CodeGenerator>> Gen =
       createCodeGenerator({"x86_64-unknown-linux-gnu", Cpu, ""}, OptLevel::O2);
   EXPECT_TRUE(Gen.isOk()) << Gen.status().message();
+  if (!V || !Gen)
+    return "";
+  Expected<PipelineResult> R = runPipeline({{canonicalize(*V), "k"}}, *backendFor(**Gen),
+                                           OptLevel::O2, PipelineOutput::Assembly);
+  EXPECT_TRUE(R.isOk()) << R.status().message();
+  return R ? std::string(R->Bytes.begin(), R->Bytes.end()) : "";
+}
+
+/// The assembly of bench case \p CaseName's kernel for x86 \p Cpu.
+std::string assemblyFor(const std::string &Cpu, const std::string &CaseName) {
   for (const bench::BenchCase &C : bench::benchCases())
-    if (Gen && CaseName == C.Name) {
-      Expected<ValidDesc> V = bench::benchDesc(C);
-      EXPECT_TRUE(V.isOk());
-      Expected<PipelineResult> R = runPipeline({{canonicalize(*V), "k"}}, *backendFor(**Gen),
-                                               OptLevel::O2, PipelineOutput::Assembly);
-      EXPECT_TRUE(R.isOk()) << R.status().message();
-      return R ? std::string(R->Bytes.begin(), R->Bytes.end()) : "";
-    }
+    if (CaseName == C.Name)
+      return assemblyOf(Cpu, bench::benchDesc(C));
   ADD_FAILURE() << "no case " << CaseName;
   return "";
 }
@@ -205,6 +218,23 @@ TEST(Backend, ElementRowsGatherOnIntelsAvx512CoresAndLoadElsewhere) {
   EXPECT_NE(assemblyFor("skylake-avx512", "GE3").find("\tvpgather"), std::string::npos);
   for (const char *Cpu : {"znver4", "haswell", "x86-64-v2"})
     EXPECT_EQ(assemblyFor(Cpu, "GE3").find("gather"), std::string::npos) << Cpu;
+}
+
+TEST(Backend, BlockRowsStoreAlignedVectorsWithMaskedEndsOnIntelsAvx512Cores) {
+  // Embedding rows of 1 KiB into a 1 MiB output (below the non-temporal
+  // size): an unaligned output's row is a masked head, aligned vectors and
+  // a masked tail on Intel's AVX-512 cores; plain vectors elsewhere.
+  const Expected<ValidDesc> V = validate(*onnxGather(test::tensor(DataType::Float32, {50000, 256}),
+                                                     test::tensor(DataType::Int64, {1000}), 0));
+  const std::string Intel = assemblyOf("sapphirerapids", V);
+  EXPECT_NE(Intel.find("\tvmovdqu8\t"), std::string::npos);
+  EXPECT_NE(Intel.find(") {%k"), std::string::npos);         // A masked store.
+  EXPECT_NE(Intel.find("\tvmovdqa64\t"), std::string::npos); // An aligned one.
+  for (const char *Cpu : {"znver4", "haswell"}) {
+    const std::string Other = assemblyOf(Cpu, V);
+    EXPECT_NE(Other.find("\tvmovups\t"), std::string::npos) << Cpu;
+    EXPECT_EQ(Other.find("{%k"), std::string::npos) << Cpu;
+  }
 }
 
 } // namespace

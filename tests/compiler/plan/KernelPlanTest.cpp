@@ -76,6 +76,34 @@ TEST(KernelPlan, WhereThePrefetcherFollowsRowsOnlyTheirHeadsArePrefetched) {
     EXPECT_EQ(planOfCase(Name, Follows), planOfCase(Name)) << Name;
 }
 
+TEST(KernelPlan, BlockRowsAlignTheirStoresWhereMaskedStoresAreCheap) {
+  TargetFacts Masked;
+  Masked.MaskedByteStores = true;
+  // FLOAT32 rows of Cols from [50000, Cols] by Ids INT64 ids.
+  auto Rows = [&](uint64_t Cols, uint64_t Ids, const TargetFacts &F) {
+    TensorDesc Table, Idx;
+    Table.Sizes = {50000, Cols};
+    Idx.Type = DataType::Int64;
+    Idx.Sizes = {Ids};
+    Expected<GatherDesc> D = onnxGather(Table, Idx, 0);
+    Expected<ValidDesc> V = validate(*D);
+    EXPECT_TRUE(V.isOk());
+    return planKernel(canonicalize(*V), F);
+  };
+  // From 256-byte rows (64 floats), below the non-temporal size.
+  EXPECT_TRUE(Rows(64, 1000, Masked).AlignStores);
+  EXPECT_TRUE(Rows(256, 1000, Masked).AlignStores);
+  EXPECT_EQ(Rows(256, 1000, Masked).describe(),
+            "row=block prefetch-rows(ahead=8,bytes=1024) align-stores");
+  EXPECT_FALSE(Rows(63, 1000, Masked).AlignStores);
+  EXPECT_FALSE(Rows(256, 1000, {}).AlignStores); // Without the fact.
+  // Streamed rows align their own stores (and the suite's block cases).
+  EXPECT_TRUE(Rows(256, 100000, Masked).NonTemporal);
+  EXPECT_FALSE(Rows(256, 100000, Masked).AlignStores);
+  for (const char *Name : {"G1", "GN1", "GE1", "G2"})
+    EXPECT_FALSE(planOfCase(Name, Masked).AlignStores) << Name;
+}
+
 TEST(KernelPlan, AGpuTargetGetsNoCpuMemoryStrategies) {
   TargetFacts Gpu;
   Gpu.Gpu = true;
