@@ -259,6 +259,30 @@ def _gather(op, data, indices, axis, out, mode, epilogue, broadcast=True, device
         raise IndexError(message) from None
 
 
+class _IndexTypeError(IndexError, TypeError):
+    """Indices that are not integers: numpy's take raises TypeError for
+    them, its take_along_axis IndexError; this is both."""
+
+
+def _gather_objects(op, data, indices, axis, out, mode, epilogue, broadcast):
+    """An object array's gather: the kernel moves its references as 8-byte
+    words, and the result holds a new reference to each object gathered
+    (numpy's take does the same)."""
+    if epilogue is not None:
+        raise TypeError("an epilogue computes on numbers; data has dtype object")
+    words = _native.gather_arrays(op, _native.object_words(data), indices, axis, None, mode,
+                                  None, broadcast)
+    result = _native.objects_of(words)
+    if out is None:
+        return result
+    if not isinstance(out, _ndarray) or out.dtype != data.dtype or out.shape != result.shape:
+        raise ValueError(f"out must be an object array of shape {result.shape}; got "
+                         f"{getattr(out, 'dtype', type(out).__name__)} "
+                         f"{getattr(out, 'shape', '')}")
+    out[...] = result  # numpy counts the references it replaces
+    return out
+
+
 def _index(axis):
     # numpy's rule: an integer or an object with __index__, never a float
     # or a string.
@@ -270,7 +294,7 @@ def _wrapped(op, data, indices, axis):
     rule), as int64."""
     ids = _np.asarray(indices)
     if not _np.issubdtype(ids.dtype, _np.integer):
-        raise TypeError(f"indices must be integers, not {ids.dtype}")
+        raise _IndexTypeError(f"indices must be integers, not {ids.dtype}")
     if op != "gather_nd" and not -data.ndim <= axis < data.ndim:
         return indices  # the gather names the bad axis
     ids = ids.astype(_np.int64)

@@ -30,6 +30,10 @@ bool describableStride(const py::array &A, py::ssize_t D) {
 /// is moved whole too (a .npy file's must be bfloat16).
 DataType dataTypeOf(const py::dtype &D, unsigned &OpaqueBytes) {
   OpaqueBytes = 0;
+  if (D.kind() == 'O')
+    throw py::type_error("dtype object: a compiled kernel moves bytes, not the references an "
+                         "object array holds; gatherjit.take, take_along_axis and gather_nd "
+                         "take object arrays");
   if (D.kind() == 'V' && D.itemsize() != 2 && D.itemsize() > 0) {
     OpaqueBytes = static_cast<unsigned>(D.itemsize());
     return DataType::Opaque;
@@ -50,7 +54,14 @@ py::array nativeIndices(py::array Indices) {
   // 8- and 16-bit indices (numpy and torch take them; the kernels read 32
   // and 64 bits) are widened to int32, which holds all their values.
   const py::dtype T = Indices.dtype();
-  if ((T.kind() == 'i' || T.kind() == 'u') && T.itemsize() < 4)
+  if (T.kind() != 'i' && T.kind() != 'u') {
+    // numpy's take raises TypeError here, its take_along_axis IndexError.
+    const std::string Message =
+        "indices must be integers, not " + std::string(py::str(static_cast<py::object>(T)));
+    PyErr_SetString(package("_IndexTypeError").ptr(), Message.c_str());
+    throw py::error_already_set();
+  }
+  if (T.itemsize() < 4)
     return Indices.attr("astype")(py::dtype("int32"));
   const char Order = Indices.dtype().byteorder();
   const char Native = std::endian::native == std::endian::little ? '<' : '>';
@@ -135,6 +146,32 @@ py::object &package(const char *Name) {
   if (!F)
     F = new py::object(py::module_::import("gatherjit").attr(Name));
   return *F;
+}
+
+/// The references an object array holds, as a uint64 array over the same
+/// memory (which it keeps alive): what a kernel moves for it.
+py::array objectWords(const py::array &Objects) {
+  if (Objects.dtype().kind() != 'O')
+    throw py::type_error("expected an object array");
+  return py::array(py::dtype("uint64"),
+                   std::vector<py::ssize_t>(Objects.shape(), Objects.shape() + Objects.ndim()),
+                   std::vector<py::ssize_t>(Objects.strides(), Objects.strides() + Objects.ndim()),
+                   Objects.data(), Objects);
+}
+
+/// A new object array of \p Words' shape holding a new reference to each
+/// object whose address a word holds (words gathered from objectWords).
+py::array objectsOf(const py::array_t<uint64_t, py::array::c_style> &Words) {
+  py::array Objects(py::dtype("O"),
+                    std::vector<py::ssize_t>(Words.shape(), Words.shape() + Words.ndim()));
+  // numpy made it of null references (an object array is zeroed).
+  auto **To = static_cast<PyObject **>(Objects.mutable_data());
+  const uint64_t *From = Words.data();
+  for (py::ssize_t I = 0, N = Words.size(); I < N; ++I) {
+    To[I] = reinterpret_cast<PyObject *>(static_cast<uintptr_t>(From[I]));
+    Py_XINCREF(To[I]);
+  }
+  return Objects;
 }
 
 /// \p X as a numpy array over the same memory (see gatherjit._array).

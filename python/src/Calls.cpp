@@ -222,6 +222,8 @@ py::object gatherArrays(const std::string &Op, py::array Data, py::array Indices
   if (Mode == "wrap")
     return gatherArrays(Op, Data, package("_wrapped")(Op, Data, Indices, AxisObj), AxisObj, Out,
                         "raise", Fused, Broadcast);
+  if (Data.dtype().kind() == 'O') // Their references are counted (gatherjit._gather_objects).
+    return package("_gather_objects")(Op, Data, Indices, AxisObj, Out, Mode, Fused, Broadcast);
   std::shared_ptr<PyKernel> K =
       kernelForArrays(Op, Data, Indices, AxisObj, Out, Mode, Fused, Broadcast);
   return K->run(Data, Indices, Out);

@@ -2,6 +2,7 @@
 strided views, both policies, out=, errors, compiled kernels and pickling."""
 
 import pickle
+import sys
 
 import numpy as np
 import pytest
@@ -113,10 +114,15 @@ def test_bad_input_is_an_exception():
     data = np.zeros((3, 4), dtype=np.float32)
     with pytest.raises(ValueError, match="axis"):
         gj.take_along_axis(data, np.zeros((3, 4), dtype=np.int64), 2)
-    with pytest.raises(ValueError, match="index type"):
-        gj.take(data, np.zeros(2, dtype=np.float32))
-    with pytest.raises(ValueError, match="not supported"):
-        gj.take(np.zeros(3, dtype=object), np.zeros(1, dtype=np.int64))
+    # Indices that are not integers: numpy's take raises TypeError, its
+    # take_along_axis IndexError; gatherjit's error is both.
+    for bad in (np.zeros(2, dtype=np.float32), np.zeros(2, dtype=bool)):
+        with pytest.raises(TypeError, match="indices must be integers, not"):
+            gj.take(data, bad)
+        with pytest.raises(IndexError, match="indices must be integers"):
+            gj.take_along_axis(data, bad.reshape(1, 2), 1)
+        with pytest.raises(TypeError, match="indices must be integers"):
+            gj.take(data, bad, mode="wrap")
     with pytest.raises(ValueError, match="out has shape"):
         gj.take(data, np.zeros(2, dtype=np.int64), out=np.zeros((3, 3), dtype=np.float32))
     with pytest.raises(ValueError, match="read-only"):
@@ -440,6 +446,35 @@ def test_wrap_mode_is_numpys():
         gj.take(np.zeros((0, 2)), np.array([1]), 0, mode="wrap")
     with pytest.raises(ValueError, match="'wrap' \\(numpy's"):
         gj.take(data, ids, 0, mode="wrapp")
+
+
+def test_object_arrays_gather_new_references_to_their_objects():
+    # numpy's own TestTake: object arrays through every mode, out= over the
+    # data itself, and every reference counted.
+    objects = [object() for _ in range(10)]
+    before = [sys.getrefcount(o) for o in objects]
+    a = np.array(objects)
+    ids = np.array([2, 2, 4, 5, 3, 5])
+    for mode in ("raise", "clip", "wrap"):
+        got = gj.take(a, ids, mode=mode)
+        assert got.dtype == object and list(got) == [objects[i] for i in ids]
+        del got
+    gj.take(a, ids, out=a[:6])  # out overlaps the data
+    assert list(a) == [objects[i] for i in (2, 2, 4, 5, 3, 5)] + objects[6:]
+    b = np.array(objects * 2)[::2].reshape(5, 2)  # a strided view
+    along = np.array([[1], [0], [1], [1], [0]])
+    np.testing.assert_array_equal(gj.take_along_axis(b, along, 1), np.take_along_axis(b, along, 1))
+    del a, b
+    assert [sys.getrefcount(o) for o in objects] == before
+    words = np.array([{"k": 1}, "s", 3, None], dtype=object)
+    np.testing.assert_array_equal(gj.gather_nd(words, np.array([[3], [0], [1]])),
+                                  words[[3, 0, 1]])
+    with pytest.raises(IndexError):
+        gj.take(words, np.array([4]))
+    with pytest.raises(ValueError, match="out must be an object array of shape \\(2,\\)"):
+        gj.take(words, np.array([0, 1]), out=np.empty(3, object))
+    with pytest.raises(TypeError, match="moves bytes, not the references"):
+        gj.compile("gather", (words.shape, words.dtype), ((2,), np.int64))
 
 
 def test_clip_into_an_empty_axis_raises_as_numpy_does():
