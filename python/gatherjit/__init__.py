@@ -40,7 +40,8 @@ from . import _native
 from ._native import Kernel
 
 __all__ = ["take_along_axis", "take", "gather_nd", "compile", "Epilogue", "Kernel", "set_threads",
-           "set_specialize", "set_epilogue_limits", "set_cache_dir", "cache_dir", "wait_background", "stats"]
+           "set_specialize", "set_epilogue_limits", "set_cache_dir", "cache_dir", "set_output_pool",
+           "wait_background", "stats"]
 
 #: Whether this build compiles epilogues (built with clang's libraries).
 EPILOGUES = _native.epilogues_supported
@@ -511,13 +512,26 @@ def wait_background():
     _native.wait_background()
 
 
+def set_output_pool(bytes):
+    """The idle memory this process keeps for results of 1 MiB or more
+    (128 MiB by default; 0: none). A large result's buffer returns to the
+    pool when its array dies, and the next result that fits takes it,
+    already mapped: a fresh one is faulted in page by page as the kernel
+    first writes it, which can cost more than the gather."""
+    bytes = _operator.index(bytes)
+    if not 0 <= bytes < 1 << 63:
+        raise ValueError(f"bytes = {bytes} is not in 0..2**63-1")
+    _native.set_output_pool(bytes)
+
+
 def stats():
     """The process's kernel cache: hits, misses, entries, evictions,
     compile_ms, generic_entries (kernels running the generic loop now),
     family_entries (running a family kernel now), family_kernels (compiled,
     each for every shape of its family), specializations (made in the
     background), specialized_at_compile, upgrades (quick tier to O2) and
-    cache_bytes."""
+    cache_bytes; and output_pool_bytes, the idle memory kept for results
+    (set_output_pool)."""
     return _native.stats()
 
 

@@ -71,6 +71,18 @@ py::array objectsOf(const py::array_t<uint64_t, py::array::c_style> &Words);
 /// \p X as a numpy array over the same memory (see gatherjit._array).
 py::array operand(py::handle X, const char *Name, bool Writable);
 
+// Results' memory (OutputPool.cpp).
+
+/// Idle bytes of large results' buffers a process keeps for the next
+/// results (gatherjit.set_output_pool).
+constexpr size_t DefaultOutputPoolBytes = size_t(128) << 20;
+/// A new C-ordered array for a result: a large one's buffer comes from the
+/// process's pool of buffers earlier results gave back when they died.
+py::array newArray(const py::dtype &Type, const std::vector<py::ssize_t> &Shape);
+/// Keeps at most \p Bytes of idle buffers from now on (0: none).
+void setOutputPoolBytes(size_t Bytes);
+size_t outputPoolIdleBytes();
+
 // Kernels (Kernels.cpp).
 
 /// Outputs from this size on are written with the GIL released.
@@ -141,7 +153,7 @@ public:
   bool ChecksIndicesAlone = false;
 
   /// A new array for the output.
-  py::array newOutput() { return py::array(OutType, OutShape); }
+  py::array newOutput() { return newArray(OutType, OutShape); }
 
 private:
   /// A numpy dtype as its type number, size and byte order: what a call

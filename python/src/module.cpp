@@ -92,6 +92,7 @@ PYBIND11_MODULE(_native, M) {
         py::arg("epilogue") = py::none());
   M.def("gather_tensors", &gatherTensors, py::arg("op"), py::arg("data"), py::arg("indices"),
         py::arg("axis"), py::arg("out"), py::arg("mode"), py::arg("broadcast"));
+  M.def("set_output_pool", &setOutputPoolBytes, py::arg("bytes"));
   M.def("object_words", &objectWords, py::arg("objects"));
   M.def("objects_of", &objectsOf, py::arg("words"));
   M.def("gather_arrays", &gatherArrays, py::arg("op"), py::arg("data"), py::arg("indices"),
@@ -176,6 +177,7 @@ PYBIND11_MODULE(_native, M) {
     D["family_entries"] = S.FamilyEntries;
     D["disk_loads"] = S.DiskLoads;
     D["disk_stores"] = S.DiskStores;
+    D["output_pool_bytes"] = outputPoolIdleBytes();
     return D;
   });
 }

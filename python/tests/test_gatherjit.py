@@ -522,3 +522,37 @@ def test_gather_nd_checks_its_tuples_when_the_result_is_empty():
     assert gj.gather_nd(data, np.array([[1, 2], [0, -3]])).shape == (2, 0)
     with pytest.raises(IndexError, match=r"component 1 = 3, out of range for axis 1 of size 3"):
         gj.gather_nd(data, np.array([[1, 2], [0, 3]]))
+
+
+def test_large_results_reuse_the_buffers_of_dead_ones_and_never_a_live_one():
+    table = np.arange(4096 * 256, dtype=np.float32).reshape(4096, 256)
+    rng = np.random.default_rng(7)
+    ids = [rng.integers(0, 4096, 1024) for _ in range(4)]  # 1 MiB results
+    first = gj.take(table, ids[0], 0)
+    where = first.ctypes.data
+    assert where % 4096 == 0
+    view = first[100:]  # keeps the buffer alive after its array goes
+    del first
+    second = gj.take(table, ids[1], 0)
+    assert second.ctypes.data != where
+    np.testing.assert_array_equal(view, table[ids[0][100:]])
+    del view
+    assert gj.stats()["output_pool_bytes"] >= 1 << 20
+    third = gj.take(table, ids[2], 0)  # takes the buffer `first` had
+    assert third.ctypes.data == where
+    np.testing.assert_array_equal(third, table[ids[2]])  # every byte written anew
+    np.testing.assert_array_equal(second, table[ids[1]])
+    # A buffer more than twice the result's size is left for another.
+    del third
+    small = gj.take(table, ids[3][:300], 0)  # 300 KiB: not pooled at all
+    assert small.ctypes.data != where
+    np.testing.assert_array_equal(small, table[ids[3][:300]])
+    gj.set_output_pool(0)
+    try:
+        assert gj.stats()["output_pool_bytes"] == 0
+        del second
+        assert gj.stats()["output_pool_bytes"] == 0
+    finally:
+        gj.set_output_pool(128 << 20)
+    with pytest.raises(ValueError, match="bytes = -1"):
+        gj.set_output_pool(-1)

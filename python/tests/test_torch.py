@@ -194,3 +194,16 @@ def test_repeated_layouts_run_on_each_calls_tensors():
         assert torch.equal(gj.take(data, narrow, 0), data[narrow.long()])
         half = data.to(torch.bfloat16)
         assert torch.equal(gj.take(half, torch.tensor([1, 7]), 0), half[[1, 7]])
+
+
+def test_a_large_tensor_result_keeps_its_buffer_while_it_lives():
+    # A result of 1 MiB or more comes from the process's pool of buffers; a
+    # tensor over one holds it as long as the tensor lives.
+    table = torch.arange(4096 * 256, dtype=torch.float32).reshape(4096, 256)
+    ids = torch.randint(0, 4096, (1024,))
+    kept = gjt.gather(table, ids, 0)
+    for _ in range(3):
+        other = gjt.gather(table, torch.randint(0, 4096, (1024,)), 0)
+        assert other.data_ptr() != kept.data_ptr()
+        del other
+    assert torch.equal(kept, table[ids])

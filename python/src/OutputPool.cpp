@@ -1,0 +1,127 @@
+//===- python/src/OutputPool.cpp - Large results' memory, reused ---------===//
+//
+// A large result's buffer goes back to a pool of this process when its
+// array dies, and the next result that fits takes it: its pages are mapped
+// and written already. A fresh buffer is mapped page by page as the kernel
+// first writes it, which costs more than the gather itself where the
+// result is large and the kernel fast (see OutputPool::FromBytes).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Native.h"
+
+#include <cstdlib>
+#include <iterator>
+#include <list>
+#include <mutex>
+#include <unordered_map>
+
+namespace gatherjit::binding {
+namespace {
+
+class OutputPool {
+public:
+  /// Results of this many bytes or more are pooled. Measured from Python
+  /// on a 2-core Xeon: take_along_axis of a FLOAT32 [512, 32768] block by
+  /// INT32 [512, 16384] indices (a 32 MiB result) took 13.4 ms into a new
+  /// array against 5.8 ms into one written before; below a megabyte the
+  /// new array's faults cost a few microseconds against calls of tens.
+  static constexpr size_t FromBytes = size_t(1) << 20;
+  /// Buffers are taken for results down to this fraction of their size.
+  static constexpr size_t MaxWaste = 2;
+  /// Allocation and alignment: pages (and so every vector and line).
+  static constexpr size_t Page = 4096;
+
+  void *take(size_t Bytes) {
+    {
+      std::lock_guard<std::mutex> Lock(M);
+      // The smallest idle buffer that holds the result without wasting
+      // more than half of itself; the most recently given among equals.
+      auto Best = Idle.end();
+      for (auto It = Idle.begin(); It != Idle.end(); ++It)
+        if (It->Bytes >= Bytes && It->Bytes <= Bytes * MaxWaste &&
+            (Best == Idle.end() || It->Bytes < Best->Bytes))
+          Best = It;
+      if (Best != Idle.end()) {
+        void *P = Best->Pointer;
+        IdleBytes -= Best->Bytes;
+        Idle.erase(Best);
+        return P;
+      }
+    }
+    const size_t Rounded = (Bytes + Page - 1) / Page * Page;
+    void *P = std::aligned_alloc(Page, Rounded);
+    if (!P)
+      throw std::bad_alloc();
+    std::lock_guard<std::mutex> Lock(M);
+    Sizes[P] = Rounded;
+    return P;
+  }
+
+  void give(void *P) {
+    std::lock_guard<std::mutex> Lock(M);
+    auto Size = Sizes.find(P);
+    const size_t Bytes = Size->second;
+    Idle.push_front({P, Bytes});
+    IdleBytes += Bytes;
+    trim();
+  }
+
+  /// Keeps at most \p Bytes of idle buffers (0: none).
+  void setCapacity(size_t Bytes) {
+    std::lock_guard<std::mutex> Lock(M);
+    Capacity = Bytes;
+    trim();
+  }
+
+  size_t idleBytes() {
+    std::lock_guard<std::mutex> Lock(M);
+    return IdleBytes;
+  }
+
+private:
+  struct Buffer {
+    void *Pointer;
+    size_t Bytes;
+  };
+
+  /// Frees the least recently given buffers past the capacity.
+  void trim() {
+    while (IdleBytes > Capacity) {
+      const Buffer Last = Idle.back();
+      Idle.pop_back();
+      IdleBytes -= Last.Bytes;
+      Sizes.erase(Last.Pointer);
+      std::free(Last.Pointer);
+    }
+  }
+
+  std::mutex M;
+  std::list<Buffer> Idle;                   ///< Most recently given first.
+  std::unordered_map<void *, size_t> Sizes; ///< Every buffer made, live or idle.
+  size_t IdleBytes = 0;
+  size_t Capacity = DefaultOutputPoolBytes;
+};
+
+OutputPool &pool() {
+  static auto *P = new OutputPool(); // Outlives every array, even at exit.
+  return *P;
+}
+
+} // namespace
+
+py::array newArray(const py::dtype &Type, const std::vector<py::ssize_t> &Shape) {
+  size_t Bytes = static_cast<size_t>(Type.itemsize());
+  for (py::ssize_t S : Shape)
+    Bytes *= static_cast<size_t>(S);
+  if (Bytes < OutputPool::FromBytes)
+    return py::array(Type, Shape);
+  void *P = pool().take(Bytes);
+  py::capsule Owner(P, [](void *Q) { pool().give(Q); });
+  return py::array(Type, Shape, P, Owner);
+}
+
+void setOutputPoolBytes(size_t Bytes) { pool().setCapacity(Bytes); }
+size_t outputPoolIdleBytes() { return pool().idleBytes(); }
+
+} // namespace gatherjit::binding
