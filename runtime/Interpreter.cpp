@@ -164,6 +164,29 @@ Status indexOutOfRangeError(const ValidDesc &V, const void *Indices, uint64_t Po
       Position);
 }
 
+Status checkEveryIndex(const ValidDesc &V, const void *Indices) {
+  const TensorDesc &T = V.Indices;
+  const bool Signed = isSignedIndexType(T.Type);
+  uint64_t N = 1;
+  for (uint64_t S : T.Sizes)
+    N *= S;
+  Coord C(T.rank(), 0);
+  for (uint64_t Pos = 0; Pos < N; ++Pos) {
+    const __int128 Size = V.Op == OpKind::GatherND
+                              ? V.Input.Sizes[V.firstTupleDim() + C.back()] // Its component's.
+                              : V.axisSize();
+    const __int128 Index = loadIndex(T, Indices, offsetOf(C, T));
+    if (Index >= Size || Index < (Signed ? -Size : 0))
+      return indexOutOfRangeError(V, Indices, Pos);
+    for (size_t D = T.rank(); D-- > 0;) { // The next coordinate, row-major.
+      if (++C[D] < T.Sizes[D])
+        break;
+      C[D] = 0;
+    }
+  }
+  return Status::ok();
+}
+
 /// Resolves the index at \p Idx (a coordinate of the indices) for an axis
 /// of \p Size under \p V's policy: true with \p Index in range, or false
 /// if it is out of range under Check, or if it clamps into an empty axis

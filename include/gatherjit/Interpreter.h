@@ -32,6 +32,11 @@ using EpilogueApply = std::function<bool(const void *In, void *Out)>;
 Status interpret(const ValidDesc &Desc, const void *Input, const void *Indices, void *Output,
                  const EpilogueApply &Apply);
 
+/// IndexOutOfRange for the first index (row-major) outside the axis it
+/// selects along, over every index of the tensor: what an empty output's
+/// run, which reads none, does not check (numpy's take checks them).
+Status checkEveryIndex(const ValidDesc &Desc, const void *Indices);
+
 /// The IndexOutOfRange status for the index at row-major \p Position of the
 /// indices tensor: names its coordinate, value and the valid range.
 Status indexOutOfRangeError(const ValidDesc &Desc, const void *Indices, uint64_t Position);

@@ -13,7 +13,6 @@
 #include "gatherjit/Interpreter.h"
 #include "gatherjit/NpyDtype.h"
 
-#include <cstring>
 #include <map>
 #include <mutex>
 
@@ -134,52 +133,6 @@ bool gathersFromEmptyAxis(const ValidDesc &V) {
 }
 
 } // namespace
-
-void PyKernel::checkIndicesAlone(const void *Idx) const {
-  const ValidDesc &V = K.desc();
-  const TensorDesc &T = V.Indices;
-  const bool Signed = T.Type == DataType::Int32 || T.Type == DataType::Int64;
-  std::vector<uint64_t> At(T.rank(), 0);
-  for (uint64_t Pos = 0, N = elementsOf(T); Pos < N; ++Pos) {
-    uint64_t Off = 0;
-    for (size_t D = 0; D < T.rank(); ++D)
-      Off += At[D] * (*T.Strides)[D];
-    const char *P = static_cast<const char *>(Idx) + Off * T.elementBytes();
-    int64_t S = 0;
-    uint64_t U = 0;
-    switch (T.Type) {
-    case DataType::Int32: {
-      int32_t X;
-      std::memcpy(&X, P, 4);
-      S = X;
-      break;
-    }
-    case DataType::Int64:
-      std::memcpy(&S, P, 8);
-      break;
-    case DataType::UInt32: {
-      uint32_t X;
-      std::memcpy(&X, P, 4);
-      U = X;
-      break;
-    }
-    default:
-      std::memcpy(&U, P, 8);
-      break;
-    }
-    const uint64_t Axis = V.Op == OpKind::GatherND
-                              ? V.Input.Sizes[V.firstTupleDim() + At.back()] // Its component's.
-                              : V.axisSize();
-    const int64_t Size = static_cast<int64_t>(Axis);
-    if (Signed ? S < -Size || S >= Size : U >= Axis)
-      raise(indexOutOfRangeError(V, Idx, Pos));
-    for (size_t D = T.rank(); D-- > 0;) { // The next position, row-major.
-      if (++At[D] < T.Sizes[D])
-        break;
-      At[D] = 0;
-    }
-  }
-}
 
 std::optional<PyEpilogue> epilogueOf(const std::optional<py::tuple> &T) {
   if (!T)

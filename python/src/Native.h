@@ -113,7 +113,8 @@ public:
   /// Runs on buffers of the kernel's layouts; raises its error.
   void runInto(const void *In, const void *Idx, void *Dst) {
     if (ChecksIndicesAlone)
-      checkIndicesAlone(Idx);
+      if (Status S = checkEveryIndex(K.desc(), Idx); !S)
+        raise(S);
     Status S = Status::ok();
     {
       // Other Python threads run meanwhile, unless the kernel is done
@@ -167,9 +168,6 @@ private:
   };
   /// The dtypes of data, indices and out seen to be the kernel's.
   DtypeId Seen[3];
-
-  /// IndexError naming the first index of \p Idx outside its axis.
-  void checkIndicesAlone(const void *Idx) const;
 
   /// ValueError unless \p A has \p T's sizes, strides and type.
   static void expectLayout(const py::array &A, const TensorDesc &T, const char *Name,

@@ -16,6 +16,8 @@
 #include <mutex>
 #include <unordered_map>
 
+#include <sys/mman.h>
+
 namespace gatherjit::binding {
 namespace {
 
@@ -29,8 +31,10 @@ public:
   static constexpr size_t FromBytes = size_t(1) << 20;
   /// Buffers are taken for results down to this fraction of their size.
   static constexpr size_t MaxWaste = 2;
-  /// Allocation and alignment: pages (and so every vector and line).
-  static constexpr size_t Page = 4096;
+  /// Allocation and alignment: pages (and so every vector and line), and
+  /// huge pages from HugeFromBytes.
+  static constexpr size_t Page = 4096, HugePage = size_t(2) << 20;
+  static constexpr size_t HugeFromBytes = size_t(4) << 20;
 
   void *take(size_t Bytes) {
     {
@@ -49,10 +53,17 @@ public:
         return P;
       }
     }
-    const size_t Rounded = (Bytes + Page - 1) / Page * Page;
-    void *P = std::aligned_alloc(Page, Rounded);
+    // A large buffer on huge pages where the system grants them for the
+    // asking (as numpy asks for its arrays of 4 MiB or more): a 2 MiB
+    // fault maps what 512 faults of 4 KiB pages would.
+    const bool Huge = Bytes >= HugeFromBytes;
+    const size_t Unit = Huge ? HugePage : Page;
+    const size_t Rounded = (Bytes + Unit - 1) / Unit * Unit;
+    void *P = std::aligned_alloc(Unit, Rounded);
     if (!P)
       throw std::bad_alloc();
+    if (Huge)
+      (void)::madvise(P, Rounded, MADV_HUGEPAGE);
     std::lock_guard<std::mutex> Lock(M);
     Sizes[P] = Rounded;
     return P;

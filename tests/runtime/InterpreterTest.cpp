@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gatherjit/Interpreter.h"
+#include "gatherjit/Onnx.h"
 
 #include "SeedExamples.h"
 #include "TestUtil.h"
@@ -111,6 +112,42 @@ TEST(Interpreter, ZeroSizeDimensionsWriteNothing) {
   ASSERT_TRUE(V.isOk());
   EXPECT_EQ(V->outputElements(), 0u);
   EXPECT_TRUE(interpret(*V, nullptr, nullptr, nullptr).isOk());
+}
+
+TEST(Interpreter, EveryIndexIsCheckedEvenWhereTheOutputIsEmpty) {
+  // Gather of [2, 3, 0] on axis 1: an empty output, which interpret()
+  // writes nothing of and checks nothing for; checkEveryIndex checks the
+  // indices [[1, -3], [3, 0]] against the axis of 3: position 2 is bad.
+  Expected<ValidDesc> V = validateOnnx(
+      {OpKind::Gather, tensor(DataType::Float32, {2, 3, 0}), tensor(DataType::Int64, {2, 2}), 1},
+      OobPolicy::Check);
+  ASSERT_TRUE(V.isOk()) << V.status().message();
+  EXPECT_EQ(V->outputElements(), 0u);
+  std::vector<char> Bad = encodeIndices(DataType::Int64, {1, -3, 3, 0});
+  EXPECT_TRUE(interpret(*V, nullptr, Bad.data(), nullptr).isOk());
+  Status S = checkEveryIndex(*V, Bad.data());
+  ASSERT_EQ(S.code(), ErrorCode::IndexOutOfRange);
+  EXPECT_EQ(S.position(), 2u);
+  EXPECT_THAT(S.message(), HasSubstr("= 3"));
+  std::vector<char> Good = encodeIndices(DataType::Int64, {1, -3, 2, 0});
+  EXPECT_TRUE(checkEveryIndex(*V, Good.data()).isOk());
+  // Unsigned indices have no negative range; -3 as UINT32 is 4294967293.
+  Expected<ValidDesc> U = validateOnnx(
+      {OpKind::Gather, tensor(DataType::Float32, {2, 3, 0}), tensor(DataType::UInt32, {2}), 1},
+      OobPolicy::Check);
+  ASSERT_TRUE(U.isOk());
+  std::vector<char> Wrapped =
+      encodeIndices(DataType::UInt32, {2, static_cast<int64_t>(4294967293u)});
+  EXPECT_EQ(checkEveryIndex(*U, Wrapped.data()).position(), 1u);
+  // GatherND: each component against its own dimension, [2, 3] then 0.
+  Expected<ValidDesc> N = validateOnnx(
+      {OpKind::GatherND, tensor(DataType::Float32, {2, 3, 0}), tensor(DataType::Int64, {2, 2}), 0},
+      OobPolicy::Check);
+  ASSERT_TRUE(N.isOk()) << N.status().message();
+  std::vector<char> Tuples = encodeIndices(DataType::Int64, {1, 2, 1, 3});
+  Status T = checkEveryIndex(*N, Tuples.data());
+  ASSERT_EQ(T.code(), ErrorCode::IndexOutOfRange);
+  EXPECT_EQ(T.position(), 3u);
 }
 
 TEST(Interpreter, StridedTransposedAndBroadcastInputs) {
