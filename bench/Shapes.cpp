@@ -115,7 +115,12 @@ struct WalkTimes {
   double MaxFirstCallUs = 0;   ///< gj_compile + the first run, worst shape.
   double MaxCompileUs = 0;     ///< gj_compile alone, worst shape.
   double MaxOverGenericUs = 0; ///< First call less the generic loop's call.
+  unsigned OverBudget = 0;     ///< Shapes whose first call exceeds that by 20 us.
 };
+
+/// A new shape's first call may cost its generic run and this much more
+/// (validation, key, lookup): the shapes issue's budget.
+constexpr double FirstCallBudgetUs = 20;
 
 /// The walk through \p RT: per shape gj_compile (a miss or a hit), then
 /// the calls. \p GenericUs: the generic loop's time per shape, to compare
@@ -139,8 +144,10 @@ WalkTimes walkRuntime(gj_runtime *RT, Walk &W, const std::vector<double> &Generi
         const double First = usSince(T0);
         T.MaxFirstCallUs = std::max(T.MaxFirstCallUs, First);
         T.MaxCompileUs = std::max(T.MaxCompileUs, CompileUs);
-        if (!GenericUs.empty())
+        if (!GenericUs.empty()) {
           T.MaxOverGenericUs = std::max(T.MaxOverGenericUs, First - GenericUs[I]);
+          T.OverBudget += First - GenericUs[I] > FirstCallBudgetUs;
+        }
       }
     }
     gj_kernel_release(K);
@@ -288,8 +295,9 @@ std::string runShapeWalks(unsigned Rounds) {
   M << "| walk | shapes x calls | generic loop | never specialize | / generic | first walk | "
        "/ generic | second walk | / generic "
        "| specialized ahead | / generic | new shape's gj_compile, median | 99th percentile | "
-       "worst new shape: gj_compile | first call | over the generic call |\n"
-       "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+       "worst new shape: gj_compile | first call | over the generic call | shapes over it "
+       "+ 20 us | never specialize: worst over the generic call | shapes over it + 20 us |\n"
+       "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (Walk &W : Walks) {
     std::fprintf(stderr, "bench: %s\n", W.Name.c_str());
     if (!walkAgrees(W, GJ_SPECIALIZE_ADAPTIVE) || !walkAgrees(W, GJ_SPECIALIZE_COMPILE)) {
@@ -297,7 +305,7 @@ std::string runShapeWalks(unsigned Rounds) {
       continue;
     }
     std::vector<double> Generic, Never, First, Second, Ahead, Compile, MedianCompile, P99Compile,
-        FirstCall, Over;
+        FirstCall, Over, OverBudget, NeverOver, NeverOverBudget;
     for (unsigned R = 0; R < Rounds; ++R) {
       std::vector<double> PerShape;
       Generic.push_back(walkGeneric(W, &PerShape));
@@ -306,7 +314,10 @@ std::string runShapeWalks(unsigned Rounds) {
       gj_runtime *Generic0 = newRuntime(GJ_SPECIALIZE_NEVER);
       if (!Generic0)
         return "bench: cannot create a runtime\n";
-      Never.push_back(walkRuntime(Generic0, W, {}).TotalUs);
+      const WalkTimes N = walkRuntime(Generic0, W, PerShape);
+      Never.push_back(N.TotalUs);
+      NeverOver.push_back(N.MaxOverGenericUs);
+      NeverOverBudget.push_back(N.OverBudget);
       gj_runtime_destroy(Generic0);
       gj_runtime *RT = newRuntime(GJ_SPECIALIZE_ADAPTIVE);
       if (!RT)
@@ -318,6 +329,7 @@ std::string runShapeWalks(unsigned Rounds) {
       Compile.push_back(T.MaxCompileUs);
       FirstCall.push_back(T.MaxFirstCallUs);
       Over.push_back(T.MaxOverGenericUs);
+      OverBudget.push_back(T.OverBudget);
       gj_runtime_wait_background(RT);
       Second.push_back(walkRuntime(RT, W, {}).TotalUs);
       gj_runtime_destroy(RT);
@@ -335,7 +347,8 @@ std::string runShapeWalks(unsigned Rounds) {
       << " | " << fmtX(median(Second) / G) << " | " << fmtMs(median(Ahead)) << " | "
       << fmtX(median(Ahead) / G) << " | " << fmtUs(median(MedianCompile)) << " | "
       << fmtUs(median(P99Compile)) << " | " << fmtUs(median(Compile)) << " | "
-      << fmtUs(median(FirstCall)) << " | " << fmtUs(median(Over)) << " |\n";
+      << fmtUs(median(FirstCall)) << " | " << fmtUs(median(Over)) << " | " << median(OverBudget)
+      << " | " << fmtUs(median(NeverOver)) << " | " << median(NeverOverBudget) << " |\n";
   }
   M << "\nIn-process through the C API, one runtime with default options (adaptive) and one "
        "thread, no disk cache; medians of "
@@ -348,7 +361,10 @@ std::string runShapeWalks(unsigned Rounds) {
        "directly, compiled ahead, no runtime. Specialized ahead: every shape compiled (not "
        "timed) before the walk. Each shape is gj_compile, its calls, gj_kernel_release. "
        "Worst new shape: the largest gj_compile, gj_compile + first run, and that less the "
-       "generic loop's first call of the same shape.\n";
+       "generic loop's first call of the same shape; shapes over it + 20 us: how many new "
+       "shapes' first calls cost more than their generic call and 20 us. The never-specialize "
+       "walk, which compiles nothing in any thread, gives the same two figures: what this "
+       "machine's preemptions alone cost a walk.\n";
   std::fprintf(stderr, "bench: 100,000 distinct shapes\n");
   M << memoryWalk();
   return M.str();

@@ -542,14 +542,22 @@ def test_large_results_reuse_the_buffers_of_dead_ones_and_never_a_live_one():
     assert third.ctypes.data == where
     np.testing.assert_array_equal(third, table[ids[2]])  # every byte written anew
     np.testing.assert_array_equal(second, table[ids[1]])
-    # A buffer more than twice the result's size is left for another.
-    del third
     small = gj.take(table, ids[3][:300], 0)  # 300 KiB: not pooled at all
     assert small.ctypes.data != where
     np.testing.assert_array_equal(small, table[ids[3][:300]])
+    # A result no idle buffer fits first releases the smaller ones (a
+    # growing batch's results then map over their pages).
+    del third, second
+    assert gj.stats()["output_pool_bytes"] == 2 << 20
+    larger = gj.take(table, np.concatenate(ids[:3]), 0)  # 3 MiB
+    assert gj.stats()["output_pool_bytes"] == 0
+    np.testing.assert_array_equal(larger, table[np.concatenate(ids[:3])])
+    del larger
+    assert gj.stats()["output_pool_bytes"] == 3 << 20
     gj.set_output_pool(0)
     try:
         assert gj.stats()["output_pool_bytes"] == 0
+        second = gj.take(table, ids[1], 0)
         del second
         assert gj.stats()["output_pool_bytes"] == 0
     finally:

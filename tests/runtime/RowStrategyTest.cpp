@@ -106,6 +106,24 @@ TEST(Runtime, BlockRowsOfAnyLengthMatchTheInterpreter) {
       }
 }
 
+/// Runs \p K into an output \p Skews bytes past a 64-byte boundary, each
+/// in turn: \p Ref's bytes, and nothing written before or after them.
+void expectSameBytesAtSkews(const Kernel &K, const void *Table, const void *Idx,
+                            const std::vector<char> &Ref, std::initializer_list<size_t> Skews) {
+  std::vector<char> Buffer(Ref.size() + 128);
+  char *Aligned = Buffer.data() + (64 - reinterpret_cast<uintptr_t>(Buffer.data()) % 64);
+  for (size_t Skew : Skews) {
+    SCOPED_TRACE("output 64-byte aligned + " + std::to_string(Skew));
+    char *Out = Aligned + Skew;
+    std::memset(Buffer.data(), 0x5a, Buffer.size());
+    ASSERT_TRUE(K.run(Table, Idx, Out).isOk());
+    EXPECT_EQ(0, std::memcmp(Ref.data(), Out, Ref.size()));
+    EXPECT_EQ(std::string(Out - Buffer.data(), 0x5a), std::string(Buffer.data(), Out));
+    EXPECT_EQ(std::string(Buffer.data() + Buffer.size() - (Out + Ref.size()), 0x5a),
+              std::string(Out + Ref.size(), Buffer.data() + Buffer.size()));
+  }
+}
+
 TEST(Runtime, BlockRowsMatchTheInterpreterAtAnyOutputAlignment) {
   // Rows of 256 bytes up under the non-temporal size: on a target with
   // cheap masked stores (TargetFacts::MaskedByteStores) an unaligned
@@ -135,18 +153,8 @@ TEST(Runtime, BlockRowsMatchTheInterpreterAtAnyOutputAlignment) {
       Idx[I] = static_cast<int64_t>((I * 7919) % Rows) - (I % 3 == 1 ? int64_t(Rows) : 0);
     std::vector<char> Ref(Ids * Cols * Elem);
     ASSERT_TRUE(interpret(*V, Table.data(), Idx.data(), Ref.data()).isOk());
-    std::vector<char> Buffer(Ref.size() + 128);
-    char *Aligned = Buffer.data() + (64 - reinterpret_cast<uintptr_t>(Buffer.data()) % 64);
-    for (size_t Skew = 0; Skew < 64; Skew += Skew < 8 ? 1 : 7) {
-      SCOPED_TRACE("output 64-byte aligned + " + std::to_string(Skew));
-      char *Out = Aligned + Skew;
-      std::memset(Buffer.data(), 0x5a, Buffer.size());
-      ASSERT_TRUE(K->run(Table.data(), Idx.data(), Out).isOk());
-      EXPECT_EQ(0, std::memcmp(Ref.data(), Out, Ref.size()));
-      EXPECT_EQ(std::string(Out - Buffer.data(), 0x5a), std::string(Buffer.data(), Out));
-      EXPECT_EQ(std::string(Buffer.data() + Buffer.size() - (Out + Ref.size()), 0x5a),
-                std::string(Out + Ref.size(), Buffer.data() + Buffer.size()));
-    }
+    expectSameBytesAtSkews(*K, Table.data(), Idx.data(), Ref,
+                           {0, 1, 2, 3, 4, 5, 6, 7, 8, 15, 22, 29, 36, 43, 50, 57});
   }
 }
 
@@ -175,22 +183,12 @@ TEST(Runtime, StreamedBlockRowsMatchTheInterpreterAtAnyOutputAlignment) {
       Idx[I] = static_cast<int64_t>((I * 7919) % Rows) - (I % 3 == 1 ? int64_t(Rows) : 0);
     std::vector<char> Ref(Ids * Cols * 4);
     ASSERT_TRUE(interpret(*V, Table.data(), Idx.data(), Ref.data()).isOk());
-    std::vector<char> Buffer(Ref.size() + 128);
-    char *Aligned = Buffer.data() + (64 - reinterpret_cast<uintptr_t>(Buffer.data()) % 64);
-    for (size_t Skew : {0, 1, 2, 4, 7, 8, 16, 31, 32, 33, 48, 54, 60, 61, 63}) {
-      SCOPED_TRACE("output 64-byte aligned + " + std::to_string(Skew));
-      char *Out = Aligned + Skew;
-      std::memset(Buffer.data(), 0x5a, Buffer.size());
-      ASSERT_TRUE(K->run(Table.data(), Idx.data(), Out).isOk());
-      EXPECT_EQ(0, std::memcmp(Ref.data(), Out, Ref.size()));
-      // Nothing written before or after the output.
-      EXPECT_EQ(std::string(Out - Buffer.data(), 0x5a), std::string(Buffer.data(), Out));
-      EXPECT_EQ(std::string(Buffer.data() + Buffer.size() - (Out + Ref.size()), 0x5a),
-                std::string(Out + Ref.size(), Buffer.data() + Buffer.size()));
-    }
+    expectSameBytesAtSkews(*K, Table.data(), Idx.data(), Ref,
+                           {0, 1, 2, 4, 7, 8, 16, 31, 32, 33, 48, 54, 60, 61, 63});
     std::vector<int64_t> Bad = Idx;
     Bad[5000] = static_cast<int64_t>(Rows);
-    Status S = K->run(Table.data(), Bad.data(), Aligned + 33);
+    std::vector<char> Out(Ref.size() + 33);
+    Status S = K->run(Table.data(), Bad.data(), Out.data() + 33);
     ASSERT_EQ(S.code(), ErrorCode::IndexOutOfRange);
     EXPECT_EQ(S.position(), 5000u);
   }
