@@ -7,7 +7,9 @@
 //    plan's width) per index. Rows from a table too large for the cache are
 //    prefetched whole a few rows ahead; an output too large for the cache is
 //    written with non-temporal stores, so its lines are not read before
-//    being overwritten;
+//    being overwritten; into an output off the vectors' alignment, where
+//    the target's masked stores are cheap, the vectors between masked ends
+//    are stored aligned;
 //  - an element loop. Under Check it does not branch per element: it reads
 //    through an index clamped into range (so no read leaves the input) and
 //    ORs the out-of-range tests into a flag; after the row, a set flag sends

@@ -4,7 +4,8 @@
 /// KernelPlan: what the innermost dimension is (a block copy, an element
 /// loop, or an element loop through a table of offsets shared by every
 /// row), whether indices stream in blocks, what is prefetched how far
-/// ahead, and whether stores bypass the cache. The emitters follow the plan
+/// ahead, whether stores bypass the cache, and whether block rows align
+/// their stores. The emitters follow the plan
 /// and decide nothing; the tuning constants and their measurements live in
 /// KernelPlan.cpp.
 //===----------------------------------------------------------------------===//
