@@ -15,10 +15,11 @@ one-thread processes:
 - the memory line: each block of x read once (its rows' maxima), what any
   way that reads all of x (take of columns) cannot beat.
 
-Every way is computed, each block reduced to one element where it lies
-(what comes back is a few bytes), timed (median of --reps after one
-untimed pass, which compiles gatherjit's kernels and warms memory) and
-checked equal to gatherjit's result element for element.
+Every way is computed, each block reduced to a copy of one element where
+it lies (what comes back is a few bytes, and the block's memory is free
+at once), timed (median of --reps after one untimed pass, which compiles
+gatherjit's kernels and warms memory) and checked equal to gatherjit's
+result element for element.
 
     PYTHONPATH=build/python python3 bench/dask_gathers.py --gib 2
 """
@@ -36,7 +37,8 @@ import gatherjit.dask as gjd
 
 
 def _corner(block):
-    return block[:1, :1] if block.ndim == 2 else block[:1]
+    # A copy: a view would keep the whole block alive until the run ends.
+    return (block[:1, :1] if block.ndim == 2 else block[:1]).copy()
 
 
 def _scheduler_tasks(dask_scheduler):
