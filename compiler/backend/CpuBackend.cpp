@@ -105,7 +105,7 @@ TargetFacts targetFacts(const llvm::TargetMachine &TM) {
     F.PermuteBytes = Avx512 ? 64 : 0; // vpermd / vpermi2d and their 64-bit forms
     // Intel's L2 streamer, and its masked byte stores; AMD's Zen measured
     // otherwise for the first (KernelPlan.cpp), not yet for the second.
-    const bool Zen = TM.getTargetCPU().starts_with("znver");
+    const bool Zen = isZen(TM.getTargetCPU());
     F.PrefetcherFollowsRows = !Zen;
     F.MaskedByteStores = !Zen && STI->checkFeatures("+avx512bw");
   } else

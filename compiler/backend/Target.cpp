@@ -154,7 +154,7 @@ static Status checkFeatures(const llvm::Target *T, const llvm::Triple &Triple,
 /// CPUs without AVX-512, not measured, keep the scalar loads.
 static bool gathersPay(const llvm::Target &T, const llvm::Triple &Triple, llvm::StringRef Cpu,
                        const llvm::SubtargetFeatures &Features) {
-  if (Cpu.starts_with("znver"))
+  if (isZen(Cpu))
     return false;
   std::unique_ptr<llvm::MCSubtargetInfo> STI(
       T.createMCSubtargetInfo(Triple.str(), Cpu, Features.getString()));

@@ -10,6 +10,7 @@
 #include "gatherjit/Status.h"
 
 #include <llvm/ADT/SmallVector.h>
+#include <llvm/ADT/StringRef.h>
 #include <llvm/Support/Error.h>
 
 #include <memory>
@@ -28,6 +29,11 @@ void initializeTargets();
 
 /// The GPU architecture an nvptx64 target without a CPU gets.
 constexpr const char *DefaultGpuArch = "sm_80";
+
+/// True for AMD's Zen cores (LLVM's znver*): their gathers measured slower
+/// than Intel's, and their row prefetcher otherwise (gathersPay in
+/// Target.cpp, targetFacts in CpuBackend.cpp).
+inline bool isZen(llvm::StringRef Cpu) { return Cpu.starts_with("znver"); }
 
 /// Converts an llvm::Error into an Internal status with context.
 Status toStatus(llvm::Error Err, const std::string &Context);
