@@ -104,6 +104,16 @@ void mapCoordinate(const ValidDesc &V, const Coord &Out, Coord &Idx, Coord &In) 
     In[D] = Full[D + K - 1];
 }
 
+/// Steps \p C to the next coordinate, row-major, over its first \p Dims
+/// dimensions of \p Sizes (the last one fastest).
+void nextCoordinate(Coord &C, const std::vector<uint64_t> &Sizes, unsigned Dims) {
+  for (unsigned D = Dims; D-- > 0;) {
+    if (++C[D] < Sizes[D])
+      return;
+    C[D] = 0;
+  }
+}
+
 uint64_t rowMajorPosition(const Coord &C, const std::vector<uint64_t> &Sizes) {
   uint64_t Pos = 0;
   for (size_t D = 0; D < C.size(); ++D)
@@ -162,29 +172,6 @@ Status indexOutOfRangeError(const ValidDesc &V, const void *Indices, uint64_t Po
           std::to_string(V.Axis) + "] = " + std::to_string(V.axisSize()) + "; " +
           validRange(V, V.axisSize()),
       Position);
-}
-
-Status checkEveryIndex(const ValidDesc &V, const void *Indices) {
-  const TensorDesc &T = V.Indices;
-  const bool Signed = isSignedIndexType(T.Type);
-  uint64_t N = 1;
-  for (uint64_t S : T.Sizes)
-    N *= S;
-  Coord C(T.rank(), 0);
-  for (uint64_t Pos = 0; Pos < N; ++Pos) {
-    const __int128 Size = V.Op == OpKind::GatherND
-                              ? V.Input.Sizes[V.firstTupleDim() + C.back()] // Its component's.
-                              : V.axisSize();
-    const __int128 Index = loadIndex(T, Indices, offsetOf(C, T));
-    if (Index >= Size || Index < (Signed ? -Size : 0))
-      return indexOutOfRangeError(V, Indices, Pos);
-    for (size_t D = T.rank(); D-- > 0;) { // The next coordinate, row-major.
-      if (++C[D] < T.Sizes[D])
-        break;
-      C[D] = 0;
-    }
-  }
-  return Status::ok();
 }
 
 /// Resolves the index at \p Idx (a coordinate of the indices) for an axis
@@ -256,12 +243,27 @@ Status interpret(const ValidDesc &V, const void *Input, const void *Indices, voi
       std::memcpy(Dst, Src(), ElemBytes);
     else if (!Apply(Src(), Dst))
       return epilogueFaultError();
-    // Next output coordinate (or row), row-major.
-    for (unsigned D = Looped; D-- > 0;) {
-      if (++Out[D] < V.Output.Sizes[D])
-        break;
-      Out[D] = 0;
-    }
+    nextCoordinate(Out, V.Output.Sizes, Looped); // The next element (or row).
+  }
+  return Status::ok();
+}
+
+Status checkEveryIndex(const ValidDesc &V, const void *Indices) {
+  if (V.Policy != OobPolicy::Check)
+    return Status::ok(); // Every index resolves to a read (or to none).
+  const TensorDesc &T = V.Indices;
+  uint64_t N = 1;
+  for (uint64_t S : T.Sizes)
+    N *= S;
+  Coord C(T.rank(), 0);
+  for (uint64_t Pos = 0; Pos < N; ++Pos) {
+    const uint64_t Size = V.Op == OpKind::GatherND
+                              ? V.Input.Sizes[V.firstTupleDim() + C.back()] // Its component's.
+                              : V.axisSize();
+    __int128 Index;
+    if (!resolveIndex(V, Indices, C, Size, Index))
+      return indexOutOfRangeError(V, Indices, Pos);
+    nextCoordinate(C, T.Sizes, T.rank());
   }
   return Status::ok();
 }

@@ -214,6 +214,14 @@ void planStreaming(const KernelSpec &S, KernelPlan &P) {
   }
 }
 
+/// The bytes of each block row the kernel copies whole (rank 2 or more,
+/// from an axis that is not empty); 0 for other rows.
+uint64_t copiedRowBytes(const KernelSpec &S, const KernelPlan &P) {
+  if (P.Row != RowKind::Block || S.Rank < 2 || S.emptyAxis())
+    return 0;
+  return S.Sizes[S.Rank - 1] * S.ElemBytes;
+}
+
 /// Whether the output is written with non-temporal stores.
 bool planNonTemporal(const KernelSpec &S, const KernelPlan &P, const TargetFacts &T) {
   const unsigned L = S.Rank == 0 ? 0 : S.Rank - 1;
@@ -222,8 +230,7 @@ bool planNonTemporal(const KernelSpec &S, const KernelPlan &P, const TargetFacts
   // contiguous output of integer-sized elements (buffered a block at a
   // time).
   const bool LargeOutput = S.outputBytes() >= NonTemporalBytes;
-  const bool StreamedBlockRows = P.Row == RowKind::Block && S.Rank >= 2 && !S.emptyAxis() &&
-                                 S.Sizes[L] * S.ElemBytes >= 2 * T.VectorBytes;
+  const bool StreamedBlockRows = copiedRowBytes(S, P) >= 2 * T.VectorBytes;
   const bool StreamedElementRows =
       P.StreamIndices && S.OutStride[L] == 1 && S.integerSizedElement();
   // (An epilogue's output is written by its code, element by element.)
@@ -272,10 +279,8 @@ KernelPlan planKernel(const KernelSpec &S, const TargetFacts &T) {
   planTablePrefetch(S, T, P);
   planStreaming(S, P);
   P.NonTemporal = planNonTemporal(S, P, T);
-  const unsigned L = S.Rank == 0 ? 0 : S.Rank - 1;
-  P.AlignStores = T.MaskedByteStores && P.Row == RowKind::Block && !P.NonTemporal && S.Rank >= 2 &&
-                  !S.emptyAxis() && !S.hasEpilogue() &&
-                  S.Sizes[L] * S.ElemBytes >= AlignStoresFromBytes;
+  P.AlignStores =
+      T.MaskedByteStores && !P.NonTemporal && copiedRowBytes(S, P) >= AlignStoresFromBytes;
   return P;
 }
 

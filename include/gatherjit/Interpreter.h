@@ -32,9 +32,10 @@ using EpilogueApply = std::function<bool(const void *In, void *Out)>;
 Status interpret(const ValidDesc &Desc, const void *Input, const void *Indices, void *Output,
                  const EpilogueApply &Apply);
 
-/// IndexOutOfRange for the first index (row-major) outside the axis it
-/// selects along, over every index of the tensor: what an empty output's
-/// run, which reads none, does not check (numpy's take checks them).
+/// Under Check, IndexOutOfRange for the first index (row-major) outside
+/// the axis it selects along, over every index of the tensor: what an
+/// empty output's run, which reads none, does not check (numpy's take
+/// checks them). Under another policy no index is an error.
 Status checkEveryIndex(const ValidDesc &Desc, const void *Indices);
 
 /// The IndexOutOfRange status for the index at row-major \p Position of the

@@ -10,7 +10,6 @@
 #include "Native.h"
 #include "gatherjit/Aot.h"
 #include "gatherjit/DescriptorJson.h"
-#include "gatherjit/Interpreter.h"
 #include "gatherjit/NpyDtype.h"
 
 #include <map>

@@ -8,6 +8,7 @@
 #ifndef GATHERJIT_PYTHON_NATIVE_H
 #define GATHERJIT_PYTHON_NATIVE_H
 
+#include "gatherjit/Interpreter.h"
 #include "gatherjit/Onnx.h"
 #include "gatherjit/Runtime.h"
 
