@@ -265,25 +265,6 @@ class _IndexTypeError(IndexError, TypeError):
     them, its take_along_axis IndexError; this is both."""
 
 
-def _gather_objects(op, data, indices, axis, out, mode, epilogue, broadcast):
-    """An object array's gather: the kernel moves its references as 8-byte
-    words, and the result holds a new reference to each object gathered
-    (numpy's take does the same)."""
-    if epilogue is not None:
-        raise TypeError("an epilogue computes on numbers; data has dtype object")
-    words = _native.gather_arrays(op, _native.object_words(data), indices, axis, None, mode,
-                                  None, broadcast)
-    result = _native.objects_of(words)
-    if out is None:
-        return result
-    if not isinstance(out, _ndarray) or out.dtype != data.dtype or out.shape != result.shape:
-        raise ValueError(f"out must be an object array of shape {result.shape}; got "
-                         f"{getattr(out, 'dtype', type(out).__name__)} "
-                         f"{getattr(out, 'shape', '')}")
-    out[...] = result  # numpy counts the references it replaces
-    return out
-
-
 def _index(axis):
     # numpy's rule: an integer or an object with __index__, never a float
     # or a string.

@@ -148,32 +148,6 @@ py::object &package(const char *Name) {
   return *F;
 }
 
-/// The references an object array holds, as a uint64 array over the same
-/// memory (which it keeps alive): what a kernel moves for it.
-py::array objectWords(const py::array &Objects) {
-  if (Objects.dtype().kind() != 'O')
-    throw py::type_error("expected an object array");
-  return py::array(py::dtype("uint64"),
-                   std::vector<py::ssize_t>(Objects.shape(), Objects.shape() + Objects.ndim()),
-                   std::vector<py::ssize_t>(Objects.strides(), Objects.strides() + Objects.ndim()),
-                   Objects.data(), Objects);
-}
-
-/// A new object array of \p Words' shape holding a new reference to each
-/// object whose address a word holds (words gathered from objectWords).
-py::array objectsOf(const py::array_t<uint64_t, py::array::c_style> &Words) {
-  py::array Objects(py::dtype("O"),
-                    std::vector<py::ssize_t>(Words.shape(), Words.shape() + Words.ndim()));
-  // numpy made it of null references (an object array is zeroed).
-  auto **To = static_cast<PyObject **>(Objects.mutable_data());
-  const uint64_t *From = Words.data();
-  for (py::ssize_t I = 0, N = Words.size(); I < N; ++I) {
-    To[I] = reinterpret_cast<PyObject *>(static_cast<uintptr_t>(From[I]));
-    Py_XINCREF(To[I]);
-  }
-  return Objects;
-}
-
 /// \p X as a numpy array over the same memory (see gatherjit._array).
 py::array operand(py::handle X, const char *Name, bool Writable) {
   if (py::isinstance<py::array>(X))

@@ -212,6 +212,32 @@ bool tensorLayout(py::handle T, bool IsOut, std::string &Key, uintptr_t &Pointer
   return true;
 }
 
+/// The references an object array holds, as a uint64 array over the same
+/// memory (which it keeps alive): what a kernel moves for it.
+py::array objectWords(const py::array &Objects) {
+  return py::array(py::dtype("uint64"),
+                   std::vector<py::ssize_t>(Objects.shape(), Objects.shape() + Objects.ndim()),
+                   std::vector<py::ssize_t>(Objects.strides(), Objects.strides() + Objects.ndim()),
+                   Objects.data(), Objects);
+}
+
+/// A new object array of \p Words' shape holding a new reference to each
+/// object whose address a word holds: words a kernel gathered from
+/// objectWords, never a caller's.
+py::array objectsOf(const py::array &Words) {
+  py::array Objects(py::dtype("O"),
+                    std::vector<py::ssize_t>(Words.shape(), Words.shape() + Words.ndim()));
+  // numpy made it of null references (an object array is zeroed), and the
+  // kernel's result is C-ordered, as Objects is.
+  auto **To = static_cast<PyObject **>(Objects.mutable_data());
+  const auto *From = static_cast<const uint64_t *>(Words.data());
+  for (py::ssize_t I = 0, N = Words.size(); I < N; ++I) {
+    To[I] = reinterpret_cast<PyObject *>(static_cast<uintptr_t>(From[I]));
+    Py_XINCREF(To[I]);
+  }
+  return Objects;
+}
+
 } // namespace
 
 /// kernelForArrays' kernel run into \p Out or a new array; mode "wrap"
@@ -222,8 +248,24 @@ py::object gatherArrays(const std::string &Op, py::array Data, py::array Indices
   if (Mode == "wrap")
     return gatherArrays(Op, Data, package("_wrapped")(Op, Data, Indices, AxisObj), AxisObj, Out,
                         "raise", Fused, Broadcast);
-  if (Data.dtype().kind() == 'O') // Their references are counted (gatherjit._gather_objects).
-    return package("_gather_objects")(Op, Data, Indices, AxisObj, Out, Mode, Fused, Broadcast);
+  if (Data.dtype().kind() == 'O') {
+    // The kernel moves an object array's references as 8-byte words; the
+    // result holds a new reference to each object gathered (numpy's take
+    // does the same), and numpy counts those an out= replaces.
+    if (Fused)
+      throw py::type_error("an epilogue computes on numbers; data has dtype object");
+    py::array Objects = objectsOf(gatherArrays(Op, objectWords(Data), Indices, AxisObj,
+                                               std::nullopt, Mode, Fused, Broadcast));
+    if (!Out)
+      return Objects;
+    if (Out->dtype().kind() != 'O' || !Out->attr("shape").equal(Objects.attr("shape")))
+      throw py::value_error("out must be an object array of shape " +
+                            std::string(py::str(Objects.attr("shape"))) + "; got " +
+                            std::string(py::str(Out->dtype())) + " " +
+                            std::string(py::str(Out->attr("shape"))));
+    Out->attr("__setitem__")(py::ellipsis(), Objects);
+    return std::move(*Out);
+  }
   std::shared_ptr<PyKernel> K =
       kernelForArrays(Op, Data, Indices, AxisObj, Out, Mode, Fused, Broadcast);
   return K->run(Data, Indices, Out);

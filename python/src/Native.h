@@ -64,11 +64,6 @@ TensorDesc tensorOf(const py::array &A, const char *Name);
 py::array viewOrCopy(py::array A);
 /// A tensor from a (shape, dtype[, strides]) tuple; strides in elements.
 TensorDesc tensorFromSpec(const py::tuple &Spec, py::dtype &Type, const char *Name);
-/// The references an object array holds, as a uint64 array over the same
-/// memory (which it keeps alive), and a new object array that holds new
-/// references to the objects whose addresses such words hold.
-py::array objectWords(const py::array &Objects);
-py::array objectsOf(const py::array_t<uint64_t, py::array::c_style> &Words);
 /// \p X as a numpy array over the same memory (see gatherjit._array).
 py::array operand(py::handle X, const char *Name, bool Writable);
 
