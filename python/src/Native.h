@@ -73,7 +73,8 @@ py::array operand(py::handle X, const char *Name, bool Writable);
 /// results (gatherjit.set_output_pool).
 constexpr size_t DefaultOutputPoolBytes = size_t(128) << 20;
 /// A new C-ordered array for a result: a large one's buffer comes from the
-/// process's pool of buffers earlier results gave back when they died.
+/// process's pool of buffers earlier results gave back when they died
+/// (its bytes are not set; a dtype holding references never comes from it).
 py::array newArray(const py::dtype &Type, const std::vector<py::ssize_t> &Shape);
 /// Keeps at most \p Bytes of idle buffers from now on (0: none).
 void setOutputPoolBytes(size_t Bytes);

@@ -136,7 +136,10 @@ py::array newArray(const py::dtype &Type, const std::vector<py::ssize_t> &Shape)
   size_t Bytes = static_cast<size_t>(Type.itemsize());
   for (py::ssize_t S : Shape)
     Bytes *= static_cast<size_t>(S);
-  if (Bytes < OutputPool::FromBytes)
+  // numpy initializes references (NPY_ITEM_HASOBJECT) in new arrays;
+  // a pooled buffer holds the bytes of an earlier result.
+  constexpr char HoldsReferences = 0x01;
+  if (Bytes < OutputPool::FromBytes || (Type.flags() & HoldsReferences))
     return py::array(Type, Shape);
   void *P = pool().take(Bytes);
   py::capsule Owner(P, [](void *Q) { pool().give(Q); });

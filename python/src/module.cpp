@@ -93,6 +93,7 @@ PYBIND11_MODULE(_native, M) {
   M.def("gather_tensors", &gatherTensors, py::arg("op"), py::arg("data"), py::arg("indices"),
         py::arg("axis"), py::arg("out"), py::arg("mode"), py::arg("broadcast"));
   M.def("set_output_pool", &setOutputPoolBytes, py::arg("bytes"));
+  M.def("empty", &newArray, py::arg("dtype"), py::arg("shape"));
   M.def("gather_arrays", &gatherArrays, py::arg("op"), py::arg("data"), py::arg("indices"),
         py::arg("axis"), py::arg("out") = py::none(), py::arg("mode") = "raise",
         py::arg("epilogue") = py::none(), py::arg("broadcast") = true);

@@ -554,6 +554,14 @@ def test_large_results_reuse_the_buffers_of_dead_ones_and_never_a_live_one():
     np.testing.assert_array_equal(larger, table[np.concatenate(ids[:3])])
     del larger
     assert gj.stats()["output_pool_bytes"] == 3 << 20
+    # Arrays of references never take a pooled buffer's stale bytes.
+    objects = gj._native.empty(np.dtype(object), (3 << 17,))
+    assert gj.stats()["output_pool_bytes"] == 3 << 20
+    assert all(o is None for o in objects[::4096])
+    del objects
+    floats = gj._native.empty(np.dtype(np.float32), (3 << 18,))  # dask's combine
+    assert floats.ctypes.data % 4096 == 0 and gj.stats()["output_pool_bytes"] == 0
+    del floats
     gj.set_output_pool(0)
     try:
         assert gj.stats()["output_pool_bytes"] == 0
