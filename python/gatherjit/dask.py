@@ -56,6 +56,7 @@ import numpy as np
 import dask
 import dask.array as da
 from dask.base import tokenize
+from dask.blockwise import BlockwiseDepDict, blockwise
 from dask.highlevelgraph import HighLevelGraph
 
 import gatherjit
@@ -77,16 +78,24 @@ def _check_ids(name, dtype):
         raise TypeError(f"{name} must be integers, not {dtype}")
 
 
-def _global_error(error, block_info, arg):
+def _global_error(error, starts):
     """`error` (an IndexError naming a block's index) renamed by the index's
-    position in the whole array: the block of argument `arg` starts at
-    block_info's array-location."""
+    position in the whole array, whose block starts at `starts`."""
     where = getattr(error, "where", None)
-    if where is None or not block_info or arg not in block_info:
+    if where is None:
         return error
-    starts = [lo for lo, _ in block_info[arg]["array-location"]]
     at = ", ".join(str(int(w) + s) for w, s in zip(where, starts))
     return IndexError(f"indices[{at}]{error.rest}")
+
+
+def _block_starts(x):
+    """Each block's first position in `x`, by block index, as an argument
+    of a blockwise task (no task of its own: nothing for a scheduler to
+    place, and the task still fuses with its neighbours)."""
+    starts = [list(itertools.accumulate(c[:-1], initial=0)) for c in x.chunks]
+    return BlockwiseDepDict({b: tuple(s[i] for s, i in zip(starts, b))
+                             for b in itertools.product(*map(range, x.numblocks))},
+                            numblocks=x.numblocks)
 
 
 _threads_chosen = False
@@ -121,12 +130,12 @@ def _block_error(idx, size, axis):
     return error
 
 
-def _take_along_axis_block(x, idx, axis, mode, block_info=None):
+def _take_along_axis_block(x, idx, starts, axis, mode):
     _one_thread_in_workers()
     try:
         return gatherjit.take_along_axis(x, idx, axis, mode=mode)
     except IndexError:
-        raise _global_error(_block_error(idx, x.shape[axis], axis), block_info, 1) from None
+        raise _global_error(_block_error(idx, x.shape[axis], axis), starts) from None
 
 
 def take_along_axis(x, indices, axis, mode="raise"):
@@ -150,8 +159,14 @@ def take_along_axis(x, indices, axis, mode="raise"):
     # Indices take x's chunks on the other dimensions, and one chunk along
     # the axis per chunk of x there (which is one).
     indices = indices.rechunk(tuple(-1 if d == axis else x.chunks[d] for d in range(x.ndim)))
-    return da.map_blocks(_take_along_axis_block, x, indices, axis, mode, dtype=x.dtype,
-                         chunks=indices.chunks)
+    ind = _letters(x.ndim, ord("a"))
+    name = "gatherjit-take-along-axis-" + tokenize(x, indices, axis, mode)
+    graph = blockwise(_take_along_axis_block, name, ind, x.name, ind, indices.name, ind,
+                      _block_starts(indices), ind,
+                      numblocks={x.name: x.numblocks, indices.name: indices.numblocks},
+                      axis=axis, mode=mode)
+    graph = HighLevelGraph.from_collections(name, graph, dependencies=[x, indices])
+    return da.Array(graph, name, indices.chunks, dtype=x.dtype)
 
 
 def _only(block):

@@ -39,11 +39,17 @@ def test_take_along_axis_rechunks_a_split_axis(client):
     np.testing.assert_array_equal(got, np.take_along_axis(x, idx, 0))
 
 
+@pytest.mark.filterwarnings("ignore:Running on a single-machine scheduler")
 def test_take_along_axis_errors_name_the_index(client):
     x = da.zeros((4, 4), chunks=2)
-    idx = da.from_array(np.full((4, 2), 9), chunks=2)
-    with pytest.raises(IndexError, match="= 9"):
-        gjd.take_along_axis(x, idx, 1).compute()
+    bad = np.zeros((4, 4), np.int64)
+    bad[3, 2] = 9  # in the last block of indices, named where the whole array has it
+    idx = da.from_array(bad, chunks=2)
+    for scheduler in ("threads", None):  # None: the cluster's workers
+        with pytest.raises(IndexError) as error:
+            gjd.take_along_axis(x, idx, 1).compute(scheduler=scheduler)
+        assert str(error.value).startswith("indices[3, 2] = 9 is out of range for axis 1 of "
+                                           "size 4")
     with pytest.raises(ValueError, match="differ at dimension 0"):
         gjd.take_along_axis(x, da.zeros((3, 2), dtype=np.int64), 1)
 
