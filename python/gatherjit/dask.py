@@ -32,8 +32,7 @@ gather_nd(x, indices, batch_dims=0)
     first dimension (rows): each block of tuples is routed by the row its
     first component names, each chunk of rows gathers the tuples that fall
     in it where it lies, and one task per block of tuples puts the values
-    in order: `x` moves nowhere whole. A block of tuples whose values
-    would outweigh x's largest block is split along its first dimension. Otherwise `x` is rechunked to one
+    in order: `x` moves nowhere whole. Otherwise `x` is rechunked to one
     chunk along the dimensions the tuples address, `indices` to one chunk
     along its last dimension, and the batch dimensions to the same chunks in
     both.
@@ -53,7 +52,6 @@ import math
 import operator
 
 import numpy as np
-import dask
 import dask.array as da
 from dask.base import tokenize
 from dask.blockwise import BlockwiseDepDict, blockwise
@@ -301,22 +299,6 @@ def _nd_combine(parts, lead, rest, dtype):
     return out.reshape(lead + rest)
 
 
-def _blocks_like_x(indices, x, tuple_bytes):
-    """`indices` (tuples along the last dimension) with its first dimension
-    chunked so that no block of the result is larger than x's largest block
-    (or one tuple's values): the result's blocks take memory as x's do, and
-    the tasks that put them in order run side by side."""
-    if indices.ndim < 2 or indices.shape[0] == 0:
-        return indices
-    x_block = max(x.chunks[0]) * math.prod(x.shape[1:]) * x.dtype.itemsize
-    x_block = max(x_block, dask.utils.parse_bytes(dask.config.get("array.chunk-size")))
-    per_row = math.prod(max(c) for c in indices.chunks[1:-1]) * max(tuple_bytes, 1)
-    rows = max(1, x_block // max(per_row, 1))
-    if max(indices.chunks[0]) <= rows:
-        return indices
-    return indices.rechunk({0: rows})
-
-
 def _gather_nd_by_rows(x, indices, mode, style="gather_nd", epilogue=None, out=None):
     """gather_nd without batch dimensions on an x chunked by rows (see the
     module's comment): per block of tuples, one task buckets them by chunk
@@ -328,7 +310,6 @@ def _gather_nd_by_rows(x, indices, mode, style="gather_nd", epilogue=None, out=N
     x = x.rechunk({d: -1 for d in range(1, x.ndim)})
     indices = indices.rechunk({indices.ndim - 1: -1})
     dtype, rest = (x.dtype, tuple(x.shape[k:])) if out is None else (out[0], (out[1],))
-    indices = _blocks_like_x(indices, x, math.prod(rest) * np.dtype(dtype).itemsize)
     starts = [int(s) for s in np.concatenate([[0], np.cumsum(x.chunks[0])])]
     token = tokenize(x, indices, mode, style, epilogue, out)
     route, bucket, part = (f"gatherjit-gather-nd-{step}-{token}"

@@ -176,25 +176,6 @@ def test_take_of_chunked_rows_gathers_where_the_rows_lie(client):
     assert "indices[3, 7] = 31" in str(chunked.value)
 
 
-def test_results_larger_than_xs_blocks_are_split_into_blocks_like_xs(client):
-    rng = np.random.default_rng(8)
-    x = rng.standard_normal((64, 256)).astype(np.float32)
-    dx = da.from_array(x, chunks=(8, 256))  # 8 KiB blocks
-    ids = rng.integers(-64, 64, size=(40, 3))
-    with dask.config.set({"array.chunk-size": "1KiB"}):
-        # 3 rows of 1 KiB each index row: two index rows fill a block.
-        got = gjd.take(dx, ids, 0)
-        assert got.chunks[0] == (2,) * 20
-        np.testing.assert_array_equal(got.compute(), np.take(x, ids, 0))
-        tuples = np.stack([rng.integers(0, 64, 500), rng.integers(0, 256, 500)], axis=1)
-        np.testing.assert_array_equal(gjd.gather_nd(dx, tuples).compute(),
-                                      x[tuples[:, 0], tuples[:, 1]])
-        looked_up = rng.integers(0, 64, 100)
-        rows = gjd.embedding_lookup(dx, looked_up)
-        assert rows.chunks == ((8,) * 12 + (4,), (256,))
-        np.testing.assert_array_equal(rows.compute(), x[looked_up])
-
-
 def test_gather_nd_on_chunked_rows_gathers_where_the_rows_lie(client):
     rng = np.random.default_rng(11)
     x = rng.standard_normal((30, 40, 6)).astype(np.float32)
