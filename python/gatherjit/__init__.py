@@ -265,6 +265,12 @@ class _IndexTypeError(IndexError, TypeError):
     them, its take_along_axis IndexError; this is both."""
 
 
+class _ShapeMismatchError(IndexError, ValueError):
+    """take_along_axis indices whose shape does not broadcast against the
+    data's: numpy raises IndexError, a bad shape is a ValueError; this is
+    both."""
+
+
 def _index(axis):
     # numpy's rule: an integer or an object with __index__, never a float
     # or a string.

@@ -149,9 +149,12 @@ std::shared_ptr<PyKernel> kernelForArrays(const std::string &Op, py::array &Data
         IS = DS;
         (*IdxT.Strides)[D] = 0;
       } else if (IS != DS) {
-        throw py::value_error("take_along_axis: data " + shapeString(DataT.Sizes) +
-                              " and indices " + shapeString(IdxT.Sizes) +
-                              " do not broadcast at dimension " + std::to_string(D));
+        // numpy raises IndexError here; ValueError is what a bad shape was.
+        const std::string Message = "take_along_axis: data " + shapeString(DataT.Sizes) +
+                                    " and indices " + shapeString(IdxT.Sizes) +
+                                    " do not broadcast at dimension " + std::to_string(D);
+        PyErr_SetString(package("_ShapeMismatchError").ptr(), Message.c_str());
+        throw py::error_already_set();
       }
     }
   }

@@ -87,6 +87,14 @@ def test_numpy_broadcasting_of_take_along_axis():
     idx = np.array([[0, 3]])  # Broadcast over the rows.
     np.testing.assert_array_equal(gj.take_along_axis(data, idx, 1),
                                   np.take_along_axis(data, idx, 1))
+    # Shapes that do not broadcast raise what numpy raises (IndexError),
+    # which is also a ValueError.
+    with pytest.raises(IndexError):
+        np.take_along_axis(data, np.zeros((2, 2), np.int64), 1)
+    for error in (IndexError, ValueError):
+        with pytest.raises(error, match=r"data \{3,4\} and indices \{2,2\} do not broadcast "
+                                        "at dimension 0"):
+            gj.take_along_axis(data, np.zeros((2, 2), np.int64), 1)
 
 
 def test_modes():
