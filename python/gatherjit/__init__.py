@@ -504,11 +504,12 @@ def set_output_pool(bytes):
     (128 MiB by default; 0: none). A large result's buffer returns to the
     pool when its array dies, and the next result that fits takes it,
     already mapped: a fresh one is faulted in page by page as the kernel
-    first writes it, which can cost more than the gather."""
+    first writes it, which can cost more than the gather. Returns the
+    capacity it replaces."""
     bytes = _operator.index(bytes)
     if not 0 <= bytes < 1 << 63:
         raise ValueError(f"bytes = {bytes} is not in 0..2**63-1")
-    _native.set_output_pool(bytes)
+    return _native.set_output_pool(bytes)
 
 
 def stats():

@@ -76,8 +76,9 @@ constexpr size_t DefaultOutputPoolBytes = size_t(128) << 20;
 /// process's pool of buffers earlier results gave back when they died
 /// (its bytes are not set; a dtype holding references never comes from it).
 py::array newArray(const py::dtype &Type, const std::vector<py::ssize_t> &Shape);
-/// Keeps at most \p Bytes of idle buffers from now on (0: none).
-void setOutputPoolBytes(size_t Bytes);
+/// Keeps at most \p Bytes of idle buffers from now on (0: none); returns
+/// the capacity it replaces.
+size_t setOutputPoolBytes(size_t Bytes);
 size_t outputPoolIdleBytes();
 
 // Kernels (Kernels.cpp).

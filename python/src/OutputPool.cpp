@@ -91,11 +91,14 @@ public:
     trim();
   }
 
-  /// Keeps at most \p Bytes of idle buffers (0: none).
-  void setCapacity(size_t Bytes) {
+  /// Keeps at most \p Bytes of idle buffers (0: none); the capacity it
+  /// replaces.
+  size_t setCapacity(size_t Bytes) {
     std::lock_guard<std::mutex> Lock(M);
+    const size_t Old = Capacity;
     Capacity = Bytes;
     trim();
+    return Old;
   }
 
   size_t idleBytes() {
@@ -146,7 +149,7 @@ py::array newArray(const py::dtype &Type, const std::vector<py::ssize_t> &Shape)
   return py::array(Type, Shape, P, Owner);
 }
 
-void setOutputPoolBytes(size_t Bytes) { pool().setCapacity(Bytes); }
+size_t setOutputPoolBytes(size_t Bytes) { return pool().setCapacity(Bytes); }
 size_t outputPoolIdleBytes() { return pool().idleBytes(); }
 
 } // namespace gatherjit::binding

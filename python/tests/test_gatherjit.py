@@ -570,13 +570,13 @@ def test_large_results_reuse_the_buffers_of_dead_ones_and_never_a_live_one():
     floats = gj._native.empty(np.dtype(np.float32), (3 << 18,))  # dask's combine
     assert floats.ctypes.data % 4096 == 0 and gj.stats()["output_pool_bytes"] == 0
     del floats
-    gj.set_output_pool(0)
+    assert gj.set_output_pool(0) == 128 << 20  # the default it replaces
     try:
         assert gj.stats()["output_pool_bytes"] == 0
         second = gj.take(table, ids[1], 0)
         del second
         assert gj.stats()["output_pool_bytes"] == 0
     finally:
-        gj.set_output_pool(128 << 20)
+        assert gj.set_output_pool(128 << 20) == 0
     with pytest.raises(ValueError, match="bytes = -1"):
         gj.set_output_pool(-1)
