@@ -21,7 +21,8 @@ import gatherjit.dask as gjd
 
 
 def _corner(block):
-    return block[:1, :1]
+    # A copy: a view would keep the whole block alive until the run ends.
+    return block[:1, :1].copy()
 
 
 def _scheduler_tasks(dask_scheduler):
