@@ -121,16 +121,68 @@ uint64_t rowMajorPosition(const Coord &C, const std::vector<uint64_t> &Sizes) {
   return Pos;
 }
 
-/// "valid indices are -4..3" for an axis of \p Size.
-std::string validRange(const ValidDesc &V, uint64_t Size) {
+/// "valid indices are -4..3" for an axis of \p Size, indexed by indices of
+/// \p IndexType.
+std::string validRange(DataType IndexType, uint64_t Size) {
   if (Size == 0)
     return "the axis is empty, so no index is valid";
-  return isSignedIndexType(V.Indices.Type)
+  return isSignedIndexType(IndexType)
              ? "valid indices are -" + std::to_string(Size) + ".." + std::to_string(Size - 1)
              : "valid indices are 0.." + std::to_string(Size - 1);
 }
 
 } // namespace
+
+Status onnxIndexOutOfRangeError(const OnnxNode &Node, const void *Indices, uint64_t Position) {
+  const TensorDesc &T = Node.Indices;
+  const unsigned Rank = T.rank();
+  const bool Tuples = Node.Op == OpKind::GatherND;
+  // The position's coordinates in the node's own indices (any strides: a
+  // Fortran-order file is read in place).
+  Coord C(Rank);
+  uint64_t Rest = Position;
+  for (unsigned D = Rank; D-- > 0;) {
+    C[D] = Rest % T.Sizes[D];
+    Rest /= T.Sizes[D];
+  }
+  TensorDesc Strided = T;
+  if (!Strided.Strides) {
+    Strided.Strides.emplace(Rank);
+    for (uint64_t D = Rank, S = 1; D-- > 0; S *= T.Sizes[D])
+      (*Strided.Strides)[D] = S;
+  }
+  auto ValueAt = [&](const Coord &At) {
+    return loadIndex(Strided, Indices, offsetOf(At, Strided));
+  };
+  std::string Where;
+  for (unsigned D = 0; D + Tuples < Rank; ++D)
+    Where += (D ? ", " : "") + std::to_string(C[D]);
+  const int64_t DataRank = Node.Data.rank();
+  const std::string Op = std::string(opKindName(Node.Op)) + ": ";
+  if (Tuples) {
+    // The whole tuple, and the component out of range; the tuples address
+    // the data's dimensions after batch_dims.
+    const unsigned K = static_cast<unsigned>(C[Rank - 1]);
+    const uint64_t Dim = static_cast<uint64_t>(Node.Axis) + K, Size = Node.Data.Sizes[Dim];
+    std::string Tuple;
+    Coord At = C;
+    for (At[Rank - 1] = 0; At[Rank - 1] < T.Sizes[Rank - 1]; ++At[Rank - 1])
+      Tuple += (At[Rank - 1] ? ", " : "") + valueString(ValueAt(At));
+    return Status::indexOutOfRange(
+        Op + "indices[" + Where + (Where.empty() ? ":" : ", :") + "] = (" + Tuple +
+            (T.Sizes[Rank - 1] == 1 ? ",)" : ")") + " has component " + std::to_string(K) + " = " +
+            valueString(ValueAt(C)) + ", out of range for axis " + std::to_string(Dim) +
+            " of size " + std::to_string(Size) + "; " + validRange(T.Type, Size),
+        Position);
+  }
+  const uint64_t Axis = static_cast<uint64_t>(Node.Axis < 0 ? Node.Axis + DataRank : Node.Axis);
+  const uint64_t Size = Node.Data.Sizes[Axis];
+  return Status::indexOutOfRange(Op + "indices[" + Where + "] = " + valueString(ValueAt(C)) +
+                                     " is out of range for axis " + std::to_string(Axis) +
+                                     " of size " + std::to_string(Size) + "; " +
+                                     validRange(T.Type, Size),
+                                 Position);
+}
 
 Status epilogueFaultError() {
   return Status::invalidArgument(
@@ -163,14 +215,15 @@ Status indexOutOfRangeError(const ValidDesc &V, const void *Indices, uint64_t Po
         "GatherND: the index tuple IndicesTensor[" + TupleAt + ":] = (" + Tuple + ") (position " +
             std::to_string(Position - K) + ") has component " + std::to_string(K) + " = " +
             valueString(Value) + ", out of range for InputTensor.Sizes[" + std::to_string(Dim) +
-            "] = " + std::to_string(V.Input.Sizes[Dim]) + "; " + validRange(V, V.Input.Sizes[Dim]),
+            "] = " + std::to_string(V.Input.Sizes[Dim]) + "; " +
+            validRange(V.Indices.Type, V.Input.Sizes[Dim]),
         Position);
   }
   return Status::indexOutOfRange(
       std::string(opKindName(V.Op)) + ": IndicesTensor[" + Where + "] = " + valueString(Value) +
           " (position " + std::to_string(Position) + ") is out of range for InputTensor.Sizes[" +
           std::to_string(V.Axis) + "] = " + std::to_string(V.axisSize()) + "; " +
-          validRange(V, V.axisSize()),
+          validRange(V.Indices.Type, V.axisSize()),
       Position);
 }
 

@@ -7,6 +7,7 @@
 #ifndef GATHERJIT_INTERPRETER_H
 #define GATHERJIT_INTERPRETER_H
 
+#include "gatherjit/Onnx.h"
 #include "gatherjit/Validate.h"
 
 #include <functional>
@@ -41,6 +42,13 @@ Status checkEveryIndex(const ValidDesc &Desc, const void *Indices);
 /// The IndexOutOfRange status for the index at row-major \p Position of the
 /// indices tensor: names its coordinate, value and the valid range.
 Status indexOutOfRangeError(const ValidDesc &Desc, const void *Indices, uint64_t Position);
+
+/// indexOutOfRangeError in the terms of the ONNX node the descriptor was
+/// made from (validateOnnx): the index at row-major \p Position of the
+/// node's indices (the same position in the descriptor's, whose padding
+/// adds only dimensions of one) named by its coordinates in the node's
+/// indices and the axis of the node's data it indexes.
+Status onnxIndexOutOfRangeError(const OnnxNode &Node, const void *Indices, uint64_t Position);
 
 /// The InvalidArgument status of a run whose checked epilogue faulted.
 Status epilogueFaultError();

@@ -93,7 +93,9 @@ TEST_F(CommandLine, OnnxGatherNDWithBatchDims) {
   writeArray<int64_t>(Dir / "bad.npy", "<i8", {2, 1}, {1, 2});
   CliResult R = runCli(Dir, "gather-nd --data " + Dir / "cube.npy" + " --indices " +
                                 Dir / "bad.npy" + " --batch-dims 1 -o " + Dir / "bad_out.npy");
-  expectBadInput(R, "GatherND: the index tuple IndicesTensor[0,1,:] = (2) (position 1)");
+  // Named in the node's own indices (2 x 1), not the padded descriptor's.
+  expectBadInput(R, "GatherND: indices[1, :] = (2,) has component 0 = 2, out of range for "
+                    "axis 1 of size 2; valid indices are -2..1");
   EXPECT_FALSE(std::filesystem::exists(Dir / "bad_out.npy"));
   R = runCli(Dir, "gather-nd --data " + Dir / "cube.npy" + " --indices " + Dir / "bad.npy" +
                       " --batch-dims 1 --oob clamp -o " + Dir / "out.npy");
@@ -167,10 +169,31 @@ TEST_F(CommandLine, RunStridedOutput) {
 
 TEST_F(CommandLine, OutOfRangeUnderCheckLeavesNoFile) {
   writeArray<int64_t>(Dir / "bad.npy", "<i8", {2, 3}, {1, 2, 0, 2, 3, 0});
-  CliResult R = runCli(Dir, "gather-elements --data " + Dir / "data.npy" + " --indices " +
-                                Dir / "bad.npy" + " -o " + Dir / "out.npy");
-  expectBadInput(R, "IndicesTensor[1,1] = 3 (position 4) is out of range");
-  EXPECT_FALSE(std::filesystem::exists(Dir / "out.npy"));
+  for (const char *Engine : {"jit", "interp"}) {
+    CliResult R =
+        runCli(Dir, "gather-elements --data " + Dir / "data.npy" + " --indices " + Dir / "bad.npy" +
+                        " --engine " + Engine + " -o " + Dir / "out.npy");
+    expectBadInput(R, "GatherElements: indices[1, 1] = 3 is out of range for axis 0 of size 3; "
+                      "valid indices are -3..2");
+    EXPECT_FALSE(std::filesystem::exists(Dir / "out.npy"));
+  }
+}
+
+TEST_F(CommandLine, OutOfRangeIndicesAreNamedInTheNodesOwnShape) {
+  // Gather's descriptor pads 2-D indices of 3-D output to rank 3
+  // (IndicesTensor[0,1,0] there); the user gave indices[1, 0].
+  writeArray<int64_t>(Dir / "ids.npy", "<i8", {2, 2}, {0, 1, 7, 2});
+  expectBadInput(runCli(Dir, "gather --data " + Dir / "data.npy" + " --indices " + Dir / "ids.npy" +
+                                 " --axis 1 -o " + Dir / "out.npy"),
+                 "Gather: indices[1, 0] = 7 is out of range for axis 1 of size 3; valid indices "
+                 "are -3..2");
+  // Indices in Fortran order are read in place: logical [[0, 5], [1, 0]].
+  std::string File = encodeNpy("<i8", {2, 2}, std::vector<int64_t>{0, 1, 5, 0}.data(), 32);
+  File.replace(File.find("False"), 5, "True ");
+  spit(Dir / "fids.npy", File);
+  expectBadInput(runCli(Dir, "gather-elements --data " + Dir / "data.npy" + " --indices " +
+                                 Dir / "fids.npy" + " --axis 1 -o " + Dir / "out.npy"),
+                 "GatherElements: indices[0, 1] = 5 is out of range for axis 1 of size 3");
 }
 
 TEST_F(CommandLine, FailureLeavesAnExistingFileUntouched) {

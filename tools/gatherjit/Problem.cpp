@@ -3,6 +3,7 @@
 #include "Problem.h"
 
 #include "gatherjit/DescriptorJson.h"
+#include "gatherjit/Interpreter.h"
 
 namespace gatherjit {
 namespace {
@@ -23,13 +24,15 @@ Expected<Problem> loadOnnx(const OperandFlags &F) {
   Expected<NpyArray> Indices = readNpy(F.Indices);
   if (!Indices)
     return Indices.status().withContext("--indices");
-  Expected<OnnxDesc> D = onnxDesc({onnxOp(F.Kind), Data->tensor(), Indices->tensor(), F.Axis});
+  const OnnxNode Node{onnxOp(F.Kind), Data->tensor(), Indices->tensor(), F.Axis};
+  Expected<OnnxDesc> D = onnxDesc(Node);
   if (!D)
     return D.status();
   Expected<ValidDesc> V = D->validate(*parseOobPolicy(F.Oob));
   if (!V)
     return V.status();
   Problem P;
+  P.Node = Node;
   P.OutShape = D->OutputShape;
   P.Desc = V.take();
   // Fortran-order files are used in place: their strides say so.
@@ -95,6 +98,12 @@ Expected<ByteBuffer> Problem::outputBuffer() const {
   // Validation bounds the extent's bytes by INT64_MAX; memory bounds it here.
   return ByteBuffer::allocate(requiredElements(Desc.Output) * Desc.Output.elementBytes(),
                               "the output");
+}
+
+Status Problem::inUserTerms(Status S) const {
+  if (!Node || !S.position())
+    return S;
+  return onnxIndexOutOfRangeError(*Node, Indices.data(), *S.position());
 }
 
 Status Problem::writeOutput(AtomicFile &File, const ByteBuffer &Buffer) const {

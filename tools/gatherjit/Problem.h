@@ -12,6 +12,7 @@
 #include "gatherjit/Onnx.h"
 #include "runtime/System.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,9 @@ struct Problem {
   /// until fuse() retypes it.
   Epilogue Fused;
   uint64_t RowOut = 0;
+  /// The ONNX node of an ONNX command (its tensors' shapes and strides; the
+  /// buffers are Input and Indices): errors name its coordinates.
+  std::optional<OnnxNode> Node;
 
   /// With an epilogue, the fused descriptor of \p K (compiled from Desc
   /// and Fused) in place of the plain one, and the output file's shape and
@@ -57,6 +61,9 @@ struct Problem {
   /// A buffer the descriptor's output sizes and strides fit in, checked
   /// against the machine's memory first; uninitialized.
   Expected<ByteBuffer> outputBuffer() const;
+  /// \p S, an out-of-range index named in the ONNX node's terms where the
+  /// problem is one.
+  Status inUserTerms(Status S) const;
   /// Writes \p Buffer to \p File as a row-major .npy (packing it only if
   /// the output is strided) and commits the file.
   Status writeOutput(AtomicFile &File, const ByteBuffer &Buffer) const;

@@ -108,7 +108,7 @@ Status runAndWrite(Problem &P, const EngineFlags &E, AtomicFile &File, const Ker
                        : interpret(P.Desc, P.Input.data(), P.Indices.data(), Out->data());
     RunMs.push_back(std::chrono::duration<double, std::milli>(Clock::now() - T0).count());
     if (!S)
-      return S;
+      return P.inUserTerms(S);
   }
   if (Status S = P.writeOutput(File, *Out); !S)
     return S;
