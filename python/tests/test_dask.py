@@ -50,6 +50,13 @@ def test_take_along_axis_errors_name_the_index(client):
             gjd.take_along_axis(x, idx, 1).compute(scheduler=scheduler)
         assert str(error.value).startswith("indices[3, 2] = 9 is out of range for axis 1 of "
                                            "size 4")
+    # Blocks along two dimensions besides the axis.
+    cube = da.zeros((4, 3, 5), chunks=(2, 2, 5))
+    bad = np.zeros((4, 3, 2), np.int64)
+    bad[3, 2, 1] = -6
+    with pytest.raises(IndexError, match=r"^indices\[3, 2, 1\] = -6 is out of range for axis 2 "
+                                         r"of size 5"):
+        gjd.take_along_axis(cube, da.from_array(bad, chunks=(2, 2, 2)), 2).compute()
     with pytest.raises(ValueError, match="differ at dimension 0"):
         gjd.take_along_axis(x, da.zeros((3, 2), dtype=np.int64), 1)
 
