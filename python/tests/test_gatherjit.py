@@ -95,6 +95,10 @@ def test_numpy_broadcasting_of_take_along_axis():
         with pytest.raises(error, match=r"data \{3,4\} and indices \{2,2\} do not broadcast "
                                         "at dimension 0"):
             gj.take_along_axis(data, np.zeros((2, 2), np.int64), 1)
+    # Ranks that differ: numpy's ValueError, in take_along_axis's words.
+    with pytest.raises(ValueError, match="take_along_axis: indices of rank 1 and data of rank 2; "
+                                         "the ranks must be equal"):
+        gj.take_along_axis(data, np.zeros(2, np.int64), 1)
 
 
 def test_modes():
