@@ -166,9 +166,15 @@ std::shared_ptr<PyKernel> compileFor(const std::string &Op, TensorDesc Data, Ten
     if (OutT->Sizes != D.OutputShape)
       throw py::value_error("out has shape " + shapeString(OutT->Sizes) + "; the result's is " +
                             shapeString(D.OutputShape));
-    if (OutT->Type != Output.Type || OutT->elementBytes() != Output.elementBytes())
-      throw py::value_error(std::string("out has dtype ") + dataTypeName(OutT->Type) +
-                            "; the result's is " + dataTypeName(Output.Type));
+    if (OutT->Type != Output.Type || OutT->elementBytes() != Output.elementBytes()) {
+      // numpy's names: the result's dtype is the data's (no epilogue).
+      const std::string Descr = npyDescr(OutT->Type);
+      const std::string Given = Descr.empty()
+                                    ? "of " + std::to_string(OutT->elementBytes()) + "-byte records"
+                                    : std::string(py::str(py::dtype(Descr)));
+      throw py::value_error("out has dtype " + Given + "; the result's is " +
+                            std::string(py::str(static_cast<const py::object &>(DataType))));
+    }
     std::vector<uint64_t> Strides = *OutT->Strides;
     Strides.insert(Strides.begin(), Output.rank() - Strides.size(), 0);
     Output.Strides = std::move(Strides);
