@@ -136,6 +136,13 @@ TensorDesc tensorFromSpec(const py::tuple &Spec, py::dtype &Type, const char *Na
   return T;
 }
 
+std::string tupleString(const std::vector<uint64_t> &Values) {
+  std::string S = "(";
+  for (size_t I = 0; I < Values.size(); ++I)
+    S += (I ? ", " : "") + std::to_string(Values[I]);
+  return S + (Values.size() == 1 ? ",)" : ")");
+}
+
 /// A function of the gatherjit package's Python half, looked up under the
 /// GIL and kept for the life of the process (never destroyed: it would
 /// outlive the interpreter). std::map's nodes stay put if an import lets

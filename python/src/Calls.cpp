@@ -154,8 +154,8 @@ std::shared_ptr<PyKernel> kernelForArrays(const std::string &Op, py::array &Data
         (*IdxT.Strides)[D] = 0;
       } else if (IS != DS) {
         // numpy raises IndexError here; ValueError is what a bad shape was.
-        const std::string Message = "take_along_axis: data " + shapeString(DataT.Sizes) +
-                                    " and indices " + shapeString(IdxT.Sizes) +
+        const std::string Message = "take_along_axis: data " + tupleString(DataT.Sizes) +
+                                    " and indices " + tupleString(IdxT.Sizes) +
                                     " do not broadcast at dimension " + std::to_string(D);
         PyErr_SetString(package("_ShapeMismatchError").ptr(), Message.c_str());
         throw py::error_already_set();

@@ -164,8 +164,8 @@ std::shared_ptr<PyKernel> compileFor(const std::string &Op, TensorDesc Data, Ten
     // kernel's below).
     TensorDesc &Output = D.output();
     if (OutT->Sizes != D.OutputShape)
-      throw py::value_error("out has shape " + shapeString(OutT->Sizes) + "; the result's is " +
-                            shapeString(D.OutputShape));
+      throw py::value_error("out has shape " + tupleString(OutT->Sizes) + "; the result's is " +
+                            tupleString(D.OutputShape));
     if (OutT->Type != Output.Type || OutT->elementBytes() != Output.elementBytes()) {
       // numpy's names: the result's dtype is the data's (no epilogue).
       const std::string Descr = npyDescr(OutT->Type);
@@ -201,9 +201,9 @@ std::shared_ptr<PyKernel> compileFor(const std::string &Op, TensorDesc Data, Ten
     if (OutT && (OutT->Sizes != std::vector<uint64_t>(P->OutShape.begin(), P->OutShape.end()) ||
                  OutT->Type != Fused.Type || !isPacked(*OutT)))
       throw py::value_error(
-          "out must be a C-contiguous " + std::string(dataTypeName(Fused.Type)) +
-          " array of shape " +
-          shapeString(std::vector<uint64_t>(P->OutShape.begin(), P->OutShape.end())) +
+          "out must be a C-contiguous " +
+          std::string(py::str(static_cast<const py::object &>(P->OutType))) + " array of shape " +
+          tupleString(std::vector<uint64_t>(P->OutShape.begin(), P->OutShape.end())) +
           " (the epilogue's output)");
   }
   return P;
@@ -270,8 +270,8 @@ void PyKernel::expectLayout(const py::array &A, const TensorDesc &T, const char 
     throw py::value_error(std::string(Name) +
                           ": the array's shape, dtype or strides differ "
                           "from the kernel's (" +
-                          dataTypeName(T.Type) + shapeString(T.Sizes) + " strides " +
-                          shapeString(*T.Strides) + " elements); compile a kernel for it");
+                          dataTypeName(T.Type) + tupleString(T.Sizes) + " strides " +
+                          tupleString(*T.Strides) + " elements); compile a kernel for it");
 }
 
 void PyKernel::saveObject(const std::string &Path, const std::string &Name,

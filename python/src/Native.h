@@ -48,6 +48,8 @@ Runtime &deviceRuntime(const std::string &Device);
 /// A function of the gatherjit package's Python half (kept for the
 /// process's life).
 py::object &package(const char *Name);
+/// A shape as Python prints one: "(3, 4)", "(2,)", "()".
+std::string tupleString(const std::vector<uint64_t> &Values);
 
 // numpy arrays as tensors (Arrays.cpp).
 

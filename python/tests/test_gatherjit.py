@@ -92,7 +92,7 @@ def test_numpy_broadcasting_of_take_along_axis():
     with pytest.raises(IndexError):
         np.take_along_axis(data, np.zeros((2, 2), np.int64), 1)
     for error in (IndexError, ValueError):
-        with pytest.raises(error, match=r"data \{3,4\} and indices \{2,2\} do not broadcast "
+        with pytest.raises(error, match=r"data \(3, 4\) and indices \(2, 2\) do not broadcast "
                                         "at dimension 0"):
             gj.take_along_axis(data, np.zeros((2, 2), np.int64), 1)
     # Ranks that differ: numpy's ValueError, in take_along_axis's words.
