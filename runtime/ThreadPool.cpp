@@ -9,7 +9,10 @@
 
 #include <algorithm>
 #include <climits>
+#include <new>
+#include <pthread.h>
 #include <sched.h>
+#include <set>
 #include <thread>
 
 namespace gatherjit {
@@ -68,14 +71,80 @@ int64_t ThreadPool::parallelMin(uint64_t Rows,
   return Result;
 }
 
+namespace {
+
+/// Every live queue, for the fork handlers; never destroyed (a queue may
+/// outlive static destruction).
+std::mutex &queuesMutex() {
+  static auto *M = new std::mutex;
+  return *M;
+}
+std::set<BackgroundQueue *> &queues() {
+  static auto *S = new std::set<BackgroundQueue *>;
+  return *S;
+}
+
+} // namespace
+
+BackgroundQueue::BackgroundQueue() {
+  static std::once_flag Handlers;
+  std::call_once(Handlers, [] {
+    pthread_atfork(&BackgroundQueue::beforeFork, &BackgroundQueue::afterForkInParent,
+                   &BackgroundQueue::afterForkInChild);
+  });
+  std::lock_guard<std::mutex> Lock(queuesMutex());
+  queues().insert(this);
+}
+
+BackgroundQueue::~BackgroundQueue() {
+  stop();
+  std::lock_guard<std::mutex> Lock(queuesMutex());
+  queues().erase(this);
+}
+
+void BackgroundQueue::beforeFork() {
+  // Held through the fork: no queue comes or goes, and no job runs (the
+  // running one finishes first; a worker then waits for its next job).
+  queuesMutex().lock();
+  for (BackgroundQueue *Q : queues()) {
+    std::unique_lock<std::mutex> Lock(Q->Mutex);
+    Q->Idle.wait(Lock, [Q] { return !Q->Running; });
+    Lock.release();
+  }
+}
+
+void BackgroundQueue::afterForkInParent() {
+  for (BackgroundQueue *Q : queues())
+    Q->Mutex.unlock();
+  queuesMutex().unlock();
+}
+
+void BackgroundQueue::afterForkInChild() {
+  // The child's only thread is the one that forked: each worker, and any
+  // waiter the condition variables counted, is gone. Fresh ones; the
+  // stale thread handle is dropped without a join (std::thread's
+  // destructor would terminate on a joinable one).
+  for (BackgroundQueue *Q : queues()) {
+    new (&Q->Worker) std::thread();
+    new (&Q->Wake) std::condition_variable();
+    new (&Q->Idle) std::condition_variable();
+    new (&Q->Mutex) std::mutex();
+  }
+  new (&queuesMutex()) std::mutex();
+}
+
 void BackgroundQueue::push(std::function<void()> Job) {
   std::lock_guard<std::mutex> Lock(Mutex);
   if (Stopping)
     return;
   Jobs.push_back(std::move(Job));
+  startWorker();
+  Wake.notify_one();
+}
+
+void BackgroundQueue::startWorker() {
   if (!Worker.joinable())
     Worker = std::thread([this] { loop(); });
-  Wake.notify_one();
 }
 
 void BackgroundQueue::stop() {
@@ -117,6 +186,8 @@ void BackgroundQueue::loop() {
 
 void BackgroundQueue::drain() {
   std::unique_lock<std::mutex> Lock(Mutex);
+  if (!Stopping && !Jobs.empty())
+    startWorker(); // A forked child's first wait for what its parent queued.
   Idle.wait(Lock, [this] { return Stopping || (Jobs.empty() && !Running); });
 }
 

@@ -46,12 +46,18 @@ private:
 /// Runs jobs one after another on a thread of its own, started by the
 /// first job. stop() (or destruction) finishes the running job, drops the
 /// queued ones and joins; later jobs are ignored.
+///
+/// A process that forks (Python's multiprocessing, a data loader's
+/// workers) waits for every queue's running job to finish first, so that
+/// no compile is halfway through LLVM or holds a lock; the child, which
+/// has none of its parent's threads, starts its own worker at its first
+/// job and runs the jobs its parent had queued.
 class BackgroundQueue {
 public:
-  BackgroundQueue() = default;
+  BackgroundQueue();
   BackgroundQueue(const BackgroundQueue &) = delete;
   BackgroundQueue &operator=(const BackgroundQueue &) = delete;
-  ~BackgroundQueue() { stop(); }
+  ~BackgroundQueue();
 
   void push(std::function<void()> Job);
   void stop();
@@ -60,6 +66,12 @@ public:
 
 private:
   void loop();
+  /// Starts the worker if it has not started (under Mutex).
+  void startWorker();
+  /// pthread_atfork's handlers, over every queue of the process.
+  static void beforeFork();
+  static void afterForkInParent();
+  static void afterForkInChild();
   std::mutex Mutex;
   std::condition_variable Wake, Idle;
   std::deque<std::function<void()>> Jobs;

@@ -1,8 +1,11 @@
 """gatherjit's Python package against numpy: every dtype, ranks, axes,
 strided views, both policies, out=, errors, compiled kernels and pickling."""
 
+import os
 import pickle
+import signal
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -586,3 +589,41 @@ def test_large_results_reuse_the_buffers_of_dead_ones_and_never_a_live_one():
         assert gj.set_output_pool(128 << 20) == 0
     with pytest.raises(ValueError, match="bytes = -1"):
         gj.set_output_pool(-1)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_forked_child_compiles_in_the_background_of_its_own():
+    # The parent's background thread is busy compiling when it forks (the
+    # fork waits for that compile); the child has no such thread, starts
+    # its own, and compiles a new row family there.
+    data = np.random.default_rng(3).standard_normal((64, 48)).astype(np.float32)
+    for rows in range(8, 40):
+        for _ in range(40):
+            gj.take_along_axis(data[:rows], np.zeros((rows, 12), np.int64), 1)
+    pid = os.fork()
+    if pid == 0:  # The child: no pytest here, only an exit status.
+        ok = False
+        try:
+            before = gj.stats()["family_kernels"]
+            wide = np.arange(80 * 72, dtype=np.float32).reshape(80, 72)
+            for rows in range(40, 64):
+                ids = (np.arange(rows * 20).reshape(rows, 20) * 7) % 72
+                for _ in range(40):
+                    got = gj.take_along_axis(wide[:rows], ids, 1)
+            gj.wait_background()
+            ok = (gj.stats()["family_kernels"] > before and
+                  np.array_equal(got, np.take_along_axis(wide[:63], ids, 1)))
+        finally:
+            os._exit(0 if ok else 1)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child's wait_background() did not return")
+    assert os.waitstatus_to_exitcode(status) == 0
+    gj.wait_background()  # The parent's own compiles went on.
