@@ -143,6 +143,13 @@ std::string tupleString(const std::vector<uint64_t> &Values) {
   return S + (Values.size() == 1 ? ",)" : ")");
 }
 
+std::string dtypeString(const TensorDesc &T) {
+  const std::string Descr = npyDescr(T.Type);
+  if (Descr.empty())
+    return std::to_string(T.elementBytes()) + "-byte records";
+  return py::str(static_cast<const py::object &>(py::dtype(Descr)));
+}
+
 /// A function of the gatherjit package's Python half, looked up under the
 /// GIL and kept for the life of the process (never destroyed: it would
 /// outlive the interpreter). std::map's nodes stay put if an import lets

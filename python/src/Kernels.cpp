@@ -168,11 +168,7 @@ std::shared_ptr<PyKernel> compileFor(const std::string &Op, TensorDesc Data, Ten
                             tupleString(D.OutputShape));
     if (OutT->Type != Output.Type || OutT->elementBytes() != Output.elementBytes()) {
       // numpy's names: the result's dtype is the data's (no epilogue).
-      const std::string Descr = npyDescr(OutT->Type);
-      const std::string Given = Descr.empty()
-                                    ? "of " + std::to_string(OutT->elementBytes()) + "-byte records"
-                                    : std::string(py::str(py::dtype(Descr)));
-      throw py::value_error("out has dtype " + Given + "; the result's is " +
+      throw py::value_error("out has dtype " + dtypeString(*OutT) + "; the result's is " +
                             std::string(py::str(static_cast<const py::object &>(DataType))));
     }
     std::vector<uint64_t> Strides = *OutT->Strides;
@@ -270,7 +266,7 @@ void PyKernel::expectLayout(const py::array &A, const TensorDesc &T, const char 
     throw py::value_error(std::string(Name) +
                           ": the array's shape, dtype or strides differ "
                           "from the kernel's (" +
-                          dataTypeName(T.Type) + tupleString(T.Sizes) + " strides " +
+                          dtypeString(T) + " " + tupleString(T.Sizes) + ", strides " +
                           tupleString(*T.Strides) + " elements); compile a kernel for it");
 }
 
