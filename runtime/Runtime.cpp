@@ -180,6 +180,10 @@ Expected<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions &Options
     I->DeviceGen = DeviceGen.take();
     I->DeviceTarget = backendFor(*I->DeviceGen, I->Device.get());
   }
+  // Its background thread, if it will compile in the background: a new
+  // shape's compile() would otherwise create it (tens of microseconds).
+  if (!I->Device && Options.Specialization != Specialize::Never)
+    I->Upgrades->start();
   if (Options.WarmUp)
     I->WarmUpThread = std::thread([Impl = I.get()] { Impl->warmUp(); });
   I->InitMs = msSince(T0);

@@ -142,6 +142,12 @@ void BackgroundQueue::push(std::function<void()> Job) {
   Wake.notify_one();
 }
 
+void BackgroundQueue::start() {
+  std::lock_guard<std::mutex> Lock(Mutex);
+  if (!Stopping)
+    startWorker();
+}
+
 void BackgroundQueue::startWorker() {
   if (!Worker.joinable())
     Worker = std::thread([this] { loop(); });

@@ -60,6 +60,9 @@ public:
   ~BackgroundQueue();
 
   void push(std::function<void()> Job);
+  /// Starts the worker now rather than at the first job (whose caller
+  /// would otherwise wait for the thread's creation).
+  void start();
   void stop();
   /// Waits until no job is queued or running (or the queue stops).
   void drain();

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <future>
 #include <mutex>
 #include <set>
@@ -71,6 +72,33 @@ TEST(BackgroundQueue, RunsJobsInOrderOffTheCallersThread) {
   EXPECT_EQ(Order, (std::vector<int>{0, 1, 2, 3, 4}));
   ASSERT_EQ(Threads.size(), 1u);
   EXPECT_NE(*Threads.begin(), std::this_thread::get_id());
+}
+
+/// The threads of this process now.
+size_t threadCount() {
+  size_t N = 0;
+  for ([[maybe_unused]] const auto &Entry : std::filesystem::directory_iterator("/proc/self/task"))
+    ++N;
+  return N;
+}
+
+TEST(BackgroundQueue, StartMakesTheWorkerBeforeTheFirstJob) {
+  const size_t Before = threadCount();
+  BackgroundQueue Q;
+  EXPECT_EQ(threadCount(), Before); // Lazily, by default.
+  Q.start();
+  EXPECT_EQ(threadCount(), Before + 1);
+  std::thread::id Ran;
+  std::promise<void> Done;
+  Q.push([&] {
+    Ran = std::this_thread::get_id();
+    Done.set_value();
+  });
+  Done.get_future().wait();
+  EXPECT_EQ(threadCount(), Before + 1); // The job ran on that worker.
+  EXPECT_NE(Ran, std::this_thread::get_id());
+  Q.stop();
+  EXPECT_EQ(threadCount(), Before);
 }
 
 TEST(BackgroundQueue, StopDropsWhatHasNotStartedAndRefusesMore) {
