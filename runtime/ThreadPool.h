@@ -43,15 +43,15 @@ private:
   std::once_flag ArenaOnce;
 };
 
-/// Runs jobs one after another on a thread of its own, started by the
-/// first job. stop() (or destruction) finishes the running job, drops the
+/// Runs jobs one after another on a thread of its own, started by start()
+/// or the first job. stop() (or destruction) finishes the running job, drops the
 /// queued ones and joins; later jobs are ignored.
 ///
 /// A process that forks (Python's multiprocessing, a data loader's
 /// workers) waits for every queue's running job to finish first, so that
 /// no compile is halfway through LLVM or holds a lock; the child, which
 /// has none of its parent's threads, starts its own worker at its first
-/// job and runs the jobs its parent had queued.
+/// job (or drain()) and runs the jobs its parent had queued.
 class BackgroundQueue {
 public:
   BackgroundQueue();
