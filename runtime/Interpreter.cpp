@@ -114,6 +114,27 @@ void nextCoordinate(Coord &C, const std::vector<uint64_t> &Sizes, unsigned Dims)
   }
 }
 
+/// The coordinate at row-major \p Position of a tensor of \p Sizes: what
+/// rowMajorPosition gives back.
+Coord coordinateAt(uint64_t Position, const std::vector<uint64_t> &Sizes) {
+  Coord C(Sizes.size());
+  for (size_t D = Sizes.size(); D-- > 0;) {
+    C[D] = Position % Sizes[D];
+    Position /= Sizes[D];
+  }
+  return C;
+}
+
+/// The values of the index tuple of GatherND's indices \p T (in its last
+/// dimension) that holds coordinate \p C, as "1, 5".
+std::string tupleValues(const TensorDesc &T, const void *Indices, Coord C) {
+  const size_t Last = C.size() - 1;
+  std::string Tuple;
+  for (C[Last] = 0; C[Last] < T.Sizes[Last]; ++C[Last])
+    Tuple += (C[Last] ? ", " : "") + valueString(loadIndex(T, Indices, offsetOf(C, T)));
+  return Tuple;
+}
+
 uint64_t rowMajorPosition(const Coord &C, const std::vector<uint64_t> &Sizes) {
   uint64_t Pos = 0;
   for (size_t D = 0; D < C.size(); ++D)
@@ -134,26 +155,15 @@ std::string validRange(DataType IndexType, uint64_t Size) {
 } // namespace
 
 Status onnxIndexOutOfRangeError(const OnnxNode &Node, const void *Indices, uint64_t Position) {
-  const TensorDesc &T = Node.Indices;
+  // The node's own indices (any strides: a Fortran-order file is read in
+  // place), and the position's coordinates in them.
+  TensorDesc T = Node.Indices;
+  if (!T.Strides)
+    T.Strides = packedStrides(T.Sizes);
   const unsigned Rank = T.rank();
   const bool Tuples = Node.Op == OpKind::GatherND;
-  // The position's coordinates in the node's own indices (any strides: a
-  // Fortran-order file is read in place).
-  Coord C(Rank);
-  uint64_t Rest = Position;
-  for (unsigned D = Rank; D-- > 0;) {
-    C[D] = Rest % T.Sizes[D];
-    Rest /= T.Sizes[D];
-  }
-  TensorDesc Strided = T;
-  if (!Strided.Strides) {
-    Strided.Strides.emplace(Rank);
-    for (uint64_t D = Rank, S = 1; D-- > 0; S *= T.Sizes[D])
-      (*Strided.Strides)[D] = S;
-  }
-  auto ValueAt = [&](const Coord &At) {
-    return loadIndex(Strided, Indices, offsetOf(At, Strided));
-  };
+  const Coord C = coordinateAt(Position, T.Sizes);
+  const std::string Value = valueString(loadIndex(T, Indices, offsetOf(C, T)));
   std::string Where;
   for (unsigned D = 0; D + Tuples < Rank; ++D)
     Where += (D ? ", " : "") + std::to_string(C[D]);
@@ -164,20 +174,16 @@ Status onnxIndexOutOfRangeError(const OnnxNode &Node, const void *Indices, uint6
     // the data's dimensions after batch_dims.
     const unsigned K = static_cast<unsigned>(C[Rank - 1]);
     const uint64_t Dim = static_cast<uint64_t>(Node.Axis) + K, Size = Node.Data.Sizes[Dim];
-    std::string Tuple;
-    Coord At = C;
-    for (At[Rank - 1] = 0; At[Rank - 1] < T.Sizes[Rank - 1]; ++At[Rank - 1])
-      Tuple += (At[Rank - 1] ? ", " : "") + valueString(ValueAt(At));
     return Status::indexOutOfRange(
-        Op + "indices[" + Where + (Where.empty() ? ":" : ", :") + "] = (" + Tuple +
-            (T.Sizes[Rank - 1] == 1 ? ",)" : ")") + " has component " + std::to_string(K) + " = " +
-            valueString(ValueAt(C)) + ", out of range for axis " + std::to_string(Dim) +
+        Op + "indices[" + Where + (Where.empty() ? ":" : ", :") + "] = (" +
+            tupleValues(T, Indices, C) + (T.Sizes[Rank - 1] == 1 ? ",)" : ")") + " has component " +
+            std::to_string(K) + " = " + Value + ", out of range for axis " + std::to_string(Dim) +
             " of size " + std::to_string(Size) + "; " + validRange(T.Type, Size),
         Position);
   }
   const uint64_t Axis = static_cast<uint64_t>(Node.Axis < 0 ? Node.Axis + DataRank : Node.Axis);
   const uint64_t Size = Node.Data.Sizes[Axis];
-  return Status::indexOutOfRange(Op + "indices[" + Where + "] = " + valueString(ValueAt(C)) +
+  return Status::indexOutOfRange(Op + "indices[" + Where + "] = " + Value +
                                      " is out of range for axis " + std::to_string(Axis) +
                                      " of size " + std::to_string(Size) + "; " +
                                      validRange(T.Type, Size),
@@ -191,12 +197,7 @@ Status epilogueFaultError() {
 }
 
 Status indexOutOfRangeError(const ValidDesc &V, const void *Indices, uint64_t Position) {
-  Coord C(V.rank());
-  uint64_t Rest = Position;
-  for (unsigned D = V.rank(); D-- > 0;) {
-    C[D] = Rest % V.Indices.Sizes[D];
-    Rest /= V.Indices.Sizes[D];
-  }
+  const Coord C = coordinateAt(Position, V.Indices.Sizes);
   const __int128 Value = loadIndex(V.Indices, Indices, offsetOf(C, V.Indices));
   std::string Where;
   for (unsigned D = 0; D < V.rank(); ++D)
@@ -205,11 +206,7 @@ Status indexOutOfRangeError(const ValidDesc &V, const void *Indices, uint64_t Po
     // Name the whole tuple, and the component that is out of range.
     const unsigned Last = V.rank() - 1, K = static_cast<unsigned>(C[Last]);
     const unsigned Dim = V.firstTupleDim() + K;
-    std::string Tuple;
-    Coord T = C;
-    for (T[Last] = 0; T[Last] < V.tupleSize(); ++T[Last])
-      Tuple += (T[Last] ? ", " : "") +
-               valueString(loadIndex(V.Indices, Indices, offsetOf(T, V.Indices)));
+    const std::string Tuple = tupleValues(V.Indices, Indices, C);
     const std::string TupleAt = Where.substr(0, Where.find_last_of(',') + 1);
     return Status::indexOutOfRange(
         "GatherND: the index tuple IndicesTensor[" + TupleAt + ":] = (" + Tuple + ") (position " +

@@ -44,8 +44,8 @@ private:
 };
 
 /// Runs jobs one after another on a thread of its own, started by start()
-/// or the first job. stop() (or destruction) finishes the running job, drops the
-/// queued ones and joins; later jobs are ignored.
+/// or the first job. stop() (or destruction) finishes the running job,
+/// drops the queued ones and joins; later jobs are ignored.
 ///
 /// A process that forks (Python's multiprocessing, a data loader's
 /// workers) waits for every queue's running job to finish first, so that

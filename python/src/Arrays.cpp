@@ -143,11 +143,16 @@ std::string tupleString(const std::vector<uint64_t> &Values) {
   return S + (Values.size() == 1 ? ",)" : ")");
 }
 
+std::string dtypeString(const py::dtype &Type) {
+  // As a plain object: py::str(py::dtype) matches two constructors.
+  return py::str(static_cast<const py::object &>(Type));
+}
+
 std::string dtypeString(const TensorDesc &T) {
   const std::string Descr = npyDescr(T.Type);
   if (Descr.empty())
     return std::to_string(T.elementBytes()) + "-byte records";
-  return py::str(static_cast<const py::object &>(py::dtype(Descr)));
+  return dtypeString(py::dtype(Descr));
 }
 
 /// A function of the gatherjit package's Python half, looked up under the

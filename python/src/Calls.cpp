@@ -134,11 +134,11 @@ std::shared_ptr<PyKernel> kernelForArrays(const std::string &Op, py::array &Data
   // The first call of a layout checks the axis (a later one found its key).
   checkAxis(Op, AxisObj, Axis, Overflow, Data.ndim());
   TensorDesc DataT = tensorOf(Data, "data"), IdxT = tensorOf(Indices, "indices");
-  if (Broadcast && Op == "gather_elements" && DataT.rank() != IdxT.rank())
-    throw py::value_error("take_along_axis: indices of rank " + std::to_string(IdxT.rank()) +
-                          " and data of rank " + std::to_string(DataT.rank()) +
-                          "; the ranks must be equal");
-  if (Broadcast && Op == "gather_elements" && DataT.rank() > 0) {
+  if (Broadcast && Op == "gather_elements") {
+    if (DataT.rank() != IdxT.rank())
+      throw py::value_error("take_along_axis: indices of rank " + std::to_string(IdxT.rank()) +
+                            " and data of rank " + std::to_string(DataT.rank()) +
+                            "; the ranks must be equal");
     // numpy broadcasts the dimensions other than the axis: a size of 1
     // repeats, through a stride of 0 (no copy).
     const int64_t R = DataT.rank(), A = Axis < 0 ? Axis + R : Axis;

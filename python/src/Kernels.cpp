@@ -169,7 +169,7 @@ std::shared_ptr<PyKernel> compileFor(const std::string &Op, TensorDesc Data, Ten
     if (OutT->Type != Output.Type || OutT->elementBytes() != Output.elementBytes()) {
       // numpy's names: the result's dtype is the data's (no epilogue).
       throw py::value_error("out has dtype " + dtypeString(*OutT) + "; the result's is " +
-                            std::string(py::str(static_cast<const py::object &>(DataType))));
+                            dtypeString(DataType));
     }
     std::vector<uint64_t> Strides = *OutT->Strides;
     Strides.insert(Strides.begin(), Output.rank() - Strides.size(), 0);
@@ -197,8 +197,7 @@ std::shared_ptr<PyKernel> compileFor(const std::string &Op, TensorDesc Data, Ten
     if (OutT && (OutT->Sizes != std::vector<uint64_t>(P->OutShape.begin(), P->OutShape.end()) ||
                  OutT->Type != Fused.Type || !isPacked(*OutT)))
       throw py::value_error(
-          "out must be a C-contiguous " +
-          std::string(py::str(static_cast<const py::object &>(P->OutType))) + " array of shape " +
+          "out must be a C-contiguous " + dtypeString(P->OutType) + " array of shape " +
           tupleString(std::vector<uint64_t>(P->OutShape.begin(), P->OutShape.end())) +
           " (the epilogue's output)");
   }

@@ -50,7 +50,9 @@ Runtime &deviceRuntime(const std::string &Device);
 py::object &package(const char *Name);
 /// A shape as Python prints one: "(3, 4)", "(2,)", "()".
 std::string tupleString(const std::vector<uint64_t> &Values);
-/// \p T's element type by numpy's name ("float32"), or "N-byte records".
+/// A dtype by numpy's name ("float32"); \p T's element type so, or
+/// "N-byte records".
+std::string dtypeString(const py::dtype &Type);
 std::string dtypeString(const TensorDesc &T);
 
 // numpy arrays as tensors (Arrays.cpp).
