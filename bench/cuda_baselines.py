@@ -2,10 +2,43 @@
 # --device cuda`: gather(out=) for GatherElements, index_select(out=) for
 # Gather, advanced indexing for GatherND; each output compared bit for bit
 # with numpy's on the same data before any timing; medians of CUDA-event
-# times. Prints one JSON object: {"version": ..., "device": ..., "cases":
-# {case: {"torch_us": ..., "same": bool}}}, or {"missing": why}.
+# times, of a whole call to the end of its synchronize (host clock), and of
+# take() at as many uniformly random positions of the input (the floor of
+# reads that share no cache line). Prints one JSON object: {"version": ...,
+# "device": ..., "cases": {case: {"torch_us", "call_us", "random_reads_us":
+# ..., "same": bool}}}, or {"missing": why}.
 import json
 import sys
+import time
+
+
+def median(values):
+    values = sorted(values)
+    return values[len(values) // 2]
+
+
+def event_us(torch, run, repeat):
+    run()
+    times = []
+    for _ in range(repeat):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        run()
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop) * 1000.0)
+    return median(times)
+
+
+def call_us(torch, run, repeat):
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        run()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - start) * 1e6)
+    return median(times)
 
 
 def main():
@@ -52,16 +85,13 @@ def main():
         run()
         torch.cuda.synchronize()
         same = o.cpu().numpy().tobytes() == want.tobytes()
-        times = []
-        for _ in range(repeat):
-            start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            run()
-            stop.record()
-            stop.synchronize()
-            times.append(start.elapsed_time(stop) * 1000.0)
-        times.sort()
-        out["cases"][c["case"]] = {"torch_us": times[len(times) // 2], "same": same}
+        spots = torch.randint(0, d.numel(), (max(1, o.numel()),), device=dev,
+                              generator=torch.Generator(device=dev).manual_seed(7))
+        reads = lambda: torch.take(d, spots)  # take reads d as if flattened.
+        out["cases"][c["case"]] = {"torch_us": event_us(torch, run, repeat),
+                                   "random_reads_us": event_us(torch, reads, repeat),
+                                   "call_us": call_us(torch, run, repeat),
+                                   "same": same}
     print(json.dumps(out))
 
 

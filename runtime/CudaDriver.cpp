@@ -23,6 +23,7 @@ using Handle = void *;
 constexpr CUresult Success = 0, NoDevice = 100, InvalidDevice = 101, StubLibrary = 34,
                    InsufficientDriver = 35, JitCompilerNotFound = 221, UnsupportedPtxVersion = 222;
 constexpr int AttrMajor = 75, AttrMinor = 76; // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_*
+constexpr unsigned HostAllocDeviceMap = 2;    // CU_MEMHOSTALLOC_DEVICEMAP
 
 /// The entry points, resolved once per process.
 struct Api {
@@ -40,6 +41,9 @@ struct Api {
   CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
   CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
   CUresult (*MemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
+  CUresult (*MemHostAlloc)(void **, size_t, unsigned);
+  CUresult (*MemHostGetDevicePointer)(CUdeviceptr *, void *, unsigned);
+  CUresult (*MemFreeHost)(void *);
   CUresult (*LaunchKernel)(Handle, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                            unsigned, Handle, void **, void **);
   CUresult (*CtxSynchronize)();
@@ -89,6 +93,9 @@ Expected<const Api *> loadApi() {
     Get(Table.MemcpyHtoD, "cuMemcpyHtoD_v2");
     Get(Table.MemcpyDtoH, "cuMemcpyDtoH_v2");
     Get(Table.MemcpyDtoD, "cuMemcpyDtoD_v2");
+    Get(Table.MemHostAlloc, "cuMemHostAlloc");
+    Get(Table.MemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2");
+    Get(Table.MemFreeHost, "cuMemFreeHost");
     Get(Table.LaunchKernel, "cuLaunchKernel");
     Get(Table.CtxSynchronize, "cuCtxSynchronize");
     Get(Table.StreamSynchronize, "cuStreamSynchronize");
@@ -137,6 +144,7 @@ Status failed(const Api &A, CUresult R, const std::string &What) {
 thread_local void *CurrentStream = nullptr;
 thread_local std::string LastError;
 thread_local double LastKernelUs = 0;
+thread_local bool TimeKernels = false;
 
 /// A loaded kernel: its module, entry, launch shape and status word.
 class CudaCode final : public Executable {
@@ -152,7 +160,7 @@ public:
   }
   ~CudaCode() override {
     if (Word)
-      A.MemFree(Word);
+      A.MemFreeHost(Word);
     if (Start) {
       A.EventDestroy(Start);
       A.EventDestroy(Stop);
@@ -160,6 +168,11 @@ public:
     A.ModuleUnload(Module);
   }
 
+  /// A call is the launch and one synchronize: the status word lives in
+  /// pinned host memory mapped into the device's address space, so its
+  /// key needs no copy back, and it is reset only after a bad index (a run
+  /// without one leaves it as it was). Events time the launch only inside
+  /// a KernelTiming scope.
   int64_t runRows(const void *Input, const void *Indices, void *Output, int64_t Begin,
                   int64_t End) const override {
     if (std::max<int64_t>(Begin, 0) >= std::min<int64_t>(End, 1))
@@ -171,37 +184,42 @@ public:
     };
     if (CUresult R = A.CtxSetCurrent(Context); R != Success)
       return Fail(R, "cuCtxSetCurrent");
-    if (!Word)
-      if (CUresult R = A.MemAlloc(&Word, 8); R != Success)
-        return Fail(R, "cuMemAlloc");
     const uint64_t None = ~uint64_t(0);
-    if (CUresult R = A.MemcpyHtoD(Word, &None, 8); R != Success)
-      return Fail(R, "cuMemcpyHtoD");
-    CUdeviceptr In = reinterpret_cast<CUdeviceptr>(Input),
-                Idx = reinterpret_cast<CUdeviceptr>(Indices),
-                Out = reinterpret_cast<CUdeviceptr>(Output);
-    void *Args[] = {&In, &Idx, &Out, &Word};
-    if (!Start) {
+    if (!Word) {
+      if (CUresult R = A.MemHostAlloc(reinterpret_cast<void **>(&Word), 8, HostAllocDeviceMap);
+          R != Success)
+        return Fail(R, "cuMemHostAlloc");
+      if (CUresult R = A.MemHostGetDevicePointer(&WordOnDevice, Word, 0); R != Success)
+        return Fail(R, "cuMemHostGetDevicePointer");
+      __atomic_store_n(Word, None, __ATOMIC_RELAXED);
+    }
+    const bool Timed = TimeKernels;
+    if (Timed && !Start) {
       A.EventCreate(&Start, 0);
       A.EventCreate(&Stop, 0);
     }
-    A.EventRecord(Start, CurrentStream);
+    CUdeviceptr In = reinterpret_cast<CUdeviceptr>(Input),
+                Idx = reinterpret_cast<CUdeviceptr>(Indices),
+                Out = reinterpret_cast<CUdeviceptr>(Output);
+    void *Args[] = {&In, &Idx, &Out, &WordOnDevice};
+    if (Timed)
+      A.EventRecord(Start, CurrentStream);
     if (CUresult R =
             A.LaunchKernel(Fn, static_cast<unsigned>(Blocks), 1, 1, static_cast<unsigned>(Threads),
                            1, 1, 0, CurrentStream, Args, nullptr);
         R != Success)
       return Fail(R, "the kernel's launch");
-    A.EventRecord(Stop, CurrentStream);
+    if (Timed)
+      A.EventRecord(Stop, CurrentStream);
     const CUresult Synced = CurrentStream ? A.StreamSynchronize(CurrentStream) : A.CtxSynchronize();
     if (Synced != Success)
       return Fail(Synced, "the kernel");
     float Ms = 0;
-    LastKernelUs = A.EventElapsedTime(&Ms, Start, Stop) == Success ? Ms * 1000.0 : 0;
-    uint64_t Key = None;
-    if (CUresult R = A.MemcpyDtoH(&Key, Word, 8); R != Success)
-      return Fail(R, "cuMemcpyDtoH");
+    LastKernelUs = Timed && A.EventElapsedTime(&Ms, Start, Stop) == Success ? Ms * 1000.0 : 0;
+    const uint64_t Key = __atomic_load_n(Word, __ATOMIC_ACQUIRE);
     if (Key == None)
       return 0;
+    __atomic_store_n(Word, None, __ATOMIC_RELEASE);
     // The first bad index's key: its output element and tuple component,
     // mapped to its position in the indices.
     uint64_t E = Key / Tuple, Pos = Key % Tuple;
@@ -220,7 +238,8 @@ private:
   unsigned Rank;
   uint64_t Sizes[MaxRank] = {}, PosStride[MaxRank] = {};
   mutable std::mutex Mutex;
-  mutable CUdeviceptr Word = 0;
+  mutable uint64_t *Word = nullptr;               ///< The status word, in mapped host memory...
+  mutable CUdeviceptr WordOnDevice = 0;           ///< ...and its address on the device.
   mutable Handle Start = nullptr, Stop = nullptr; ///< Events timing a launch.
 };
 
@@ -330,6 +349,9 @@ Expected<double> CudaDevice::copyUs(void *Dst, const void *Src, size_t Bytes) co
 
 std::string lastDeviceError() { return LastError; }
 double lastKernelUs() { return LastKernelUs; }
+
+KernelTiming::KernelTiming() : Saved(TimeKernels) { TimeKernels = true; }
+KernelTiming::~KernelTiming() { TimeKernels = Saved; }
 
 StreamScope::StreamScope(void *Stream) : Saved(CurrentStream) { CurrentStream = Stream; }
 StreamScope::~StreamScope() { CurrentStream = Saved; }

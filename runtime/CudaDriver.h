@@ -73,8 +73,20 @@ private:
 /// message is lastDeviceError() on that thread.
 constexpr int64_t DeviceFailed = -2;
 std::string lastDeviceError();
-/// How long the last device kernel this thread launched ran (CUDA events).
+/// How long the last device kernel this thread launched in a KernelTiming
+/// scope ran (CUDA events); 0 outside one.
 double lastKernelUs();
+
+/// Launches of device kernels on this thread are timed by CUDA events
+/// while the scope lives (two events a launch: about 3 µs of a tiny call).
+class KernelTiming {
+public:
+  KernelTiming();
+  ~KernelTiming();
+
+private:
+  bool Saved;
+};
 
 /// Launches of device kernels on this thread go to \p Stream (a CUstream;
 /// null: the context's default stream) while the scope lives.
@@ -93,10 +105,12 @@ Expected<std::optional<int>> parseDevice(const std::string &Text);
 
 /// What one device run took and where: the PTX's making and loading
 /// (milliseconds), and the medians over its repeats of the kernel and of a
-/// device-to-device copy of the output's bytes (microseconds).
+/// device-to-device copy of the output's bytes (microseconds), and of
+/// the whole call as its caller sees it: Kernel::run from its start to its
+/// return after the stream's synchronize (microseconds, wall clock).
 struct DeviceRun {
   std::string Device; ///< e.g. "cuda:0 (sm_90)"
-  double PtxMs = 0, LoadMs = 0, KernelUs = 0, CopyUs = 0;
+  double PtxMs = 0, LoadMs = 0, KernelUs = 0, CopyUs = 0, CallUs = 0;
 };
 
 /// Runs \p V on CUDA device \p Ordinal \p Repeat times: \p Input and
@@ -105,6 +119,14 @@ struct DeviceRun {
 /// interpreter's error for it.
 Expected<DeviceRun> runOnCuda(const ValidDesc &V, int Ordinal, OptLevel Level, const void *Input,
                               const void *Indices, void *Output, unsigned Repeat = 1);
+
+/// Runs \p V (under Check) on CUDA device \p Ordinal with one index made
+/// out of range at a time, at the last, first and middle element of the
+/// indices, then none, all through one kernel: the number of runs, each of
+/// whose error (or none) was the interpreter's, or an Internal error naming
+/// the first that was not. 0 runs for other policies and empty operands.
+Expected<unsigned> checkBadIndicesOnCuda(const ValidDesc &V, int Ordinal, const void *Input,
+                                         const void *Indices);
 
 /// The PTX of \p V's kernel, named \p Name, for the architecture of CUDA
 /// device \p Ordinal when a driver and the device are there, else for

@@ -5,9 +5,12 @@
 #include "compiler/backend/Backend.h"
 #include "compiler/backend/Target.h"
 #include "compiler/pipeline/Pipeline.h"
+#include "gatherjit/Interpreter.h"
 #include "gatherjit/Runtime.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstring>
 #include <vector>
 
 namespace gatherjit {
@@ -28,71 +31,148 @@ Expected<std::string> ptxFor(const ValidDesc &V, std::optional<int> Ordinal, Opt
   return std::string(R->Bytes.begin(), R->Bytes.end());
 }
 
-Expected<DeviceRun> runOnCuda(const ValidDesc &V, int Ordinal, OptLevel Level, const void *Input,
-                              const void *Indices, void *Output, unsigned Repeat) {
+namespace {
+
+/// A kernel compiled for a device and its three buffers there, the
+/// operands copied in.
+struct DeviceSetup {
+  std::unique_ptr<Runtime> RT;
+  std::shared_ptr<CudaDevice> D;
+  Kernel K;
+  uint64_t Bytes[3] = {};
+  std::shared_ptr<void> Buffers[3];
+
+  Status run() const { return K.run(Buffers[0].get(), Buffers[1].get(), Buffers[2].get()); }
+};
+
+Expected<DeviceSetup> setUp(const ValidDesc &V, int Ordinal, OptLevel Level, const void *Input,
+                            const void *Indices) {
   if (V.Epilogue.Kind != EpilogueKind::None)
     return Status::unsupported("fused epilogues run on the CPU only for now (no --device cuda)");
   RuntimeOptions Options;
   Options.Device = "cuda:" + std::to_string(Ordinal);
   Options.Opt = Level;
   Options.Threads = 1;
+  DeviceSetup Set;
   Expected<std::unique_ptr<Runtime>> RT = Runtime::create(Options);
   if (!RT)
     return RT.status();
+  Set.RT = RT.take();
   Expected<std::shared_ptr<CudaDevice>> D = CudaDevice::open(Ordinal);
   if (!D)
     return D.status();
-  DeviceRun Run;
-  Run.Device = (*D)->name();
-  Expected<Kernel> K = (*RT)->compile(V);
+  Set.D = D.take();
+  Expected<Kernel> K = Set.RT->compile(V);
   if (!K)
     return K.status();
-  Run.PtxMs = K->compileTimes().Emit + K->compileTimes().Optimize + K->compileTimes().Codegen;
-  Run.LoadMs = K->compileTimes().Link;
+  Set.K = K.take();
   const uint64_t Bytes[3] = {requiredElements(V.Input) * V.Input.elementBytes(),
                              requiredElements(V.Indices) * V.Indices.elementBytes(),
                              requiredElements(V.Output) * V.Output.elementBytes()};
-  std::shared_ptr<void> Buffers[3];
   for (int B = 0; B < 3; ++B) {
-    Expected<std::shared_ptr<void>> Made = (*D)->allocate(Bytes[B]);
+    Set.Bytes[B] = Bytes[B];
+    Expected<std::shared_ptr<void>> Made = Set.D->allocate(Bytes[B]);
     if (!Made)
       return Made.status();
-    Buffers[B] = Made.take();
+    Set.Buffers[B] = Made.take();
   }
   for (auto [B, Host] : {std::pair{0, Input}, {1, Indices}})
     if (Bytes[B])
-      if (Status S = (*D)->copyToDevice(Buffers[B].get(), Host, Bytes[B]); !S)
+      if (Status S = Set.D->copyToDevice(Set.Buffers[B].get(), Host, Bytes[B]); !S)
         return S;
-  std::vector<double> Kernel, Copy;
+  return Set;
+}
+
+double median(std::vector<double> Us) {
+  if (Us.empty())
+    return 0.0;
+  std::sort(Us.begin(), Us.end());
+  return Us.size() % 2 ? Us[Us.size() / 2] : (Us[Us.size() / 2 - 1] + Us[Us.size() / 2]) / 2;
+}
+
+} // namespace
+
+Expected<DeviceRun> runOnCuda(const ValidDesc &V, int Ordinal, OptLevel Level, const void *Input,
+                              const void *Indices, void *Output, unsigned Repeat) {
+  Expected<DeviceSetup> Set = setUp(V, Ordinal, Level, Input, Indices);
+  if (!Set)
+    return Set.status();
+  DeviceRun Run;
+  Run.Device = Set->D->name();
+  const CompileTimes &Times = Set->K.compileTimes();
+  Run.PtxMs = Times.Emit + Times.Optimize + Times.Codegen;
+  Run.LoadMs = Times.Link;
+  // The kernel's time by events; then the whole call's, untimed.
+  std::vector<double> Kernel, Copy, Call;
   for (unsigned I = 0; I < std::max(1u, Repeat); ++I) {
-    if (Status S = K->run(Buffers[0].get(), Buffers[1].get(), Buffers[2].get()); !S)
+    KernelTiming Timed;
+    if (Status S = Set->run(); !S)
       return S;
     Kernel.push_back(lastKernelUs());
   }
+  for (unsigned I = 0; I < std::max(1u, Repeat); ++I) {
+    const auto Start = std::chrono::steady_clock::now();
+    if (Status S = Set->run(); !S)
+      return S;
+    Call.push_back(
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - Start)
+            .count());
+  }
   // The line: the output's bytes copied on the device, as often.
-  if (Bytes[2]) {
-    Expected<std::shared_ptr<void>> Twin = (*D)->allocate(Bytes[2]);
+  const uint64_t OutBytes = Set->Bytes[2];
+  if (OutBytes) {
+    Expected<std::shared_ptr<void>> Twin = Set->D->allocate(OutBytes);
     if (!Twin)
       return Twin.status();
     for (unsigned I = 0; I < std::max(1u, Repeat); ++I) {
-      Expected<double> Us = (*D)->copyUs(Twin->get(), Buffers[2].get(), Bytes[2]);
+      Expected<double> Us = Set->D->copyUs(Twin->get(), Set->Buffers[2].get(), OutBytes);
       if (!Us)
         return Us.status();
       Copy.push_back(*Us);
     }
   }
-  auto Median = [](std::vector<double> Us) {
-    if (Us.empty())
-      return 0.0;
-    std::sort(Us.begin(), Us.end());
-    return Us.size() % 2 ? Us[Us.size() / 2] : (Us[Us.size() / 2 - 1] + Us[Us.size() / 2]) / 2;
-  };
-  Run.KernelUs = Median(Kernel);
-  Run.CopyUs = Median(Copy);
-  if (Bytes[2])
-    if (Status S = (*D)->copyToHost(Output, Buffers[2].get(), Bytes[2]); !S)
+  Run.KernelUs = median(Kernel);
+  Run.CopyUs = median(Copy);
+  Run.CallUs = median(Call);
+  if (OutBytes)
+    if (Status S = Set->D->copyToHost(Output, Set->Buffers[2].get(), OutBytes); !S)
       return S;
   return Run;
+}
+
+Expected<unsigned> checkBadIndicesOnCuda(const ValidDesc &V, int Ordinal, const void *Input,
+                                         const void *Indices) {
+  Expected<DeviceSetup> Set = setUp(V, Ordinal, OptLevel::O2, Input, Indices);
+  if (!Set)
+    return Set.status();
+  const uint64_t Bytes = Set->Bytes[1], Size = V.Indices.elementBytes();
+  if (V.Policy != OobPolicy::Check || !Bytes || !V.outputElements())
+    return 0u;
+  // The largest positive index at the last, the first and the middle
+  // element of the indices' buffer in turn, then none; each run on the
+  // same kernel.
+  const uint64_t Count = Bytes / Size;
+  std::vector<char> Host(static_cast<const char *>(Indices),
+                         static_cast<const char *>(Indices) + Bytes);
+  std::vector<char> Out(Set->Bytes[2]);
+  unsigned Runs = 0;
+  for (int64_t At : {int64_t(Count - 1), int64_t(0), int64_t(Count / 2), int64_t(-1)}) {
+    std::vector<char> Bad = Host;
+    if (At >= 0) {
+      std::memset(&Bad[At * Size], 0xff, Size);
+      Bad[At * Size + Size - 1] = 0x7f; // Little-endian: the sign byte last.
+    }
+    if (Status S = Set->D->copyToDevice(Set->Buffers[1].get(), Bad.data(), Bytes); !S)
+      return S;
+    const Status Want = interpret(V, Input, Bad.data(), Out.data());
+    const Status Got = Set->run();
+    ++Runs;
+    if (Want.position() != Got.position() || Want.isOk() != Got.isOk())
+      return Status::internal("the device's run with indices element " + std::to_string(At) +
+                              " made bad reported '" + (Got ? "no error" : Got.message()) +
+                              "', the interpreter '" + (Want ? "no error" : Want.message()) + "'");
+  }
+  return Runs;
 }
 
 } // namespace gatherjit

@@ -6,11 +6,14 @@
 #       libraries (build-gpu/), its command line stripped and copied with
 #       the shared libraries the GPU machine lacks into DIR (default
 #       gpu-pack/, ignored by git), checked to be under 64 MiB and, where
-#       the test suite's fake driver is built, smoke-tested through it.
+#       the test suite's fake driver is built, smoke-tested through it;
+#       with a GatherElements whose index is out of range and the CPU's
+#       error for it, and examples/cuda's program where build/ has it.
 #   tools/gpu_measure.sh run [DIR]    there, from the repository root:
 #       `gatherjit bench --device cuda` with the packed programs (PyTorch
 #       CUDA columns from that machine's python3), writing
-#       bench/results/<date>-cuda.json and .md.
+#       bench/results/<date>-cuda.json and .md; then the bad index on the
+#       device (its error must be the CPU's) and the ahead-of-time example.
 set -euo pipefail
 mode=${1:-}
 dir=${2:-gpu-pack}
@@ -31,6 +34,32 @@ pack)
   ldd "$root/build-gpu/gatherjit-llvm" | awk '/libtbb/ {print $3}' | while read -r lib; do
     cp -L "$lib" "$dir/lib/"
   done
+  # A bad index: the device must name it as the CPU does.
+  mkdir -p "$dir/oob"
+  python3 - "$dir/oob" <<'PY'
+# Plain .npy files (no numpy needed): data 4096 x 64 FLOAT32, indices
+# 4096 x 64 INT64 with one out of range at [3000, 17].
+import random, struct, sys
+def save(path, descr, shape, fmt, values):
+    header = "{'descr': '%s', 'fortran_order': False, 'shape': %r, }" % (descr, shape)
+    header += " " * (63 - (10 + len(header)) % 64) + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
+        f.write(struct.pack("<%d%s" % (len(values), fmt), *values))
+rng = random.Random(1)
+index = [rng.randrange(64) for _ in range(4096 * 64)]
+index[3000 * 64 + 17] = 64
+save(sys.argv[1] + "/d.npy", "<f4", (4096, 64), "f", [float(v) for v in range(4096 * 64)])
+save(sys.argv[1] + "/i.npy", "<i8", (4096, 64), "q", index)
+PY
+  LD_LIBRARY_PATH="$dir/lib" "$dir/bin/gatherjit" gather-elements --data "$dir/oob/d.npy" \
+    --indices "$dir/oob/i.npy" --axis 1 -o "$dir/oob/o.npy" 2>"$dir/oob/expected.txt" && {
+    echo "error: the CPU accepted the bad index" >&2
+    exit 1
+  }
+  if [ -x "$root/build/examples/cuda/cuda_example" ]; then
+    cp "$root/build/examples/cuda/cuda_example" "$root/build/examples/cuda/kernels.ptx" "$dir/bin/"
+  fi
   bytes=$(du -sb "$dir" | cut -f1)
   echo "packed $dir: $((bytes / 1048576)) MiB"
   if [ "$bytes" -ge $((64 << 20)) ]; then
@@ -49,6 +78,19 @@ run)
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
   LD_LIBRARY_PATH="$dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
     "$dir/bin/gatherjit" bench --device cuda --results "$root/bench/results"
+  set +e
+  LD_LIBRARY_PATH="$dir/lib" "$dir/bin/gatherjit" gather-elements --device cuda \
+    --data "$dir/oob/d.npy" --indices "$dir/oob/i.npy" --axis 1 -o "$dir/oob/o.npy" \
+    2>"$dir/oob/device.txt"
+  code=$?
+  if [ "$code" = 2 ] && cmp -s "$dir/oob/expected.txt" "$dir/oob/device.txt"; then
+    echo "bad index on the device: exit 2, the CPU's message: $(cat "$dir/oob/device.txt")"
+  else
+    echo "bad index on the device: exit $code, $(cat "$dir/oob/device.txt") (CPU: $(cat "$dir/oob/expected.txt"))"
+  fi
+  if [ -x "$dir/bin/cuda_example" ]; then
+    "$dir/bin/cuda_example" "$dir/bin/kernels.ptx"
+  fi
   ;;
 *)
   echo "usage: tools/gpu_measure.sh pack|run [DIR]" >&2

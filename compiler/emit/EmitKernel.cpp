@@ -132,7 +132,11 @@ void KernelEmitter::copyElement(Value *InOff, Value *OutOff, Value *Dst) {
     return;
   }
   if (S.integerSizedElement()) {
-    Type *Ty = Type::getIntNTy(Ctx, EB * 8);
+    // Aligned 16-byte elements as a vector: NVPTX moves one in a single
+    // ld.v4/st.v4 where it splits an i128 in two.
+    Type *Ty = EB == 16 && P.ElementAligned
+                   ? static_cast<Type *>(FixedVectorType::get(B.getInt32Ty(), 4))
+                   : Type::getIntNTy(Ctx, EB * 8);
     Value *V = InOff ? static_cast<Value *>(B.CreateAlignedLoad(
                            Ty, B.CreateInBoundsGEP(Ty, In, InOff), elementAlign(EB)))
                      : Constant::getNullValue(Ty);

@@ -26,10 +26,49 @@ namespace gatherjit::emit {
 
 void KernelEmitter::emitThreads(const std::string &Name, GridEntry Entry) {
   assert(!S.Family && P.ThreadsPerBlock > 0 && "a GPU plan of a specialized spec");
+  Function *Body = emitThreadBody(Name, ".thread", 1);
+  // Block rows in wide pieces, where the buffers allow: the same copy by
+  // a body for the widened spec, whose keys count this spec's elements.
+  Function *Wide = nullptr;
+  if (P.WideBytes) {
+    const std::optional<KernelSpec> W = widenedBlocks(S, P.WideBytes);
+    assert(W && "the plan widens only what widenedBlocks can");
+    Wide = KernelEmitter(*W, P, M).emitThreadBody(Name, ".thread.wide", P.WideBytes / S.ElemBytes);
+  }
+  if (Entry == GridEntry::Device)
+    emitDeviceEntry(Name, Body, Wide);
+  else
+    emitSimulatedGrid(Name, Body, Wide);
+}
+
+void KernelEmitter::callThreadBody(Function *Body, Function *Wide, ArrayRef<Value *> Args) {
+  if (!Wide) {
+    B.CreateCall(Body, Args);
+    return;
+  }
+  // The wide body where the input and output are aligned to its pieces
+  // (every row then is: its bytes are a whole number of pieces).
+  Value *Bits = B.CreateOr(B.CreatePtrToInt(Args[0], I64), B.CreatePtrToInt(Args[2], I64));
+  Value *Aligned = B.CreateICmpEQ(B.CreateAnd(Bits, c(P.WideBytes - 1)), c(0));
+  BasicBlock *ByPieces = BasicBlock::Create(Ctx, "wide", F);
+  BasicBlock *ByElements = BasicBlock::Create(Ctx, "narrow", F);
+  BasicBlock *Join = BasicBlock::Create(Ctx, "called", F);
+  B.CreateCondBr(Aligned, ByPieces, ByElements);
+  B.SetInsertPoint(ByPieces);
+  B.CreateCall(Wide, Args);
+  B.CreateBr(Join);
+  B.SetInsertPoint(ByElements);
+  B.CreateCall(Body, Args);
+  B.CreateBr(Join);
+  B.SetInsertPoint(Join);
+}
+
+Function *KernelEmitter::emitThreadBody(const std::string &Name, const char *Suffix,
+                                        uint64_t KeyScale) {
   // The body, inlined into its entry.
   FunctionType *BodyTy =
       FunctionType::get(B.getVoidTy(), {PtrTy, PtrTy, PtrTy, PtrTy, I64, I64}, false);
-  F = Function::Create(BodyTy, GlobalValue::InternalLinkage, Name + ".thread", M);
+  F = Function::Create(BodyTy, GlobalValue::InternalLinkage, Name + Suffix, M);
   F->addFnAttr(Attribute::AlwaysInline);
   F->addFnAttr(Attribute::NoUnwind);
   for (unsigned A = 0; A < 3; ++A)
@@ -62,7 +101,7 @@ void KernelEmitter::emitThreads(const std::string &Name, GridEntry Entry) {
     // the output in order, finds first.
     emitIfBad(Tuple, [&](unsigned C) {
       B.CreateAtomicRMW(AtomicRMWInst::UMin, Status,
-                        B.CreateAdd(B.CreateMul(E, c(S.TupleSize)), c(C)), MaybeAlign(8),
+                        B.CreateAdd(B.CreateMul(E, c(S.TupleSize * KeyScale)), c(C)), MaybeAlign(8),
                         AtomicOrdering::Monotonic);
       B.CreateBr(Next);
     });
@@ -75,11 +114,7 @@ void KernelEmitter::emitThreads(const std::string &Name, GridEntry Entry) {
   B.CreateCondBr(B.CreateICmpULT(After, c(N)), Loop, Done);
   B.SetInsertPoint(Done);
   B.CreateRetVoid();
-  Function *Body = F;
-  if (Entry == GridEntry::Device)
-    emitDeviceEntry(Name, Body);
-  else
-    emitSimulatedGrid(Name, Body);
+  return F;
 }
 
 KernelEmitter::Offsets KernelEmitter::offsetsAt(Value *E) {
@@ -96,7 +131,7 @@ KernelEmitter::Offsets KernelEmitter::offsetsAt(Value *E) {
   return O;
 }
 
-void KernelEmitter::emitDeviceEntry(const std::string &Name, Function *Body) {
+void KernelEmitter::emitDeviceEntry(const std::string &Name, Function *Body, Function *Wide) {
   // NAME(in, indices, out, status): a kernel of the PTX module.
   F = Function::Create(FunctionType::get(B.getVoidTy(), {PtrTy, PtrTy, PtrTy, PtrTy}, false),
                        GlobalValue::ExternalLinkage, Name, M);
@@ -116,11 +151,12 @@ void KernelEmitter::emitDeviceEntry(const std::string &Name, Function *Body) {
   Value *Threads = Reg(Intrinsic::nvvm_read_ptx_sreg_ntid_x);
   Value *First = B.CreateAdd(B.CreateMul(Block, Threads), Reg(Intrinsic::nvvm_read_ptx_sreg_tid_x));
   Value *Stride = B.CreateMul(Reg(Intrinsic::nvvm_read_ptx_sreg_nctaid_x), Threads);
-  B.CreateCall(Body, {F->getArg(0), F->getArg(1), F->getArg(2), F->getArg(3), First, Stride});
+  callThreadBody(Body, Wide,
+                 {F->getArg(0), F->getArg(1), F->getArg(2), F->getArg(3), First, Stride});
   B.CreateRetVoid();
 }
 
-void KernelEmitter::emitSimulatedGrid(const std::string &Name, Function *Body) {
+void KernelEmitter::emitSimulatedGrid(const std::string &Name, Function *Body, Function *Wide) {
   // NAME_range(in, indices, out, begin, end): the whole grid, thread by
   // thread, if [begin, end) holds the one row.
   FunctionType *RangeTy = FunctionType::get(I64, {PtrTy, PtrTy, PtrTy, I64, I64}, false);
@@ -139,7 +175,7 @@ void KernelEmitter::emitSimulatedGrid(const std::string &Name, Function *Body) {
   B.CreateStore(c(~uint64_t(0)), Status);
   const uint64_t Threads = P.Blocks * P.ThreadsPerBlock;
   emitLoop(c(0), c(Threads), "thread", [&](Value *T) {
-    B.CreateCall(Body, {F->getArg(0), F->getArg(1), F->getArg(2), Status, T, c(Threads)});
+    callThreadBody(Body, Wide, {F->getArg(0), F->getArg(1), F->getArg(2), Status, T, c(Threads)});
   });
   // The first bad key's position in the indices, as a CPU kernel returns it.
   Value *Key = B.CreateLoad(I64, Status);

@@ -228,8 +228,15 @@ private:
   /// NAME(in, indices, out), every row through NAME_range, and the
   /// constant NAME_rows = \p Rows.
   void emitWholeEntry(const std::string &Name, Value *Rows);
-  void emitDeviceEntry(const std::string &Name, Function *Body);
-  void emitSimulatedGrid(const std::string &Name, Function *Body);
+  /// The GPU thread body NAME\p Suffix(in, indices, out, status, first,
+  /// stride) of kernel NAME; a bad index's key counts \p KeyScale elements
+  /// for each of this spec's (a widened spec's keys count the original's).
+  Function *emitThreadBody(const std::string &Name, const char *Suffix, uint64_t KeyScale);
+  /// Calls \p Body with \p Args, or \p Wide (if any) where the input and
+  /// output are aligned to the plan's WideBytes.
+  void callThreadBody(Function *Body, Function *Wide, ArrayRef<Value *> Args);
+  void emitDeviceEntry(const std::string &Name, Function *Body, Function *Wide);
+  void emitSimulatedGrid(const std::string &Name, Function *Body, Function *Wide);
 
   const KernelSpec &S;
   const KernelPlan &P;

@@ -69,6 +69,11 @@ constexpr uint64_t MaxInlinePrefetchLines = 16;
 /// striding over larger outputs. Chosen, not yet measured on a device.
 constexpr uint64_t GpuThreadsPerBlock = 256;
 constexpr uint64_t MaxGpuBlocks = 8192;
+/// Block rows move in 16-byte pieces (ld.global.nc.v4 and st.global.v4,
+/// a thread's widest access): G1's rows of 768 FLOAT32 element by element
+/// ran at 64-67% of a device copy of their bytes, behind PyTorch's
+/// index_select, on an H100.
+constexpr unsigned GpuWideBytes = 16;
 /// Block rows of at least this many bytes store around an unaligned
 /// output's vector boundaries (TargetFacts::MaskedByteStores). Rows from an
 /// L2-resident table, 512 KiB a call, into an output 16 bytes past a line
@@ -272,7 +277,12 @@ KernelPlan planKernel(const KernelSpec &S, const TargetFacts &T) {
     // The CPU's memory strategies below (and the table) do not apply.
     P.ThreadsPerBlock = GpuThreadsPerBlock;
     P.ElementAligned = true;
-    P.Blocks = std::clamp<uint64_t>((S.elements() + GpuThreadsPerBlock - 1) / GpuThreadsPerBlock, 1,
+    uint64_t Elements = S.elements();
+    if (std::optional<KernelSpec> Wide = widenedBlocks(S, GpuWideBytes)) {
+      P.WideBytes = GpuWideBytes;
+      Elements = Wide->elements();
+    }
+    P.Blocks = std::clamp<uint64_t>((Elements + GpuThreadsPerBlock - 1) / GpuThreadsPerBlock, 1,
                                     MaxGpuBlocks);
     return P;
   }
@@ -303,7 +313,8 @@ std::string KernelPlan::describe() const {
   if (AlignStores)
     OS << " align-stores";
   if (Blocks)
-    OS << " grid(blocks=" << Blocks << ",threads=" << ThreadsPerBlock << ")";
+    OS << " grid(blocks=" << Blocks << ",threads=" << ThreadsPerBlock
+       << (WideBytes ? ",wide=" + std::to_string(WideBytes) : std::string()) << ")";
   return OS.str();
 }
 

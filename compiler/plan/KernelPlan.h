@@ -114,6 +114,10 @@ struct KernelPlan {
   /// output when it has more elements than threads.
   uint64_t ThreadsPerBlock = 0;
   uint64_t Blocks = 0;
+  /// Nonzero where a GPU kernel may copy its block rows in pieces of this
+  /// many bytes (widenedBlocks): it does when the input and output it is
+  /// given are aligned to them, and copies element by element otherwise.
+  unsigned WideBytes = 0;
   /// Every buffer is aligned to its element size (a GPU's allocations
   /// are), so elements and indices load and store whole.
   bool ElementAligned = false;

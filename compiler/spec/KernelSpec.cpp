@@ -72,6 +72,31 @@ bool KernelSpec::innerIsBlock() const {
   return IdxStride[L] == 0 && PosStride[L] == 0 && InStride[L] == 1 && OutStride[L] == 1;
 }
 
+std::optional<KernelSpec> widenedBlocks(const KernelSpec &Spec, unsigned Bytes) {
+  if (Spec.Family || !Spec.innerIsBlock() || Spec.emptyAxis() || Spec.ElemBytes == 0 ||
+      Spec.ElemBytes >= Bytes || Bytes % Spec.ElemBytes)
+    return std::nullopt;
+  const uint64_t K = Bytes / Spec.ElemBytes;
+  const unsigned L = Spec.Rank - 1;
+  KernelSpec W = Spec;
+  auto Divide = [K](uint64_t &V) {
+    if (V % K)
+      return false;
+    V /= K;
+    return true;
+  };
+  for (unsigned D = 0; D < L; ++D)
+    if (!Divide(W.InStride[D]) || !Divide(W.OutStride[D]))
+      return std::nullopt;
+  for (unsigned C = 0; C < Spec.TupleSize; ++C)
+    if (!Divide(W.AxisStride[C]))
+      return std::nullopt;
+  if (!Divide(W.Sizes[L]))
+    return std::nullopt;
+  W.ElemBytes = W.OutElemBytes = Bytes;
+  return W;
+}
+
 std::string KernelSpec::symbolName() const {
   const char *Idx = IndexType == DataType::Int32    ? "i32"
                     : IndexType == DataType::Int64  ? "i64"

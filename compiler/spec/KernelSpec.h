@@ -102,6 +102,13 @@ struct KernelSpecHash {
   size_t operator()(const KernelSpec &S) const { return S.hashValue(); }
 };
 
+/// \p Spec with each element a \p Bytes-wide piece of its contiguous block
+/// rows (innerIsBlock): the same copy with 1/k as many elements of k times
+/// the bytes, k = Bytes / ElemBytes. std::nullopt unless every block row,
+/// input stride and axis stride is a whole number of pieces (and there is
+/// no epilogue, family or empty axis).
+std::optional<KernelSpec> widenedBlocks(const KernelSpec &Spec, unsigned Bytes);
+
 /// Canonicalizes a validated descriptor. Cannot fail. An epilogue's Code is
 /// left for the caller, who compiled it.
 KernelSpec canonicalize(const ValidDesc &Desc);

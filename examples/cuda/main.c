@@ -52,7 +52,9 @@ static char *slurp(const char *path) {
   return text;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  /* The PTX beside the program's build, or the file named first. */
+  const char *ptx_path = argc > 1 ? argv[1] : KERNELS_PTX;
   const char *named = getenv("GATHERJIT_CUDA_DRIVER");
   void *lib = dlopen(named && *named ? named : "libcuda.so.1", RTLD_NOW);
   if (!lib) {
@@ -81,9 +83,9 @@ int main(void) {
   CHECK(cuDeviceGet(&dev, 0));
   CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
   CHECK(cuCtxSetCurrent(ctx));
-  char *ptx = slurp(KERNELS_PTX);
+  char *ptx = slurp(ptx_path);
   if (!ptx) {
-    fprintf(stderr, "cannot read %s\n", KERNELS_PTX);
+    fprintf(stderr, "cannot read %s\n", ptx_path);
     return 1;
   }
   CHECK(cuModuleLoadDataEx(&module, ptx, 0, NULL, NULL));

@@ -116,6 +116,20 @@ CUresult cuMemcpyDtoD_v2(CUdeviceptr Dst, CUdeviceptr Src, size_t Bytes) {
   memmove((void *)(uintptr_t)Dst, (const void *)(uintptr_t)Src, Bytes);
   return 0;
 }
+CUresult cuMemHostAlloc(void **Ptr, size_t Bytes, unsigned Flags) {
+  (void)Flags;
+  *Ptr = calloc(1, Bytes);
+  return *Ptr ? 0 : 2;
+}
+CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *Dev, void *Host, unsigned Flags) {
+  (void)Flags;
+  *Dev = (CUdeviceptr)(uintptr_t)Host;
+  return 0;
+}
+CUresult cuMemFreeHost(void *Ptr) {
+  free(Ptr);
+  return 0;
+}
 CUresult cuLaunchKernel(void *Fn, unsigned Gx, unsigned Gy, unsigned Gz, unsigned Bx, unsigned By,
                         unsigned Bz, unsigned Shared, void *Stream, void **Params, void **Extra) {
   (void)Gy, (void)Gz, (void)By, (void)Bz, (void)Stream, (void)Extra;

@@ -9,7 +9,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/CudaDriver.h"
 #include "../tools/CliTestUtil.h"
+#include "gatherjit/Onnx.h"
 #include "gatherjit/gatherjit.h"
 
 #include <gmock/gmock.h>
@@ -77,14 +79,51 @@ TEST_F(CudaDriver, ARunLoadsPtxForTheDeviceAndLaunchesThePlansGrid) {
 }
 
 TEST_F(CudaDriver, TheDevicesBadIndexIsTheInterpretersError) {
-  // Key 6: output element 6, row 1 column 2, whose index (0) is in range
-  // on the CPU; the fake device claims it bad, and the run names it as the
-  // interpreter would.
+  // Index 9 at row 1 column 2 (output element 6): the CPU's error for it,
+  // and the device's when it reports key 6, are the same line.
+  writeArray<int64_t>(Dir / "i.npy", "<i8", {3, 4}, {3, 2, 1, 0, 0, 0, 9, 0, 1, 1, 1, 1});
+  const CliResult Cpu = runCli(Dir, "gather-elements --axis 1 --data " + Dir / "d.npy" +
+                                        " --indices " + Dir / "i.npy" + " -o " + Dir / "o.npy");
+  EXPECT_EQ(Cpu.Exit, 2) << Cpu.Err;
+  EXPECT_THAT(Cpu.Err, HasSubstr("indices[1, 2] = 9 is out of range for axis 1 of size 4"));
   ::setenv("GATHERJIT_FAKE_CUDA_KEY", "6", 1);
   const CliResult R = run("ok");
   EXPECT_EQ(R.Exit, 2) << R.Err;
-  EXPECT_THAT(R.Err, HasSubstr("IndicesTensor[1,2] = 0 (position 6)"));
+  EXPECT_EQ(R.Err, Cpu.Err);
   EXPECT_FALSE(std::filesystem::exists(Dir / "o.npy"));
+}
+
+TEST_F(CudaDriver, TheBadIndexCheckCatchesADeviceThatMissesThem) {
+  // The fake device runs nothing and so reports no bad index: the check
+  // the device benchmark makes names the first run it got wrong.
+  ::setenv("GATHERJIT_FAKE_CUDA", "ok", 1);
+  TensorDesc Data, Ids;
+  Data.Type = DataType::Float32;
+  Data.Sizes = {3, 4};
+  Ids.Type = DataType::Int64;
+  Ids.Sizes = {3, 4};
+  Expected<ValidDesc> V = validateOnnx({OpKind::GatherElements, Data, Ids, 1}, OobPolicy::Check);
+  ASSERT_TRUE(V.isOk()) << V.status().message();
+  const float In[12] = {};
+  const int64_t Idx[12] = {0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3};
+  Expected<unsigned> Runs = checkBadIndicesOnCuda(*V, 0, In, Idx);
+  ASSERT_FALSE(Runs.isOk());
+  EXPECT_EQ(Runs.status().code(), ErrorCode::Internal);
+  EXPECT_THAT(Runs.status().message(),
+              HasSubstr("indices element 11 made bad reported 'no error'"));
+  // With the device reporting key 11 every time, the last element's run
+  // is right and the first's is not.
+  ::setenv("GATHERJIT_FAKE_CUDA_KEY", "11", 1);
+  Runs = checkBadIndicesOnCuda(*V, 0, In, Idx);
+  ASSERT_FALSE(Runs.isOk());
+  EXPECT_THAT(Runs.status().message(), HasSubstr("indices element 0 made bad"));
+  // Clamp: nothing to check.
+  Expected<ValidDesc> Clamped =
+      validateOnnx({OpKind::GatherElements, Data, Ids, 1}, OobPolicy::Clamp);
+  ASSERT_TRUE(Clamped.isOk());
+  Runs = checkBadIndicesOnCuda(*Clamped, 0, In, Idx);
+  ASSERT_TRUE(Runs.isOk()) << Runs.status().message();
+  EXPECT_EQ(*Runs, 0u);
 }
 
 TEST_F(CudaDriver, IrPrintsPtxForTheDevice) {

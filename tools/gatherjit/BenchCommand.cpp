@@ -254,13 +254,21 @@ Status runDeviceBench(const BenchFlags &F, int Ordinal) {
     DeviceName = Run->Device;
     if (Status S = interpret(*V, Data.Input.data(), Data.Indices.data(), Ref.data()); !S)
       return S;
+    // Under Check, bad indices too: each named as the interpreter names it.
+    Expected<unsigned> BadRuns =
+        checkBadIndicesOnCuda(*V, Ordinal, Data.Input.data(), Data.Indices.data());
+    if (!BadRuns && BadRuns.status().code() != ErrorCode::Internal)
+      return BadRuns.status();
     Rows.push_back({{"case", C.Name},
                     {"kernel_us", Run->KernelUs},
                     {"copy_us", Run->CopyUs},
+                    {"call_us", Run->CallUs},
                     {"ptx_ms", Run->PtxMs},
                     {"load_ms", Run->LoadMs},
                     {"bytes", Data.OutputBytes},
-                    {"matches_interpreter", Out == Ref}});
+                    {"matches_interpreter", Out == Ref && BadRuns},
+                    {"bad_index_runs", BadRuns ? *BadRuns : 0},
+                    {"bad_index_error", BadRuns ? "" : BadRuns.status().message()}});
     if (C.Policy == OobPolicy::Check)
       PyCases.push_back(caseJson(C));
   }
@@ -280,9 +288,16 @@ Status runDeviceBench(const BenchFlags &F, int Ordinal) {
   else
     Md << "; PyTorch column missing ("
        << (Torch.contains("missing") ? Torch["missing"].get<std::string>() : "no python3") << ")";
-  Md << ". Medians of " << Repeat << " runs (CUDA events).\n\n"
-     << "| case | gatherjit µs | copy line µs | % of line | PyTorch µs | PyTorch / gatherjit | "
-        "PTX ms | same as interpreter |\n|---|---|---|---|---|---|---|---|\n";
+  Md << ". Medians of " << Repeat
+     << " runs: kernels by CUDA events; a call from its start to the return of its stream's "
+        "synchronize by the host's clock. The same as the interpreter: the output, and under Check "
+        "the error of each of 4 runs with a bad index at the last, the first, the middle element "
+        "of the indices, or none. Random reads: PyTorch's take of as many elements at "
+        "uniformly random positions of the input, the floor of a gather whose reads do not "
+        "share cache lines.\n\n"
+     << "| case | gatherjit µs | copy line µs | % of line | random reads µs | PyTorch µs | "
+        "PyTorch / gatherjit | gatherjit call µs | PyTorch call µs | PTX ms | same as "
+        "interpreter |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
   char Cell[64];
   for (nlohmann::json &Row : Rows) {
     const std::string Name = Row["case"];
@@ -291,14 +306,27 @@ Status runDeviceBench(const BenchFlags &F, int Ordinal) {
     std::snprintf(Cell, sizeof(Cell), " | %.1f | %.1f | %.0f%%", Us, Copy,
                   Us > 0 ? 100.0 * Copy / Us : 0.0);
     Md << Cell;
-    if (Torch.contains("cases") && Torch["cases"].contains(Name)) {
-      const double T = Torch["cases"][Name]["torch_us"];
+    const bool HasTorch = Torch.contains("cases") && Torch["cases"].contains(Name);
+    const nlohmann::json Py = HasTorch ? Torch["cases"][Name] : nlohmann::json::object();
+    if (HasTorch) {
+      const double T = Py["torch_us"];
       Row["torch_us"] = T;
-      Row["torch_same"] = Torch["cases"][Name]["same"];
-      std::snprintf(Cell, sizeof(Cell), " | %.1f | %.2fx", T, Us > 0 ? T / Us : 0.0);
+      Row["torch_same"] = Py["same"];
+      Row["torch_call_us"] = Py["call_us"];
+      Row["random_reads_us"] = Py["random_reads_us"];
+      std::snprintf(Cell, sizeof(Cell), " | %.1f | %.1f | %.2fx",
+                    Py["random_reads_us"].get<double>(), T, Us > 0 ? T / Us : 0.0);
       Md << Cell;
     } else {
-      Md << " | - | -";
+      Md << " | - | - | -";
+    }
+    std::snprintf(Cell, sizeof(Cell), " | %.1f", Row["call_us"].get<double>());
+    Md << Cell;
+    if (HasTorch) {
+      std::snprintf(Cell, sizeof(Cell), " | %.1f", Py["call_us"].get<double>());
+      Md << Cell;
+    } else {
+      Md << " | -";
     }
     std::snprintf(Cell, sizeof(Cell), " | %.2f | %s |\n", Row["ptx_ms"].get<double>(),
                   Row["matches_interpreter"].get<bool>() ? "yes" : "NO");

@@ -77,16 +77,16 @@ Status executeOnDevice(Problem &P, const EngineFlags &E, int Ordinal, AtomicFile
   Expected<DeviceRun> Run = runOnCuda(P.Desc, Ordinal, *parseOptLevel(E.Opt), P.Input.data(),
                                       P.Indices.data(), Out->data(), E.Repeat);
   if (!Run)
-    return Run.status();
+    return P.inUserTerms(Run.status());
   if (Status S = P.writeOutput(File, *Out); !S)
     return S;
   if (E.Stats)
     std::fprintf(stderr,
                  "{\"engine\": \"jit\", \"device\": \"%s\", \"opt_level\": \"%s\", "
                  "\"ptx_ms\": %.4f, \"load_ms\": %.4f, \"kernel_us\": %.3f, "
-                 "\"copy_us\": %.3f, \"repeat\": %u}\n",
+                 "\"copy_us\": %.3f, \"call_us\": %.3f, \"repeat\": %u}\n",
                  Run->Device.c_str(), E.Opt.c_str(), Run->PtxMs, Run->LoadMs, Run->KernelUs,
-                 Run->CopyUs, E.Repeat);
+                 Run->CopyUs, Run->CallUs, E.Repeat);
   return Status::ok();
 }
 

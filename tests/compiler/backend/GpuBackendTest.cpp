@@ -18,7 +18,9 @@
 #include "compiler/backend/Target.h"
 #include "compiler/emit/EmitKernel.h"
 #include "compiler/pipeline/Pipeline.h"
+#include "compiler/plan/KernelPlan.h"
 #include "gatherjit/Interpreter.h"
+#include "gatherjit/Onnx.h"
 
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
@@ -27,6 +29,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -37,9 +40,9 @@ using namespace gatherjit::test;
 
 namespace {
 
-/// Runs \p Spec's simulated grid on \p C's operands into \p Out.
-int64_t runSimulated(Backend &Grid, JitEngine &Jit, const KernelSpec &Spec, const RandomCase &C,
-                     std::vector<char> &Out, const std::string &Name) {
+/// Runs \p Spec's simulated grid on the operands into \p Out.
+int64_t runSimulated(Backend &Grid, JitEngine &Jit, const KernelSpec &Spec, const char *Input,
+                     const char *Indices, char *Out, const std::string &Name) {
   Expected<PipelineResult> R = runPipeline({{Spec, Name}}, Grid, OptLevel::O1);
   EXPECT_TRUE(R.isOk()) << R.status().message();
   if (!R)
@@ -48,7 +51,7 @@ int64_t runSimulated(Backend &Grid, JitEngine &Jit, const KernelSpec &Spec, cons
   EXPECT_TRUE(Code.isOk()) << Code.status().message();
   if (!Code)
     return -2;
-  return (*Code)->runRows(C.Input.data(), C.Indices.data(), Out.data(), 0, 1);
+  return (*Code)->runRows(Input, Indices, Out, 0, 1);
 }
 
 TEST(GpuBackend, SimulatedGridMatchesTheInterpreter) {
@@ -60,43 +63,98 @@ TEST(GpuBackend, SimulatedGridMatchesTheInterpreter) {
   Expected<std::shared_ptr<JitEngine>> Jit = JitEngine::create({});
   ASSERT_TRUE(Jit.isOk());
   CaseGenerator Cases(20261125);
-  unsigned Errors = 0;
+  unsigned Errors = 0, Wide = 0;
   for (int I = 0; I < 500; ++I) {
     const RandomCase C = Cases.next();
     SCOPED_TRACE(std::to_string(I) + ": " + C.Summary);
     const KernelSpec Spec = canonicalize(C.Desc);
+    Wide += planKernel(Spec, gpuFacts()).WideBytes != 0;
     const size_t OutBytes = requiredElements(C.Desc.Output) * C.Desc.Output.elementBytes();
-    std::vector<char> Ref(OutBytes, '\xab'), Dev(OutBytes, '\xab');
+    std::vector<char> Ref(OutBytes, '\xab');
     Status RS = interpret(C.Desc, C.Input.data(), C.Indices.data(), Ref.data());
-    const int64_t R = runSimulated(*Grid, **Jit, Spec, C, Dev, "g" + std::to_string(I));
-    if (RS) {
-      ASSERT_EQ(R, 0);
-      ASSERT_EQ(Ref, Dev) << "outputs differ";
-    } else {
-      ++Errors;
-      ASSERT_GT(R, 0);
-      ASSERT_EQ(static_cast<uint64_t>(R - 1), *RS.position());
+    // The operands 64-byte aligned, then one element past that: a kernel
+    // that copies block rows in 16-byte pieces does so only in the first.
+    const size_t Elem = C.Desc.Input.elementBytes();
+    for (size_t Skew : {size_t(0), Elem}) {
+      SCOPED_TRACE("input and output " + std::to_string(Skew) + " bytes past 64");
+      std::vector<char> InBuf(C.Input.size() + 64 + Skew), OutBuf(OutBytes + 64 + Skew, '\xab');
+      char *InAt = InBuf.data() + (64 - reinterpret_cast<uintptr_t>(InBuf.data()) % 64) % 64 + Skew;
+      char *OutAt =
+          OutBuf.data() + (64 - reinterpret_cast<uintptr_t>(OutBuf.data()) % 64) % 64 + Skew;
+      std::copy(C.Input.begin(), C.Input.end(), InAt);
+      std::fill(OutAt, OutAt + OutBytes, '\xab');
+      const int64_t R = runSimulated(*Grid, **Jit, Spec, InAt, C.Indices.data(), OutAt,
+                                     "g" + std::to_string(I) + "_" + std::to_string(Skew));
+      if (RS) {
+        ASSERT_EQ(R, 0);
+        ASSERT_EQ(Ref, std::vector<char>(OutAt, OutAt + OutBytes)) << "outputs differ";
+      } else {
+        ASSERT_GT(R, 0);
+        ASSERT_EQ(static_cast<uint64_t>(R - 1), *RS.position());
+      }
     }
+    Errors += !RS;
   }
   EXPECT_GT(Errors, 10u) << "too few configurations exercise Check";
+  EXPECT_GT(Wide, 10u) << "too few configurations copy block rows in wide pieces";
+}
+
+TEST(GpuBackend, WidePiecesOfRowsNameTheBadRow) {
+  // Gather of 20 rows of 48 FLOAT32 (12 pieces of 16 bytes each): the bad
+  // index at position 13 is named by both bodies, aligned or not.
+  Expected<std::unique_ptr<llvm::TargetMachine>> TM = createTargetMachine({}, OptLevel::O1);
+  ASSERT_TRUE(TM.isOk());
+  CodeGenerator Gen(TM.take());
+  std::unique_ptr<Backend> Grid = simulatedGridBackend(Gen);
+  Expected<std::shared_ptr<JitEngine>> Jit = JitEngine::create({});
+  ASSERT_TRUE(Jit.isOk());
+  TensorDesc Data, Ids;
+  Data.Type = DataType::Float32;
+  Data.Sizes = {64, 48};
+  Ids.Type = DataType::Int64;
+  Ids.Sizes = {20};
+  Expected<ValidDesc> V = validateOnnx({OpKind::Gather, Data, Ids, 0}, OobPolicy::Check);
+  ASSERT_TRUE(V.isOk()) << V.status().message();
+  const KernelSpec Spec = canonicalize(*V);
+  ASSERT_EQ(planKernel(Spec, gpuFacts()).WideBytes, 16u);
+  std::vector<int64_t> Index(20, 3);
+  Index[13] = 64;
+  alignas(64) static float In[64 * 48 + 1], Out[20 * 48 + 1];
+  for (size_t Skew : {0, 1}) {
+    SCOPED_TRACE(Skew);
+    const int64_t R =
+        runSimulated(*Grid, **Jit, Spec, reinterpret_cast<const char *>(In + Skew),
+                     reinterpret_cast<const char *>(Index.data()),
+                     reinterpret_cast<char *>(Out + Skew), "w" + std::to_string(Skew));
+    EXPECT_EQ(R, 14) << "1 + the bad index's position";
+  }
 }
 
 TEST(GpuBackend, AGridSmallerThanTheOutputStrides) {
-  // A hand-made plan: 3 blocks of 5 threads over outputs of up to
-  // thousands of elements, so each thread takes many elements.
+  // A hand-made plan: 1 block of 3 threads, so that each thread takes
+  // many elements; every other Check case with a bad index past its first
+  // elements.
   Expected<std::unique_ptr<llvm::TargetMachine>> TM = createTargetMachine({}, OptLevel::O1);
   ASSERT_TRUE(TM.isOk());
   CodeGenerator Gen(TM.take());
   Expected<std::shared_ptr<JitEngine>> Jit = JitEngine::create({});
   ASSERT_TRUE(Jit.isOk());
   CaseGenerator Cases(7);
-  for (int I = 0; I < 60; ++I) {
-    const RandomCase C = Cases.next();
+  unsigned LateErrors = 0;
+  for (int I = 0; I < 120; ++I) {
+    RandomCase C = Cases.next();
+    if (I % 2 && C.Desc.Policy == OobPolicy::Check && !C.Indices.empty()) {
+      // The largest positive value at two thirds of the indices' buffer.
+      const size_t Bytes = C.Desc.Indices.elementBytes();
+      const size_t At = C.Indices.size() / Bytes * 2 / 3 * Bytes;
+      std::memset(&C.Indices[At], 0xff, Bytes);
+      C.Indices[At + Bytes - 1] = 0x7f; // Little-endian: the sign byte last.
+    }
     SCOPED_TRACE(C.Summary);
     const KernelSpec Spec = canonicalize(C.Desc);
     KernelPlan P = planKernel(Spec, gpuFacts());
-    P.Blocks = 3;
-    P.ThreadsPerBlock = 5;
+    P.Blocks = 1;
+    P.ThreadsPerBlock = 3;
     llvm::LLVMContext Ctx;
     llvm::Module M("m", Ctx);
     emitThreadKernelInto(Spec, P, "s", GridEntry::SimulatedOnHost, M);
@@ -115,8 +173,10 @@ TEST(GpuBackend, AGridSmallerThanTheOutputStrides) {
       ASSERT_EQ(Ref, Dev);
     } else {
       ASSERT_EQ(static_cast<uint64_t>(R - 1), *RS.position());
+      LateErrors += *RS.position() >= 3; // Past each thread's first element.
     }
   }
+  EXPECT_GT(LateErrors, 10u) << "too few bad indices past the threads' first elements";
 }
 
 std::string findPtxas() {
