@@ -304,6 +304,11 @@ Expected<llvm::SmallVector<char, 0>> CodeGenerator::object(llvm::Module &M, OptL
   P.PM.run(M);
   llvm::SmallVector<char, 0> Object = std::move(P.Buffer);
   P.Buffer.clear(); // Empty for the next object.
+  // NVPTX's printer keeps a table of each function's shared variables,
+  // keyed by the function, past the module it printed: the next module's
+  // gets a pipeline of its own.
+  if (TM->getTargetTriple().isNVPTX())
+    Pipelines[static_cast<int>(Level)].reset();
   return Object;
 }
 

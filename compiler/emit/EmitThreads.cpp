@@ -26,7 +26,8 @@ namespace gatherjit::emit {
 
 void KernelEmitter::emitThreads(const std::string &Name, GridEntry Entry) {
   assert(!S.Family && P.ThreadsPerBlock > 0 && "a GPU plan of a specialized spec");
-  Function *Body = emitThreadBody(Name, ".thread", 1);
+  // Staged rows need no thread body: the entries loop over rows.
+  Function *Body = P.StagedRowBytes ? nullptr : emitThreadBody(Name, ".thread", 1);
   // Block rows in wide pieces, where the buffers allow: the same copy by
   // a body for the widened spec, whose keys count this spec's elements.
   Function *Wide = nullptr;
@@ -151,9 +152,84 @@ void KernelEmitter::emitDeviceEntry(const std::string &Name, Function *Body, Fun
   Value *Threads = Reg(Intrinsic::nvvm_read_ptx_sreg_ntid_x);
   Value *First = B.CreateAdd(B.CreateMul(Block, Threads), Reg(Intrinsic::nvvm_read_ptx_sreg_tid_x));
   Value *Stride = B.CreateMul(Reg(Intrinsic::nvvm_read_ptx_sreg_nctaid_x), Threads);
-  callThreadBody(Body, Wide,
-                 {F->getArg(0), F->getArg(1), F->getArg(2), F->getArg(3), First, Stride});
+  if (P.StagedRowBytes) {
+    // Each block stages its rows in shared memory, in turn.
+    auto *RowTy = ArrayType::get(B.getInt8Ty(), P.StagedRowBytes);
+    auto *Shared =
+        new GlobalVariable(M, RowTy, false, GlobalValue::InternalLinkage, UndefValue::get(RowTy),
+                           Name + ".row", nullptr, GlobalValue::NotThreadLocal, /*AddressSpace=*/3);
+    Shared->setAlignment(Align(16));
+    In = F->getArg(0);
+    Idx = F->getArg(1);
+    Out = F->getArg(2);
+    Value *Tid = Reg(Intrinsic::nvvm_read_ptx_sreg_tid_x);
+    emitStridedLoop(Block, c(stagedRows()), Reg(Intrinsic::nvvm_read_ptx_sreg_nctaid_x), "row",
+                    [&](Value *Row) {
+                      stageRow(Row, Tid, Threads, Shared);
+                      B.CreateIntrinsic(Intrinsic::nvvm_barrier0, {}, {});
+                      gatherStagedRow(Row, Tid, Threads, Shared, F->getArg(3));
+                      // Every read of the row before the next one's copy.
+                      B.CreateIntrinsic(Intrinsic::nvvm_barrier0, {}, {});
+                    });
+  } else {
+    callThreadBody(Body, Wide,
+                   {F->getArg(0), F->getArg(1), F->getArg(2), F->getArg(3), First, Stride});
+  }
   B.CreateRetVoid();
+}
+
+uint64_t KernelEmitter::stagedRows() const { return S.elements() / S.Sizes[S.Rank - 1]; }
+
+void KernelEmitter::emitStridedLoop(Value *Lo, Value *Hi, Value *Step, const Twine &Name,
+                                    const std::function<void(Value *)> &Body) {
+  BasicBlock *Pre = B.GetInsertBlock();
+  BasicBlock *Head = BasicBlock::Create(Ctx, Name + ".body", F);
+  BasicBlock *Exit = BasicBlock::Create(Ctx, Name + ".exit", F);
+  B.CreateCondBr(B.CreateICmpULT(Lo, Hi), Head, Exit);
+  B.SetInsertPoint(Head);
+  PHINode *IV = B.CreatePHI(I64, 2, Name);
+  IV->addIncoming(Lo, Pre);
+  Body(IV);
+  Value *Next = B.CreateAdd(IV, Step, "", true, true);
+  IV->addIncoming(Next, B.GetInsertBlock());
+  B.CreateCondBr(B.CreateICmpULT(Next, Hi), Head, Exit);
+  B.SetInsertPoint(Exit);
+}
+
+void KernelEmitter::stageRow(Value *Row, Value *Thread, Value *Threads, Value *Shared) {
+  // The input row that output row Row reads (its elements are the axis's,
+  // contiguous), copied by the block's threads in turn.
+  const Offsets O = offsetsAt(B.CreateMul(Row, c(S.Sizes[S.Rank - 1]), "", true, true));
+  Type *Ty = Type::getIntNTy(Ctx, S.ElemBytes * 8);
+  emitStridedLoop(Thread, c(S.AxisSize[0]), Threads, "stage", [&](Value *I) {
+    Value *V = B.CreateAlignedLoad(Ty, B.CreateInBoundsGEP(Ty, In, B.CreateAdd(O.In, I)),
+                                   elementAlign(S.ElemBytes));
+    B.CreateAlignedStore(V, B.CreateInBoundsGEP(Ty, Shared, I), Align(S.ElemBytes));
+  });
+}
+
+void KernelEmitter::gatherStagedRow(Value *Row, Value *Thread, Value *Threads, Value *Shared,
+                                    Value *Status) {
+  const unsigned L = S.Rank - 1;
+  Value *First = B.CreateMul(Row, c(S.Sizes[L]), "", true, true);
+  const Offsets O = offsetsAt(First);
+  Type *Ty = Type::getIntNTy(Ctx, S.ElemBytes * 8);
+  emitStridedLoop(Thread, c(S.Sizes[L]), Threads, "gather", [&](Value *K) {
+    Value *W = loadWrappedIndex(mulAdd(O.Idx, K, idxStride(L)));
+    BasicBlock *Next = BasicBlock::Create(Ctx, "gather.next", F);
+    if (S.Policy == OobPolicy::Check)
+      emitIfBad({W}, [&](unsigned) {
+        B.CreateAtomicRMW(AtomicRMWInst::UMin, Status, B.CreateAdd(First, K), MaybeAlign(8),
+                          AtomicOrdering::Monotonic);
+        B.CreateBr(Next);
+      });
+    Value *V = B.CreateAlignedLoad(Ty, B.CreateInBoundsGEP(Ty, Shared, safeIndex(W, 0)),
+                                   Align(S.ElemBytes));
+    B.CreateAlignedStore(V, B.CreateInBoundsGEP(Ty, Out, mulAdd(O.Out, K, outStride(L))),
+                         elementAlign(S.ElemBytes));
+    B.CreateBr(Next);
+    B.SetInsertPoint(Next);
+  });
 }
 
 void KernelEmitter::emitSimulatedGrid(const std::string &Name, Function *Body, Function *Wide) {
@@ -173,10 +249,28 @@ void KernelEmitter::emitSimulatedGrid(const std::string &Name, Function *Body, F
   B.SetInsertPoint(Run);
   AllocaInst *Status = B.CreateAlloca(I64, nullptr, "status");
   B.CreateStore(c(~uint64_t(0)), Status);
-  const uint64_t Threads = P.Blocks * P.ThreadsPerBlock;
-  emitLoop(c(0), c(Threads), "thread", [&](Value *T) {
-    callThreadBody(Body, Wide, {F->getArg(0), F->getArg(1), F->getArg(2), Status, T, c(Threads)});
-  });
+  if (P.StagedRowBytes) {
+    // Row by row, each block's threads through the copy, then through the
+    // gather: where the device's threads meet at a barrier.
+    AllocaInst *Shared =
+        B.CreateAlloca(ArrayType::get(B.getInt8Ty(), P.StagedRowBytes), nullptr, "row");
+    Shared->setAlignment(Align(16));
+    In = F->getArg(0);
+    Idx = F->getArg(1);
+    Out = F->getArg(2);
+    const uint64_t Threads = P.ThreadsPerBlock;
+    emitLoop(c(0), c(stagedRows()), "row", [&](Value *Row) {
+      emitLoop(c(0), c(Threads), "stage.thread",
+               [&](Value *T) { stageRow(Row, T, c(Threads), Shared); });
+      emitLoop(c(0), c(Threads), "gather.thread",
+               [&](Value *T) { gatherStagedRow(Row, T, c(Threads), Shared, Status); });
+    });
+  } else {
+    const uint64_t Threads = P.Blocks * P.ThreadsPerBlock;
+    emitLoop(c(0), c(Threads), "thread", [&](Value *T) {
+      callThreadBody(Body, Wide, {F->getArg(0), F->getArg(1), F->getArg(2), Status, T, c(Threads)});
+    });
+  }
   // The first bad key's position in the indices, as a CPU kernel returns it.
   Value *Key = B.CreateLoad(I64, Status);
   BasicBlock *Bad = BasicBlock::Create(Ctx, "bad", F);

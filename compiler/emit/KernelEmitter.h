@@ -236,6 +236,18 @@ private:
   /// output are aligned to the plan's WideBytes.
   void callThreadBody(Function *Body, Function *Wide, ArrayRef<Value *> Args);
   void emitDeviceEntry(const std::string &Name, Function *Body, Function *Wide);
+  /// A staged plan's output rows: the spec's elements over its last size.
+  uint64_t stagedRows() const;
+  /// for (IV = Lo; IV < Hi; IV += Step) Body(IV), run-time bounds.
+  void emitStridedLoop(Value *Lo, Value *Hi, Value *Step, const Twine &Name,
+                       const std::function<void(Value *)> &Body);
+  /// Thread \p Thread of \p Threads copies its share of the input row
+  /// that output row \p Row reads into \p Shared.
+  void stageRow(Value *Row, Value *Thread, Value *Threads, Value *Shared);
+  /// Thread \p Thread of \p Threads writes its share of output row \p Row
+  /// from the staged input row \p Shared; a bad index's key folded into
+  /// *\p Status.
+  void gatherStagedRow(Value *Row, Value *Thread, Value *Threads, Value *Shared, Value *Status);
   void emitSimulatedGrid(const std::string &Name, Function *Body, Function *Wide);
 
   const KernelSpec &S;

@@ -74,6 +74,26 @@ constexpr uint64_t MaxGpuBlocks = 8192;
 /// ran at 64-67% of a device copy of their bytes, behind PyTorch's
 /// index_select, on an H100.
 constexpr unsigned GpuWideBytes = 16;
+/// Output rows that each read one contiguous input row of at most this
+/// many bytes stage it in shared memory (a block of 256 threads with 32 KiB
+/// leaves room for 7 such blocks on an SM of 228 KiB), where their reads
+/// would touch at least as many bytes of 32-byte sectors as the row has.
+constexpr uint64_t GpuMaxStagedRowBytes = 32 << 10;
+constexpr uint64_t GpuSectorBytes = 32;
+
+/// The bytes of the input row each output row reads, where a GPU kernel
+/// stages it (see GpuMaxStagedRowBytes); 0 where it does not.
+uint64_t stagedRowBytes(const KernelSpec &S) {
+  if (S.Family || S.hasEpilogue() || S.Rank == 0 || S.TupleSize != 1 || S.emptyAxis() ||
+      S.elements() == 0 || S.ElemBytes > 8 || !S.integerSizedElement())
+    return 0;
+  const unsigned L = S.Rank - 1;
+  // Along the row the index moves and the input does not, but through it.
+  if (S.InStride[L] != 0 || S.IdxStride[L] == 0 || S.AxisStride[0] != 1)
+    return 0;
+  const uint64_t Bytes = S.AxisSize[0] * S.ElemBytes;
+  return Bytes <= GpuMaxStagedRowBytes && S.Sizes[L] * GpuSectorBytes >= Bytes ? Bytes : 0;
+}
 /// Block rows of at least this many bytes store around an unaligned
 /// output's vector boundaries (TargetFacts::MaskedByteStores). Rows from an
 /// L2-resident table, 512 KiB a call, into an output 16 bytes past a line
@@ -278,6 +298,10 @@ KernelPlan planKernel(const KernelSpec &S, const TargetFacts &T) {
     P.ThreadsPerBlock = GpuThreadsPerBlock;
     P.ElementAligned = true;
     uint64_t Elements = S.elements();
+    if ((P.StagedRowBytes = stagedRowBytes(S))) {
+      P.Blocks = std::min(S.elements() / S.Sizes[S.Rank - 1], MaxGpuBlocks);
+      return P;
+    }
     if (std::optional<KernelSpec> Wide = widenedBlocks(S, GpuWideBytes)) {
       P.WideBytes = GpuWideBytes;
       Elements = Wide->elements();
@@ -314,7 +338,8 @@ std::string KernelPlan::describe() const {
     OS << " align-stores";
   if (Blocks)
     OS << " grid(blocks=" << Blocks << ",threads=" << ThreadsPerBlock
-       << (WideBytes ? ",wide=" + std::to_string(WideBytes) : std::string()) << ")";
+       << (WideBytes ? ",wide=" + std::to_string(WideBytes) : std::string())
+       << (StagedRowBytes ? ",staged-row=" + std::to_string(StagedRowBytes) : std::string()) << ")";
   return OS.str();
 }
 

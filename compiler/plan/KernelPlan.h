@@ -118,6 +118,10 @@ struct KernelPlan {
   /// many bytes (widenedBlocks): it does when the input and output it is
   /// given are aligned to them, and copies element by element otherwise.
   unsigned WideBytes = 0;
+  /// Nonzero where each output row reads one contiguous input row of at
+  /// most this many bytes (stagedRowBytes): a block copies the row into
+  /// shared memory, then its threads gather the output row from there.
+  uint64_t StagedRowBytes = 0;
   /// Every buffer is aligned to its element size (a GPU's allocations
   /// are), so elements and indices load and store whole.
   bool ElementAligned = false;

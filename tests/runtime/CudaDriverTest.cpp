@@ -72,8 +72,8 @@ TEST_F(CudaDriver, ARunLoadsPtxForTheDeviceAndLaunchesThePlansGrid) {
   EXPECT_THAT(R.Err, HasSubstr("\"kernel_us\": 250.000"));
   const std::string Log = slurp(Dir / "driver.log");
   EXPECT_THAT(Log, HasSubstr(".target sm_86"));
-  // 12 elements: one block of 256 threads.
-  EXPECT_THAT(Log, ::testing::ContainsRegex("launch gj_[a-z0-9_]+ grid=1 block=256 shared=0"));
+  // 3 rows of 4, each reading one input row: a block of 256 threads a row.
+  EXPECT_THAT(Log, ::testing::ContainsRegex("launch gj_[a-z0-9_]+ grid=3 block=256 shared=0"));
   // The fake device ran nothing: the output is its zeroed memory, copied back.
   EXPECT_EQ(readArray<float>(Dir / "o.npy"), std::vector<float>(12, 0.0f));
 }

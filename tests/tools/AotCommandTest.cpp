@@ -158,10 +158,11 @@ TEST(AotCommand, PtxModuleAndLaunchHeaderForNvptx) {
   EXPECT_THAT(Ptx, HasSubstr("atom.global.min.u64")) << "Check's first bad index";
   EXPECT_THAT(Ptx, HasSubstr("ld.global.nc.")) << "operands through the read-only cache";
   const std::string H = slurp(Dir / "k.h");
-  // 16,777,216 elements: 8192 blocks (the plan's most) of 256 threads.
+  // 4096 rows, each reading one input row of 16 KiB: a block a row,
+  // staged in shared memory.
   for (const char *Line :
        {"#define ge1_ENTRY \"ge1\"", "#define ge1_PARAMS \"input,indices,output,status\"",
-        "#define ge1_GRID 8192u", "#define ge1_BLOCK 256u", "#define ge1_TUPLE 1u",
+        "#define ge1_GRID 4096u", "#define ge1_BLOCK 256u", "#define ge1_TUPLE 1u",
         "#define ge1_OUTPUT_BYTES 67108864u"})
     EXPECT_THAT(H, HasSubstr(Line));
   spit(Dir / "use.c", "#include \"k.h\"\nint main(void) { return ge1_GRID / ge1_BLOCK > 0; }\n");
