@@ -176,15 +176,72 @@ def _result(array, like):
 _ndarray = _np.ndarray
 
 
+_DL_CUDA = 2  # DLPack's kDLCUDA
+# DLPack's type codes (int, uint, float, bfloat, complex, bool) as numpy's
+# kinds; bfloat16 is gatherjit's two-byte void, as from PyTorch.
+_DL_KINDS = {0: "i", 1: "u", 2: "f", 4: "V", 5: "c", 6: "b"}
+
+
+def _not_on_device(x, name, where):
+    return TypeError(f"{name} is a {type(x).__name__}{where}, not an array on a CUDA device (an "
+                     "object with __cuda_array_interface__ or a DLPack capsule of CUDA memory, "
+                     "such as a PyTorch CUDA tensor); device='cuda' takes no copies of host "
+                     "arrays")
+
+
+def _dlpack_operand(x, name):
+    """_device_operand's answer for an object that exports a DLPack capsule of
+    CUDA memory (JAX, CuPy, TensorFlow, PyTorch), and the capsule, which must
+    live until the launch is over (its deleter runs when it is freed)."""
+    import ctypes
+
+    class Device(ctypes.Structure):
+        _fields_ = [("type", ctypes.c_int32), ("id", ctypes.c_int32)]
+
+    class DataType(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8),
+                    ("lanes", ctypes.c_uint16)]
+
+    class Tensor(ctypes.Structure):
+        _fields_ = [("data", ctypes.c_void_p), ("device", Device), ("ndim", ctypes.c_int32),
+                    ("dtype", DataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                    ("strides", ctypes.POINTER(ctypes.c_int64)),
+                    ("byte_offset", ctypes.c_uint64)]
+
+    kind, _ = x.__dlpack_device__()
+    if int(kind) != _DL_CUDA:
+        raise _not_on_device(x, name, f" in DLPack device type {int(kind)}")
+    # Stream 1, the legacy default stream, where the launch goes: the
+    # producer orders its own work before it.
+    capsule = x.__dlpack__(stream=1)
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    t = Tensor.from_address(get(capsule, b"dltensor"))
+    letter = _DL_KINDS.get(t.dtype.code)
+    if letter is None or t.dtype.lanes != 1 or t.dtype.bits % 8:
+        raise TypeError(f"{name}'s DLPack type (code {t.dtype.code}, {t.dtype.bits} bits, "
+                        f"{t.dtype.lanes} lanes) is not one gatherjit gathers")
+    dtype = _np.dtype("?" if letter == "b" else f"{letter}{t.dtype.bits // 8}")
+    shape = tuple(t.shape[d] for d in range(t.ndim))
+    if t.strides:
+        elems = [t.strides[d] for d in range(t.ndim)]
+    else:
+        elems = [1] * t.ndim
+        for d in range(t.ndim - 2, -1, -1):
+            elems[d] = elems[d + 1] * shape[d + 1]
+    return (shape, dtype, elems), (t.data or 0) + t.byte_offset, None, capsule
+
+
 def _device_operand(x, name):
     """(shape, dtype, strides in elements) and the pointer of an object on a
     CUDA device (its __cuda_array_interface__: a PyTorch CUDA tensor,
-    CuPy, Numba), and the stream it names."""
+    CuPy, Numba; or its DLPack capsule), the stream it names, and what must
+    live until the launch is over."""
     iface = getattr(x, "__cuda_array_interface__", None)
+    if iface is None and hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__"):
+        return _dlpack_operand(x, name)
     if iface is None:
-        raise TypeError(f"{name} is a {type(x).__name__}, not an array on a CUDA device "
-                        "(an object with __cuda_array_interface__, such as a PyTorch CUDA "
-                        "tensor); device='cuda' takes no copies of host arrays")
+        raise _not_on_device(x, name, "")
     dtype = _np.dtype(iface["typestr"])
     shape = tuple(int(s) for s in iface["shape"])
     strides = iface.get("strides")
@@ -196,7 +253,7 @@ def _device_operand(x, name):
         if any(st % dtype.itemsize for st in strides):
             raise ValueError(f"{name}'s strides {tuple(strides)} are not whole elements")
         elems = [st // dtype.itemsize for st in strides]
-    return (shape, dtype, elems), int(iface["data"][0]), iface.get("stream")
+    return (shape, dtype, elems), int(iface["data"][0]), iface.get("stream"), None
 
 
 def _gather_on_device(op, data, indices, axis, out, mode, epilogue, device):
@@ -206,8 +263,8 @@ def _gather_on_device(op, data, indices, axis, out, mode, epilogue, device):
     dev = "cuda" if device is True else str(device)
     if not (dev == "cuda" or dev.startswith("cuda:")):
         raise ValueError(f"device = {device!r} is not 'cpu', 'cuda' or 'cuda:N'")
-    d_spec, d_ptr, stream = _device_operand(data, "data")
-    i_spec, i_ptr, _ = _device_operand(indices, "indices")
+    d_spec, d_ptr, stream, d_keep = _device_operand(data, "data")
+    i_spec, i_ptr, _, i_keep = _device_operand(indices, "indices")
     if not _np.issubdtype(i_spec[1], _np.integer):
         raise TypeError(f"indices must be integers, not {i_spec[1]}")
     if axis is None:
@@ -215,8 +272,9 @@ def _gather_on_device(op, data, indices, axis, out, mode, epilogue, device):
     if isinstance(axis, bool) or not isinstance(axis, int):
         axis = _index(axis)
     o_spec = None
+    o_keep = None
     if out is not None:
-        o_spec, o_ptr, _ = _device_operand(out, "out")
+        o_spec, o_ptr, _, o_keep = _device_operand(out, "out")
     k = _native.compile_device(op, d_spec, i_spec, axis, mode, _fused(epilogue), dev,
                                o_spec)
     if out is None:
@@ -225,10 +283,11 @@ def _gather_on_device(op, data, indices, axis, out, mode, epilogue, device):
             raise TypeError("device='cuda' needs out= unless data is a PyTorch tensor")
         dtype = torch.from_numpy(_np.empty(0, k.output_dtype)).dtype
         out = torch.empty(k.output_shape, dtype=dtype, device=data.device)
-        _, o_ptr, _ = _device_operand(out, "out")
+        _, o_ptr, _, _ = _device_operand(out, "out")
         if stream is None:
             stream = torch.cuda.current_stream(data.device).cuda_stream
     k._run_device(d_ptr, i_ptr, o_ptr, int(stream or 0))
+    del d_keep, i_keep, o_keep  # The DLPack capsules, once the run is over.
     return out
 
 

@@ -29,6 +29,50 @@ class DeviceArray:
                 "version": 3}
 
 
+class DLPackArray:
+    """A numpy array exported as a DLPack capsule of CUDA memory, as JAX or
+    CuPy export theirs (strides in elements, as DLPack counts them)."""
+
+    def __init__(self, a, code):
+        import ctypes
+        self.a = a
+        self.code = code
+        self.streams = []
+
+        class Device(ctypes.Structure):
+            _fields_ = [("type", ctypes.c_int32), ("id", ctypes.c_int32)]
+
+        class DataType(ctypes.Structure):
+            _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8),
+                        ("lanes", ctypes.c_uint16)]
+
+        class Managed(ctypes.Structure):
+            _fields_ = [("data", ctypes.c_void_p), ("device", Device), ("ndim", ctypes.c_int32),
+                        ("dtype", DataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                        ("strides", ctypes.POINTER(ctypes.c_int64)),
+                        ("byte_offset", ctypes.c_uint64), ("manager_ctx", ctypes.c_void_p),
+                        ("deleter", ctypes.c_void_p)]
+
+        # The base pointer 16 bytes early, put right by byte_offset.
+        self.shape = (ctypes.c_int64 * a.ndim)(*a.shape)
+        self.strides = (ctypes.c_int64 * a.ndim)(*(st // a.itemsize for st in a.strides))
+        self.managed = Managed(a.ctypes.data - 16, Device(2, 0), a.ndim,
+                               DataType(code, a.itemsize * 8, 1), self.shape, self.strides, 16,
+                               None, None)
+        self.ctypes = ctypes
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+    def __dlpack__(self, stream=None):
+        self.streams.append(stream)
+        new = self.ctypes.pythonapi.PyCapsule_New
+        new.restype, new.argtypes = self.ctypes.py_object, [self.ctypes.c_void_p,
+                                                            self.ctypes.c_char_p,
+                                                            self.ctypes.c_void_p]
+        return new(self.ctypes.addressof(self.managed), b"dltensor", None)
+
+
 @pytest.fixture()
 def gj(tmp_path, monkeypatch):
     monkeypatch.setenv("GATHERJIT_CUDA_DRIVER", FAKE)
@@ -47,7 +91,8 @@ def test_a_device_gather_launches_on_the_operands_where_they_lie(gj, tmp_path):
     assert got is out
     log = (tmp_path / "driver.log").read_text()
     assert ".target sm_86" in log
-    assert "grid=1 block=256" in log
+    # 3 rows, each reading its own input row: a block a row.
+    assert "grid=3 block=256" in log
     # Strided views are described, not copied.
     view = DeviceArray(np.arange(48, dtype=np.float32).reshape(6, 8)[::2, ::2])
     gj.take(view, DeviceArray(np.array([2, 0], dtype=np.int32)), 0,
@@ -61,6 +106,26 @@ def test_the_devices_bad_index_is_an_index_error(gj, monkeypatch):
     with pytest.raises(IndexError, match="9"):
         gj.take_along_axis(DeviceArray(data), DeviceArray(idx), 1,
                            out=DeviceArray(np.zeros((3, 2), np.float32)), device="cuda")
+
+
+def test_dlpack_exporters_of_cuda_memory_are_taken_where_they_lie(gj, monkeypatch):
+    # Strided indices (a view every other column), int32 by DLPack's code 0;
+    # the device reports key 3 (output [1, 1]): the error names the index
+    # read through the capsule's pointer, offset and strides.
+    data = np.arange(12, dtype=np.float32).reshape(3, 4)
+    wide = np.array([[3, 7, 2, 7], [0, 7, 9, 7], [1, 7, 1, 7]], dtype=np.int32)
+    idx = DLPackArray(wide[:, ::2], 0)
+    out = DLPackArray(np.zeros((3, 2), np.float32), 2)
+    monkeypatch.setenv("GATHERJIT_FAKE_CUDA_KEY", "3")
+    with pytest.raises(IndexError, match=r"IndicesTensor\[1,1\] = 9 \(position 3\)"):
+        gj.take_along_axis(DLPackArray(data, 2), idx, 1, out=out, device="cuda")
+    # Asked for the legacy default stream, where the launch goes.
+    assert idx.streams == [1]
+    monkeypatch.delenv("GATHERJIT_FAKE_CUDA_KEY")
+    assert gj.take_along_axis(DLPackArray(data, 2), idx, 1, out=out, device="cuda") is out
+    # DLPack memory on the host is refused, not copied.
+    with pytest.raises(TypeError, match="ndarray in DLPack device type 1, not an array on a CUDA"):
+        gj.take(np.arange(4.0), np.arange(2), 0, out=out, device="cuda")
 
 
 def test_host_arrays_and_bad_devices_are_refused(gj):
