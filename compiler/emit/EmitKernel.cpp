@@ -25,7 +25,9 @@
 
 #include "compiler/emit/EmitKernel.h"
 #include "compiler/emit/KernelEmitter.h"
+
 #include "compiler/epilogue/Epilogue.h"
+#include <llvm/IR/InlineAsm.h>
 
 #include <algorithm>
 
@@ -59,8 +61,9 @@ void KernelEmitter::emitLoop(Value *Lo, Value *Hi, const Twine &Name,
 
 Value *KernelEmitter::loadWrappedIndex(Value *Off, unsigned C) {
   Type *IdxTy = S.indexBytes() == 8 ? I64 : Type::getInt32Ty(Ctx);
-  LoadInst *Raw = B.CreateAlignedLoad(IdxTy, B.CreateInBoundsGEP(IdxTy, Idx, Off),
-                                      elementAlign(S.indexBytes()), "index");
+  Value *At = B.CreateInBoundsGEP(IdxTy, Idx, Off);
+  Value *Raw = StreamedPtx ? streamedLoad(IdxTy, At)
+                           : B.CreateAlignedLoad(IdxTy, At, elementAlign(S.indexBytes()), "index");
   if (!isSignedIndexType(S.IndexType))
     return B.CreateZExt(Raw, I64);
   return wrapIndex(B.CreateSExt(Raw, I64), C);
@@ -140,7 +143,7 @@ void KernelEmitter::copyElement(Value *InOff, Value *OutOff, Value *Dst) {
     Value *V = InOff ? static_cast<Value *>(B.CreateAlignedLoad(
                            Ty, B.CreateInBoundsGEP(Ty, In, InOff), elementAlign(EB)))
                      : Constant::getNullValue(Ty);
-    B.CreateAlignedStore(V, B.CreateInBoundsGEP(Ty, Dst, OutOff), elementAlign(EB));
+    storeElement(V, B.CreateInBoundsGEP(Ty, Dst, OutOff));
     return;
   }
   Value *To = bytePointer(Dst, OutOff);
@@ -149,6 +152,47 @@ void KernelEmitter::copyElement(Value *InOff, Value *OutOff, Value *Dst) {
     return;
   }
   B.CreateMemCpy(To, MaybeAlign(1), bytePointer(In, InOff), MaybeAlign(1), EB);
+}
+
+void KernelEmitter::storeElement(Value *V, Value *To) {
+  if (!StreamedPtx) {
+    B.CreateAlignedStore(V, To, elementAlign(S.ElemBytes));
+    return;
+  }
+  // st.global.cs: evict first, from L1 and L2 (written once, not read).
+  std::string Asm = "{ .reg .u64 g; cvta.to.global.u64 g, $0; st.global.cs";
+  std::string Constraints = "l";
+  SmallVector<Value *, 5> Args{To};
+  if (isa<FixedVectorType>(V->getType())) {
+    Asm += ".v4.b32 [g], {$1, $2, $3, $4}; }";
+    for (unsigned I = 0; I < 4; ++I) {
+      Args.push_back(B.CreateExtractElement(V, I));
+      Constraints += ",r";
+    }
+  } else {
+    const unsigned Bits = V->getType()->getIntegerBitWidth();
+    Asm += ".b" + std::to_string(Bits) + " [g], $1; }";
+    if (Bits == 8)
+      V = B.CreateZExt(V, B.getInt16Ty()); // A byte goes from a 16-bit register.
+    Args.push_back(V);
+    Constraints += Bits <= 16 ? ",h" : Bits == 32 ? ",r" : ",l";
+  }
+  SmallVector<Type *, 5> Types;
+  for (Value *A : Args)
+    Types.push_back(A->getType());
+  B.CreateCall(InlineAsm::get(FunctionType::get(B.getVoidTy(), Types, false), Asm, Constraints,
+                              /*hasSideEffects=*/true),
+               Args);
+}
+
+Value *KernelEmitter::streamedLoad(Type *Ty, Value *From) {
+  // ld.global.cs.nc: through the read-only cache, evict first (read once).
+  const unsigned Bits = Ty->getIntegerBitWidth();
+  const std::string Asm = "{ .reg .u64 g; cvta.to.global.u64 g, $1; ld.global.cs.nc.b" +
+                          std::to_string(Bits) + " $0, [g]; }";
+  return B.CreateCall(InlineAsm::get(FunctionType::get(Ty, {From->getType()}, false), Asm,
+                                     Bits == 32 ? "=r,l" : "=l,l", /*hasSideEffects=*/false),
+                      {From}, "index");
 }
 
 void KernelEmitter::copyElements(Value *InOff, Value *OutOff, Value *Count) {

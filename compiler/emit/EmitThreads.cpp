@@ -26,6 +26,9 @@ namespace gatherjit::emit {
 
 void KernelEmitter::emitThreads(const std::string &Name, GridEntry Entry) {
   assert(!S.Family && P.ThreadsPerBlock > 0 && "a GPU plan of a specialized spec");
+  // Index loads and output stores stream past the caches on a device
+  // (the plan's choice; the host's grid has no PTX).
+  StreamedPtx = P.StreamedOperands && Entry == GridEntry::Device;
   // Staged rows need no thread body: the entries loop over rows.
   Function *Body = P.StagedRowBytes ? nullptr : emitThreadBody(Name, ".thread", 1);
   // Block rows in wide pieces, where the buffers allow: the same copy by
@@ -34,7 +37,9 @@ void KernelEmitter::emitThreads(const std::string &Name, GridEntry Entry) {
   if (P.WideBytes) {
     const std::optional<KernelSpec> W = widenedBlocks(S, P.WideBytes);
     assert(W && "the plan widens only what widenedBlocks can");
-    Wide = KernelEmitter(*W, P, M).emitThreadBody(Name, ".thread.wide", P.WideBytes / S.ElemBytes);
+    KernelEmitter Pieces(*W, P, M);
+    Pieces.StreamedPtx = StreamedPtx;
+    Wide = Pieces.emitThreadBody(Name, ".thread.wide", P.WideBytes / S.ElemBytes);
   }
   if (Entry == GridEntry::Device)
     emitDeviceEntry(Name, Body, Wide);
@@ -225,8 +230,7 @@ void KernelEmitter::gatherStagedRow(Value *Row, Value *Thread, Value *Threads, V
       });
     Value *V = B.CreateAlignedLoad(Ty, B.CreateInBoundsGEP(Ty, Shared, safeIndex(W, 0)),
                                    Align(S.ElemBytes));
-    B.CreateAlignedStore(V, B.CreateInBoundsGEP(Ty, Out, mulAdd(O.Out, K, outStride(L))),
-                         elementAlign(S.ElemBytes));
+    storeElement(V, B.CreateInBoundsGEP(Ty, Out, mulAdd(O.Out, K, outStride(L))));
     B.CreateBr(Next);
     B.SetInsertPoint(Next);
   });

@@ -145,6 +145,12 @@ private:
   /// unless given); through the epilogue if there is one. A null \p InOff
   /// (an empty axis) writes zeros.
   void copyElement(Value *InOff, Value *OutOff, Value *Dst = nullptr);
+  /// Stores element \p V (an integer or <4 x i32>) at \p To: as PTX's
+  /// st.global.cs in a device kernel (StreamedPtx).
+  void storeElement(Value *V, Value *To);
+  /// Loads an index of integer type \p Ty from \p From with PTX's
+  /// ld.global.cs.nc (StreamedPtx only).
+  Value *streamedLoad(Type *Ty, Value *From);
   /// Returns 1 + Pos from the kernel.
   void emitReturnBad(Value *Pos) { emitReturn(B.CreateAdd(Pos, c(1))); }
   /// Returns \p V, after a fence that orders any non-temporal stores before
@@ -267,6 +273,10 @@ private:
   /// The linked epilogue and its parameter block (see linkEpilogue).
   Function *Epi = nullptr;
   Value *EpiParams = nullptr;
+  /// A device kernel's index loads and output stores carry PTX's
+  /// evict-first hint (streamedLoad, storeElement); the host's simulation
+  /// of its grid has none.
+  bool StreamedPtx = false;
 };
 
 } // namespace gatherjit::emit

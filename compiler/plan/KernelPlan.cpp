@@ -301,6 +301,9 @@ KernelPlan planKernel(const KernelSpec &S, const TargetFacts &T) {
     // The CPU's memory strategies below (and the table) do not apply.
     P.ThreadsPerBlock = GpuThreadsPerBlock;
     P.ElementAligned = true;
+    // Evict-first indices and outputs: G1 22.4 -> 20.2 us, GE2 (a 64 MiB
+    // table over a 50 MB L2) 418 -> 405 us on an H100, the rest unmoved.
+    P.StreamedOperands = true;
     uint64_t Elements = S.elements();
     if ((P.StagedRowBytes = stagedRowBytes(S))) {
       P.Blocks = std::min(S.elements() / S.Sizes[S.Rank - 1], MaxGpuBlocks);

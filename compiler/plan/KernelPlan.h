@@ -122,6 +122,9 @@ struct KernelPlan {
   /// most this many bytes (stagedRowBytes): a block copies the row into
   /// shared memory, then its threads gather the output row from there.
   uint64_t StagedRowBytes = 0;
+  /// A GPU kernel's index loads and output stores are marked evict-first
+  /// (read and written once), leaving the caches to the input.
+  bool StreamedOperands = false;
   /// Every buffer is aligned to its element size (a GPU's allocations
   /// are), so elements and indices load and store whole.
   bool ElementAligned = false;
