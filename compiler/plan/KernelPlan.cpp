@@ -66,7 +66,9 @@ constexpr uint64_t MaxSharedRow = 4096;
 constexpr uint64_t MaxInlinePrefetchLines = 16;
 /// A GPU's grid: blocks of 256 threads (8 warps), at most 8192 blocks
 /// (about 8 waves of a 132-SM device at 2048 threads per SM), the threads
-/// striding over larger outputs. Chosen, not yet measured on a device.
+/// striding over larger outputs. On an H100, threads that took 2, 4 or 8
+/// of their elements at once (all indices loaded, then all reads, then the
+/// stores) ran every case within noise of one at a time.
 constexpr uint64_t GpuThreadsPerBlock = 256;
 constexpr uint64_t MaxGpuBlocks = 8192;
 /// Block rows move in 16-byte pieces (ld.global.nc.v4 and st.global.v4,
