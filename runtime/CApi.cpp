@@ -429,6 +429,21 @@ gj_status gj_kernel_run_stream(const gj_kernel *Kernel, const void *Input, const
   return guarded([&] { return record(Kernel->K.runOnStream(Input, Indices, Output, Stream)); });
 }
 
+gj_status gj_kernel_launch_stream(const gj_kernel *Kernel, const void *Input, const void *Indices,
+                                  void *Output, void *Stream) {
+  if (!Kernel)
+    return nullArgument("gj_kernel_launch_stream", "kernel");
+  if (const char *Missing = missingBuffer(Kernel->K, Input, Indices, Output))
+    return nullArgument("gj_kernel_launch_stream", Missing);
+  return guarded([&] { return record(Kernel->K.launchOnStream(Input, Indices, Output, Stream)); });
+}
+
+gj_status gj_kernel_finish_stream(const gj_kernel *Kernel, void *Stream) {
+  if (!Kernel)
+    return nullArgument("gj_kernel_finish_stream", "kernel");
+  return guarded([&] { return record(Kernel->K.finishStream(Stream)); });
+}
+
 gj_status gj_kernel_run_rows(const gj_kernel *Kernel, const void *Input, const void *Indices,
                              void *Output, uint64_t Begin, uint64_t End) {
   if (!Kernel)

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <deque>
 #include <dlfcn.h>
 #include <memory>
 #include <mutex>
@@ -161,6 +162,8 @@ public:
   ~CudaCode() override {
     if (Word)
       A.MemFreeHost(Word);
+    for (const MappedWord &W : Words)
+      A.MemFreeHost(W.Host);
     if (Start) {
       A.EventDestroy(Start);
       A.EventDestroy(Stop);
@@ -178,19 +181,15 @@ public:
     if (std::max<int64_t>(Begin, 0) >= std::min<int64_t>(End, 1))
       return 0;                              // The grid is the one row.
     std::lock_guard<std::mutex> Lock(Mutex); // One status word.
-    auto Fail = [&](CUresult R, const char *What) {
-      LastError = failed(A, R, What).message();
-      return DeviceFailed;
-    };
     if (CUresult R = A.CtxSetCurrent(Context); R != Success)
-      return Fail(R, "cuCtxSetCurrent");
+      return fail(R, "cuCtxSetCurrent");
     const uint64_t None = ~uint64_t(0);
     if (!Word) {
       if (CUresult R = A.MemHostAlloc(reinterpret_cast<void **>(&Word), 8, HostAllocDeviceMap);
           R != Success)
-        return Fail(R, "cuMemHostAlloc");
+        return fail(R, "cuMemHostAlloc");
       if (CUresult R = A.MemHostGetDevicePointer(&WordOnDevice, Word, 0); R != Success)
-        return Fail(R, "cuMemHostGetDevicePointer");
+        return fail(R, "cuMemHostGetDevicePointer");
       __atomic_store_n(Word, None, __ATOMIC_RELAXED);
     }
     const bool Timed = TimeKernels;
@@ -208,20 +207,104 @@ public:
             A.LaunchKernel(Fn, static_cast<unsigned>(Blocks), 1, 1, static_cast<unsigned>(Threads),
                            1, 1, 0, CurrentStream, Args, nullptr);
         R != Success)
-      return Fail(R, "the kernel's launch");
+      return fail(R, "the kernel's launch");
     if (Timed)
       A.EventRecord(Stop, CurrentStream);
     const CUresult Synced = CurrentStream ? A.StreamSynchronize(CurrentStream) : A.CtxSynchronize();
     if (Synced != Success)
-      return Fail(Synced, "the kernel");
+      return fail(Synced, "the kernel");
     float Ms = 0;
     LastKernelUs = Timed && A.EventElapsedTime(&Ms, Start, Stop) == Success ? Ms * 1000.0 : 0;
+    return takeKey(Word);
+  }
+
+  /// An asynchronous launch has a status word of its own, taken from the
+  /// kernel's and given back by the finish that reads it.
+  int64_t launchRows(const void *Input, const void *Indices, void *Output, int64_t Begin,
+                     int64_t End) const override {
+    if (std::max<int64_t>(Begin, 0) >= std::min<int64_t>(End, 1))
+      return 0;
+    std::lock_guard<std::mutex> Lock(Mutex);
+    if (CUresult R = A.CtxSetCurrent(Context); R != Success)
+      return fail(R, "cuCtxSetCurrent");
+    if (Free.empty()) {
+      MappedWord W;
+      if (CUresult R = A.MemHostAlloc(reinterpret_cast<void **>(&W.Host), 8, HostAllocDeviceMap);
+          R != Success)
+        return fail(R, "cuMemHostAlloc");
+      if (CUresult R = A.MemHostGetDevicePointer(&W.Device, W.Host, 0); R != Success) {
+        A.MemFreeHost(W.Host);
+        return fail(R, "cuMemHostGetDevicePointer");
+      }
+      __atomic_store_n(W.Host, ~uint64_t(0), __ATOMIC_RELAXED);
+      Words.push_back(W);
+      Free.push_back(Words.size() - 1);
+    }
+    const size_t Slot = Free.back();
+    CUdeviceptr In = reinterpret_cast<CUdeviceptr>(Input),
+                Idx = reinterpret_cast<CUdeviceptr>(Indices),
+                Out = reinterpret_cast<CUdeviceptr>(Output);
+    void *Args[] = {&In, &Idx, &Out, &Words[Slot].Device};
+    if (CUresult R =
+            A.LaunchKernel(Fn, static_cast<unsigned>(Blocks), 1, 1, static_cast<unsigned>(Threads),
+                           1, 1, 0, CurrentStream, Args, nullptr);
+        R != Success)
+      return fail(R, "the kernel's launch");
+    Free.pop_back();
+    Pending.push_back({CurrentStream, Slot, Indices});
+    return 0;
+  }
+
+  int64_t finishLaunches(const void **Indices) const override {
+    std::lock_guard<std::mutex> Lock(Mutex);
+    if (CUresult R = A.CtxSetCurrent(Context); R != Success)
+      return fail(R, "cuCtxSetCurrent");
+    const CUresult Synced = CurrentStream ? A.StreamSynchronize(CurrentStream) : A.CtxSynchronize();
+    if (Synced != Success)
+      return fail(Synced, "the kernel");
+    int64_t First = 0;
+    std::vector<Launch> Left;
+    for (const Launch &L : Pending) {
+      if (L.Stream != CurrentStream) {
+        Left.push_back(L);
+        continue;
+      }
+      const int64_t R = takeKey(Words[L.Slot].Host);
+      if (R && !First) {
+        First = R;
+        *Indices = L.Indices;
+      }
+      Free.push_back(L.Slot);
+    }
+    Pending.swap(Left);
+    return First;
+  }
+  void *entryAddress() const override { return nullptr; }
+
+private:
+  struct MappedWord {
+    uint64_t *Host = nullptr;
+    CUdeviceptr Device = 0;
+  };
+  struct Launch {
+    void *Stream;
+    size_t Slot;
+    const void *Indices;
+  };
+
+  int64_t fail(CUresult R, const char *What) const {
+    LastError = failed(A, R, What).message();
+    return DeviceFailed;
+  }
+  /// 0 if the status word \p Word holds no key, else 1 + the position in
+  /// the indices of the bad index its key names (its output element and
+  /// tuple component); the word is reset.
+  int64_t takeKey(uint64_t *Word) const {
+    const uint64_t None = ~uint64_t(0);
     const uint64_t Key = __atomic_load_n(Word, __ATOMIC_ACQUIRE);
     if (Key == None)
       return 0;
     __atomic_store_n(Word, None, __ATOMIC_RELEASE);
-    // The first bad index's key: its output element and tuple component,
-    // mapped to its position in the indices.
     uint64_t E = Key / Tuple, Pos = Key % Tuple;
     for (unsigned D = Rank; D-- > 0;) {
       Pos += (E % Sizes[D]) * PosStride[D];
@@ -229,17 +312,20 @@ public:
     }
     return static_cast<int64_t>(Pos + 1);
   }
-  void *entryAddress() const override { return nullptr; }
 
-private:
   const Api &A;
   Handle Context, Module, Fn;
   uint64_t Blocks, Threads, Tuple;
   unsigned Rank;
   uint64_t Sizes[MaxRank] = {}, PosStride[MaxRank] = {};
   mutable std::mutex Mutex;
-  mutable uint64_t *Word = nullptr;               ///< The status word, in mapped host memory...
-  mutable CUdeviceptr WordOnDevice = 0;           ///< ...and its address on the device.
+  mutable uint64_t *Word = nullptr;     ///< The status word, in mapped host memory...
+  mutable CUdeviceptr WordOnDevice = 0; ///< ...and its address on the device.
+  /// The asynchronous launches' status words, those free, and the launches
+  /// not finished yet.
+  mutable std::deque<MappedWord> Words;
+  mutable std::vector<size_t> Free;
+  mutable std::vector<Launch> Pending;
   mutable Handle Start = nullptr, Stop = nullptr; ///< Events timing a launch.
 };
 

@@ -11,6 +11,16 @@
 namespace gatherjit {
 namespace {
 
+/// The error for the bad index at \p Position of a device kernel's
+/// \p Indices, which names its value: read from the device.
+template <typename StateT>
+Status deviceIndexError(const StateT &S, const void *Indices, uint64_t Position) {
+  std::vector<char> Host(S.IndicesBytes);
+  if (Status C = S.Device->copyToHost(Host.data(), Indices, Host.size()); !C)
+    return C;
+  return indexOutOfRangeError(S.Desc, Host.data(), Position);
+}
+
 /// What run() and runRows() share: an empty handle is an error and an empty
 /// output runs nothing; otherwise the run is counted (for the tier
 /// upgrade), \p Body runs the current code and its result becomes a status.
@@ -28,12 +38,8 @@ Status runKernel(const StateT *S, const void *Indices, BodyT &&Body) {
     return epilogueFaultError();
   if (R == DeviceFailed)
     return Status::unsupported(lastDeviceError());
-  if (S->Device) { // The error names the index's value: read it from the device.
-    std::vector<char> Host(S->IndicesBytes);
-    if (Status C = S->Device->copyToHost(Host.data(), Indices, Host.size()); !C)
-      return C;
-    return indexOutOfRangeError(S->Desc, Host.data(), static_cast<uint64_t>(R - 1));
-  }
+  if (S->Device)
+    return deviceIndexError(*S, Indices, static_cast<uint64_t>(R - 1));
   return indexOutOfRangeError(S->Desc, Indices, static_cast<uint64_t>(R - 1));
 }
 
@@ -140,6 +146,32 @@ Status Kernel::runOnStream(const void *Input, const void *Indices, void *Output,
                            void *Stream) const {
   StreamScope Scope(Stream);
   return run(Input, Indices, Output);
+}
+
+Status Kernel::launchOnStream(const void *Input, const void *Indices, void *Output,
+                              void *Stream) const {
+  if (!S || !S->Device)
+    return run(Input, Indices, Output);
+  if (S->outputOverlaps(Input, Indices, Output))
+    return Status::invalidArgument("Kernel::launchOnStream: the output overlaps the input or "
+                                   "indices buffer, which a device kernel does not allow");
+  StreamScope Scope(Stream);
+  return runKernel(S.get(), Indices, [&](const State &St, const Executable &Code) {
+    return Code.launchRows(Input, Indices, Output, 0, static_cast<int64_t>(St.Rows));
+  });
+}
+
+Status Kernel::finishStream(void *Stream) const {
+  if (!S || !S->Device || !S->Code)
+    return Status::ok();
+  StreamScope Scope(Stream);
+  const void *Indices = nullptr;
+  const int64_t R = S->Code->current().finishLaunches(&Indices);
+  if (R == 0)
+    return Status::ok();
+  if (R == DeviceFailed)
+    return Status::unsupported(lastDeviceError());
+  return deviceIndexError(*S, Indices, static_cast<uint64_t>(R - 1));
 }
 
 } // namespace gatherjit

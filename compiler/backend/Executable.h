@@ -19,6 +19,21 @@ public:
   /// indices of the first out-of-range index, or EpilogueFaulted.
   virtual int64_t runRows(const void *Input, const void *Indices, void *Output, int64_t Begin,
                           int64_t End) const = 0;
+  /// Starts rows [Begin, End) on a device without waiting for them:
+  /// DeviceFailed, or 0 (a bad index is finishLaunches' to report). Code
+  /// that runs on the calling thread runs them, as runRows.
+  virtual int64_t launchRows(const void *Input, const void *Indices, void *Output, int64_t Begin,
+                             int64_t End) const {
+    return runRows(Input, Indices, Output, Begin, End);
+  }
+  /// Waits for the launches on the calling thread's stream (see
+  /// StreamScope) and returns 0, DeviceFailed, or 1 + the position of the
+  /// first bad index of the first of them, in launch order, that found
+  /// one, with *\p Indices set to that launch's indices.
+  virtual int64_t finishLaunches(const void **Indices) const {
+    (void)Indices;
+    return 0;
+  }
   /// The native NAME_range entry, for a caller that knows its signature (a
   /// family kernel's also takes its shape); null for code that has none.
   virtual void *entryAddress() const { return nullptr; }

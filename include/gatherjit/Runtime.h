@@ -176,6 +176,15 @@ public:
   /// run() on \p Stream (a CUstream) for a device runtime's kernel, which
   /// waits for it; a CPU kernel ignores it.
   Status runOnStream(const void *Input, const void *Indices, void *Output, void *Stream) const;
+  /// Starts a device runtime's kernel on \p Stream (a CUstream; null: the
+  /// default stream) and returns without waiting: the buffers must stay as
+  /// they are until finishStream. A CPU kernel runs at once, as run().
+  Status launchOnStream(const void *Input, const void *Indices, void *Output, void *Stream) const;
+  /// Waits for \p Stream and reports the first of this kernel's launches
+  /// on it since the last finish, in launch order, that found a bad index
+  /// (Check): IndexOutOfRange naming its first, read from its indices.
+  /// OK for a CPU kernel.
+  Status finishStream(void *Stream) const;
   /// Runs rows [Begin, End) of the outermost loop on the calling thread.
   /// An output that overlaps the input or indices is InvalidArgument here.
   Status runRows(const void *Input, const void *Indices, void *Output, uint64_t Begin,

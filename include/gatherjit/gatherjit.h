@@ -235,6 +235,16 @@ gj_status gj_kernel_run(const gj_kernel *kernel, const void *input, const void *
  * the stream. */
 gj_status gj_kernel_run_stream(const gj_kernel *kernel, const void *input, const void *indices,
                                void *output, void *stream);
+/* Starts a device runtime's kernel on \p stream (a CUstream; NULL: the
+ * default stream) and returns without waiting (Kernel::launchOnStream): the
+ * buffers must stay as they are until gj_kernel_finish_stream. A CPU kernel
+ * runs at once, as gj_kernel_run. */
+gj_status gj_kernel_launch_stream(const gj_kernel *kernel, const void *input, const void *indices,
+                                  void *output, void *stream);
+/* Waits for \p stream: GJ_INDEX_OUT_OF_RANGE names the first bad index of
+ * the first of the kernel's launches on it since the last finish, in launch
+ * order, that found one (Check); GJ_OK otherwise, and for a CPU kernel. */
+gj_status gj_kernel_finish_stream(const gj_kernel *kernel, void *stream);
 /* Rows [begin, end) of the outermost loop, on the calling thread. */
 gj_status gj_kernel_run_rows(const gj_kernel *kernel, const void *input, const void *indices,
                              void *output, uint64_t begin, uint64_t end);

@@ -117,6 +117,15 @@ TEST(CApi, OnnxBuildersAndTheSeedExample) {
   EXPECT_EQ(gj_kernel_run_rows(K, In, Indices, Halves, 0, 1), GJ_OK);
   EXPECT_EQ(gj_kernel_run_rows(K, In, Indices, Halves, 1, Rows), GJ_OK);
   EXPECT_THAT(Halves, ::testing::ElementsAre(1, 1, 4, 3));
+  // A CPU kernel's asynchronous launch runs at once, its error with it;
+  // the finish has nothing to report.
+  float Launched[4] = {};
+  EXPECT_EQ(gj_kernel_launch_stream(K, In, Indices, Launched, nullptr), GJ_OK);
+  EXPECT_THAT(Launched, ::testing::ElementsAre(1, 1, 4, 3));
+  const int64_t Bad[4] = {0, 0, 1, 2};
+  EXPECT_EQ(gj_kernel_launch_stream(K, In, Bad, Launched, nullptr), GJ_INDEX_OUT_OF_RANGE);
+  EXPECT_EQ(gj_last_error_position(), 3u);
+  EXPECT_EQ(gj_kernel_finish_stream(K, nullptr), GJ_OK);
   EXPECT_THAT(gj_kernel_symbol(K), ::testing::StartsWith("gj_b4_i64_"));
   gj_kernel_release(K);
 

@@ -167,8 +167,27 @@ TEST_F(CudaDriver, TheCApisDeviceRuntime) {
   ::setenv("GATHERJIT_FAKE_CUDA_KEY", "11", 1);
   EXPECT_EQ(gj_kernel_run(K, In, Idx, Out), GJ_INDEX_OUT_OF_RANGE);
   EXPECT_THAT(gj_last_error(), HasSubstr("IndicesTensor[2,3] = 7 (position 11)"));
+  // Asynchronous launches: each returns at once; the finish names the
+  // first bad index of the first launch that found one (its own indices:
+  // 7 at [2,3], not the 5 the later launch's hold there), and clears them.
+  ::unsetenv("GATHERJIT_FAKE_CUDA_KEY");
+  int64_t Other[12] = {0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 5};
+  EXPECT_EQ(gj_kernel_launch_stream(K, In, Idx, Out, &Stream), GJ_OK) << gj_last_error();
+  ::setenv("GATHERJIT_FAKE_CUDA_KEY", "11", 1);
+  EXPECT_EQ(gj_kernel_launch_stream(K, In, Idx, Out, &Stream), GJ_OK) << gj_last_error();
+  EXPECT_EQ(gj_kernel_launch_stream(K, In, Other, Out, &Stream), GJ_OK) << gj_last_error();
+  ::unsetenv("GATHERJIT_FAKE_CUDA_KEY");
+  EXPECT_EQ(gj_kernel_finish_stream(K, nullptr), GJ_OK) << "launches on another stream";
+  EXPECT_EQ(gj_kernel_finish_stream(K, &Stream), GJ_INDEX_OUT_OF_RANGE);
+  EXPECT_THAT(gj_last_error(), HasSubstr("IndicesTensor[2,3] = 7 (position 11)"));
+  EXPECT_EQ(gj_last_error_position(), 11u);
+  EXPECT_EQ(gj_kernel_finish_stream(K, &Stream), GJ_OK) << gj_last_error();
+  EXPECT_EQ(gj_kernel_launch_stream(K, In, Idx, Out, &Stream), GJ_OK) << gj_last_error();
+  EXPECT_EQ(gj_kernel_finish_stream(K, &Stream), GJ_OK) << "a word given back is clean";
+  ::setenv("GATHERJIT_FAKE_CUDA_KEY", "11", 1);
   // No temporary on a device: an overlapping output is refused.
   EXPECT_EQ(gj_kernel_run(K, In, Idx, In), GJ_INVALID_ARGUMENT);
+  EXPECT_EQ(gj_kernel_launch_stream(K, In, Idx, In, &Stream), GJ_INVALID_ARGUMENT);
   gj_kernel_release(K);
   gj_runtime_destroy(RT);
   const std::string Log = slurp(Dir / "driver.log");
