@@ -122,9 +122,11 @@ Expected<DeviceRun> runOnCuda(const ValidDesc &V, int Ordinal, OptLevel Level, c
 
 /// Runs \p V (under Check) on CUDA device \p Ordinal with one index made
 /// out of range at a time, at the last, first and middle element of the
-/// indices, then none, all through one kernel: the number of runs, each of
-/// whose error (or none) was the interpreter's, or an Internal error naming
-/// the first that was not. 0 runs for other policies and empty operands.
+/// indices, then none, all through one kernel; then launches it three
+/// times asynchronously, the second with its last index bad, and finishes:
+/// the number of checks (5), each of whose error (or none) was the
+/// interpreter's, or an Internal error naming the first that was not. 0
+/// for other policies and empty operands.
 Expected<unsigned> checkBadIndicesOnCuda(const ValidDesc &V, int Ordinal, const void *Input,
                                          const void *Indices);
 

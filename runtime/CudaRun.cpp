@@ -172,6 +172,31 @@ Expected<unsigned> checkBadIndicesOnCuda(const ValidDesc &V, int Ordinal, const 
                               " made bad reported '" + (Got ? "no error" : Got.message()) +
                               "', the interpreter '" + (Want ? "no error" : Want.message()) + "'");
   }
+  // Three asynchronous launches, the middle one's indices bad at their
+  // last element: the finish names that one.
+  std::vector<char> Bad = Host;
+  std::memset(&Bad[(Count - 1) * Size], 0xff, Size);
+  Bad[Count * Size - 1] = 0x7f;
+  Expected<std::shared_ptr<void>> BadOnDevice = Set->D->allocate(Bytes);
+  if (!BadOnDevice)
+    return BadOnDevice.status();
+  for (auto [To, From] :
+       {std::pair{Set->Buffers[1].get(), Host.data()}, {BadOnDevice->get(), Bad.data()}})
+    if (Status S = Set->D->copyToDevice(To, From, Bytes); !S)
+      return S;
+  for (const void *Launched : {Set->Buffers[1].get(), BadOnDevice->get(), Set->Buffers[1].get()})
+    if (Status S =
+            Set->K.launchOnStream(Set->Buffers[0].get(), Launched, Set->Buffers[2].get(), nullptr);
+        !S)
+      return S;
+  const Status Want = interpret(V, Input, Bad.data(), Out.data());
+  const Status Got = Set->K.finishStream(nullptr);
+  ++Runs;
+  if (Want.position() != Got.position() || Want.isOk() != Got.isOk())
+    return Status::internal("the device's asynchronous launches, the second with indices element " +
+                            std::to_string(Count - 1) + " made bad, reported '" +
+                            (Got ? "no error" : Got.message()) + "', the interpreter '" +
+                            (Want ? "no error" : Want.message()) + "'");
   return Runs;
 }
 
