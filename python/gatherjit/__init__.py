@@ -191,8 +191,8 @@ def _not_on_device(x, name, where):
 
 def _dlpack_operand(x, name):
     """_device_operand's answer for an object that exports a DLPack capsule of
-    CUDA memory (JAX, CuPy, TensorFlow, PyTorch), and the capsule, which must
-    live until the launch is over (its deleter runs when it is freed)."""
+    CUDA memory (JAX, CuPy, PyTorch), and the capsule, which must live until
+    the launch is over (its deleter runs when it is freed)."""
     import ctypes
 
     class Device(ctypes.Structure):
