@@ -160,8 +160,6 @@ public:
     }
   }
   ~CudaCode() override {
-    if (Word)
-      A.MemFreeHost(Word);
     for (const MappedWord &W : Words)
       A.MemFreeHost(W.Host);
     if (Start) {
@@ -179,47 +177,38 @@ public:
   int64_t runRows(const void *Input, const void *Indices, void *Output, int64_t Begin,
                   int64_t End) const override {
     if (std::max<int64_t>(Begin, 0) >= std::min<int64_t>(End, 1))
-      return 0;                              // The grid is the one row.
-    std::lock_guard<std::mutex> Lock(Mutex); // One status word.
+      return 0; // The grid is the one row.
+    std::lock_guard<std::mutex> Lock(Mutex);
     if (CUresult R = A.CtxSetCurrent(Context); R != Success)
       return fail(R, "cuCtxSetCurrent");
-    const uint64_t None = ~uint64_t(0);
-    if (!Word) {
-      if (CUresult R = A.MemHostAlloc(reinterpret_cast<void **>(&Word), 8, HostAllocDeviceMap);
-          R != Success)
-        return fail(R, "cuMemHostAlloc");
-      if (CUresult R = A.MemHostGetDevicePointer(&WordOnDevice, Word, 0); R != Success)
-        return fail(R, "cuMemHostGetDevicePointer");
-      __atomic_store_n(Word, None, __ATOMIC_RELAXED);
-    }
+    size_t Slot;
+    if (!takeWord(Slot))
+      return DeviceFailed;
+    auto GiveBack = [&](int64_t Result) {
+      Free.push_back(Slot);
+      return Result;
+    };
     const bool Timed = TimeKernels;
     if (Timed && !Start) {
       A.EventCreate(&Start, 0);
       A.EventCreate(&Stop, 0);
     }
-    CUdeviceptr In = reinterpret_cast<CUdeviceptr>(Input),
-                Idx = reinterpret_cast<CUdeviceptr>(Indices),
-                Out = reinterpret_cast<CUdeviceptr>(Output);
-    void *Args[] = {&In, &Idx, &Out, &WordOnDevice};
     if (Timed)
       A.EventRecord(Start, CurrentStream);
-    if (CUresult R =
-            A.LaunchKernel(Fn, static_cast<unsigned>(Blocks), 1, 1, static_cast<unsigned>(Threads),
-                           1, 1, 0, CurrentStream, Args, nullptr);
-        R != Success)
-      return fail(R, "the kernel's launch");
+    if (CUresult R = launch(Input, Indices, Output, Slot); R != Success)
+      return GiveBack(fail(R, "the kernel's launch"));
     if (Timed)
       A.EventRecord(Stop, CurrentStream);
     const CUresult Synced = CurrentStream ? A.StreamSynchronize(CurrentStream) : A.CtxSynchronize();
     if (Synced != Success)
-      return fail(Synced, "the kernel");
+      return GiveBack(fail(Synced, "the kernel"));
     float Ms = 0;
     LastKernelUs = Timed && A.EventElapsedTime(&Ms, Start, Stop) == Success ? Ms * 1000.0 : 0;
-    return takeKey(Word);
+    return GiveBack(takeKey(Words[Slot].Host));
   }
 
-  /// An asynchronous launch has a status word of its own, taken from the
-  /// kernel's and given back by the finish that reads it.
+  /// An asynchronous launch keeps its status word until the finish that
+  /// reads it.
   int64_t launchRows(const void *Input, const void *Indices, void *Output, int64_t Begin,
                      int64_t End) const override {
     if (std::max<int64_t>(Begin, 0) >= std::min<int64_t>(End, 1))
@@ -227,30 +216,13 @@ public:
     std::lock_guard<std::mutex> Lock(Mutex);
     if (CUresult R = A.CtxSetCurrent(Context); R != Success)
       return fail(R, "cuCtxSetCurrent");
-    if (Free.empty()) {
-      MappedWord W;
-      if (CUresult R = A.MemHostAlloc(reinterpret_cast<void **>(&W.Host), 8, HostAllocDeviceMap);
-          R != Success)
-        return fail(R, "cuMemHostAlloc");
-      if (CUresult R = A.MemHostGetDevicePointer(&W.Device, W.Host, 0); R != Success) {
-        A.MemFreeHost(W.Host);
-        return fail(R, "cuMemHostGetDevicePointer");
-      }
-      __atomic_store_n(W.Host, ~uint64_t(0), __ATOMIC_RELAXED);
-      Words.push_back(W);
-      Free.push_back(Words.size() - 1);
-    }
-    const size_t Slot = Free.back();
-    CUdeviceptr In = reinterpret_cast<CUdeviceptr>(Input),
-                Idx = reinterpret_cast<CUdeviceptr>(Indices),
-                Out = reinterpret_cast<CUdeviceptr>(Output);
-    void *Args[] = {&In, &Idx, &Out, &Words[Slot].Device};
-    if (CUresult R =
-            A.LaunchKernel(Fn, static_cast<unsigned>(Blocks), 1, 1, static_cast<unsigned>(Threads),
-                           1, 1, 0, CurrentStream, Args, nullptr);
-        R != Success)
+    size_t Slot;
+    if (!takeWord(Slot))
+      return DeviceFailed;
+    if (CUresult R = launch(Input, Indices, Output, Slot); R != Success) {
+      Free.push_back(Slot);
       return fail(R, "the kernel's launch");
-    Free.pop_back();
+    }
     Pending.push_back({CurrentStream, Slot, Indices});
     return 0;
   }
@@ -292,19 +264,53 @@ private:
     const void *Indices;
   };
 
+  /// What a status word holds while no bad index is reported in it.
+  static constexpr uint64_t NoKey = ~uint64_t(0);
+
   int64_t fail(CUresult R, const char *What) const {
     LastError = failed(A, R, What).message();
     return DeviceFailed;
+  }
+  /// A status word no launch holds, holding NoKey, into \p Slot (one more
+  /// mapped if none is free); false, with the driver's error, otherwise.
+  bool takeWord(size_t &Slot) const {
+    if (Free.empty()) {
+      MappedWord W;
+      if (CUresult R = A.MemHostAlloc(reinterpret_cast<void **>(&W.Host), 8, HostAllocDeviceMap);
+          R != Success) {
+        fail(R, "cuMemHostAlloc");
+        return false;
+      }
+      if (CUresult R = A.MemHostGetDevicePointer(&W.Device, W.Host, 0); R != Success) {
+        A.MemFreeHost(W.Host);
+        fail(R, "cuMemHostGetDevicePointer");
+        return false;
+      }
+      __atomic_store_n(W.Host, NoKey, __ATOMIC_RELAXED);
+      Words.push_back(W);
+      Free.push_back(Words.size() - 1);
+    }
+    Slot = Free.back();
+    Free.pop_back();
+    return true;
+  }
+  /// Launches the grid on the thread's stream with status word \p Slot.
+  CUresult launch(const void *Input, const void *Indices, void *Output, size_t Slot) const {
+    CUdeviceptr In = reinterpret_cast<CUdeviceptr>(Input),
+                Idx = reinterpret_cast<CUdeviceptr>(Indices),
+                Out = reinterpret_cast<CUdeviceptr>(Output);
+    void *Args[] = {&In, &Idx, &Out, &Words[Slot].Device};
+    return A.LaunchKernel(Fn, static_cast<unsigned>(Blocks), 1, 1, static_cast<unsigned>(Threads),
+                          1, 1, 0, CurrentStream, Args, nullptr);
   }
   /// 0 if the status word \p Word holds no key, else 1 + the position in
   /// the indices of the bad index its key names (its output element and
   /// tuple component); the word is reset.
   int64_t takeKey(uint64_t *Word) const {
-    const uint64_t None = ~uint64_t(0);
     const uint64_t Key = __atomic_load_n(Word, __ATOMIC_ACQUIRE);
-    if (Key == None)
+    if (Key == NoKey)
       return 0;
-    __atomic_store_n(Word, None, __ATOMIC_RELEASE);
+    __atomic_store_n(Word, NoKey, __ATOMIC_RELEASE);
     uint64_t E = Key / Tuple, Pos = Key % Tuple;
     for (unsigned D = Rank; D-- > 0;) {
       Pos += (E % Sizes[D]) * PosStride[D];
@@ -319,10 +325,8 @@ private:
   unsigned Rank;
   uint64_t Sizes[MaxRank] = {}, PosStride[MaxRank] = {};
   mutable std::mutex Mutex;
-  mutable uint64_t *Word = nullptr;     ///< The status word, in mapped host memory...
-  mutable CUdeviceptr WordOnDevice = 0; ///< ...and its address on the device.
-  /// The asynchronous launches' status words, those free, and the launches
-  /// not finished yet.
+  /// The status words (pinned host memory mapped into the device), those
+  /// no launch holds, and the asynchronous launches not finished yet.
   mutable std::deque<MappedWord> Words;
   mutable std::vector<size_t> Free;
   mutable std::vector<Launch> Pending;
