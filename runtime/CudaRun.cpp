@@ -152,31 +152,41 @@ Expected<unsigned> checkBadIndicesOnCuda(const ValidDesc &V, int Ordinal, const 
   // element of the indices' buffer in turn, then none; each run on the
   // same kernel.
   const uint64_t Count = Bytes / Size;
-  std::vector<char> Host(static_cast<const char *>(Indices),
-                         static_cast<const char *>(Indices) + Bytes);
-  std::vector<char> Out(Set->Bytes[2]);
-  unsigned Runs = 0;
-  for (int64_t At : {int64_t(Count - 1), int64_t(0), int64_t(Count / 2), int64_t(-1)}) {
+  const std::vector<char> Host(static_cast<const char *>(Indices),
+                               static_cast<const char *>(Indices) + Bytes);
+  auto BadAt = [&](int64_t At) {
     std::vector<char> Bad = Host;
     if (At >= 0) {
       std::memset(&Bad[At * Size], 0xff, Size);
       Bad[At * Size + Size - 1] = 0x7f; // Little-endian: the sign byte last.
     }
+    return Bad;
+  };
+  std::vector<char> Out(Set->Bytes[2]);
+  // The device's error (or none) must be the interpreter's for indices Bad.
+  auto Compare = [&](const std::vector<char> &Bad, const Status &Got,
+                     const std::string &What) -> Status {
+    const Status Want = interpret(V, Input, Bad.data(), Out.data());
+    if (Want.position() == Got.position() && Want.isOk() == Got.isOk())
+      return Status::ok();
+    return Status::internal("the device's " + What + " reported '" +
+                            (Got ? "no error" : Got.message()) + "', the interpreter '" +
+                            (Want ? "no error" : Want.message()) + "'");
+  };
+  unsigned Runs = 0;
+  for (int64_t At : {int64_t(Count - 1), int64_t(0), int64_t(Count / 2), int64_t(-1)}) {
+    const std::vector<char> Bad = BadAt(At);
     if (Status S = Set->D->copyToDevice(Set->Buffers[1].get(), Bad.data(), Bytes); !S)
       return S;
-    const Status Want = interpret(V, Input, Bad.data(), Out.data());
-    const Status Got = Set->run();
     ++Runs;
-    if (Want.position() != Got.position() || Want.isOk() != Got.isOk())
-      return Status::internal("the device's run with indices element " + std::to_string(At) +
-                              " made bad reported '" + (Got ? "no error" : Got.message()) +
-                              "', the interpreter '" + (Want ? "no error" : Want.message()) + "'");
+    if (Status S = Compare(Bad, Set->run(),
+                           "run with indices element " + std::to_string(At) + " made bad");
+        !S)
+      return S;
   }
   // Three asynchronous launches, the middle one's indices bad at their
   // last element: the finish names that one.
-  std::vector<char> Bad = Host;
-  std::memset(&Bad[(Count - 1) * Size], 0xff, Size);
-  Bad[Count * Size - 1] = 0x7f;
+  const std::vector<char> Bad = BadAt(int64_t(Count - 1));
   Expected<std::shared_ptr<void>> BadOnDevice = Set->D->allocate(Bytes);
   if (!BadOnDevice)
     return BadOnDevice.status();
@@ -189,14 +199,12 @@ Expected<unsigned> checkBadIndicesOnCuda(const ValidDesc &V, int Ordinal, const 
             Set->K.launchOnStream(Set->Buffers[0].get(), Launched, Set->Buffers[2].get(), nullptr);
         !S)
       return S;
-  const Status Want = interpret(V, Input, Bad.data(), Out.data());
-  const Status Got = Set->K.finishStream(nullptr);
   ++Runs;
-  if (Want.position() != Got.position() || Want.isOk() != Got.isOk())
-    return Status::internal("the device's asynchronous launches, the second with indices element " +
-                            std::to_string(Count - 1) + " made bad, reported '" +
-                            (Got ? "no error" : Got.message()) + "', the interpreter '" +
-                            (Want ? "no error" : Want.message()) + "'");
+  if (Status S = Compare(Bad, Set->K.finishStream(nullptr),
+                         "asynchronous launches, the second with indices element " +
+                             std::to_string(Count - 1) + " made bad,");
+      !S)
+    return S;
   return Runs;
 }
 
