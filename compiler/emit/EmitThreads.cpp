@@ -106,9 +106,7 @@ Function *KernelEmitter::emitThreadBody(const std::string &Name, const char *Suf
     // smallest key over the grid is the bad index a CPU kernel, walking
     // the output in order, finds first.
     emitIfBad(Tuple, [&](unsigned C) {
-      B.CreateAtomicRMW(AtomicRMWInst::UMin, Status,
-                        B.CreateAdd(B.CreateMul(E, c(S.TupleSize * KeyScale)), c(C)), MaybeAlign(8),
-                        AtomicOrdering::Monotonic);
+      foldBadKey(Status, B.CreateAdd(B.CreateMul(E, c(S.TupleSize * KeyScale)), c(C)));
       B.CreateBr(Next);
     });
   }
@@ -121,6 +119,10 @@ Function *KernelEmitter::emitThreadBody(const std::string &Name, const char *Suf
   B.SetInsertPoint(Done);
   B.CreateRetVoid();
   return F;
+}
+
+void KernelEmitter::foldBadKey(Value *Status, Value *Key) {
+  B.CreateAtomicRMW(AtomicRMWInst::UMin, Status, Key, MaybeAlign(8), AtomicOrdering::Monotonic);
 }
 
 KernelEmitter::Offsets KernelEmitter::offsetsAt(Value *E) {
@@ -170,9 +172,11 @@ void KernelEmitter::emitDeviceEntry(const std::string &Name, Function *Body, Fun
     Value *Tid = Reg(Intrinsic::nvvm_read_ptx_sreg_tid_x);
     emitStridedLoop(Block, c(stagedRows()), Reg(Intrinsic::nvvm_read_ptx_sreg_nctaid_x), "row",
                     [&](Value *Row) {
-                      stageRow(Row, Tid, Threads, Shared);
+                      Value *RowFirst = B.CreateMul(Row, c(S.Sizes[S.Rank - 1]), "", true, true);
+                      const Offsets O = offsetsAt(RowFirst);
+                      stageRow(O, Tid, Threads, Shared);
                       B.CreateIntrinsic(Intrinsic::nvvm_barrier0, {}, {});
-                      gatherStagedRow(Row, Tid, Threads, Shared, F->getArg(3));
+                      gatherStagedRow(RowFirst, O, Tid, Threads, Shared, F->getArg(3));
                       // Every read of the row before the next one's copy.
                       B.CreateIntrinsic(Intrinsic::nvvm_barrier0, {}, {});
                     });
@@ -201,10 +205,9 @@ void KernelEmitter::emitStridedLoop(Value *Lo, Value *Hi, Value *Step, const Twi
   B.SetInsertPoint(Exit);
 }
 
-void KernelEmitter::stageRow(Value *Row, Value *Thread, Value *Threads, Value *Shared) {
-  // The input row that output row Row reads (its elements are the axis's,
-  // contiguous), copied by the block's threads in turn.
-  const Offsets O = offsetsAt(B.CreateMul(Row, c(S.Sizes[S.Rank - 1]), "", true, true));
+void KernelEmitter::stageRow(const Offsets &O, Value *Thread, Value *Threads, Value *Shared) {
+  // The input row that the output row at O reads (its elements are the
+  // axis's, contiguous), copied by the block's threads in turn.
   Type *Ty = Type::getIntNTy(Ctx, S.ElemBytes * 8);
   emitStridedLoop(Thread, c(S.AxisSize[0]), Threads, "stage", [&](Value *I) {
     Value *V = B.CreateAlignedLoad(Ty, B.CreateInBoundsGEP(Ty, In, B.CreateAdd(O.In, I)),
@@ -213,19 +216,16 @@ void KernelEmitter::stageRow(Value *Row, Value *Thread, Value *Threads, Value *S
   });
 }
 
-void KernelEmitter::gatherStagedRow(Value *Row, Value *Thread, Value *Threads, Value *Shared,
-                                    Value *Status) {
+void KernelEmitter::gatherStagedRow(Value *First, const Offsets &O, Value *Thread, Value *Threads,
+                                    Value *Shared, Value *Status) {
   const unsigned L = S.Rank - 1;
-  Value *First = B.CreateMul(Row, c(S.Sizes[L]), "", true, true);
-  const Offsets O = offsetsAt(First);
   Type *Ty = Type::getIntNTy(Ctx, S.ElemBytes * 8);
   emitStridedLoop(Thread, c(S.Sizes[L]), Threads, "gather", [&](Value *K) {
     Value *W = loadWrappedIndex(mulAdd(O.Idx, K, idxStride(L)));
     BasicBlock *Next = BasicBlock::Create(Ctx, "gather.next", F);
     if (S.Policy == OobPolicy::Check)
       emitIfBad({W}, [&](unsigned) {
-        B.CreateAtomicRMW(AtomicRMWInst::UMin, Status, B.CreateAdd(First, K), MaybeAlign(8),
-                          AtomicOrdering::Monotonic);
+        foldBadKey(Status, B.CreateAdd(First, K));
         B.CreateBr(Next);
       });
     Value *V = B.CreateAlignedLoad(Ty, B.CreateInBoundsGEP(Ty, Shared, safeIndex(W, 0)),
@@ -264,10 +264,12 @@ void KernelEmitter::emitSimulatedGrid(const std::string &Name, Function *Body, F
     Out = F->getArg(2);
     const uint64_t Threads = P.ThreadsPerBlock;
     emitLoop(c(0), c(stagedRows()), "row", [&](Value *Row) {
+      Value *RowFirst = B.CreateMul(Row, c(S.Sizes[S.Rank - 1]), "", true, true);
+      const Offsets O = offsetsAt(RowFirst);
       emitLoop(c(0), c(Threads), "stage.thread",
-               [&](Value *T) { stageRow(Row, T, c(Threads), Shared); });
+               [&](Value *T) { stageRow(O, T, c(Threads), Shared); });
       emitLoop(c(0), c(Threads), "gather.thread",
-               [&](Value *T) { gatherStagedRow(Row, T, c(Threads), Shared, Status); });
+               [&](Value *T) { gatherStagedRow(RowFirst, O, T, c(Threads), Shared, Status); });
     });
   } else {
     const uint64_t Threads = P.Blocks * P.ThreadsPerBlock;

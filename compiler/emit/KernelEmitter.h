@@ -248,12 +248,17 @@ private:
   void emitStridedLoop(Value *Lo, Value *Hi, Value *Step, const Twine &Name,
                        const std::function<void(Value *)> &Body);
   /// Thread \p Thread of \p Threads copies its share of the input row
-  /// that output row \p Row reads into \p Shared.
-  void stageRow(Value *Row, Value *Thread, Value *Threads, Value *Shared);
-  /// Thread \p Thread of \p Threads writes its share of output row \p Row
-  /// from the staged input row \p Shared; a bad index's key folded into
-  /// *\p Status.
-  void gatherStagedRow(Value *Row, Value *Thread, Value *Threads, Value *Shared, Value *Status);
+  /// that the output row at offsets \p O reads into \p Shared.
+  void stageRow(const Offsets &O, Value *Thread, Value *Threads, Value *Shared);
+  /// Thread \p Thread of \p Threads writes its share of the output row
+  /// whose first element is \p First, at offsets \p O, from the staged
+  /// input row \p Shared; a bad index's key folded into *\p Status.
+  void gatherStagedRow(Value *First, const Offsets &O, Value *Thread, Value *Threads, Value *Shared,
+                       Value *Status);
+  /// Folds the bad index key \p Key into *\p Status: an atomic minimum,
+  /// so the smallest key over the grid, the first bad index in the
+  /// output's order, is the one left.
+  void foldBadKey(Value *Status, Value *Key);
   void emitSimulatedGrid(const std::string &Name, Function *Body, Function *Wide);
 
   const KernelSpec &S;
