@@ -16,6 +16,13 @@
 // grid's threads with the usual kernel return (0, or 1 + the lowest bad
 // position) so that the body's arithmetic runs and is checked on a CPU.
 //
+// A family kernel (KernelSpec::Family) reads its Variable sizes and
+// strides from its shape, the familyShape values: the device's kernel
+// takes them as a parameter of FamilyShapeSlots words (passed by value,
+// so they are read from the kernel's parameter space), the simulation as
+// the sixth argument of NAME_range, as a CPU family kernel does; the
+// grid's blocks are as many as the shape's elements fill (gridBlocks).
+//
 //===----------------------------------------------------------------------===//
 
 #include "compiler/emit/KernelEmitter.h"
@@ -25,7 +32,7 @@
 namespace gatherjit::emit {
 
 void KernelEmitter::emitThreads(const std::string &Name, GridEntry Entry) {
-  assert(!S.Family && P.ThreadsPerBlock > 0 && "a GPU plan of a specialized spec");
+  assert(P.ThreadsPerBlock > 0 && "a GPU plan");
   // Index loads and output stores stream past the caches on a device
   // (the plan's choice; the host's grid has no PTX).
   StreamedPtx = P.StreamedOperands && Entry == GridEntry::Device;
@@ -71,10 +78,13 @@ void KernelEmitter::callThreadBody(Function *Body, Function *Wide, ArrayRef<Valu
 
 Function *KernelEmitter::emitThreadBody(const std::string &Name, const char *Suffix,
                                         uint64_t KeyScale) {
-  // The body, inlined into its entry.
-  FunctionType *BodyTy =
-      FunctionType::get(B.getVoidTy(), {PtrTy, PtrTy, PtrTy, PtrTy, I64, I64}, false);
-  F = Function::Create(BodyTy, GlobalValue::InternalLinkage, Name + Suffix, M);
+  // The body, inlined into its entry; a family's takes its shape last.
+  SmallVector<Type *, 7> Params{PtrTy, PtrTy, PtrTy, PtrTy, I64, I64};
+  if (S.Family)
+    Params.push_back(PtrTy);
+  FunctionType *BodyTy = FunctionType::get(B.getVoidTy(), Params, false);
+  beginFunction(Function::Create(BodyTy, GlobalValue::InternalLinkage, Name + Suffix, M),
+                S.Family ? 6 : -1);
   F->addFnAttr(Attribute::AlwaysInline);
   F->addFnAttr(Attribute::NoUnwind);
   for (unsigned A = 0; A < 3; ++A)
@@ -90,12 +100,12 @@ Function *KernelEmitter::emitThreadBody(const std::string &Name, const char *Suf
     EpiParams = M.getNamedGlobal(Name + ".epilogue.params");
   }
   B.SetInsertPoint(BasicBlock::Create(Ctx, "entry", F));
-  const uint64_t N = S.elements();
+  Value *N = elementCount();
   BasicBlock *Loop = BasicBlock::Create(Ctx, "element", F);
   BasicBlock *Next = BasicBlock::Create(Ctx, "element.next", F);
   BasicBlock *Done = BasicBlock::Create(Ctx, "done", F);
   BasicBlock *Head = B.GetInsertBlock();
-  B.CreateCondBr(B.CreateICmpULT(F->getArg(4), c(N)), Loop, Done);
+  B.CreateCondBr(B.CreateICmpULT(F->getArg(4), N), Loop, Done);
   B.SetInsertPoint(Loop);
   PHINode *E = B.CreatePHI(I64, 2, "e");
   E->addIncoming(F->getArg(4), Head);
@@ -115,10 +125,25 @@ Function *KernelEmitter::emitThreadBody(const std::string &Name, const char *Suf
   B.SetInsertPoint(Next);
   Value *After = B.CreateAdd(E, F->getArg(5), "", true, true);
   E->addIncoming(After, Next);
-  B.CreateCondBr(B.CreateICmpULT(After, c(N)), Loop, Done);
+  B.CreateCondBr(B.CreateICmpULT(After, N), Loop, Done);
   B.SetInsertPoint(Done);
   B.CreateRetVoid();
   return F;
+}
+
+void KernelEmitter::beginFunction(Function *Fn, int ShapeArg) {
+  F = Fn;
+  Shape = ShapeArg >= 0 ? F->getArg(ShapeArg) : nullptr;
+  ShapeValues.fill(nullptr); // Loaded in the entry of the function that uses them.
+}
+
+Value *KernelEmitter::elementCount() {
+  if (!S.Family)
+    return c(S.elements());
+  Value *N = c(1);
+  for (unsigned D = 0; D < S.Rank; ++D)
+    N = B.CreateMul(N, sizeAt(D), "", true, true);
+  return N;
 }
 
 void KernelEmitter::foldBadKey(Value *Status, Value *Key) {
@@ -131,19 +156,29 @@ KernelEmitter::Offsets KernelEmitter::offsetsAt(Value *E) {
   Offsets O{c(0), c(0), c(0), c(0)};
   Value *Rest = E;
   for (unsigned D = S.Rank; D-- > 0;) {
-    Value *Coord = D == 0 ? Rest : B.CreateURem(Rest, c(S.Sizes[D]));
+    Value *Coord = D == 0 ? Rest : B.CreateURem(Rest, sizeAt(D));
     if (D > 0)
-      Rest = B.CreateUDiv(Rest, c(S.Sizes[D]));
+      Rest = B.CreateUDiv(Rest, sizeAt(D));
     O = advance(O, Coord, D);
   }
   return O;
 }
 
 void KernelEmitter::emitDeviceEntry(const std::string &Name, Function *Body, Function *Wide) {
-  // NAME(in, indices, out, status): a kernel of the PTX module.
-  F = Function::Create(FunctionType::get(B.getVoidTy(), {PtrTy, PtrTy, PtrTy, PtrTy}, false),
-                       GlobalValue::ExternalLinkage, Name, M);
+  // NAME(in, indices, out, status): a kernel of the PTX module; a
+  // family's takes its shape by value last.
+  SmallVector<Type *, 5> Params{PtrTy, PtrTy, PtrTy, PtrTy};
+  if (S.Family)
+    Params.push_back(PtrTy);
+  beginFunction(Function::Create(FunctionType::get(B.getVoidTy(), Params, false),
+                                 GlobalValue::ExternalLinkage, Name, M),
+                S.Family ? 4 : -1);
   F->addFnAttr(Attribute::NoUnwind);
+  if (S.Family) {
+    auto *ShapeTy = ArrayType::get(I64, FamilyShapeSlots);
+    F->addParamAttr(4, Attribute::getWithByValType(Ctx, ShapeTy));
+    F->addParamAttr(4, Attribute::getWithAlignment(Ctx, Align(8)));
+  }
   // Distinct buffers, the operands only read: their loads may go through
   // the read-only data cache (ld.global.nc).
   for (unsigned A = 0; A < 4; ++A)
@@ -181,8 +216,11 @@ void KernelEmitter::emitDeviceEntry(const std::string &Name, Function *Body, Fun
                       B.CreateIntrinsic(Intrinsic::nvvm_barrier0, {}, {});
                     });
   } else {
-    callThreadBody(Body, Wide,
-                   {F->getArg(0), F->getArg(1), F->getArg(2), F->getArg(3), First, Stride});
+    SmallVector<Value *, 7> Args{F->getArg(0), F->getArg(1), F->getArg(2),
+                                 F->getArg(3), First,        Stride};
+    if (S.Family)
+      Args.push_back(Shape);
+    callThreadBody(Body, Wide, Args);
   }
   B.CreateRetVoid();
 }
@@ -237,10 +275,14 @@ void KernelEmitter::gatherStagedRow(Value *First, const Offsets &O, Value *Threa
 }
 
 void KernelEmitter::emitSimulatedGrid(const std::string &Name, Function *Body, Function *Wide) {
-  // NAME_range(in, indices, out, begin, end): the whole grid, thread by
-  // thread, if [begin, end) holds the one row.
-  FunctionType *RangeTy = FunctionType::get(I64, {PtrTy, PtrTy, PtrTy, I64, I64}, false);
-  F = Function::Create(RangeTy, GlobalValue::ExternalLinkage, Name + "_range", M);
+  // NAME_range(in, indices, out, begin, end[, shape]): the whole grid,
+  // thread by thread, if [begin, end) holds the one row.
+  SmallVector<Type *, 6> Params{PtrTy, PtrTy, PtrTy, I64, I64};
+  if (S.Family)
+    Params.push_back(PtrTy);
+  beginFunction(Function::Create(FunctionType::get(I64, Params, false),
+                                 GlobalValue::ExternalLinkage, Name + "_range", M),
+                S.Family ? 5 : -1);
   F->addFnAttr(Attribute::NoUnwind);
   B.SetInsertPoint(BasicBlock::Create(Ctx, "entry", F));
   BasicBlock *Run = BasicBlock::Create(Ctx, "grid", F);
@@ -272,9 +314,20 @@ void KernelEmitter::emitSimulatedGrid(const std::string &Name, Function *Body, F
                [&](Value *T) { gatherStagedRow(RowFirst, O, T, c(Threads), Shared, Status); });
     });
   } else {
-    const uint64_t Threads = P.Blocks * P.ThreadsPerBlock;
-    emitLoop(c(0), c(Threads), "thread", [&](Value *T) {
-      callThreadBody(Body, Wide, {F->getArg(0), F->getArg(1), F->getArg(2), Status, T, c(Threads)});
+    // A family's grid: as many blocks as its shape's elements fill.
+    Value *Threads = c(P.Blocks * P.ThreadsPerBlock);
+    if (S.Family) {
+      Value *Blocks =
+          B.CreateUDiv(B.CreateAdd(elementCount(), c(P.ThreadsPerBlock - 1)), c(P.ThreadsPerBlock));
+      Blocks = B.CreateBinaryIntrinsic(
+          Intrinsic::umin, B.CreateBinaryIntrinsic(Intrinsic::umax, Blocks, c(1)), c(P.Blocks));
+      Threads = B.CreateMul(Blocks, c(P.ThreadsPerBlock));
+    }
+    emitLoop(c(0), Threads, "thread", [&](Value *T) {
+      SmallVector<Value *, 7> Args{F->getArg(0), F->getArg(1), F->getArg(2), Status, T, Threads};
+      if (S.Family)
+        Args.push_back(Shape);
+      callThreadBody(Body, Wide, Args);
     });
   }
   // The first bad key's position in the indices, as a CPU kernel returns it.
@@ -287,6 +340,8 @@ void KernelEmitter::emitSimulatedGrid(const std::string &Name, Function *Body, F
   B.SetInsertPoint(Bad);
   const Offsets O = offsetsAt(B.CreateUDiv(Key, c(S.TupleSize)));
   B.CreateRet(B.CreateAdd(B.CreateAdd(O.Pos, B.CreateURem(Key, c(S.TupleSize))), c(1)));
+  if (S.Family)
+    return; // A family has only the range entry, as on a CPU.
   // NAME and NAME_rows as a CPU kernel's: the grid is one row.
   Function *All = Function::Create(FunctionType::get(I64, {PtrTy, PtrTy, PtrTy}, false),
                                    GlobalValue::ExternalLinkage, Name, M);

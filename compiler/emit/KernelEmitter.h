@@ -255,6 +255,12 @@ private:
   /// input row \p Shared; a bad index's key folded into *\p Status.
   void gatherStagedRow(Value *First, const Offsets &O, Value *Thread, Value *Threads, Value *Shared,
                        Value *Status);
+  /// Makes \p Fn the function being emitted, its argument \p ShapeArg (if
+  /// not negative) a family's shape, from which it loads its own values.
+  void beginFunction(Function *Fn, int ShapeArg);
+  /// The output's elements: a constant, or in a family kernel the product
+  /// of its sizes.
+  Value *elementCount();
   /// Folds the bad index key \p Key into *\p Status: an atomic minimum,
   /// so the smallest key over the grid, the first bad index in the
   /// output's order, is the one left.

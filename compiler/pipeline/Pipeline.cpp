@@ -60,8 +60,9 @@ Expected<PipelineResult> runPipeline(const std::vector<PipelineKernel> &Kernels,
         (K.Spec.Epilogue.Kind == EpilogueKind::Row || K.Spec.Epilogue.Checked))
       return Status::unsupported(K.Name + ": row epilogues and checked epilogues run on the "
                                           "CPU only for now; element epilogues run on GPUs too");
-    if (Target.facts().Gpu && K.Spec.Family)
-      return Status::unsupported(K.Name + ": a family kernel is CPU code");
+    if (Target.facts().Gpu && K.Spec.PlanRows)
+      return Status::unsupported(K.Name + ": a row family kernel is CPU code (a device's "
+                                          "family kernel takes every size from its shape)");
     if (K.Spec.hasEpilogue()) {
       if (!K.Spec.Code)
         return Status::internal(K.Name + ": the spec's epilogue was not compiled");

@@ -283,8 +283,18 @@ KernelPlan planKernel(const KernelSpec &S, const TargetFacts &T) {
   KernelPlan P;
   P.LineBytes = T.CacheLineBytes;
   P.VectorBytes = T.VectorBytes;
-  if (S.Family)
-    return P; // Any sizes: element rows, none of the strategies sizes choose.
+  if (S.Family) {
+    // Any sizes: element rows, none of the strategies sizes choose. On a
+    // GPU the most blocks any shape's grid has; a launch takes as many as
+    // its shape's elements fill, as a specialized kernel's plan does.
+    if (T.Gpu) {
+      P.ThreadsPerBlock = GpuThreadsPerBlock;
+      P.Blocks = MaxGpuBlocks;
+      P.ElementAligned = true;
+      P.StreamedOperands = true;
+    }
+    return P;
+  }
   P.MaxStraightLoop = MaxStraightLoop;
   P.MaxInlinePrefetchLines = MaxInlinePrefetchLines;
   P.Row = S.innerIsBlock()                ? RowKind::Block
@@ -315,8 +325,7 @@ KernelPlan planKernel(const KernelSpec &S, const TargetFacts &T) {
       P.WideBytes = GpuWideBytes;
       Elements = Wide->elements();
     }
-    P.Blocks = std::clamp<uint64_t>((Elements + GpuThreadsPerBlock - 1) / GpuThreadsPerBlock, 1,
-                                    MaxGpuBlocks);
+    P.Blocks = gridBlocks(Elements, GpuThreadsPerBlock, MaxGpuBlocks);
     return P;
   }
   planTablePrefetch(S, T, P);

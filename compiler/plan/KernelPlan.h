@@ -14,6 +14,7 @@
 
 #include "compiler/spec/KernelSpec.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -135,6 +136,13 @@ struct KernelPlan {
 };
 
 KernelPlan planKernel(const KernelSpec &Spec, const TargetFacts &Target = {});
+
+/// The blocks of a grid of \p Threads-thread blocks for \p Elements
+/// threads' work (one each), at most \p MaxBlocks: a specialized kernel's
+/// plan, or a family kernel's launch for one shape.
+inline uint64_t gridBlocks(uint64_t Elements, uint64_t Threads, uint64_t MaxBlocks) {
+  return std::clamp<uint64_t>((Elements + Threads - 1) / Threads, 1, MaxBlocks);
+}
 
 } // namespace gatherjit
 

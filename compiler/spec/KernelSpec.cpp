@@ -297,8 +297,8 @@ KernelSpec canonicalize(const ValidDesc &V) {
   return S;
 }
 
-std::optional<KernelSpec> familyOf(const KernelSpec &Spec) {
-  if (Spec.Family || Spec.hasEpilogue() || Spec.Rank == 0 || Spec.innerIsBlock() ||
+std::optional<KernelSpec> familyOf(const KernelSpec &Spec, bool BlockRows) {
+  if (Spec.Family || Spec.hasEpilogue() || Spec.Rank == 0 || (Spec.innerIsBlock() && !BlockRows) ||
       Spec.emptyAxis())
     return std::nullopt;
   KernelSpec F = Spec;

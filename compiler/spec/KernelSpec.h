@@ -115,9 +115,10 @@ KernelSpec canonicalize(const ValidDesc &Desc);
 
 /// The family of \p Spec: \p Spec with every size and every stride other
 /// than 0 and 1 made Variable. std::nullopt where no family kernel serves:
-/// an epilogue, rank 0, rows copied whole (the generic loop moves them with
-/// one memcpy already) or an empty axis.
-std::optional<KernelSpec> familyOf(const KernelSpec &Spec);
+/// an epilogue, rank 0, an empty axis, or unless \p BlockRows, rows copied
+/// whole (on a CPU the generic loop moves them with one memcpy already; a
+/// device's family kernel copies them element by element like any other).
+std::optional<KernelSpec> familyOf(const KernelSpec &Spec, bool BlockRows = false);
 
 /// The row family of \p Spec: \p Spec with only its rows (Sizes[0], the
 /// outermost loop's trip count) made Variable, planned as \p Spec

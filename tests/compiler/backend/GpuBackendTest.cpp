@@ -6,7 +6,11 @@
 //    the interpreter bit for bit on random configurations of every
 //    operator, type, rank, layout and policy, the position Check reports
 //    included; a grid smaller than the output exercises the stride;
-//  - the PTX it generates for those configurations is accepted by ptxas
+//  - so does the family kernel of each (KernelSpec::Family: every size and
+//    stride from its shape argument), one kernel run for every shape of
+//    its family that the configurations hold;
+//  - the PTX it generates for those configurations and their families is
+//    accepted by ptxas
 //    for sm_80 and sm_90 where ptxas is found ($CUDA_HOME/bin, PATH,
 //    /usr/local/cuda/bin), with no spill and no stack frame.
 //
@@ -21,6 +25,7 @@
 #include "compiler/plan/KernelPlan.h"
 #include "gatherjit/Interpreter.h"
 #include "gatherjit/Onnx.h"
+#include "runtime/FamilyCode.h"
 
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
@@ -32,8 +37,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <unistd.h>
+#include <unordered_map>
 
 using namespace gatherjit;
 using namespace gatherjit::test;
@@ -100,6 +107,103 @@ TEST(GpuBackend, SimulatedGridMatchesTheInterpreter) {
   EXPECT_GT(Errors, 10u) << "too few configurations exercise Check";
   EXPECT_GT(Wide, 10u) << "too few configurations copy block rows in wide pieces";
   EXPECT_GT(Staged, 10u) << "too few configurations stage rows in shared memory";
+}
+
+/// \p V with random input bytes and indices in [0, \p Axis), but for
+/// about a fraction \p Bad of them, which are \p Axis.
+RandomCase caseOf(const ValidDesc &V, uint64_t Axis, uint64_t Seed, double Bad) {
+  std::mt19937_64 Rng(Seed);
+  RandomCase C;
+  C.Desc = V;
+  C.Summary = V.describe();
+  C.Input.resize(requiredElements(V.Input) * V.Input.elementBytes());
+  for (char &Byte : C.Input)
+    Byte = static_cast<char>(Rng());
+  const size_t Size = V.Indices.elementBytes();
+  C.Indices.resize(requiredElements(V.Indices) * Size);
+  for (size_t I = 0; I < C.Indices.size(); I += Size) {
+    const int64_t Index = std::uniform_real_distribution<>(0, 1)(Rng) < Bad
+                              ? static_cast<int64_t>(Axis)
+                              : static_cast<int64_t>(Rng() % Axis);
+    std::memcpy(&C.Indices[I], &Index, Size); // Little-endian: the low bytes.
+  }
+  return C;
+}
+
+TEST(GpuBackend, SimulatedFamilyGridsMatchTheInterpreter) {
+  Expected<std::unique_ptr<llvm::TargetMachine>> TM = createTargetMachine({}, OptLevel::O1);
+  ASSERT_TRUE(TM.isOk());
+  CodeGenerator Gen(TM.take());
+  std::unique_ptr<Backend> Grid = simulatedGridBackend(Gen);
+  Expected<std::shared_ptr<JitEngine>> Jit = JitEngine::create({});
+  ASSERT_TRUE(Jit.isOk());
+  // The random configurations, then shapes that share families: a
+  // GatherElements whose rows and row length change, an embedding lookup
+  // whose batch changes (block rows, which a device's family copies
+  // element by element).
+  std::vector<RandomCase> Cases;
+  CaseGenerator Random(20261126);
+  for (int I = 0; I < 300; ++I)
+    Cases.push_back(Random.next());
+  for (uint64_t L : {3, 17, 300}) {
+    for (uint64_t Row : {5, 64}) {
+      TensorDesc Data, Ids;
+      Data.Type = DataType::Float32;
+      Data.Sizes = {L, Row};
+      Ids.Type = DataType::Int64;
+      Ids.Sizes = {L, 4};
+      Expected<ValidDesc> V =
+          validateOnnx({OpKind::GatherElements, Data, Ids, 1}, OobPolicy::Check);
+      ASSERT_TRUE(V.isOk()) << V.status().message();
+      Cases.push_back(caseOf(*V, Row, L * 7 + Row, L == 17 ? 0.02 : 0.0));
+    }
+    TensorDesc Table, Ids;
+    Table.Type = DataType::Float16;
+    Table.Sizes = {40, 24};
+    Ids.Type = DataType::Int32;
+    Ids.Sizes = {L};
+    Expected<ValidDesc> V = validateOnnx({OpKind::Gather, Table, Ids, 0}, OobPolicy::Clamp);
+    ASSERT_TRUE(V.isOk()) << V.status().message();
+    Cases.push_back(caseOf(*V, 40, L, 0.1));
+  }
+  std::unordered_map<KernelSpec, std::shared_ptr<const Executable>, KernelSpecHash> Families;
+  unsigned Shared = 0, Errors = 0, BlockRows = 0;
+  for (size_t I = 0; I < Cases.size(); ++I) {
+    const RandomCase &C = Cases[I];
+    SCOPED_TRACE(std::to_string(I) + ": " + C.Summary);
+    const KernelSpec Spec = canonicalize(C.Desc);
+    const std::optional<KernelSpec> Family = familyOf(Spec, /*BlockRows=*/true);
+    if (!Family)
+      continue; // Rank 0, an empty axis or an epilogue.
+    std::shared_ptr<const Executable> &Code = Families[*Family];
+    Shared += Code != nullptr;
+    if (!Code) {
+      Expected<PipelineResult> R =
+          runPipeline({{*Family, "f" + std::to_string(I)}}, *Grid, OptLevel::O1);
+      ASSERT_TRUE(R.isOk()) << R.status().message();
+      Expected<std::shared_ptr<const Executable>> Linked =
+          (*Jit)->link("f" + std::to_string(I), R->Bytes);
+      ASSERT_TRUE(Linked.isOk()) << Linked.status().message();
+      Code = Linked.take();
+    }
+    BlockRows += Spec.innerIsBlock();
+    const size_t OutBytes = requiredElements(C.Desc.Output) * C.Desc.Output.elementBytes();
+    std::vector<char> Ref(OutBytes, '\xab'), Dev(OutBytes, '\xab');
+    const Status RS = interpret(C.Desc, C.Input.data(), C.Indices.data(), Ref.data());
+    const int64_t R =
+        FamilyCode(Code, Spec).runRows(C.Input.data(), C.Indices.data(), Dev.data(), 0, 1);
+    if (RS) {
+      ASSERT_EQ(R, 0);
+      ASSERT_EQ(Ref, Dev) << "outputs differ";
+    } else {
+      ASSERT_GT(R, 0);
+      ASSERT_EQ(static_cast<uint64_t>(R - 1), *RS.position());
+      ++Errors;
+    }
+  }
+  EXPECT_GT(Errors, 10u) << "too few configurations exercise Check";
+  EXPECT_GE(Shared, 6u) << "too few shapes ran a family kernel compiled for another shape";
+  EXPECT_GT(BlockRows, 10u) << "too few configurations copy block rows";
 }
 
 TEST(GpuBackend, WidePiecesOfRowsNameTheBadRow) {
@@ -214,11 +318,16 @@ TEST(GpuBackend, PtxOfRandomConfigurationsAssemblesWithoutSpills) {
     ASSERT_TRUE(Gen.isOk()) << Gen.status().message();
     std::unique_ptr<Backend> Gpu = backendFor(**Gen);
     ASSERT_TRUE(Gpu->facts().Gpu);
-    // 500 configurations, 50 kernels to a module.
+    // 500 configurations, 50 to a module.
     for (int Module = 0; Module < 10; ++Module) {
       std::vector<PipelineKernel> Kernels;
-      for (int K = 0; K < 50; ++K)
-        Kernels.push_back({canonicalize(Cases.next().Desc), "k" + std::to_string(K)});
+      for (int K = 0; K < 50; ++K) {
+        const KernelSpec Spec = canonicalize(Cases.next().Desc);
+        Kernels.push_back({Spec, "k" + std::to_string(K)});
+        // Every other configuration's family kernel too.
+        if (const std::optional<KernelSpec> Family = familyOf(Spec, true); Family && K % 2)
+          Kernels.push_back({*Family, "f" + std::to_string(K)});
+      }
       Expected<PipelineResult> R = runPipeline(Kernels, *Gpu, OptLevel::O2);
       ASSERT_TRUE(R.isOk()) << R.status().message();
       const std::string Ptx(R->Bytes.begin(), R->Bytes.end());
