@@ -4,9 +4,13 @@
 # with numpy's on the same data before any timing; medians of CUDA-event
 # times, of a whole call to the end of its synchronize (host clock), and of
 # take() at as many uniformly random positions of the input (the floor of
-# reads that share no cache line). Prints one JSON object: {"version": ...,
-# "device": ..., "cases": {case: {"torch_us", "call_us", "random_reads_us":
-# ..., "same": bool}}}, or {"missing": why}.
+# reads that share no cache line). With a third argument, the shape walk
+# it describes ({"rows": [L, ...], "row", "ids", "calls"}): gather(out=) of
+# float32 [L, row] by int64 [L, ids] on axis 1, calls per shape, each call
+# synchronized. Prints one JSON object: {"version": ..., "device": ...,
+# "cases": {case: {"torch_us", "call_us", "random_reads_us": ..., "same":
+# bool}}, "walk": {"total_ms", "first_call_p99_us", "first_call_max_us"}},
+# or {"missing": why}.
 import json
 import sys
 import time
@@ -39,6 +43,29 @@ def call_us(torch, run, repeat):
         torch.cuda.synchronize()
         times.append((time.perf_counter() - start) * 1e6)
     return median(times)
+
+
+def walk(torch, spec):
+    dev = torch.device("cuda")
+    longest = max(spec["rows"])
+    d = torch.arange(longest * spec["row"], dtype=torch.float32, device=dev).reshape(longest, -1)
+    i = (torch.arange(longest * spec["ids"], device=dev) * 2654435761 % spec["row"]).reshape(longest, -1)
+    o = torch.empty(longest, spec["ids"], dtype=torch.float32, device=dev)
+    torch.gather(d[:8], 1, i[:8], out=o[:8])  # CUDA's own first-use costs, outside the walk.
+    torch.cuda.synchronize()
+    first = []
+    start = time.perf_counter()
+    for rows in spec["rows"]:
+        shape_start = time.perf_counter()
+        for call in range(spec["calls"]):
+            torch.gather(d[:rows], 1, i[:rows], out=o[:rows])
+            torch.cuda.synchronize()
+            if call == 0:
+                first.append((time.perf_counter() - shape_start) * 1e6)
+    total = (time.perf_counter() - start) * 1e3
+    first.sort()
+    return {"total_ms": total, "first_call_p99_us": first[len(first) * 99 // 100],
+            "first_call_max_us": first[-1]}
 
 
 def main():
@@ -92,6 +119,8 @@ def main():
                                    "random_reads_us": event_us(torch, reads, repeat),
                                    "call_us": call_us(torch, run, repeat),
                                    "same": same}
+    if len(sys.argv) > 3:
+        out["walk"] = walk(torch, json.loads(sys.argv[3]))
     print(json.dumps(out))
 
 

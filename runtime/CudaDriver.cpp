@@ -4,9 +4,12 @@
 
 #include "compiler/backend/Executable.h"
 #include "compiler/plan/KernelPlan.h"
+#include "compiler/spec/KernelSpec.h"
 #include "gatherjit/Interpreter.h"
 
 #include <algorithm>
+#include <array>
+#include <cassert>
 #include <cstdlib>
 #include <deque>
 #include <dlfcn.h>
@@ -147,19 +150,16 @@ thread_local std::string LastError;
 thread_local double LastKernelUs = 0;
 thread_local bool TimeKernels = false;
 
-/// A loaded kernel: its module, entry, launch shape and status word.
-class CudaCode final : public Executable {
-public:
-  CudaCode(const Api &A, Handle Context, Handle Module, Handle Fn, const KernelSpec &Spec,
-           const KernelPlan &Plan)
-      : A(A), Context(Context), Module(Module), Fn(Fn), Blocks(Plan.Blocks),
-        Threads(Plan.ThreadsPerBlock), Tuple(Spec.TupleSize), Rank(Spec.Rank) {
-    for (unsigned D = 0; D < Rank; ++D) {
-      Sizes[D] = Spec.Sizes[D];
-      PosStride[D] = Spec.PosStride[D];
-    }
-  }
-  ~CudaCode() override {
+/// A loaded module and its kernel, shared by every code that launches it
+/// (a family kernel's, one code per shape): the status words its launches
+/// take (pinned host memory mapped into the device), those no launch
+/// holds, and the events that time a launch.
+struct LoadedKernel {
+  LoadedKernel(const Api &A, Handle Context, Handle Module, Handle Fn, const KernelSpec &Spec,
+               const KernelPlan &Plan)
+      : A(A), Context(Context), Module(Module), Fn(Fn), Family(Spec.Family),
+        PlanBlocks(Plan.Blocks), Threads(Plan.ThreadsPerBlock) {}
+  ~LoadedKernel() {
     for (const MappedWord &W : Words)
       A.MemFreeHost(W.Host);
     if (Start) {
@@ -167,6 +167,75 @@ public:
       A.EventDestroy(Stop);
     }
     A.ModuleUnload(Module);
+  }
+
+  struct MappedWord {
+    uint64_t *Host = nullptr;
+    CUdeviceptr Device = 0;
+  };
+  /// What a status word holds while no bad index is reported in it.
+  static constexpr uint64_t NoKey = ~uint64_t(0);
+
+  /// A status word no launch holds, holding NoKey, into \p Slot (one more
+  /// mapped if none is free); false, with the driver's error, otherwise.
+  /// Called with Mutex held.
+  bool takeWord(size_t &Slot) {
+    if (Free.empty()) {
+      MappedWord W;
+      if (CUresult R = A.MemHostAlloc(reinterpret_cast<void **>(&W.Host), 8, HostAllocDeviceMap);
+          R != Success) {
+        LastError = failed(A, R, "cuMemHostAlloc").message();
+        return false;
+      }
+      if (CUresult R = A.MemHostGetDevicePointer(&W.Device, W.Host, 0); R != Success) {
+        A.MemFreeHost(W.Host);
+        LastError = failed(A, R, "cuMemHostGetDevicePointer").message();
+        return false;
+      }
+      __atomic_store_n(W.Host, NoKey, __ATOMIC_RELAXED);
+      Words.push_back(W);
+      Free.push_back(Words.size() - 1);
+    }
+    Slot = Free.back();
+    Free.pop_back();
+    return true;
+  }
+
+  const Api &A;
+  const Handle Context, Module, Fn;
+  /// A family kernel's module: each launch passes its shape.
+  const bool Family;
+  /// The plan's grid: a family's most blocks.
+  const uint64_t PlanBlocks, Threads;
+  std::mutex Mutex;
+  std::deque<MappedWord> Words;
+  std::vector<size_t> Free;
+  Handle Start = nullptr, Stop = nullptr;
+};
+
+/// A loaded kernel as a Kernel runs it: for a specialized kernel its spec,
+/// for a family's one shape of the family, its grid and its asynchronous
+/// launches not finished yet.
+class CudaCode final : public Executable {
+public:
+  /// \p Shape: the kernel's spec, or for a family kernel's module one spec
+  /// of the family (the family's own spec: code that runs no shape).
+  CudaCode(std::shared_ptr<LoadedKernel> Loaded, const KernelSpec &Shape)
+      : K(std::move(Loaded)), Bound(!Shape.Family), Tuple(Shape.TupleSize), Rank(Shape.Rank) {
+    if (!Bound)
+      return;
+    Blocks = K->Family ? gridBlocks(Shape.elements(), K->Threads, K->PlanBlocks) : K->PlanBlocks;
+    if (K->Family)
+      Values = familyShape(Shape);
+    for (unsigned D = 0; D < Rank; ++D) {
+      Sizes[D] = Shape.Sizes[D];
+      PosStride[D] = Shape.PosStride[D];
+    }
+  }
+
+  std::shared_ptr<const Executable> forShape(const KernelSpec &Shape) const override {
+    assert(K->Family && !Shape.Family && "a family kernel's module, bound to one of its shapes");
+    return std::make_shared<CudaCode>(K, Shape);
   }
 
   /// A call is the launch and one synchronize: the status word lives in
@@ -178,33 +247,36 @@ public:
                   int64_t End) const override {
     if (std::max<int64_t>(Begin, 0) >= std::min<int64_t>(End, 1))
       return 0; // The grid is the one row.
-    std::lock_guard<std::mutex> Lock(Mutex);
-    if (CUresult R = A.CtxSetCurrent(Context); R != Success)
+    if (!Bound)
+      return unbound();
+    std::lock_guard<std::mutex> Lock(K->Mutex);
+    if (CUresult R = K->A.CtxSetCurrent(K->Context); R != Success)
       return fail(R, "cuCtxSetCurrent");
     size_t Slot;
-    if (!takeWord(Slot))
+    if (!K->takeWord(Slot))
       return DeviceFailed;
     auto GiveBack = [&](int64_t Result) {
-      Free.push_back(Slot);
+      K->Free.push_back(Slot);
       return Result;
     };
     const bool Timed = TimeKernels;
-    if (Timed && !Start) {
-      A.EventCreate(&Start, 0);
-      A.EventCreate(&Stop, 0);
+    if (Timed && !K->Start) {
+      K->A.EventCreate(&K->Start, 0);
+      K->A.EventCreate(&K->Stop, 0);
     }
     if (Timed)
-      A.EventRecord(Start, CurrentStream);
+      K->A.EventRecord(K->Start, CurrentStream);
     if (CUresult R = launch(Input, Indices, Output, Slot); R != Success)
       return GiveBack(fail(R, "the kernel's launch"));
     if (Timed)
-      A.EventRecord(Stop, CurrentStream);
-    const CUresult Synced = CurrentStream ? A.StreamSynchronize(CurrentStream) : A.CtxSynchronize();
+      K->A.EventRecord(K->Stop, CurrentStream);
+    const CUresult Synced = synchronize();
     if (Synced != Success)
       return GiveBack(fail(Synced, "the kernel"));
     float Ms = 0;
-    LastKernelUs = Timed && A.EventElapsedTime(&Ms, Start, Stop) == Success ? Ms * 1000.0 : 0;
-    return GiveBack(takeKey(Words[Slot].Host));
+    LastKernelUs =
+        Timed && K->A.EventElapsedTime(&Ms, K->Start, K->Stop) == Success ? Ms * 1000.0 : 0;
+    return GiveBack(takeKey(K->Words[Slot].Host));
   }
 
   /// An asynchronous launch keeps its status word until the finish that
@@ -213,14 +285,16 @@ public:
                      int64_t End) const override {
     if (std::max<int64_t>(Begin, 0) >= std::min<int64_t>(End, 1))
       return 0;
-    std::lock_guard<std::mutex> Lock(Mutex);
-    if (CUresult R = A.CtxSetCurrent(Context); R != Success)
+    if (!Bound)
+      return unbound();
+    std::lock_guard<std::mutex> Lock(K->Mutex);
+    if (CUresult R = K->A.CtxSetCurrent(K->Context); R != Success)
       return fail(R, "cuCtxSetCurrent");
     size_t Slot;
-    if (!takeWord(Slot))
+    if (!K->takeWord(Slot))
       return DeviceFailed;
     if (CUresult R = launch(Input, Indices, Output, Slot); R != Success) {
-      Free.push_back(Slot);
+      K->Free.push_back(Slot);
       return fail(R, "the kernel's launch");
     }
     Pending.push_back({CurrentStream, Slot, Indices});
@@ -228,11 +302,10 @@ public:
   }
 
   int64_t finishLaunches(const void **Indices) const override {
-    std::lock_guard<std::mutex> Lock(Mutex);
-    if (CUresult R = A.CtxSetCurrent(Context); R != Success)
+    std::lock_guard<std::mutex> Lock(K->Mutex);
+    if (CUresult R = K->A.CtxSetCurrent(K->Context); R != Success)
       return fail(R, "cuCtxSetCurrent");
-    const CUresult Synced = CurrentStream ? A.StreamSynchronize(CurrentStream) : A.CtxSynchronize();
-    if (Synced != Success)
+    if (const CUresult Synced = synchronize(); Synced != Success)
       return fail(Synced, "the kernel");
     int64_t First = 0;
     std::vector<Launch> Left;
@@ -241,12 +314,12 @@ public:
         Left.push_back(L);
         continue;
       }
-      const int64_t R = takeKey(Words[L.Slot].Host);
+      const int64_t R = takeKey(K->Words[L.Slot].Host);
       if (R && !First) {
         First = R;
         *Indices = L.Indices;
       }
-      Free.push_back(L.Slot);
+      K->Free.push_back(L.Slot);
     }
     Pending.swap(Left);
     return First;
@@ -254,63 +327,42 @@ public:
   void *entryAddress() const override { return nullptr; }
 
 private:
-  struct MappedWord {
-    uint64_t *Host = nullptr;
-    CUdeviceptr Device = 0;
-  };
   struct Launch {
     void *Stream;
     size_t Slot;
     const void *Indices;
   };
 
-  /// What a status word holds while no bad index is reported in it.
-  static constexpr uint64_t NoKey = ~uint64_t(0);
-
   int64_t fail(CUresult R, const char *What) const {
-    LastError = failed(A, R, What).message();
+    LastError = failed(K->A, R, What).message();
     return DeviceFailed;
   }
-  /// A status word no launch holds, holding NoKey, into \p Slot (one more
-  /// mapped if none is free); false, with the driver's error, otherwise.
-  bool takeWord(size_t &Slot) const {
-    if (Free.empty()) {
-      MappedWord W;
-      if (CUresult R = A.MemHostAlloc(reinterpret_cast<void **>(&W.Host), 8, HostAllocDeviceMap);
-          R != Success) {
-        fail(R, "cuMemHostAlloc");
-        return false;
-      }
-      if (CUresult R = A.MemHostGetDevicePointer(&W.Device, W.Host, 0); R != Success) {
-        A.MemFreeHost(W.Host);
-        fail(R, "cuMemHostGetDevicePointer");
-        return false;
-      }
-      __atomic_store_n(W.Host, NoKey, __ATOMIC_RELAXED);
-      Words.push_back(W);
-      Free.push_back(Words.size() - 1);
-    }
-    Slot = Free.back();
-    Free.pop_back();
-    return true;
+  int64_t unbound() const {
+    LastError = "a family kernel runs bound to one of its shapes";
+    return DeviceFailed;
   }
-  /// Launches the grid on the thread's stream with status word \p Slot.
+  CUresult synchronize() const {
+    return CurrentStream ? K->A.StreamSynchronize(CurrentStream) : K->A.CtxSynchronize();
+  }
+  /// Launches the grid on the thread's stream with status word \p Slot (and
+  /// a family's shape, whose bytes the driver copies at the launch).
   CUresult launch(const void *Input, const void *Indices, void *Output, size_t Slot) const {
     CUdeviceptr In = reinterpret_cast<CUdeviceptr>(Input),
                 Idx = reinterpret_cast<CUdeviceptr>(Indices),
                 Out = reinterpret_cast<CUdeviceptr>(Output);
-    void *Args[] = {&In, &Idx, &Out, &Words[Slot].Device};
-    return A.LaunchKernel(Fn, static_cast<unsigned>(Blocks), 1, 1, static_cast<unsigned>(Threads),
-                          1, 1, 0, CurrentStream, Args, nullptr);
+    void *Args[] = {&In, &Idx, &Out, &K->Words[Slot].Device, const_cast<uint64_t *>(Values.data())};
+    return K->A.LaunchKernel(K->Fn, static_cast<unsigned>(Blocks), 1, 1,
+                             static_cast<unsigned>(K->Threads), 1, 1, 0, CurrentStream, Args,
+                             nullptr);
   }
   /// 0 if the status word \p Word holds no key, else 1 + the position in
   /// the indices of the bad index its key names (its output element and
   /// tuple component); the word is reset.
   int64_t takeKey(uint64_t *Word) const {
     const uint64_t Key = __atomic_load_n(Word, __ATOMIC_ACQUIRE);
-    if (Key == NoKey)
+    if (Key == LoadedKernel::NoKey)
       return 0;
-    __atomic_store_n(Word, NoKey, __ATOMIC_RELEASE);
+    __atomic_store_n(Word, LoadedKernel::NoKey, __ATOMIC_RELEASE);
     uint64_t E = Key / Tuple, Pos = Key % Tuple;
     for (unsigned D = Rank; D-- > 0;) {
       Pos += (E % Sizes[D]) * PosStride[D];
@@ -319,18 +371,14 @@ private:
     return static_cast<int64_t>(Pos + 1);
   }
 
-  const Api &A;
-  Handle Context, Module, Fn;
-  uint64_t Blocks, Threads, Tuple;
+  const std::shared_ptr<LoadedKernel> K;
+  const bool Bound;
+  uint64_t Blocks = 0, Tuple;
   unsigned Rank;
   uint64_t Sizes[MaxRank] = {}, PosStride[MaxRank] = {};
-  mutable std::mutex Mutex;
-  /// The status words (pinned host memory mapped into the device), those
-  /// no launch holds, and the asynchronous launches not finished yet.
-  mutable std::deque<MappedWord> Words;
-  mutable std::vector<size_t> Free;
+  std::array<uint64_t, FamilyShapeSlots> Values{};
+  /// Guarded by K->Mutex.
   mutable std::vector<Launch> Pending;
-  mutable Handle Start = nullptr, Stop = nullptr; ///< Events timing a launch.
 };
 
 } // namespace
@@ -389,8 +437,8 @@ Expected<std::shared_ptr<const Executable>> CudaDevice::load(const std::string &
     Cu.ModuleUnload(Module);
     return failed(Cu, R, "cuModuleGetFunction");
   }
-  return std::shared_ptr<const Executable>(
-      std::make_shared<CudaCode>(Cu, Context, Module, Fn, Spec, Plan));
+  return std::shared_ptr<const Executable>(std::make_shared<CudaCode>(
+      std::make_shared<LoadedKernel>(Cu, Context, Module, Fn, Spec, Plan), Spec));
 }
 
 Status CudaDevice::copyToHost(void *Dst, const void *Src, size_t Bytes) const {

@@ -18,6 +18,7 @@
 
 #include "compiler/backend/Backend.h"
 #include "gatherjit/Compile.h"
+#include "gatherjit/Runtime.h"
 #include "gatherjit/Validate.h"
 
 #include <cstdint>
@@ -113,22 +114,25 @@ struct DeviceRun {
   double PtxMs = 0, LoadMs = 0, KernelUs = 0, CopyUs = 0, CallUs = 0;
 };
 
-/// Runs \p V on CUDA device \p Ordinal \p Repeat times: \p Input and
-/// \p Indices are host buffers, copied to the device and the output copied
-/// back into \p Output. An out-of-range index under Check is the
+/// Runs \p V on CUDA device \p Ordinal \p Repeat times, in a runtime of
+/// mode \p Mode (Never: its family's kernel; AtCompile: its own): \p Input
+/// and \p Indices are host buffers, copied to the device and the output
+/// copied back into \p Output. An out-of-range index under Check is the
 /// interpreter's error for it.
-Expected<DeviceRun> runOnCuda(const ValidDesc &V, int Ordinal, OptLevel Level, const void *Input,
-                              const void *Indices, void *Output, unsigned Repeat = 1);
+Expected<DeviceRun> runOnCuda(const ValidDesc &V, int Ordinal, OptLevel Level, Specialize Mode,
+                              const void *Input, const void *Indices, void *Output,
+                              unsigned Repeat = 1);
 
-/// Runs \p V (under Check) on CUDA device \p Ordinal with one index made
+/// Runs \p V (under Check) on CUDA device \p Ordinal, in a runtime of mode
+/// \p Mode, with one index made
 /// out of range at a time, at the last, first and middle element of the
 /// indices, then none, all through one kernel; then launches it three
 /// times asynchronously, the second with its last index bad, and finishes:
 /// the number of checks (5), each of whose error (or none) was the
 /// interpreter's, or an Internal error naming the first that was not. 0
 /// for other policies and empty operands.
-Expected<unsigned> checkBadIndicesOnCuda(const ValidDesc &V, int Ordinal, const void *Input,
-                                         const void *Indices);
+Expected<unsigned> checkBadIndicesOnCuda(const ValidDesc &V, int Ordinal, Specialize Mode,
+                                         const void *Input, const void *Indices);
 
 /// The PTX of \p V's kernel, named \p Name, for the architecture of CUDA
 /// device \p Ordinal when a driver and the device are there, else for

@@ -45,13 +45,14 @@ struct DeviceSetup {
   Status run() const { return K.run(Buffers[0].get(), Buffers[1].get(), Buffers[2].get()); }
 };
 
-Expected<DeviceSetup> setUp(const ValidDesc &V, int Ordinal, OptLevel Level, const void *Input,
-                            const void *Indices) {
+Expected<DeviceSetup> setUp(const ValidDesc &V, int Ordinal, OptLevel Level, Specialize Mode,
+                            const void *Input, const void *Indices) {
   if (V.Epilogue.Kind != EpilogueKind::None)
     return Status::unsupported("fused epilogues run on the CPU only for now (no --device cuda)");
   RuntimeOptions Options;
   Options.Device = "cuda:" + std::to_string(Ordinal);
   Options.Opt = Level;
+  Options.Specialization = Mode;
   Options.Threads = 1;
   DeviceSetup Set;
   Expected<std::unique_ptr<Runtime>> RT = Runtime::create(Options);
@@ -92,9 +93,10 @@ double median(std::vector<double> Us) {
 
 } // namespace
 
-Expected<DeviceRun> runOnCuda(const ValidDesc &V, int Ordinal, OptLevel Level, const void *Input,
-                              const void *Indices, void *Output, unsigned Repeat) {
-  Expected<DeviceSetup> Set = setUp(V, Ordinal, Level, Input, Indices);
+Expected<DeviceRun> runOnCuda(const ValidDesc &V, int Ordinal, OptLevel Level, Specialize Mode,
+                              const void *Input, const void *Indices, void *Output,
+                              unsigned Repeat) {
+  Expected<DeviceSetup> Set = setUp(V, Ordinal, Level, Mode, Input, Indices);
   if (!Set)
     return Set.status();
   DeviceRun Run;
@@ -140,9 +142,9 @@ Expected<DeviceRun> runOnCuda(const ValidDesc &V, int Ordinal, OptLevel Level, c
   return Run;
 }
 
-Expected<unsigned> checkBadIndicesOnCuda(const ValidDesc &V, int Ordinal, const void *Input,
-                                         const void *Indices) {
-  Expected<DeviceSetup> Set = setUp(V, Ordinal, OptLevel::O2, Input, Indices);
+Expected<unsigned> checkBadIndicesOnCuda(const ValidDesc &V, int Ordinal, Specialize Mode,
+                                         const void *Input, const void *Indices) {
+  Expected<DeviceSetup> Set = setUp(V, Ordinal, OptLevel::O2, Mode, Input, Indices);
   if (!Set)
     return Set.status();
   const uint64_t Bytes = Set->Bytes[1], Size = V.Indices.elementBytes();

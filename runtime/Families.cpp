@@ -1,8 +1,12 @@
 //===- runtime/Families.cpp - Family kernels -----------------------------===//
 //
 // The kernels of spec families (sizes as arguments; familyOf and
-// rowFamilyOf in compiler/spec/KernelSpec.h): counted per new shape,
-// compiled on the background thread at a family's second shape.
+// rowFamilyOf in compiler/spec/KernelSpec.h): on a CPU counted per new
+// shape, compiled on the background thread at a family's second shape (the
+// shapes before run the generic loop); on a device, which has no generic
+// loop, compiled on the caller's thread by the family's second shape (the
+// first compiles its own kernel, which a process that sees one shape of a
+// family is best served by).
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,6 +49,30 @@ std::shared_ptr<const Executable> Runtime::Impl::familyCode(const KernelSpec &Fa
   }
   Upgrades->push([this, Compile] { compileFamily(Compile); });
   return nullptr;
+}
+
+std::shared_ptr<const Executable> Runtime::Impl::deviceFamilyCode(const KernelSpec &Family,
+                                                                  bool Now, CompileTimes &Times) {
+  std::lock_guard<std::mutex> Lock(FamilyMutex);
+  FamilyEntry &E = familyEntry(Family);
+  // Compiled once: by its second shape (or first, \p Now); a failed
+  // compile is not tried again.
+  if (E.Code || ++E.Shapes != (Now ? 1u : 2u))
+    return E.Code;
+  bool FromDisk = false, Stored = false;
+  uint64_t Bytes = 0; // The family table holds the code, not a shape's entry.
+  LinkResult Code = compileSpec(Family, Options.Opt, Times, FromDisk, Stored, Bytes);
+  {
+    std::lock_guard<std::mutex> Stats(CacheMutex);
+    this->Stats.FamilyKernels += Code.isOk();
+  }
+  if (!Code) {
+    if (Log)
+      std::fprintf(stderr, "gatherjit: compiling %s: %s\n", Family.symbolName().c_str(),
+                   Code.status().message().c_str());
+    return nullptr;
+  }
+  return E.Code = Code.take();
 }
 
 void Runtime::Impl::compileFamily(const KernelSpec &Family) {

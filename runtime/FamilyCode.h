@@ -39,6 +39,15 @@ private:
   std::array<uint64_t, FamilyShapeSlots> Values;
 };
 
+/// Family kernel code \p Family bound to \p Shape: by the code itself where
+/// it can (Executable::forShape), else as FamilyCode.
+inline std::shared_ptr<const Executable> bindFamily(std::shared_ptr<const Executable> Family,
+                                                    const KernelSpec &Shape) {
+  if (std::shared_ptr<const Executable> Bound = Family->forShape(Shape))
+    return Bound;
+  return std::make_shared<FamilyCode>(std::move(Family), Shape);
+}
+
 } // namespace gatherjit
 
 #endif

@@ -166,7 +166,7 @@ Status Kernel::finishStream(void *Stream) const {
     return Status::ok();
   StreamScope Scope(Stream);
   const void *Indices = nullptr;
-  const int64_t R = S->Code->current().finishLaunches(&Indices);
+  const int64_t R = S->Code->finishLaunches(&Indices);
   if (R == 0)
     return Status::ok();
   if (R == DeviceFailed)

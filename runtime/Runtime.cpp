@@ -182,7 +182,7 @@ Expected<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions &Options
   }
   // Its background thread, if it will compile in the background: a new
   // shape's compile() would otherwise create it (tens of microseconds).
-  if (!I->Device && Options.Specialization != Specialize::Never)
+  if (Options.Specialization != Specialize::Never)
     I->Upgrades->start();
   if (Options.WarmUp)
     I->WarmUpThread = std::thread([Impl = I.get()] { Impl->warmUp(); });

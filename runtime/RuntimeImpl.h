@@ -144,8 +144,10 @@ struct Runtime::Impl {
   TieredCode::Upgrader upgrader(const KernelSpec &Spec) {
     return [this, Spec](TieredCode &Tiered) { upgrade(Spec, Tiered); };
   }
-  /// A device runtime's code of \p Spec: PTX for the device, loaded.
-  CodeResult compileForDevice(const KernelSpec &Spec, CompileTimes &Times, uint64_t &Bytes);
+  /// A device runtime's first code of \p Spec: its family's kernel bound
+  /// to it (see deviceFamilyCode; every shape's, the first's too, in
+  /// Specialize::Never), else its own kernel.
+  CodeResult compileFirstOnDevice(const KernelSpec &Spec, CompileTimes &Times, uint64_t &Bytes);
   /// The first code of \p Spec: the generic loop, or the kernel compiled at
   /// its first level (the quick tier for a small kernel, else the
   /// runtime's level); on a device, the device's kernel.
@@ -176,6 +178,12 @@ struct Runtime::Impl {
   std::shared_ptr<const Executable> familyCode(const KernelSpec &Family, bool Count,
                                                bool *First = nullptr);
   void compileFamily(const KernelSpec &Family);
+  /// A device runtime's kernel of family \p Family (familyOf with block
+  /// rows), compiled on this thread, into \p Times, by the family's second
+  /// shape to ask (its first with \p Now); null before, or if its compile
+  /// failed.
+  std::shared_ptr<const Executable> deviceFamilyCode(const KernelSpec &Family, bool Now,
+                                                     CompileTimes &Times);
 
   // The cache and epilogues (runtime/Runtime.cpp).
 

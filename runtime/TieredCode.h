@@ -17,6 +17,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 namespace gatherjit {
@@ -57,8 +58,11 @@ public:
   /// upgrader alone, one at a time.
   void upgrade(std::shared_ptr<const Executable> Code, KernelTier NewTier, OptLevel NewLevel,
                uint64_t NextAfter) {
+    {
+      std::lock_guard<std::mutex> Lock(CodesMutex);
+      Codes.push_back(Code);
+    }
     Current.store(Code.get(), std::memory_order_release);
-    Codes.push_back(std::move(Code));
     Tier.store(NewTier, std::memory_order_release);
     Level.store(NewLevel, std::memory_order_release);
     Runs.store(0, std::memory_order_relaxed);
@@ -66,10 +70,28 @@ public:
     Due.store(false, std::memory_order_release);
   }
 
+  /// Executable::finishLaunches over every code this object has run, the
+  /// oldest first: launches made before an upgrade wait in the code they
+  /// were launched by. The first bad index found is the one returned.
+  int64_t finishLaunches(const void **Indices) const {
+    std::lock_guard<std::mutex> Lock(CodesMutex);
+    int64_t First = 0;
+    for (const std::shared_ptr<const Executable> &Code : Codes) {
+      const void *Found = nullptr;
+      const int64_t R = Code->finishLaunches(&Found);
+      if (R && !First) {
+        First = R;
+        *Indices = Found;
+      }
+    }
+    return First;
+  }
+
 private:
   void requestUpgrade();
 
   /// Every code this object has run; the last is current.
+  mutable std::mutex CodesMutex;
   std::vector<std::shared_ptr<const Executable>> Codes;
   std::atomic<const Executable *> Current;
   std::atomic<KernelTier> Tier;

@@ -68,34 +68,33 @@ LinkResult Runtime::Impl::compileSpec(const KernelSpec &Spec, OptLevel Level, Co
   FromDisk = Object->FromCache;
   Stored = Object->Stored;
   Clock::time_point T0 = Clock::now();
-  LinkResult Code = Target->load(Name, Object->Bytes, Spec);
+  // A device runtime's PTX is loaded by the driver, host code by the JIT.
+  LinkResult Code = (Device ? DeviceTarget : Target)->load(Name, Object->Bytes, Spec);
   Times.Link = msSince(T0);
   if (Log)
     std::fprintf(stderr,
-                 "gatherjit: %s %s at %s: emit %.3f ms, optimize %.3f ms, "
+                 "gatherjit: %s %s at %s for %s: emit %.3f ms, optimize %.3f ms, "
                  "codegen %.3f ms, load %.3f ms, link %.3f ms\n  spec: %s\n",
-                 FromDisk ? "loaded" : "compiled", Name.c_str(), optLevelName(Level), Times.Emit,
-                 Times.Optimize, Times.Codegen, Times.Load, Times.Link, Spec.describe().c_str());
+                 FromDisk ? "loaded" : "compiled", Name.c_str(), optLevelName(Level),
+                 Device ? Device->name().c_str() : "the host", Times.Emit, Times.Optimize,
+                 Times.Codegen, Times.Load, Times.Link, Spec.describe().c_str());
   return Code;
 }
 
-CodeResult Runtime::Impl::compileForDevice(const KernelSpec &Spec, CompileTimes &Times,
-                                           uint64_t &Bytes) {
-  const std::string Name = Spec.symbolName();
-  Expected<PipelineResult> Ptx = objectFor(Spec, Options.Opt);
-  if (!Ptx)
-    return Ptx.status();
-  Times = Ptx->Times;
-  Bytes = codeBytes(Ptx->Bytes.size());
-  Clock::time_point T0 = Clock::now();
-  LinkResult Code = DeviceTarget->load(Name, Ptx->Bytes, Spec);
-  Times.Link = msSince(T0);
-  if (Log)
-    std::fprintf(stderr,
-                 "gatherjit: compiled %s for %s: emit %.3f ms, optimize %.3f ms, "
-                 "codegen %.3f ms, load %.3f ms\n",
-                 Name.c_str(), Device->name().c_str(), Times.Emit, Times.Optimize, Times.Codegen,
-                 Times.Link);
+CodeResult Runtime::Impl::compileFirstOnDevice(const KernelSpec &Spec, CompileTimes &Times,
+                                               uint64_t &Bytes) {
+  // A shape whose family kernel is loaded runs it at once; a hot shape is
+  // specialized in the background, as on the CPU.
+  const Specialize Mode = Options.Specialization;
+  if (Mode != Specialize::AtCompile)
+    if (const std::optional<KernelSpec> Family = familyOf(Spec, /*BlockRows=*/true))
+      if (std::shared_ptr<const Executable> Code =
+              deviceFamilyCode(*Family, /*Now=*/Mode == Specialize::Never, Times))
+        return std::make_shared<TieredCode>(
+            bindFamily(std::move(Code), Spec), KernelTier::Family, Options.Opt,
+            Mode == Specialize::Adaptive ? hotAfterRuns(Spec) : 0, upgrader(Spec), Upgrades);
+  bool FromDisk = false, Stored = false;
+  LinkResult Code = compileSpec(Spec, Options.Opt, Times, FromDisk, Stored, Bytes);
   if (!Code)
     return Code.status();
   return std::make_shared<TieredCode>(Code.take(), KernelTier::Specialized, Options.Opt, 0, nullptr,
@@ -105,7 +104,7 @@ CodeResult Runtime::Impl::compileForDevice(const KernelSpec &Spec, CompileTimes 
 CodeResult Runtime::Impl::compileFirst(const KernelSpec &Spec, CompileTimes &Times, bool &FromDisk,
                                        bool &Stored, uint64_t &Bytes) {
   if (Device)
-    return compileForDevice(Spec, Times, Bytes);
+    return compileFirstOnDevice(Spec, Times, Bytes);
   if (startsGeneric(Spec, Options.Specialization)) {
     const bool Adaptive = Options.Specialization == Specialize::Adaptive;
     std::shared_ptr<const Executable> First = std::make_shared<GenericCode>(Spec);
@@ -126,7 +125,7 @@ CodeResult Runtime::Impl::compileFirst(const KernelSpec &Spec, CompileTimes &Tim
       else if (const std::optional<KernelSpec> Sizes = familyOf(Spec))
         Code = familyCode(*Sizes, /*Count=*/NewRowFamily);
       if (Code) {
-        First = std::make_shared<FamilyCode>(std::move(Code), Spec);
+        First = bindFamily(std::move(Code), Spec);
         Tier = KernelTier::Family;
       }
     }
@@ -147,10 +146,11 @@ void Runtime::Impl::upgrade(const KernelSpec &Spec, TieredCode &Code) {
   const bool Specializes = Code.tier() != KernelTier::Specialized;
   // A shape that started before its row family was compiled takes that
   // kernel if it is there now, compiling nothing.
-  if (std::optional<KernelSpec> Rows = Specializes ? rowFamilyOf(Spec) : std::nullopt)
+  // (A device has no row families.)
+  if (std::optional<KernelSpec> Rows = Specializes && !Device ? rowFamilyOf(Spec) : std::nullopt)
     if (std::shared_ptr<const Executable> Ready = familyCode(*Rows, /*Count=*/false)) {
-      Code.upgrade(std::make_shared<FamilyCode>(std::move(Ready), Spec), KernelTier::Family,
-                   Options.Opt, /*NextAfter=*/0);
+      Code.upgrade(bindFamily(std::move(Ready), Spec), KernelTier::Family, Options.Opt,
+                   /*NextAfter=*/0);
       return;
     }
   const OptLevel Level = Options.Opt;

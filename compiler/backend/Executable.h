@@ -8,8 +8,11 @@
 #define GATHERJIT_COMPILER_BACKEND_EXECUTABLE_H
 
 #include <cstdint>
+#include <memory>
 
 namespace gatherjit {
+
+struct KernelSpec;
 
 class Executable {
 public:
@@ -33,6 +36,14 @@ public:
   virtual int64_t finishLaunches(const void **Indices) const {
     (void)Indices;
     return 0;
+  }
+  /// A family kernel's code (KernelSpec::Family) bound to \p Shape, a spec
+  /// of its family, where the code binds shapes itself (a device kernel's
+  /// launches pass the shape); null where the caller binds it through
+  /// entryAddress (runtime/FamilyCode.h).
+  virtual std::shared_ptr<const Executable> forShape(const KernelSpec &Shape) const {
+    (void)Shape;
+    return nullptr;
   }
   /// The native NAME_range entry, for a caller that knows its signature (a
   /// family kernel's also takes its shape); null for code that has none.

@@ -17,8 +17,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <thread>
 
 using namespace gatherjit;
 using namespace gatherjit::test;
@@ -106,7 +108,7 @@ TEST_F(CudaDriver, TheBadIndexCheckCatchesADeviceThatMissesThem) {
   ASSERT_TRUE(V.isOk()) << V.status().message();
   const float In[12] = {};
   const int64_t Idx[12] = {0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3};
-  Expected<unsigned> Runs = checkBadIndicesOnCuda(*V, 0, In, Idx);
+  Expected<unsigned> Runs = checkBadIndicesOnCuda(*V, 0, Specialize::AtCompile, In, Idx);
   ASSERT_FALSE(Runs.isOk());
   EXPECT_EQ(Runs.status().code(), ErrorCode::Internal);
   EXPECT_THAT(Runs.status().message(),
@@ -114,14 +116,14 @@ TEST_F(CudaDriver, TheBadIndexCheckCatchesADeviceThatMissesThem) {
   // With the device reporting key 11 every time, the last element's run
   // is right and the first's is not.
   ::setenv("GATHERJIT_FAKE_CUDA_KEY", "11", 1);
-  Runs = checkBadIndicesOnCuda(*V, 0, In, Idx);
+  Runs = checkBadIndicesOnCuda(*V, 0, Specialize::AtCompile, In, Idx);
   ASSERT_FALSE(Runs.isOk());
   EXPECT_THAT(Runs.status().message(), HasSubstr("indices element 0 made bad"));
   // Clamp: nothing to check.
   Expected<ValidDesc> Clamped =
       validateOnnx({OpKind::GatherElements, Data, Ids, 1}, OobPolicy::Clamp);
   ASSERT_TRUE(Clamped.isOk());
-  Runs = checkBadIndicesOnCuda(*Clamped, 0, In, Idx);
+  Runs = checkBadIndicesOnCuda(*Clamped, 0, Specialize::AtCompile, In, Idx);
   ASSERT_TRUE(Runs.isOk()) << Runs.status().message();
   EXPECT_EQ(*Runs, 0u);
 }
@@ -139,6 +141,71 @@ TEST_F(CudaDriver, IrPrintsPtxForTheDevice) {
                                              " --indices " + Dir / "i.npy" + " --device cuda");
   ASSERT_EQ(NoDriver.Exit, 0) << NoDriver.Err;
   EXPECT_THAT(NoDriver.Out, HasSubstr(".target sm_80"));
+}
+
+TEST_F(CudaDriver, NewShapesOfAFamilyRunItsKernelUntilTheyAreHot) {
+  ::setenv("GATHERJIT_FAKE_CUDA", "ok", 1);
+  RuntimeOptions Options;
+  Options.Device = "cuda";
+  Expected<std::unique_ptr<Runtime>> RT = Runtime::create(Options);
+  ASSERT_TRUE(RT.isOk()) << RT.status().message();
+  auto CompileRows = [&](uint64_t Rows) {
+    TensorDesc Data, Ids;
+    Data.Type = DataType::Float32;
+    Data.Sizes = {Rows, 4};
+    Ids.Type = DataType::Int64;
+    Ids.Sizes = {Rows, 4};
+    Expected<ValidDesc> V = validateOnnx({OpKind::GatherElements, Data, Ids, 1}, OobPolicy::Check);
+    EXPECT_TRUE(V.isOk()) << V.status().message();
+    Expected<Kernel> K = (*RT)->compile(*V);
+    EXPECT_TRUE(K.isOk()) << K.status().message();
+    return K.take();
+  };
+  auto LastLaunch = [&] {
+    std::string Log = slurp(Dir / "driver.log"), Last;
+    for (size_t At = Log.find("launch "); At != std::string::npos; At = Log.find("launch ", At + 1))
+      Last = Log.substr(At, Log.find('\n', At) - At);
+    return Last;
+  };
+  // The family's first shape compiles its own kernel (a process may see
+  // no other), the second the family's, the third none.
+  const Kernel First = CompileRows(3);
+  EXPECT_EQ(First.tier(), KernelTier::Specialized);
+  const Kernel Second = CompileRows(5);
+  EXPECT_EQ(Second.tier(), KernelTier::Family);
+  EXPECT_GT(Second.compileTimes().total(), 0.0);
+  const Kernel Third = CompileRows(7);
+  EXPECT_EQ(Third.tier(), KernelTier::Family);
+  EXPECT_EQ(Third.compileTimes().total(), 0.0) << "a new shape of a loaded family compiled";
+  EXPECT_EQ((*RT)->stats().FamilyKernels, 1u);
+  // The fake device's memory is the host's: these stand for device buffers.
+  float In[36] = {}, Out[36] = {};
+  int64_t Idx[36] = {};
+  ASSERT_TRUE(Third.run(In, Idx, Out).isOk());
+  EXPECT_THAT(LastLaunch(), ::testing::MatchesRegex("launch gj_[a-z0-9_]*family[a-z0-9_]* "
+                                                    "grid=1 block=256 shared=0 sizes=7,4"));
+  // Its bad index's key is read with its own shape: element 26 of [7, 4].
+  Idx[26] = 9;
+  ::setenv("GATHERJIT_FAKE_CUDA_KEY", "26", 1);
+  Status Bad = Third.run(In, Idx, Out);
+  EXPECT_EQ(Bad.code(), ErrorCode::IndexOutOfRange);
+  EXPECT_THAT(Bad.message(), HasSubstr("[6,2] = 9 (position 26)"));
+  // An asynchronous launch that finds it before the shape is specialized
+  // is still reported after: its family code keeps the launch.
+  ASSERT_TRUE(Third.launchOnStream(In, Idx, Out, nullptr).isOk());
+  ::unsetenv("GATHERJIT_FAKE_CUDA_KEY");
+  for (int Run = 0; Run < 3; ++Run)
+    ASSERT_TRUE(Third.run(In, Idx, Out).isOk());
+  for (int Wait = 0; Wait < 1000 && Third.tier() != KernelTier::Specialized; ++Wait)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(Third.tier(), KernelTier::Specialized) << "a hot shape was not specialized";
+  Bad = Third.finishStream(nullptr);
+  EXPECT_EQ(Bad.code(), ErrorCode::IndexOutOfRange);
+  EXPECT_THAT(Bad.message(), HasSubstr("(position 26)"));
+  EXPECT_TRUE(Third.finishStream(nullptr).isOk()) << "a finished launch is reported once";
+  ASSERT_TRUE(Third.run(In, Idx, Out).isOk());
+  EXPECT_THAT(LastLaunch(), ::testing::Not(HasSubstr("family")));
+  EXPECT_THAT(LastLaunch(), HasSubstr("grid=7 block=256")) << "a staged row a block";
 }
 
 TEST_F(CudaDriver, TheCApisDeviceRuntime) {

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -222,6 +223,85 @@ FreshProcess freshProcessCompile() {
   return R;
 }
 
+/// The device's shape walk: GatherElements FLOAT32 [L, 64] by INT64
+/// [L, 16] on axis 1 for each L of WalkRows, WalkCalls calls each (a batch
+/// size that changes every few calls), every call synchronized, in one
+/// runtime of mode Mode; operands on the device, in range.
+constexpr uint64_t WalkRow = 64, WalkIds = 16, WalkCalls = 10;
+std::vector<uint64_t> walkRows() {
+  std::vector<uint64_t> Rows;
+  for (uint64_t L = 8; L < 8 + 200 * 5; L += 5)
+    Rows.push_back(L);
+  return Rows;
+}
+
+struct WalkTimes {
+  double TotalMs = 0, FirstCallP99Us = 0, FirstCallMaxUs = 0;
+  unsigned Compiles = 0; ///< Kernels compiled on the caller's thread.
+};
+
+Expected<WalkTimes> deviceWalk(int Ordinal, Specialize Mode) {
+  using Clock = std::chrono::steady_clock;
+  const std::vector<uint64_t> Rows = walkRows();
+  const uint64_t MaxL = Rows.back();
+  Expected<std::shared_ptr<CudaDevice>> D = CudaDevice::open(Ordinal);
+  if (!D)
+    return D.status();
+  std::vector<float> Data(MaxL * WalkRow);
+  std::vector<int64_t> Ids(MaxL * WalkIds);
+  for (size_t I = 0; I < Data.size(); ++I)
+    Data[I] = static_cast<float>(I);
+  for (size_t I = 0; I < Ids.size(); ++I)
+    Ids[I] = static_cast<int64_t>((I * 2654435761u) % WalkRow);
+  std::shared_ptr<void> Buf[3];
+  const size_t Bytes[3] = {Data.size() * 4, Ids.size() * 8, MaxL * WalkIds * 4};
+  for (int B = 0; B < 3; ++B) {
+    Expected<std::shared_ptr<void>> Made = (*D)->allocate(Bytes[B]);
+    if (!Made)
+      return Made.status();
+    Buf[B] = Made.take();
+  }
+  if (Status S = (*D)->copyToDevice(Buf[0].get(), Data.data(), Bytes[0]); !S)
+    return S;
+  if (Status S = (*D)->copyToDevice(Buf[1].get(), Ids.data(), Bytes[1]); !S)
+    return S;
+  RuntimeOptions Options;
+  Options.Device = "cuda:" + std::to_string(Ordinal);
+  Options.Specialization = Mode;
+  Expected<std::unique_ptr<Runtime>> RT = Runtime::create(Options);
+  if (!RT)
+    return RT.status();
+  WalkTimes W;
+  std::vector<double> First;
+  const Clock::time_point T0 = Clock::now();
+  for (uint64_t L : Rows) {
+    TensorDesc In, Idx;
+    In.Type = DataType::Float32;
+    In.Sizes = {L, WalkRow};
+    Idx.Type = DataType::Int64;
+    Idx.Sizes = {L, WalkIds};
+    Expected<ValidDesc> V = validateOnnx({OpKind::GatherElements, In, Idx, 1}, OobPolicy::Check);
+    if (!V)
+      return V.status();
+    const Clock::time_point C0 = Clock::now();
+    Expected<Kernel> K = (*RT)->compile(*V);
+    if (!K)
+      return K.status();
+    W.Compiles += K->compileTimes().total() > 0;
+    for (uint64_t Call = 0; Call < WalkCalls; ++Call) {
+      if (Status S = K->run(Buf[0].get(), Buf[1].get(), Buf[2].get()); !S)
+        return S;
+      if (Call == 0)
+        First.push_back(std::chrono::duration<double, std::micro>(Clock::now() - C0).count());
+    }
+  }
+  W.TotalMs = std::chrono::duration<double, std::milli>(Clock::now() - T0).count();
+  std::sort(First.begin(), First.end());
+  W.FirstCallP99Us = First[First.size() * 99 / 100];
+  W.FirstCallMaxUs = First.back();
+  return W;
+}
+
 } // namespace
 
 /// `gatherjit bench --device cuda`: each case's kernel on the device
@@ -246,36 +326,68 @@ Status runDeviceBench(const BenchFlags &F, int Ordinal) {
     if (!V)
       return V.status();
     const bench::BenchData Data = bench::benchData(*V);
-    std::vector<char> Out(Data.OutputBytes), Ref(Data.OutputBytes);
-    Expected<DeviceRun> Run = runOnCuda(*V, Ordinal, OptLevel::O2, Data.Input.data(),
-                                        Data.Indices.data(), Out.data(), Repeat);
+    std::vector<char> Out(Data.OutputBytes), Ref(Data.OutputBytes), Family(Data.OutputBytes);
+    // The case's own kernel (jit), and its family's (generic: every size
+    // from the launch, the kernel a new shape of a loaded family runs).
+    Expected<DeviceRun> Run = runOnCuda(*V, Ordinal, OptLevel::O2, Specialize::AtCompile,
+                                        Data.Input.data(), Data.Indices.data(), Out.data(), Repeat);
     if (!Run)
       return Run.status();
+    Expected<DeviceRun> Generic =
+        runOnCuda(*V, Ordinal, OptLevel::O2, Specialize::Never, Data.Input.data(),
+                  Data.Indices.data(), Family.data(), Repeat);
+    if (!Generic)
+      return Generic.status();
     DeviceName = Run->Device;
     if (Status S = interpret(*V, Data.Input.data(), Data.Indices.data(), Ref.data()); !S)
       return S;
     // Under Check, bad indices too: each named as the interpreter names it.
-    Expected<unsigned> BadRuns =
-        checkBadIndicesOnCuda(*V, Ordinal, Data.Input.data(), Data.Indices.data());
+    Expected<unsigned> BadRuns = checkBadIndicesOnCuda(*V, Ordinal, Specialize::AtCompile,
+                                                       Data.Input.data(), Data.Indices.data());
+    if (BadRuns)
+      BadRuns = checkBadIndicesOnCuda(*V, Ordinal, Specialize::Never, Data.Input.data(),
+                                      Data.Indices.data());
     if (!BadRuns && BadRuns.status().code() != ErrorCode::Internal)
       return BadRuns.status();
     Rows.push_back({{"case", C.Name},
                     {"kernel_us", Run->KernelUs},
+                    {"generic_us", Generic->KernelUs},
+                    {"generic_call_us", Generic->CallUs},
                     {"copy_us", Run->CopyUs},
                     {"call_us", Run->CallUs},
                     {"ptx_ms", Run->PtxMs},
                     {"load_ms", Run->LoadMs},
                     {"bytes", Data.OutputBytes},
-                    {"matches_interpreter", Out == Ref && BadRuns},
+                    {"matches_interpreter", Out == Ref && Family == Ref && BadRuns},
                     {"bad_index_runs", BadRuns ? *BadRuns : 0},
                     {"bad_index_error", BadRuns ? "" : BadRuns.status().message()}});
     if (C.Policy == OobPolicy::Check)
       PyCases.push_back(caseJson(C));
   }
+  // The shape walk, as the runtime runs it (each new shape on its family's
+  // kernel, hot shapes specialized in the background) and compiling every
+  // shape's own kernel first.
+  nlohmann::json Walk = nlohmann::json::object();
+  for (auto [Name, Mode] :
+       {std::pair{"adaptive", Specialize::Adaptive}, std::pair{"compile", Specialize::AtCompile}}) {
+    if (!F.Quiet)
+      std::fprintf(stderr, "bench: the shape walk on cuda:%d, --specialize %s\n", Ordinal, Name);
+    Expected<WalkTimes> W = deviceWalk(Ordinal, Mode);
+    if (!W)
+      return W.status();
+    Walk[Name] = {{"total_ms", W->TotalMs},
+                  {"first_call_p99_us", W->FirstCallP99Us},
+                  {"first_call_max_us", W->FirstCallMaxUs},
+                  {"compiles", W->Compiles}};
+  }
+  const nlohmann::json WalkSpec = {
+      {"rows", walkRows()}, {"row", WalkRow}, {"ids", WalkIds}, {"calls", WalkCalls}};
   nlohmann::json Torch;
   for (const char *Python : {"python3", "/usr/bin/python3"})
-    if (std::optional<std::string> Got = runEmbeddedScript(
-            Python, CudaBaselines, quoteForShell(PyCases.dump()) + " " + std::to_string(Repeat))) {
+    if (std::optional<std::string> Got =
+            runEmbeddedScript(Python, CudaBaselines,
+                              quoteForShell(PyCases.dump()) + " " + std::to_string(Repeat) + " " +
+                                  quoteForShell(WalkSpec.dump()))) {
       Torch = nlohmann::json::parse(*Got, nullptr, false);
       if (!Torch.is_discarded() && !Torch.contains("missing"))
         break;
@@ -296,16 +408,18 @@ Status runDeviceBench(const BenchFlags &F, int Ordinal) {
         "index. Random reads: PyTorch's take of as many elements at "
         "uniformly random positions of the input, the floor of a gather whose reads do not "
         "share cache lines.\n\n"
-     << "| case | gatherjit µs | copy line µs | % of line | random reads µs | PyTorch µs | "
-        "PyTorch / gatherjit | gatherjit call µs | PyTorch call µs | PTX ms | same as "
-        "interpreter |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
+     << "Generic: the case's family kernel (every size and stride from its launch), which "
+        "a new shape of a loaded family runs at once.\n\n"
+     << "| case | gatherjit µs | generic µs | copy line µs | % of line | random reads µs | "
+        "PyTorch µs | PyTorch / gatherjit | gatherjit call µs | PyTorch call µs | PTX ms | same "
+        "as interpreter |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   char Cell[64];
   for (nlohmann::json &Row : Rows) {
     const std::string Name = Row["case"];
     const double Us = Row["kernel_us"], Copy = Row["copy_us"];
     Md << "| " << Name;
-    std::snprintf(Cell, sizeof(Cell), " | %.1f | %.1f | %.0f%%", Us, Copy,
-                  Us > 0 ? 100.0 * Copy / Us : 0.0);
+    std::snprintf(Cell, sizeof(Cell), " | %.1f | %.1f | %.1f | %.0f%%", Us,
+                  Row["generic_us"].get<double>(), Copy, Us > 0 ? 100.0 * Copy / Us : 0.0);
     Md << Cell;
     const bool HasTorch = Torch.contains("cases") && Torch["cases"].contains(Name);
     const nlohmann::json Py = HasTorch ? Torch["cases"][Name] : nlohmann::json::object();
@@ -333,12 +447,34 @@ Status runDeviceBench(const BenchFlags &F, int Ordinal) {
                   Row["matches_interpreter"].get<bool>() ? "yes" : "NO");
     Md << Cell;
   }
+  Md << "\nThe shape walk: GatherElements FLOAT32 [L, " << WalkRow << "] by INT64 [L, " << WalkIds
+     << "] on axis 1, L = 8, 13, ..., " << walkRows().back() << " (" << walkRows().size()
+     << " shapes), " << WalkCalls
+     << " calls each, every call synchronized; a new shape's first call from compile() to its "
+        "return.\n\n| engine | walk ms | first call p99 µs | first call max µs | compiles on the "
+        "caller's thread |\n|---|---|---|---|---|\n";
+  for (auto [Name, Label] : {std::pair{"adaptive", "gatherjit (family kernels, hot shapes "
+                                                   "specialized in the background)"},
+                             std::pair{"compile", "gatherjit, --specialize compile"}}) {
+    const nlohmann::json &W = Walk[Name];
+    std::snprintf(Cell, sizeof(Cell), " | %.1f | %.0f | %.0f | %u |\n", W["total_ms"].get<double>(),
+                  W["first_call_p99_us"].get<double>(), W["first_call_max_us"].get<double>(),
+                  W["compiles"].get<unsigned>());
+    Md << "| " << Label << Cell;
+  }
+  if (Torch.contains("walk")) {
+    const nlohmann::json &W = Torch["walk"];
+    std::snprintf(Cell, sizeof(Cell), " | %.1f | %.0f | %.0f | - |\n", W["total_ms"].get<double>(),
+                  W["first_call_p99_us"].get<double>(), W["first_call_max_us"].get<double>());
+    Md << "| PyTorch gather(out=)" << Cell;
+  }
   const std::string Text = Md.str();
   std::fwrite(Text.data(), 1, Text.size(), stdout);
   std::error_code EC;
   std::filesystem::create_directories(F.ResultsDir, EC);
   const std::string Base = F.ResultsDir + "/" + today() + "-cuda";
-  nlohmann::json Report = {{"device", DeviceName}, {"rows", Rows}, {"torch", Torch}};
+  nlohmann::json Report = {
+      {"device", DeviceName}, {"rows", Rows}, {"walk", Walk}, {"torch", Torch}};
   if (Status S = writeFileAtomic(Base + ".json", Report.dump(2) + "\n"); !S)
     return S;
   return writeFileAtomic(Base + ".md", Text);

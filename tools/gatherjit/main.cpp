@@ -74,7 +74,9 @@ Status executeOnDevice(Problem &P, const EngineFlags &E, int Ordinal, AtomicFile
   Expected<ByteBuffer> Out = P.outputBuffer();
   if (!Out)
     return Out.status();
-  Expected<DeviceRun> Run = runOnCuda(P.Desc, Ordinal, *parseOptLevel(E.Opt), P.Input.data(),
+  Specialize Mode = Specialize::Adaptive;
+  (void)parseSpecialize(E.Specialize, Mode); // Checked by the parser.
+  Expected<DeviceRun> Run = runOnCuda(P.Desc, Ordinal, *parseOptLevel(E.Opt), Mode, P.Input.data(),
                                       P.Indices.data(), Out->data(), E.Repeat);
   if (!Run)
     return P.inUserTerms(Run.status());
