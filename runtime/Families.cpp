@@ -4,9 +4,9 @@
 // rowFamilyOf in compiler/spec/KernelSpec.h): on a CPU counted per new
 // shape, compiled on the background thread at a family's second shape (the
 // shapes before run the generic loop); on a device, which has no generic
-// loop, compiled on the caller's thread by the family's second shape (the
-// first compiles its own kernel, which a process that sees one shape of a
-// family is best served by).
+// loop, compiled on the caller's thread by the family's first shape: its
+// own kernel would cost as much to compile, and the family's serves every
+// later shape.
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,13 +52,11 @@ std::shared_ptr<const Executable> Runtime::Impl::familyCode(const KernelSpec &Fa
 }
 
 std::shared_ptr<const Executable> Runtime::Impl::deviceFamilyCode(const KernelSpec &Family,
-                                                                  bool Now, CompileTimes &Times) {
+                                                                  CompileTimes &Times) {
   std::lock_guard<std::mutex> Lock(FamilyMutex);
   FamilyEntry &E = familyEntry(Family);
-  // Compiled once: by its second shape (or first, \p Now); a failed
-  // compile is not tried again.
-  if (E.Code || ++E.Shapes != (Now ? 1u : 2u))
-    return E.Code;
+  if (E.Code || E.Shapes++)
+    return E.Code; // Compiled, or its compile failed and is not tried again.
   bool FromDisk = false, Stored = false;
   uint64_t Bytes = 0; // The family table holds the code, not a shape's entry.
   LinkResult Code = compileSpec(Family, Options.Opt, Times, FromDisk, Stored, Bytes);

@@ -145,8 +145,8 @@ struct Runtime::Impl {
     return [this, Spec](TieredCode &Tiered) { upgrade(Spec, Tiered); };
   }
   /// A device runtime's first code of \p Spec: its family's kernel bound
-  /// to it (see deviceFamilyCode; every shape's, the first's too, in
-  /// Specialize::Never), else its own kernel.
+  /// to it (compiled now if this is the family's first shape), or where
+  /// there is none, or the runtime specializes at compile, its own kernel.
   CodeResult compileFirstOnDevice(const KernelSpec &Spec, CompileTimes &Times, uint64_t &Bytes);
   /// The first code of \p Spec: the generic loop, or the kernel compiled at
   /// its first level (the quick tier for a small kernel, else the
@@ -179,11 +179,9 @@ struct Runtime::Impl {
                                                bool *First = nullptr);
   void compileFamily(const KernelSpec &Family);
   /// A device runtime's kernel of family \p Family (familyOf with block
-  /// rows), compiled on this thread, into \p Times, by the family's second
-  /// shape to ask (its first with \p Now); null before, or if its compile
-  /// failed.
-  std::shared_ptr<const Executable> deviceFamilyCode(const KernelSpec &Family, bool Now,
-                                                     CompileTimes &Times);
+  /// rows), compiled on this thread, into \p Times, if no shape has asked
+  /// for it before; null if its compile failed.
+  std::shared_ptr<const Executable> deviceFamilyCode(const KernelSpec &Family, CompileTimes &Times);
 
   // The cache and epilogues (runtime/Runtime.cpp).
 

@@ -65,6 +65,25 @@ inline uint64_t specializeAfterRuns(const KernelSpec &Spec) {
   return hotAfterRuns(Spec);
 }
 
+/// On a device, where a new shape runs its family's kernel (the GPU
+/// schedule with every size from the launch), a shape whose output has at
+/// least DeviceHotBytes is hot after hotAfterRuns; a smaller one only after
+/// DeviceSmallShapeRuns. On an H100 (`gatherjit bench --device cuda`, the
+/// generic column), the family kernel lost 17-29 us a call on outputs of
+/// 16-64 MiB with block rows or staged rows (G1, GN1, GE1, GE4), 0.2-2.2
+/// us on outputs of 2-8 MiB and none on outputs of a few bytes, where the
+/// launch is the call; each specialization's compile and module load on
+/// the background thread slowed the caller's launches on a shape walk of
+/// 200 small shapes (95.5 ms, against 44.7 ms for PyTorch's).
+constexpr uint64_t DeviceHotBytes = uint64_t(1) << 20;
+constexpr uint64_t DeviceSmallShapeRuns = 4096;
+
+/// Runs of a device runtime's family kernel before \p Spec is specialized
+/// in the background.
+inline uint64_t deviceSpecializeAfterRuns(const KernelSpec &Spec) {
+  return Spec.outputBytes() >= DeviceHotBytes ? hotAfterRuns(Spec) : DeviceSmallShapeRuns;
+}
+
 /// True if one call of \p Spec loses more to the generic loop than its
 /// specialized kernel takes to compile: compile() specializes it before
 /// returning, so a one-shot call of a large shape is as fast as ever.

@@ -88,11 +88,11 @@ CodeResult Runtime::Impl::compileFirstOnDevice(const KernelSpec &Spec, CompileTi
   const Specialize Mode = Options.Specialization;
   if (Mode != Specialize::AtCompile)
     if (const std::optional<KernelSpec> Family = familyOf(Spec, /*BlockRows=*/true))
-      if (std::shared_ptr<const Executable> Code =
-              deviceFamilyCode(*Family, /*Now=*/Mode == Specialize::Never, Times))
+      if (std::shared_ptr<const Executable> Code = deviceFamilyCode(*Family, Times))
         return std::make_shared<TieredCode>(
             bindFamily(std::move(Code), Spec), KernelTier::Family, Options.Opt,
-            Mode == Specialize::Adaptive ? hotAfterRuns(Spec) : 0, upgrader(Spec), Upgrades);
+            Mode == Specialize::Adaptive ? deviceSpecializeAfterRuns(Spec) : 0, upgrader(Spec),
+            Upgrades);
   bool FromDisk = false, Stored = false;
   LinkResult Code = compileSpec(Spec, Options.Opt, Times, FromDisk, Stored, Bytes);
   if (!Code)

@@ -42,10 +42,12 @@ protected:
                              "GATHERJIT_FAKE_CUDA_LOG", "GATHERJIT_FAKE_CUDA_KEY"})
       ::unsetenv(Name);
   }
-  CliResult run(const char *Mode, const std::string &Device = "cuda") {
+  CliResult run(const char *Mode, const std::string &Device = "cuda",
+                const std::string &Flags = "") {
     ::setenv("GATHERJIT_FAKE_CUDA", Mode, 1);
     return runCli(Dir, "gather-elements --axis 1 --data " + Dir / "d.npy" + " --indices " +
-                           Dir / "i.npy" + " --device " + Device + " --stats -o " + Dir / "o.npy");
+                           Dir / "i.npy" + " --device " + Device + " --stats -o " + Dir / "o.npy" +
+                           Flags);
   }
   ScratchDir Dir;
 };
@@ -72,10 +74,18 @@ TEST_F(CudaDriver, ARunLoadsPtxForTheDeviceAndLaunchesThePlansGrid) {
   ASSERT_EQ(R.Exit, 0) << R.Err;
   EXPECT_THAT(R.Err, HasSubstr("\"device\": \"cuda:0 (sm_86)\""));
   EXPECT_THAT(R.Err, HasSubstr("\"kernel_us\": 250.000"));
-  const std::string Log = slurp(Dir / "driver.log");
+  std::string Log = slurp(Dir / "driver.log");
   EXPECT_THAT(Log, HasSubstr(".target sm_86"));
-  // 3 rows of 4, each reading one input row: a block of 256 threads a row.
-  EXPECT_THAT(Log, ::testing::ContainsRegex("launch gj_[a-z0-9_]+ grid=3 block=256 shared=0"));
+  // The shape's family kernel: one block for its 12 elements, its sizes
+  // passed with the launch.
+  EXPECT_THAT(Log, ::testing::ContainsRegex(
+                       "launch gj_[a-z0-9_]*family[a-z0-9_]+ grid=1 block=256 shared=0 sizes=3,4"));
+  // Its own kernel: 3 rows of 4, each reading one input row, a block of
+  // 256 threads a row.
+  std::filesystem::remove(Dir / "o.npy");
+  ASSERT_EQ(run("ok", "cuda", " --specialize compile").Exit, 0);
+  Log = slurp(Dir / "driver.log");
+  EXPECT_THAT(Log, ::testing::ContainsRegex("launch gj_b[a-z0-9_]+ grid=3 block=256 shared=0\n"));
   // The fake device ran nothing: the output is its zeroed memory, copied back.
   EXPECT_EQ(readArray<float>(Dir / "o.npy"), std::vector<float>(12, 0.0f));
 }
@@ -167,45 +177,47 @@ TEST_F(CudaDriver, NewShapesOfAFamilyRunItsKernelUntilTheyAreHot) {
       Last = Log.substr(At, Log.find('\n', At) - At);
     return Last;
   };
-  // The family's first shape compiles its own kernel (a process may see
-  // no other), the second the family's, the third none.
+  // The family's first shape compiles its kernel, later shapes nothing.
   const Kernel First = CompileRows(3);
-  EXPECT_EQ(First.tier(), KernelTier::Specialized);
-  const Kernel Second = CompileRows(5);
-  EXPECT_EQ(Second.tier(), KernelTier::Family);
-  EXPECT_GT(Second.compileTimes().total(), 0.0);
-  const Kernel Third = CompileRows(7);
-  EXPECT_EQ(Third.tier(), KernelTier::Family);
-  EXPECT_EQ(Third.compileTimes().total(), 0.0) << "a new shape of a loaded family compiled";
+  EXPECT_EQ(First.tier(), KernelTier::Family);
+  EXPECT_GT(First.compileTimes().total(), 0.0);
+  const Kernel Small = CompileRows(5);
+  EXPECT_EQ(Small.tier(), KernelTier::Family);
+  EXPECT_EQ(Small.compileTimes().total(), 0.0) << "a new shape of a loaded family compiled";
+  const uint64_t Rows = 1 << 16; // An output of 1 MiB: hot after its first run.
+  const Kernel Large = CompileRows(Rows);
+  EXPECT_EQ(Large.tier(), KernelTier::Family);
+  EXPECT_EQ(Large.compileTimes().total(), 0.0);
   EXPECT_EQ((*RT)->stats().FamilyKernels, 1u);
   // The fake device's memory is the host's: these stand for device buffers.
-  float In[36] = {}, Out[36] = {};
-  int64_t Idx[36] = {};
-  ASSERT_TRUE(Third.run(In, Idx, Out).isOk());
+  std::vector<float> In(Rows * 4), Out(Rows * 4);
+  std::vector<int64_t> Idx(Rows * 4);
+  for (int Run = 0; Run < 10; ++Run)
+    ASSERT_TRUE(Small.run(In.data(), Idx.data(), Out.data()).isOk());
   EXPECT_THAT(LastLaunch(), ::testing::MatchesRegex("launch gj_[a-z0-9_]*family[a-z0-9_]* "
-                                                    "grid=1 block=256 shared=0 sizes=7,4"));
-  // Its bad index's key is read with its own shape: element 26 of [7, 4].
+                                                    "grid=1 block=256 shared=0 sizes=5,4"));
+  EXPECT_EQ(Small.tier(), KernelTier::Family) << "a small shape specialized after 10 runs";
+  // The large shape's bad index key is read with its own shape.
   Idx[26] = 9;
   ::setenv("GATHERJIT_FAKE_CUDA_KEY", "26", 1);
-  Status Bad = Third.run(In, Idx, Out);
+  Status Bad = Large.run(In.data(), Idx.data(), Out.data());
   EXPECT_EQ(Bad.code(), ErrorCode::IndexOutOfRange);
   EXPECT_THAT(Bad.message(), HasSubstr("[6,2] = 9 (position 26)"));
-  // An asynchronous launch that finds it before the shape is specialized
-  // is still reported after: its family code keeps the launch.
-  ASSERT_TRUE(Third.launchOnStream(In, Idx, Out, nullptr).isOk());
+  EXPECT_THAT(LastLaunch(), HasSubstr("grid=1024 block=256 shared=0 sizes=65536,4"));
+  // An asynchronous launch that finds one before the shape is specialized
+  // is reported after: its family code keeps the launch.
+  ASSERT_TRUE(Large.launchOnStream(In.data(), Idx.data(), Out.data(), nullptr).isOk());
   ::unsetenv("GATHERJIT_FAKE_CUDA_KEY");
-  for (int Run = 0; Run < 3; ++Run)
-    ASSERT_TRUE(Third.run(In, Idx, Out).isOk());
-  for (int Wait = 0; Wait < 1000 && Third.tier() != KernelTier::Specialized; ++Wait)
+  for (int Wait = 0; Wait < 1000 && Large.tier() != KernelTier::Specialized; ++Wait)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  ASSERT_EQ(Third.tier(), KernelTier::Specialized) << "a hot shape was not specialized";
-  Bad = Third.finishStream(nullptr);
+  ASSERT_EQ(Large.tier(), KernelTier::Specialized) << "a hot shape was not specialized";
+  Bad = Large.finishStream(nullptr);
   EXPECT_EQ(Bad.code(), ErrorCode::IndexOutOfRange);
   EXPECT_THAT(Bad.message(), HasSubstr("(position 26)"));
-  EXPECT_TRUE(Third.finishStream(nullptr).isOk()) << "a finished launch is reported once";
-  ASSERT_TRUE(Third.run(In, Idx, Out).isOk());
+  EXPECT_TRUE(Large.finishStream(nullptr).isOk()) << "a finished launch is reported once";
+  ASSERT_TRUE(Large.run(In.data(), Idx.data(), Out.data()).isOk());
   EXPECT_THAT(LastLaunch(), ::testing::Not(HasSubstr("family")));
-  EXPECT_THAT(LastLaunch(), HasSubstr("grid=7 block=256")) << "a staged row a block";
+  EXPECT_THAT(LastLaunch(), HasSubstr("grid=8192 block=256")) << "a staged row a block, capped";
 }
 
 TEST_F(CudaDriver, TheCApisDeviceRuntime) {
