@@ -107,8 +107,10 @@ Function *KernelEmitter::emitThreadBody(const std::string &Name, const char *Suf
   BasicBlock *Head = B.GetInsertBlock();
   B.CreateCondBr(B.CreateICmpULT(F->getArg(4), N), Loop, Done);
   B.SetInsertPoint(Loop);
-  PHINode *E = B.CreatePHI(I64, 2, "e");
-  E->addIncoming(F->getArg(4), Head);
+  PHINode *T = B.CreatePHI(I64, 2, "t");
+  T->addIncoming(F->getArg(4), Head);
+  // The grid's element T is output element E, in tiles where planned.
+  Value *E = P.TileColumns ? tiledElement(T) : T;
   const Offsets O = offsetsAt(E);
   SmallVector<Value *, MaxRank> Tuple = loadTuple(O.Idx, nullptr);
   if (S.Policy == OobPolicy::Check) {
@@ -123,8 +125,8 @@ Function *KernelEmitter::emitThreadBody(const std::string &Name, const char *Suf
   copyElement(tupleOffset(O.In, Tuple), O.Out);
   B.CreateBr(Next);
   B.SetInsertPoint(Next);
-  Value *After = B.CreateAdd(E, F->getArg(5), "", true, true);
-  E->addIncoming(After, Next);
+  Value *After = B.CreateAdd(T, F->getArg(5), "", true, true);
+  T->addIncoming(After, Next);
   B.CreateCondBr(B.CreateICmpULT(After, N), Loop, Done);
   B.SetInsertPoint(Done);
   B.CreateRetVoid();
@@ -144,6 +146,19 @@ Value *KernelEmitter::elementCount() {
   for (unsigned D = 0; D < S.Rank; ++D)
     N = B.CreateMul(N, sizeAt(D), "", true, true);
   return N;
+}
+
+Value *KernelEmitter::tiledElement(Value *T) {
+  // The last two dimensions, R rows of C columns, in tiles of W columns:
+  // T = ((outer * C / W + tile) * R + row) * W + column within the tile.
+  const uint64_t W = P.TileColumns, C = S.Sizes[S.Rank - 1], R = S.Sizes[S.Rank - 2];
+  Value *Outer = B.CreateUDiv(T, c(R * C));
+  Value *InBlock = B.CreateURem(T, c(R * C));
+  Value *Tile = B.CreateUDiv(InBlock, c(R * W));
+  Value *InTile = B.CreateURem(InBlock, c(R * W));
+  Value *Row = B.CreateUDiv(InTile, c(W));
+  Value *Column = B.CreateAdd(B.CreateMul(Tile, c(W)), B.CreateURem(InTile, c(W)));
+  return B.CreateAdd(B.CreateMul(Outer, c(R * C)), B.CreateAdd(B.CreateMul(Row, c(C)), Column));
 }
 
 void KernelEmitter::foldBadKey(Value *Status, Value *Key) {

@@ -261,6 +261,9 @@ private:
   /// The output's elements: a constant, or in a family kernel the product
   /// of its sizes.
   Value *elementCount();
+  /// The output element (row-major over the spec's sizes) that element
+  /// \p T of a grid taking tiles of P.TileColumns columns writes.
+  Value *tiledElement(Value *T);
   /// Folds the bad index key \p Key into *\p Status: an atomic minimum,
   /// so the smallest key over the grid, the first bad index in the
   /// output's order, is the one left.

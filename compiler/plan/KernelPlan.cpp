@@ -100,6 +100,29 @@ uint64_t stagedRowBytes(const KernelSpec &S) {
   const uint64_t Bytes = S.AxisSize[0] * S.ElemBytes;
   return Bytes <= GpuMaxStagedRowBytes && S.Sizes[L] * GpuSectorBytes >= Bytes ? Bytes : 0;
 }
+/// Element rows that read along contiguous input rows picked by their
+/// indices (GatherElements on an axis other than the last) are taken in
+/// tiles of GpuTileColumns columns, every row of a tile before the next
+/// tile: the threads running at once then read few columns of every input
+/// row, whose sectors stay in L2 between their reads, where row by row
+/// they read every column of random rows and a sector read by one row's
+/// thread is evicted before another row's thread reads it again. A warp
+/// takes one tile's row: its index loads and stores stay whole lines.
+constexpr uint64_t GpuTileColumns = 32;
+
+/// The columns of a GPU kernel's tiles (see GpuTileColumns); 0 where it
+/// takes the output row by row.
+uint64_t tileColumns(const KernelSpec &S) {
+  if (S.Family || S.Rank < 2 || S.TupleSize != 1 || S.emptyAxis() || S.elements() == 0)
+    return 0;
+  const unsigned L = S.Rank - 1;
+  const bool AlongRows = S.InStride[L] == 1 && S.IdxStride[L] != 0 && S.OutStride[L] == 1 &&
+                         S.AxisStride[0] >= S.Sizes[L];
+  return AlongRows && S.Sizes[L] % GpuTileColumns == 0 && S.Sizes[L] > GpuTileColumns &&
+                 S.Sizes[L - 1] > 1
+             ? GpuTileColumns
+             : 0;
+}
 /// Block rows of at least this many bytes store around an unaligned
 /// output's vector boundaries (TargetFacts::MaskedByteStores). Rows from an
 /// L2-resident table, 512 KiB a call, into an output 16 bytes past a line
@@ -325,6 +348,7 @@ KernelPlan planKernel(const KernelSpec &S, const TargetFacts &T) {
       P.WideBytes = GpuWideBytes;
       Elements = Wide->elements();
     }
+    P.TileColumns = tileColumns(S);
     P.Blocks = gridBlocks(Elements, GpuThreadsPerBlock, MaxGpuBlocks);
     return P;
   }
@@ -357,7 +381,8 @@ std::string KernelPlan::describe() const {
   if (Blocks)
     OS << " grid(blocks=" << Blocks << ",threads=" << ThreadsPerBlock
        << (WideBytes ? ",wide=" + std::to_string(WideBytes) : std::string())
-       << (StagedRowBytes ? ",staged-row=" + std::to_string(StagedRowBytes) : std::string()) << ")";
+       << (StagedRowBytes ? ",staged-row=" + std::to_string(StagedRowBytes) : std::string())
+       << (TileColumns ? ",tile-columns=" + std::to_string(TileColumns) : std::string()) << ")";
   return OS.str();
 }
 

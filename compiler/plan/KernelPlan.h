@@ -123,6 +123,11 @@ struct KernelPlan {
   /// most this many bytes (stagedRowBytes): a block copies the row into
   /// shared memory, then its threads gather the output row from there.
   uint64_t StagedRowBytes = 0;
+  /// Nonzero where a GPU kernel's threads take the output of its last two
+  /// dimensions in tiles of this many columns, all rows of a tile before
+  /// the next (element i of the grid is the output element tiledElement
+  /// names); the output's order is unchanged for Check's first bad index.
+  uint64_t TileColumns = 0;
   /// A GPU kernel's index loads and output stores are marked evict-first
   /// (read and written once), leaving the caches to the input.
   bool StreamedOperands = false;

@@ -237,6 +237,60 @@ TEST(GpuBackend, WidePiecesOfRowsNameTheBadRow) {
   }
 }
 
+TEST(GpuBackend, TilesOfColumnsKeepTheOutputsOrder) {
+  // GatherElements on axis 0 of [40, 64] and axis 1 of [3, 40, 96]: their
+  // threads take tiles of 32 columns; two bad indices, of which the later
+  // in the output comes first in the tiles, must name the earlier.
+  Expected<std::unique_ptr<llvm::TargetMachine>> TM = createTargetMachine({}, OptLevel::O1);
+  ASSERT_TRUE(TM.isOk());
+  CodeGenerator Gen(TM.take());
+  std::unique_ptr<Backend> Grid = simulatedGridBackend(Gen);
+  Expected<std::shared_ptr<JitEngine>> Jit = JitEngine::create({});
+  ASSERT_TRUE(Jit.isOk());
+  struct Shape {
+    std::vector<uint64_t> Sizes;
+    int64_t Axis;
+  };
+  int N = 0;
+  for (const Shape &Sh : {Shape{{40, 64}, 0}, Shape{{3, 40, 96}, 1}}) {
+    TensorDesc Data, Ids;
+    Data.Type = DataType::Float32;
+    Data.Sizes = Sh.Sizes;
+    Ids.Type = DataType::Int64;
+    Ids.Sizes = Sh.Sizes;
+    Expected<ValidDesc> V =
+        validateOnnx({OpKind::GatherElements, Data, Ids, Sh.Axis}, OobPolicy::Check);
+    ASSERT_TRUE(V.isOk()) << V.status().message();
+    const KernelSpec Spec = canonicalize(*V);
+    ASSERT_EQ(planKernel(Spec, gpuFacts()).TileColumns, 32u) << Spec.describe();
+    RandomCase C = caseOf(*V, 40, 99, 0.0);
+    const uint64_t Columns = Sh.Sizes.back();
+    for (bool Bad : {false, true}) {
+      SCOPED_TRACE(C.Summary + (Bad ? ", two bad indices" : ""));
+      if (Bad) {
+        // Row 5, column 40 (the second tile); row 30, column 3 (the first).
+        const int64_t Over = 40;
+        std::memcpy(&C.Indices[(5 * Columns + 40) * 8], &Over, 8);
+        std::memcpy(&C.Indices[(30 * Columns + 3) * 8], &Over, 8);
+      }
+      const size_t OutBytes = C.Indices.size() / 2;
+      std::vector<char> Ref(OutBytes, '\xab'), Dev(OutBytes, '\xab');
+      const Status RS = interpret(C.Desc, C.Input.data(), C.Indices.data(), Ref.data());
+      const int64_t R = runSimulated(*Grid, **Jit, Spec, C.Input.data(), C.Indices.data(),
+                                     Dev.data(), "t" + std::to_string(N++));
+      if (!Bad) {
+        ASSERT_TRUE(RS.isOk());
+        ASSERT_EQ(R, 0);
+        ASSERT_EQ(Ref, Dev) << "outputs differ";
+      } else {
+        ASSERT_FALSE(RS.isOk());
+        ASSERT_EQ(*RS.position(), 5 * Columns + 40);
+        ASSERT_EQ(R, static_cast<int64_t>(5 * Columns + 40 + 1));
+      }
+    }
+  }
+}
+
 TEST(GpuBackend, AGridSmallerThanTheOutputStrides) {
   // A hand-made plan: 1 block of 3 threads, so that each thread takes
   // many elements; every other Check case with a bad index past its first
