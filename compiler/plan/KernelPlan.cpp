@@ -107,7 +107,10 @@ uint64_t stagedRowBytes(const KernelSpec &S) {
 /// row, whose sectors stay in L2 between their reads, where row by row
 /// they read every column of random rows and a sector read by one row's
 /// thread is evicted before another row's thread reads it again. A warp
-/// takes one tile's row: its index loads and stores stay whole lines.
+/// takes one tile's row: its index loads and stores stay whole lines. On
+/// an H100: GE2 (4096 x 4096 FLOAT32 on axis 0, a 64 MiB input over a 50
+/// MB L2) 405 -> 163 us, below the 421 us of as many random reads; GE3 (a
+/// 1 MiB input slab per batch) 85.5 -> 79.8 us.
 constexpr uint64_t GpuTileColumns = 32;
 
 /// The columns of a GPU kernel's tiles (see GpuTileColumns); 0 where it
