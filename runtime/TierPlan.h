@@ -74,7 +74,9 @@ inline uint64_t specializeAfterRuns(const KernelSpec &Spec) {
 /// us on outputs of 2-8 MiB and none on outputs of a few bytes, where the
 /// launch is the call; each specialization's compile and module load on
 /// the background thread slowed the caller's launches on a shape walk of
-/// 200 small shapes (95.5 ms, against 44.7 ms for PyTorch's).
+/// 200 small shapes (`gatherjit bench --device cuda`'s walk: 95.5 ms when
+/// each was specialized after 3 runs, against 44.7 ms for PyTorch's; 23.7
+/// ms with these, against 43.4 ms).
 constexpr uint64_t DeviceHotBytes = uint64_t(1) << 20;
 constexpr uint64_t DeviceSmallShapeRuns = 4096;
 
