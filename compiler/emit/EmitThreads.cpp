@@ -260,13 +260,37 @@ void KernelEmitter::emitStridedLoop(Value *Lo, Value *Hi, Value *Step, const Twi
 
 void KernelEmitter::stageRow(const Offsets &O, Value *Thread, Value *Threads, Value *Shared) {
   // The input row that the output row at O reads (its elements are the
-  // axis's, contiguous), copied by the block's threads in turn.
-  Type *Ty = Type::getIntNTy(Ctx, S.ElemBytes * 8);
-  emitStridedLoop(Thread, c(S.AxisSize[0]), Threads, "stage", [&](Value *I) {
-    Value *V = B.CreateAlignedLoad(Ty, B.CreateInBoundsGEP(Ty, In, B.CreateAdd(O.In, I)),
-                                   elementAlign(S.ElemBytes));
-    B.CreateAlignedStore(V, B.CreateInBoundsGEP(Ty, Shared, I), Align(S.ElemBytes));
-  });
+  // axis's, contiguous), copied by the block's threads in turn: in pieces
+  // of P.VectorBytes where the row's bytes are a whole number of them and
+  // the row starts on one (the same for every row of an aligned input
+  // whose rows are so many bytes apart), else element by element.
+  auto Copy = [&](unsigned Bytes, uint64_t Count, Value *From, Align FromAlign) {
+    Type *Ty = Bytes == 16 ? static_cast<Type *>(FixedVectorType::get(B.getInt32Ty(), 4))
+                           : Type::getIntNTy(Ctx, Bytes * 8);
+    emitStridedLoop(Thread, c(Count), Threads, "stage", [&](Value *I) {
+      Value *V = B.CreateAlignedLoad(Ty, B.CreateInBoundsGEP(Ty, From, I), FromAlign);
+      B.CreateAlignedStore(V, B.CreateInBoundsGEP(Ty, Shared, I), Align(Bytes));
+    });
+  };
+  Value *Row = bytePointer(In, O.In);
+  const uint64_t RowBytes = S.AxisSize[0] * S.ElemBytes, Piece = P.VectorBytes;
+  if (Piece <= S.ElemBytes || Piece != 16 || RowBytes % Piece) {
+    Copy(S.ElemBytes, S.AxisSize[0], Row, elementAlign(S.ElemBytes));
+    return;
+  }
+  Value *Aligned =
+      B.CreateICmpEQ(B.CreateAnd(B.CreatePtrToInt(Row, I64), c(Piece - 1)), c(0), "aligned");
+  BasicBlock *ByPieces = BasicBlock::Create(Ctx, "stage.wide", F);
+  BasicBlock *ByElements = BasicBlock::Create(Ctx, "stage.narrow", F);
+  BasicBlock *Staged = BasicBlock::Create(Ctx, "staged", F);
+  B.CreateCondBr(Aligned, ByPieces, ByElements);
+  B.SetInsertPoint(ByPieces);
+  Copy(static_cast<unsigned>(Piece), RowBytes / Piece, Row, Align(Piece));
+  B.CreateBr(Staged);
+  B.SetInsertPoint(ByElements);
+  Copy(S.ElemBytes, S.AxisSize[0], Row, elementAlign(S.ElemBytes));
+  B.CreateBr(Staged);
+  B.SetInsertPoint(Staged);
 }
 
 void KernelEmitter::gatherStagedRow(Value *First, const Offsets &O, Value *Thread, Value *Threads,

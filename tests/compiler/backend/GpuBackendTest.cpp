@@ -70,7 +70,7 @@ TEST(GpuBackend, SimulatedGridMatchesTheInterpreter) {
   Expected<std::shared_ptr<JitEngine>> Jit = JitEngine::create({});
   ASSERT_TRUE(Jit.isOk());
   CaseGenerator Cases(20261125);
-  unsigned Errors = 0, Wide = 0, Staged = 0;
+  unsigned Errors = 0, Wide = 0, Staged = 0, StagedPieces = 0;
   for (int I = 0; I < 500; ++I) {
     const RandomCase C = Cases.next();
     SCOPED_TRACE(std::to_string(I) + ": " + C.Summary);
@@ -78,6 +78,8 @@ TEST(GpuBackend, SimulatedGridMatchesTheInterpreter) {
     const KernelPlan Plan = planKernel(Spec, gpuFacts());
     Wide += Plan.WideBytes != 0;
     Staged += Plan.StagedRowBytes != 0;
+    // Rows of whole 16-byte pieces are staged in pieces where aligned.
+    StagedPieces += Plan.StagedRowBytes && Plan.StagedRowBytes % 16 == 0;
     const size_t OutBytes = requiredElements(C.Desc.Output) * C.Desc.Output.elementBytes();
     std::vector<char> Ref(OutBytes, '\xab');
     Status RS = interpret(C.Desc, C.Input.data(), C.Indices.data(), Ref.data());
@@ -107,6 +109,7 @@ TEST(GpuBackend, SimulatedGridMatchesTheInterpreter) {
   EXPECT_GT(Errors, 10u) << "too few configurations exercise Check";
   EXPECT_GT(Wide, 10u) << "too few configurations copy block rows in wide pieces";
   EXPECT_GT(Staged, 10u) << "too few configurations stage rows in shared memory";
+  EXPECT_GT(StagedPieces, 3u) << "too few configurations stage rows in 16-byte pieces";
 }
 
 /// \p V with random input bytes and indices in [0, \p Axis), but for
