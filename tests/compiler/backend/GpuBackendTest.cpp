@@ -47,6 +47,24 @@ using namespace gatherjit::test;
 
 namespace {
 
+/// The host's code generator, the simulated grid's backend on it, and a
+/// JIT that links what they make.
+class GpuBackend : public ::testing::Test {
+protected:
+  void SetUp() override {
+    Expected<std::unique_ptr<llvm::TargetMachine>> TM = createTargetMachine({}, OptLevel::O1);
+    ASSERT_TRUE(TM.isOk());
+    Gen = std::make_unique<CodeGenerator>(TM.take());
+    Grid = simulatedGridBackend(*Gen);
+    Expected<std::shared_ptr<JitEngine>> Made = JitEngine::create({});
+    ASSERT_TRUE(Made.isOk());
+    Jit = Made.take();
+  }
+  std::unique_ptr<CodeGenerator> Gen;
+  std::unique_ptr<Backend> Grid;
+  std::shared_ptr<JitEngine> Jit;
+};
+
 /// Runs \p Spec's simulated grid on the operands into \p Out.
 int64_t runSimulated(Backend &Grid, JitEngine &Jit, const KernelSpec &Spec, const char *Input,
                      const char *Indices, char *Out, const std::string &Name) {
@@ -61,14 +79,8 @@ int64_t runSimulated(Backend &Grid, JitEngine &Jit, const KernelSpec &Spec, cons
   return (*Code)->runRows(Input, Indices, Out, 0, 1);
 }
 
-TEST(GpuBackend, SimulatedGridMatchesTheInterpreter) {
-  Expected<std::unique_ptr<llvm::TargetMachine>> TM = createTargetMachine({}, OptLevel::O1);
-  ASSERT_TRUE(TM.isOk());
-  CodeGenerator Gen(TM.take());
-  std::unique_ptr<Backend> Grid = simulatedGridBackend(Gen);
+TEST_F(GpuBackend, SimulatedGridMatchesTheInterpreter) {
   ASSERT_TRUE(Grid->facts().Gpu);
-  Expected<std::shared_ptr<JitEngine>> Jit = JitEngine::create({});
-  ASSERT_TRUE(Jit.isOk());
   CaseGenerator Cases(20261125);
   unsigned Errors = 0, Wide = 0, Staged = 0, StagedPieces = 0;
   for (int I = 0; I < 500; ++I) {
@@ -94,7 +106,7 @@ TEST(GpuBackend, SimulatedGridMatchesTheInterpreter) {
           OutBuf.data() + (64 - reinterpret_cast<uintptr_t>(OutBuf.data()) % 64) % 64 + Skew;
       std::copy(C.Input.begin(), C.Input.end(), InAt);
       std::fill(OutAt, OutAt + OutBytes, '\xab');
-      const int64_t R = runSimulated(*Grid, **Jit, Spec, InAt, C.Indices.data(), OutAt,
+      const int64_t R = runSimulated(*Grid, *Jit, Spec, InAt, C.Indices.data(), OutAt,
                                      "g" + std::to_string(I) + "_" + std::to_string(Skew));
       if (RS) {
         ASSERT_EQ(R, 0);
@@ -133,13 +145,7 @@ RandomCase caseOf(const ValidDesc &V, uint64_t Axis, uint64_t Seed, double Bad) 
   return C;
 }
 
-TEST(GpuBackend, SimulatedFamilyGridsMatchTheInterpreter) {
-  Expected<std::unique_ptr<llvm::TargetMachine>> TM = createTargetMachine({}, OptLevel::O1);
-  ASSERT_TRUE(TM.isOk());
-  CodeGenerator Gen(TM.take());
-  std::unique_ptr<Backend> Grid = simulatedGridBackend(Gen);
-  Expected<std::shared_ptr<JitEngine>> Jit = JitEngine::create({});
-  ASSERT_TRUE(Jit.isOk());
+TEST_F(GpuBackend, SimulatedFamilyGridsMatchTheInterpreter) {
   // The random configurations, then shapes that share families: a
   // GatherElements whose rows and row length change, an embedding lookup
   // whose batch changes (block rows, which a device's family copies
@@ -185,7 +191,7 @@ TEST(GpuBackend, SimulatedFamilyGridsMatchTheInterpreter) {
           runPipeline({{*Family, "f" + std::to_string(I)}}, *Grid, OptLevel::O1);
       ASSERT_TRUE(R.isOk()) << R.status().message();
       Expected<std::shared_ptr<const Executable>> Linked =
-          (*Jit)->link("f" + std::to_string(I), R->Bytes);
+          Jit->link("f" + std::to_string(I), R->Bytes);
       ASSERT_TRUE(Linked.isOk()) << Linked.status().message();
       Code = Linked.take();
     }
@@ -209,15 +215,9 @@ TEST(GpuBackend, SimulatedFamilyGridsMatchTheInterpreter) {
   EXPECT_GT(BlockRows, 10u) << "too few configurations copy block rows";
 }
 
-TEST(GpuBackend, WidePiecesOfRowsNameTheBadRow) {
+TEST_F(GpuBackend, WidePiecesOfRowsNameTheBadRow) {
   // Gather of 20 rows of 48 FLOAT32 (12 pieces of 16 bytes each): the bad
   // index at position 13 is named by both bodies, aligned or not.
-  Expected<std::unique_ptr<llvm::TargetMachine>> TM = createTargetMachine({}, OptLevel::O1);
-  ASSERT_TRUE(TM.isOk());
-  CodeGenerator Gen(TM.take());
-  std::unique_ptr<Backend> Grid = simulatedGridBackend(Gen);
-  Expected<std::shared_ptr<JitEngine>> Jit = JitEngine::create({});
-  ASSERT_TRUE(Jit.isOk());
   TensorDesc Data, Ids;
   Data.Type = DataType::Float32;
   Data.Sizes = {64, 48};
@@ -233,23 +233,17 @@ TEST(GpuBackend, WidePiecesOfRowsNameTheBadRow) {
   for (size_t Skew : {0, 1}) {
     SCOPED_TRACE(Skew);
     const int64_t R =
-        runSimulated(*Grid, **Jit, Spec, reinterpret_cast<const char *>(In + Skew),
+        runSimulated(*Grid, *Jit, Spec, reinterpret_cast<const char *>(In + Skew),
                      reinterpret_cast<const char *>(Index.data()),
                      reinterpret_cast<char *>(Out + Skew), "w" + std::to_string(Skew));
     EXPECT_EQ(R, 14) << "1 + the bad index's position";
   }
 }
 
-TEST(GpuBackend, TilesOfColumnsKeepTheOutputsOrder) {
+TEST_F(GpuBackend, TilesOfColumnsKeepTheOutputsOrder) {
   // GatherElements on axis 0 of [40, 64] and axis 1 of [3, 40, 96]: their
   // threads take tiles of 32 columns; two bad indices, of which the later
   // in the output comes first in the tiles, must name the earlier.
-  Expected<std::unique_ptr<llvm::TargetMachine>> TM = createTargetMachine({}, OptLevel::O1);
-  ASSERT_TRUE(TM.isOk());
-  CodeGenerator Gen(TM.take());
-  std::unique_ptr<Backend> Grid = simulatedGridBackend(Gen);
-  Expected<std::shared_ptr<JitEngine>> Jit = JitEngine::create({});
-  ASSERT_TRUE(Jit.isOk());
   struct Shape {
     std::vector<uint64_t> Sizes;
     int64_t Axis;
@@ -279,7 +273,7 @@ TEST(GpuBackend, TilesOfColumnsKeepTheOutputsOrder) {
       const size_t OutBytes = C.Indices.size() / 2;
       std::vector<char> Ref(OutBytes, '\xab'), Dev(OutBytes, '\xab');
       const Status RS = interpret(C.Desc, C.Input.data(), C.Indices.data(), Ref.data());
-      const int64_t R = runSimulated(*Grid, **Jit, Spec, C.Input.data(), C.Indices.data(),
+      const int64_t R = runSimulated(*Grid, *Jit, Spec, C.Input.data(), C.Indices.data(),
                                      Dev.data(), "t" + std::to_string(N++));
       if (!Bad) {
         ASSERT_TRUE(RS.isOk());
@@ -294,15 +288,10 @@ TEST(GpuBackend, TilesOfColumnsKeepTheOutputsOrder) {
   }
 }
 
-TEST(GpuBackend, AGridSmallerThanTheOutputStrides) {
+TEST_F(GpuBackend, AGridSmallerThanTheOutputStrides) {
   // A hand-made plan: 1 block of 3 threads, so that each thread takes
   // many elements; every other Check case with a bad index past its first
   // elements.
-  Expected<std::unique_ptr<llvm::TargetMachine>> TM = createTargetMachine({}, OptLevel::O1);
-  ASSERT_TRUE(TM.isOk());
-  CodeGenerator Gen(TM.take());
-  Expected<std::shared_ptr<JitEngine>> Jit = JitEngine::create({});
-  ASSERT_TRUE(Jit.isOk());
   CaseGenerator Cases(7);
   unsigned LateErrors = 0;
   for (int I = 0; I < 120; ++I) {
@@ -322,11 +311,11 @@ TEST(GpuBackend, AGridSmallerThanTheOutputStrides) {
     llvm::LLVMContext Ctx;
     llvm::Module M("m", Ctx);
     emitThreadKernelInto(Spec, P, "s", GridEntry::SimulatedOnHost, M);
-    configureModule(M, Gen.targetMachine());
-    Expected<llvm::SmallVector<char, 0>> Obj = Gen.object(M, OptLevel::O1);
+    configureModule(M, Gen->targetMachine());
+    Expected<llvm::SmallVector<char, 0>> Obj = Gen->object(M, OptLevel::O1);
     ASSERT_TRUE(Obj.isOk());
     Expected<std::shared_ptr<const Executable>> Code =
-        (*Jit)->link("s", std::vector<char>(Obj->begin(), Obj->end()));
+        Jit->link("s", std::vector<char>(Obj->begin(), Obj->end()));
     ASSERT_TRUE(Code.isOk()) << Code.status().message();
     const size_t OutBytes = requiredElements(C.Desc.Output) * C.Desc.Output.elementBytes();
     std::vector<char> Ref(OutBytes, '\xab'), Dev(OutBytes, '\xab');
@@ -360,7 +349,7 @@ std::string findPtxas() {
   return "";
 }
 
-TEST(GpuBackend, PtxOfRandomConfigurationsAssemblesWithoutSpills) {
+TEST_F(GpuBackend, PtxOfRandomConfigurationsAssemblesWithoutSpills) {
   const std::string Ptxas = findPtxas();
   if (Ptxas.empty())
     GTEST_SKIP() << "no ptxas ($CUDA_HOME/bin, PATH, /usr/local/cuda/bin)";
@@ -370,10 +359,10 @@ TEST(GpuBackend, PtxOfRandomConfigurationsAssemblesWithoutSpills) {
   CaseGenerator Cases(20261125);
   for (const char *Arch : {"sm_80", "sm_90"}) {
     SCOPED_TRACE(Arch);
-    Expected<std::unique_ptr<CodeGenerator>> Gen =
+    Expected<std::unique_ptr<CodeGenerator>> Nvptx =
         createCodeGenerator({"nvptx64-nvidia-cuda", Arch, ""}, OptLevel::O2);
-    ASSERT_TRUE(Gen.isOk()) << Gen.status().message();
-    std::unique_ptr<Backend> Gpu = backendFor(**Gen);
+    ASSERT_TRUE(Nvptx.isOk()) << Nvptx.status().message();
+    std::unique_ptr<Backend> Gpu = backendFor(**Nvptx);
     ASSERT_TRUE(Gpu->facts().Gpu);
     // 500 configurations, 50 to a module.
     for (int Module = 0; Module < 10; ++Module) {
