@@ -249,16 +249,20 @@ public:
       return 0; // The grid is the one row.
     if (!Bound)
       return unbound();
-    std::lock_guard<std::mutex> Lock(K->Mutex);
+    std::unique_lock<std::mutex> Lock(K->Mutex);
     if (CUresult R = K->A.CtxSetCurrent(K->Context); R != Success)
       return fail(R, "cuCtxSetCurrent");
     size_t Slot;
     if (!K->takeWord(Slot))
       return DeviceFailed;
+    uint64_t *Word = K->Words[Slot].Host;
     auto GiveBack = [&](int64_t Result) {
+      if (!Lock.owns_lock())
+        Lock.lock();
       K->Free.push_back(Slot);
       return Result;
     };
+    // The events are the module's: a timed call keeps them to itself.
     const bool Timed = TimeKernels;
     if (Timed && !K->Start) {
       K->A.EventCreate(&K->Start, 0);
@@ -270,13 +274,15 @@ public:
       return GiveBack(fail(R, "the kernel's launch"));
     if (Timed)
       K->A.EventRecord(K->Stop, CurrentStream);
+    else
+      Lock.unlock(); // The word is this call's: other shapes' calls launch meanwhile.
     const CUresult Synced = synchronize();
     if (Synced != Success)
       return GiveBack(fail(Synced, "the kernel"));
     float Ms = 0;
     LastKernelUs =
         Timed && K->A.EventElapsedTime(&Ms, K->Start, K->Stop) == Success ? Ms * 1000.0 : 0;
-    return GiveBack(takeKey(K->Words[Slot].Host));
+    return GiveBack(takeKey(Word));
   }
 
   /// An asynchronous launch keeps its status word until the finish that
@@ -302,18 +308,27 @@ public:
   }
 
   int64_t finishLaunches(const void **Indices) const override {
-    std::lock_guard<std::mutex> Lock(K->Mutex);
     if (CUresult R = K->A.CtxSetCurrent(K->Context); R != Success)
       return fail(R, "cuCtxSetCurrent");
-    if (const CUresult Synced = synchronize(); Synced != Success)
+    // This stream's launches so far, waited for without the lock (other
+    // shapes' calls launch meanwhile); launches made since are a later
+    // finish's.
+    std::vector<Launch> Mine;
+    {
+      std::lock_guard<std::mutex> Lock(K->Mutex);
+      auto Ours = std::stable_partition(Pending.begin(), Pending.end(),
+                                        [](const Launch &L) { return L.Stream != CurrentStream; });
+      Mine.assign(Ours, Pending.end());
+      Pending.erase(Ours, Pending.end());
+    }
+    const CUresult Synced = synchronize();
+    std::lock_guard<std::mutex> Lock(K->Mutex);
+    if (Synced != Success) {
+      Pending.insert(Pending.end(), Mine.begin(), Mine.end());
       return fail(Synced, "the kernel");
+    }
     int64_t First = 0;
-    std::vector<Launch> Left;
-    for (const Launch &L : Pending) {
-      if (L.Stream != CurrentStream) {
-        Left.push_back(L);
-        continue;
-      }
+    for (const Launch &L : Mine) {
       const int64_t R = takeKey(K->Words[L.Slot].Host);
       if (R && !First) {
         First = R;
@@ -321,7 +336,6 @@ public:
       }
       K->Free.push_back(L.Slot);
     }
-    Pending.swap(Left);
     return First;
   }
   void *entryAddress() const override { return nullptr; }

@@ -17,6 +17,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -218,6 +219,49 @@ TEST_F(CudaDriver, NewShapesOfAFamilyRunItsKernelUntilTheyAreHot) {
   ASSERT_TRUE(Large.run(In.data(), Idx.data(), Out.data()).isOk());
   EXPECT_THAT(LastLaunch(), ::testing::Not(HasSubstr("family")));
   EXPECT_THAT(LastLaunch(), HasSubstr("grid=8192 block=256")) << "a staged row a block, capped";
+}
+
+TEST_F(CudaDriver, ThreadsRunAndLaunchShapesOfOneFamilyAtOnce) {
+  // Four threads, each its own shape of one family (one module, one pool
+  // of status words) and its own stream: runs, launches and finishes
+  // interleave; every one succeeds (TSan checks the sharing).
+  ::setenv("GATHERJIT_FAKE_CUDA", "ok", 1);
+  ::unsetenv("GATHERJIT_FAKE_CUDA_LOG");
+  RuntimeOptions Options;
+  Options.Device = "cuda";
+  Options.Specialization = Specialize::Never;
+  Expected<std::unique_ptr<Runtime>> RT = Runtime::create(Options);
+  ASSERT_TRUE(RT.isOk()) << RT.status().message();
+  std::vector<Kernel> Kernels;
+  for (uint64_t Rows : {3, 5, 7, 9}) {
+    TensorDesc Data, Ids;
+    Data.Type = DataType::Float32;
+    Data.Sizes = {Rows, 4};
+    Ids.Type = DataType::Int64;
+    Ids.Sizes = {Rows, 4};
+    Expected<Kernel> K =
+        (*RT)->compile(*validateOnnx({OpKind::GatherElements, Data, Ids, 1}, OobPolicy::Check));
+    ASSERT_TRUE(K.isOk()) << K.status().message();
+    ASSERT_EQ(K->tier(), KernelTier::Family);
+    Kernels.push_back(K.take());
+  }
+  std::atomic<int> Failures{0};
+  std::vector<std::thread> Threads;
+  for (size_t T = 0; T < Kernels.size(); ++T)
+    Threads.emplace_back([&, T] {
+      float In[36] = {}, Out[36] = {};
+      int64_t Idx[36] = {};
+      int Stream = 0;
+      for (int I = 0; I < 50; ++I) {
+        Failures += !Kernels[T].run(In, Idx, Out).isOk();
+        Failures += !Kernels[T].launchOnStream(In, Idx, Out, &Stream).isOk();
+        if (I % 5 == 4)
+          Failures += !Kernels[T].finishStream(&Stream).isOk();
+      }
+    });
+  for (std::thread &T : Threads)
+    T.join();
+  EXPECT_EQ(Failures.load(), 0);
 }
 
 TEST_F(CudaDriver, TheCApisDeviceRuntime) {
