@@ -49,13 +49,17 @@ enum class Specialize {
   /// runs, or enough bytes written; runtime/TierPlan.h). Handles switch to
   /// it by themselves. A
   /// kernel so large that specializing pays for itself within one call,
-  /// and a kernel with an epilogue, are specialized at compile().
+  /// and a kernel with an epilogue, are specialized at compile(). On a
+  /// device (RuntimeOptions::Device), which has no generic loop, a new
+  /// shape runs its family's kernel, compiled by the family's first shape
+  /// on the calling thread, and is specialized in the background once it
+  /// has written 1 MiB a call a few times, or run 4096 times.
   Adaptive,
   /// compile() specializes every kernel before it returns: warm-ups,
   /// benchmarks, ahead-of-time-like use.
   AtCompile,
   /// Only the generic loop: no LLVM after compile() (a kernel with an
-  /// epilogue is still compiled).
+  /// epilogue is still compiled). On a device, only family kernels.
   Never,
 };
 const char *specializeName(Specialize Mode); // "adaptive", "compile", "never"

@@ -108,7 +108,8 @@ typedef enum gj_specialize {
                                  shapes are specialized on a background
                                  thread, very large ones by gj_compile */
   GJ_SPECIALIZE_COMPILE = 1,  /* gj_compile specializes before it returns */
-  GJ_SPECIALIZE_NEVER = 2     /* the generic loop only (epilogues compile) */
+  GJ_SPECIALIZE_NEVER = 2     /* the generic loop only (epilogues compile;
+                                 on a device, family kernels only) */
 } gj_specialize;
 
 /* The tier of the code a kernel runs now. */
