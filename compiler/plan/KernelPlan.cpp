@@ -81,7 +81,10 @@ constexpr unsigned GpuWideBytes = 16;
 /// leaves room for 7 such blocks on an SM of 228 KiB), where their reads
 /// would touch at least as many bytes of 32-byte sectors as the row has.
 /// On an H100: GE1's rows (16 KiB) 127 -> 112 us, GE4's (8 KiB) 92 -> 80
-/// us, G2's 12.8 -> 11.0 us. Staging tiles of 16 columns of every axis
+/// us, G2's 12.8 -> 11.0 us. Threads that loaded 2, 4 or 8 of a staged
+/// row's indices before gathering any of them ran GE1 in 101.2, 100.4 and
+/// 110.6 us against 100.1 us one at a time (GE4: 63.6, 62.5 and 74.2
+/// against 62.0). Staging tiles of 16 columns of every axis
 /// position instead (GE3: 512 rows x 64 bytes) made GE3 slower, 85 -> 91.5
 /// us: its element reads hit L2 already.
 constexpr uint64_t GpuMaxStagedRowBytes = 32 << 10;
