@@ -208,15 +208,27 @@ def _dlpack_operand(x, name):
                     ("strides", ctypes.POINTER(ctypes.c_int64)),
                     ("byte_offset", ctypes.c_uint64)]
 
-    kind, _ = x.__dlpack_device__()
-    if int(kind) != _DL_CUDA:
-        raise _not_on_device(x, name, f" in DLPack device type {int(kind)}")
+    try:
+        kind, _ = x.__dlpack_device__()
+        kind = int(kind)
+    except Exception as e:
+        raise TypeError(f"{name}.__dlpack_device__() did not give (device type, device id): "
+                        f"{e}") from e
+    if kind != _DL_CUDA:
+        raise _not_on_device(x, name, f" in DLPack device type {kind}")
     # Stream 1, the legacy default stream, where the launch goes: the
     # producer orders its own work before it.
-    capsule = x.__dlpack__(stream=1)
-    get = ctypes.pythonapi.PyCapsule_GetPointer
-    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
-    t = Tensor.from_address(get(capsule, b"dltensor"))
+    try:
+        capsule = x.__dlpack__(stream=1)
+        get = ctypes.pythonapi.PyCapsule_GetPointer
+        get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+        t = Tensor.from_address(get(capsule, b"dltensor"))
+    except Exception as e:
+        raise TypeError(f"{name}.__dlpack__(stream=1) did not give an unused DLPack capsule "
+                        f"(a PyCapsule named 'dltensor'): {e}") from e
+    if not 0 <= t.ndim <= 8 or (t.ndim and not t.shape):
+        raise ValueError(f"{name}'s DLPack tensor has {t.ndim} dimensions"
+                         f"{'' if t.shape else ' and no shape'}; gatherjit takes 0 to 8")
     letter = _DL_KINDS.get(t.dtype.code)
     if letter is None or t.dtype.lanes != 1 or t.dtype.bits % 8:
         raise TypeError(f"{name}'s DLPack type (code {t.dtype.code}, {t.dtype.bits} bits, "
@@ -242,9 +254,14 @@ def _device_operand(x, name):
         return _dlpack_operand(x, name)
     if iface is None:
         raise _not_on_device(x, name, "")
-    dtype = _np.dtype(iface["typestr"])
-    shape = tuple(int(s) for s in iface["shape"])
-    strides = iface.get("strides")
+    try:
+        dtype = _np.dtype(iface["typestr"])
+        shape = tuple(int(s) for s in iface["shape"])
+        data = int(iface["data"][0])
+        strides = iface.get("strides")
+    except Exception as e:
+        raise TypeError(f"{name}.__cuda_array_interface__ is not a CUDA array interface "
+                        f"(typestr, shape, data, strides): {e!r}") from e
     if strides is None:
         elems = [1] * len(shape)
         for d in range(len(shape) - 2, -1, -1):
@@ -253,7 +270,7 @@ def _device_operand(x, name):
         if any(st % dtype.itemsize for st in strides):
             raise ValueError(f"{name}'s strides {tuple(strides)} are not whole elements")
         elems = [st // dtype.itemsize for st in strides]
-    return (shape, dtype, elems), int(iface["data"][0]), iface.get("stream"), None
+    return (shape, dtype, elems), data, iface.get("stream"), None
 
 
 def _gather_on_device(op, data, indices, axis, out, mode, epilogue, device):

@@ -141,3 +141,45 @@ def test_host_arrays_and_bad_devices_are_refused(gj):
     with pytest.raises(ValueError, match="out has shape"):
         gj.take(DeviceArray(data), DeviceArray(idx), 0,
                 out=DeviceArray(np.zeros(3, np.float32)), device="cuda")
+
+
+class Hostile:
+    """Protocol objects that break their protocols."""
+
+    def __init__(self, device=(2, 0), capsule=None, iface=None):
+        self.device, self.capsule = device, capsule
+        if iface is not None:
+            self.__cuda_array_interface__ = iface
+
+    def __dlpack_device__(self):
+        return self.device
+
+    def __dlpack__(self, stream=None):
+        if isinstance(self.capsule, Exception):
+            raise self.capsule
+        return self.capsule
+
+
+def test_broken_protocol_objects_are_errors_that_name_the_argument(gj):
+    good = DeviceArray(np.arange(4, dtype=np.float32))
+    out = DeviceArray(np.zeros(2, np.float32))
+    cases = [
+        (Hostile(device="junk"), r"indices\.__dlpack_device__\(\) did not give"),
+        (Hostile(device=(2, 0), capsule=42), r"indices\.__dlpack__\(stream=1\) did not give"),
+        (Hostile(capsule=TypeError("no stream argument")), r"indices\.__dlpack__.*no stream"),
+    ]
+    for bad, message in cases:
+        with pytest.raises(TypeError, match=message):
+            gj.take(good, bad, 0, out=out, device="cuda")
+    # A capsule already used ("used_dltensor"), as a consumer leaves it.
+    used = DLPackArray(np.arange(2, dtype=np.int64), 0).__dlpack__()
+    import ctypes
+    rename = ctypes.pythonapi.PyCapsule_SetName
+    rename.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    rename(used, b"used_dltensor")
+    with pytest.raises(TypeError, match=r"indices\.__dlpack__.*'dltensor'"):
+        gj.take(good, Hostile(capsule=used), 0, out=out, device="cuda")
+    # A CUDA array interface without its fields.
+    holey = type("Holey", (), {"__cuda_array_interface__": {"shape": (2,)}})()
+    with pytest.raises(TypeError, match=r"data\.__cuda_array_interface__ is not.*typestr"):
+        gj.take(holey, DeviceArray(np.arange(2)), 0, out=out, device="cuda")
