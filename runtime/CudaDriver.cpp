@@ -250,10 +250,8 @@ public:
     if (!Bound)
       return unbound();
     std::unique_lock<std::mutex> Lock(K->Mutex);
-    if (CUresult R = K->A.CtxSetCurrent(K->Context); R != Success)
-      return fail(R, "cuCtxSetCurrent");
     size_t Slot;
-    if (!K->takeWord(Slot))
+    if (!prepareLaunch(Slot))
       return DeviceFailed;
     uint64_t *Word = K->Words[Slot].Host;
     auto GiveBack = [&](int64_t Result) {
@@ -294,10 +292,8 @@ public:
     if (!Bound)
       return unbound();
     std::lock_guard<std::mutex> Lock(K->Mutex);
-    if (CUresult R = K->A.CtxSetCurrent(K->Context); R != Success)
-      return fail(R, "cuCtxSetCurrent");
     size_t Slot;
-    if (!K->takeWord(Slot))
+    if (!prepareLaunch(Slot))
       return DeviceFailed;
     if (CUresult R = launch(Input, Indices, Output, Slot); R != Success) {
       K->Free.push_back(Slot);
@@ -350,6 +346,16 @@ private:
   int64_t fail(CUresult R, const char *What) const {
     LastError = failed(K->A, R, What).message();
     return DeviceFailed;
+  }
+  /// With K->Mutex held: the module's context current on this thread and
+  /// a status word taken into \p Slot; false, with the driver's error,
+  /// otherwise.
+  bool prepareLaunch(size_t &Slot) const {
+    if (CUresult R = K->A.CtxSetCurrent(K->Context); R != Success) {
+      fail(R, "cuCtxSetCurrent");
+      return false;
+    }
+    return K->takeWord(Slot);
   }
   int64_t unbound() const {
     LastError = "a family kernel runs bound to one of its shapes";
