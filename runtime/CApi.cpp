@@ -156,6 +156,18 @@ const char *missingBuffer(const Kernel &K, const void *Input, const void *Indice
   return nullptr;
 }
 
+/// The C API's call \p Name of \p Kernel on its three buffers, each
+/// checked first: \p Call(K) runs it.
+template <typename CallT>
+gj_status onBuffers(const char *Name, const gj_kernel *Kernel, const void *Input,
+                    const void *Indices, void *Output, CallT &&Call) {
+  if (!Kernel)
+    return nullArgument(Name, "kernel");
+  if (const char *Missing = missingBuffer(Kernel->K, Input, Indices, Output))
+    return nullArgument(Name, Missing);
+  return guarded([&] { return record(Call(Kernel->K)); });
+}
+
 /// The ONNX builders: \p Data and \p Indices converted, the node
 /// described, \p Out filled.
 gj_status buildOnnx(const char *Function, OpKind Op, const gj_tensor_desc *Data,
@@ -413,29 +425,20 @@ gj_status gj_compile_epilogue(gj_runtime *Runtime, const gj_descriptor *Desc, co
 
 gj_status gj_kernel_run(const gj_kernel *Kernel, const void *Input, const void *Indices,
                         void *Output) {
-  if (!Kernel)
-    return nullArgument("gj_kernel_run", "kernel");
-  if (const char *Missing = missingBuffer(Kernel->K, Input, Indices, Output))
-    return nullArgument("gj_kernel_run", Missing);
-  return guarded([&] { return record(Kernel->K.run(Input, Indices, Output)); });
+  return onBuffers("gj_kernel_run", Kernel, Input, Indices, Output,
+                   [&](const auto &K) { return K.run(Input, Indices, Output); });
 }
 
 gj_status gj_kernel_run_stream(const gj_kernel *Kernel, const void *Input, const void *Indices,
                                void *Output, void *Stream) {
-  if (!Kernel)
-    return nullArgument("gj_kernel_run_stream", "kernel");
-  if (const char *Missing = missingBuffer(Kernel->K, Input, Indices, Output))
-    return nullArgument("gj_kernel_run_stream", Missing);
-  return guarded([&] { return record(Kernel->K.runOnStream(Input, Indices, Output, Stream)); });
+  return onBuffers("gj_kernel_run_stream", Kernel, Input, Indices, Output,
+                   [&](const auto &K) { return K.runOnStream(Input, Indices, Output, Stream); });
 }
 
 gj_status gj_kernel_launch_stream(const gj_kernel *Kernel, const void *Input, const void *Indices,
                                   void *Output, void *Stream) {
-  if (!Kernel)
-    return nullArgument("gj_kernel_launch_stream", "kernel");
-  if (const char *Missing = missingBuffer(Kernel->K, Input, Indices, Output))
-    return nullArgument("gj_kernel_launch_stream", Missing);
-  return guarded([&] { return record(Kernel->K.launchOnStream(Input, Indices, Output, Stream)); });
+  return onBuffers("gj_kernel_launch_stream", Kernel, Input, Indices, Output,
+                   [&](const auto &K) { return K.launchOnStream(Input, Indices, Output, Stream); });
 }
 
 gj_status gj_kernel_finish_stream(const gj_kernel *Kernel, void *Stream) {
