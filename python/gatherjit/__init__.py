@@ -182,6 +182,14 @@ _DL_CUDA = 2  # DLPack's kDLCUDA
 _DL_KINDS = {0: "i", 1: "u", 2: "f", 4: "V", 5: "c", 6: "b"}
 
 
+def _row_major(shape):
+    """The strides, in elements, of a contiguous row-major array of shape."""
+    elems = [1] * len(shape)
+    for d in range(len(shape) - 2, -1, -1):
+        elems[d] = elems[d + 1] * shape[d + 1]
+    return elems
+
+
 def _not_on_device(x, name, where):
     return TypeError(f"{name} is a {type(x).__name__}{where}, not an array on a CUDA device (an "
                      "object with __cuda_array_interface__ or a DLPack capsule of CUDA memory, "
@@ -235,12 +243,7 @@ def _dlpack_operand(x, name):
                         f"{t.dtype.lanes} lanes) is not one gatherjit gathers")
     dtype = _np.dtype("?" if letter == "b" else f"{letter}{t.dtype.bits // 8}")
     shape = tuple(t.shape[d] for d in range(t.ndim))
-    if t.strides:
-        elems = [t.strides[d] for d in range(t.ndim)]
-    else:
-        elems = [1] * t.ndim
-        for d in range(t.ndim - 2, -1, -1):
-            elems[d] = elems[d + 1] * shape[d + 1]
+    elems = [t.strides[d] for d in range(t.ndim)] if t.strides else _row_major(shape)
     return (shape, dtype, elems), (t.data or 0) + t.byte_offset, None, capsule
 
 
@@ -263,9 +266,7 @@ def _device_operand(x, name):
         raise TypeError(f"{name}.__cuda_array_interface__ is not a CUDA array interface "
                         f"(typestr, shape, data, strides): {e!r}") from e
     if strides is None:
-        elems = [1] * len(shape)
-        for d in range(len(shape) - 2, -1, -1):
-            elems[d] = elems[d + 1] * shape[d + 1]
+        elems = _row_major(shape)
     else:
         if any(st % dtype.itemsize for st in strides):
             raise ValueError(f"{name}'s strides {tuple(strides)} are not whole elements")
