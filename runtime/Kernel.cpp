@@ -11,10 +11,19 @@
 namespace gatherjit {
 namespace {
 
-/// The error for the bad index at \p Position of a device kernel's
-/// \p Indices, which names its value: read from the device.
-template <typename StateT>
-Status deviceIndexError(const StateT &S, const void *Indices, uint64_t Position) {
+/// A kernel's return \p R as a status: 0, a faulted epilogue, a failed
+/// device, or 1 + the position of a bad index in \p Indices, named with
+/// its value (read from the device for a device kernel).
+template <typename StateT> Status resultStatus(const StateT &S, const void *Indices, int64_t R) {
+  if (R == 0)
+    return Status::ok();
+  if (R == EpilogueFaulted)
+    return epilogueFaultError();
+  if (R == DeviceFailed)
+    return Status::unsupported(lastDeviceError());
+  const uint64_t Position = static_cast<uint64_t>(R - 1);
+  if (!S.Device)
+    return indexOutOfRangeError(S.Desc, Indices, Position);
   std::vector<char> Host(S.IndicesBytes);
   if (Status C = S.Device->copyToHost(Host.data(), Indices, Host.size()); !C)
     return C;
@@ -31,16 +40,7 @@ Status runKernel(const StateT *S, const void *Indices, BodyT &&Body) {
   if (!S->Code)
     return Status::ok();
   S->Code->countRun();
-  const int64_t R = Body(*S, S->Code->current());
-  if (R == 0)
-    return Status::ok();
-  if (R == EpilogueFaulted)
-    return epilogueFaultError();
-  if (R == DeviceFailed)
-    return Status::unsupported(lastDeviceError());
-  if (S->Device)
-    return deviceIndexError(*S, Indices, static_cast<uint64_t>(R - 1));
-  return indexOutOfRangeError(S->Desc, Indices, static_cast<uint64_t>(R - 1));
+  return resultStatus(*S, Indices, Body(*S, S->Code->current()));
 }
 
 } // namespace
@@ -167,11 +167,7 @@ Status Kernel::finishStream(void *Stream) const {
   StreamScope Scope(Stream);
   const void *Indices = nullptr;
   const int64_t R = S->Code->finishLaunches(&Indices);
-  if (R == 0)
-    return Status::ok();
-  if (R == DeviceFailed)
-    return Status::unsupported(lastDeviceError());
-  return deviceIndexError(*S, Indices, static_cast<uint64_t>(R - 1));
+  return resultStatus(*S, Indices, R);
 }
 
 } // namespace gatherjit
