@@ -27,6 +27,7 @@
 
 #include "compiler/emit/KernelEmitter.h"
 
+#include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
 namespace gatherjit::emit {
@@ -35,7 +36,8 @@ void KernelEmitter::emitThreads(const std::string &Name, GridEntry Entry) {
   assert(P.ThreadsPerBlock > 0 && "a GPU plan");
   // Index loads and output stores stream past the caches on a device
   // (the plan's choice; the host's grid has no PTX).
-  StreamedPtx = P.StreamedOperands && Entry == GridEntry::Device;
+  OnDevice = Entry == GridEntry::Device;
+  StreamedPtx = P.StreamedOperands && OnDevice;
   // Staged rows need no thread body: the entries loop over rows.
   Function *Body = P.StagedRowBytes ? nullptr : emitThreadBody(Name, ".thread", 1);
   // Block rows in wide pieces, where the buffers allow: the same copy by
@@ -45,6 +47,7 @@ void KernelEmitter::emitThreads(const std::string &Name, GridEntry Entry) {
     const std::optional<KernelSpec> W = widenedBlocks(S, P.WideBytes);
     assert(W && "the plan widens only what widenedBlocks can");
     KernelEmitter Pieces(*W, P, M);
+    Pieces.OnDevice = OnDevice;
     Pieces.StreamedPtx = StreamedPtx;
     Wide = Pieces.emitThreadBody(Name, ".thread.wide", P.WideBytes / S.ElemBytes);
   }
@@ -100,17 +103,31 @@ Function *KernelEmitter::emitThreadBody(const std::string &Name, const char *Suf
     EpiParams = M.getNamedGlobal(Name + ".epilogue.params");
   }
   B.SetInsertPoint(BasicBlock::Create(Ctx, "entry", F));
-  Value *N = elementCount();
+  // Grid positions in 32 bits where the plan allows (its output, and so
+  // a position plus the grid's stride, fits in 32 unsigned bits).
+  assert((!P.Index32 || !S.Family) && "a family's positions are 64-bit");
+  Type *PosTy = P.Index32 ? B.getInt32Ty() : I64;
+  Value *N = P.Index32 ? ConstantInt::get(PosTy, S.elements()) : elementCount();
+  Value *First = B.CreateTrunc(F->getArg(4), PosTy), *Stride = B.CreateTrunc(F->getArg(5), PosTy);
   BasicBlock *Loop = BasicBlock::Create(Ctx, "element", F);
   BasicBlock *Next = BasicBlock::Create(Ctx, "element.next", F);
   BasicBlock *Done = BasicBlock::Create(Ctx, "done", F);
   BasicBlock *Head = B.GetInsertBlock();
-  B.CreateCondBr(B.CreateICmpULT(F->getArg(4), N), Loop, Done);
+  B.CreateCondBr(B.CreateICmpULT(First, N), Loop, Done);
   B.SetInsertPoint(Loop);
-  PHINode *T = B.CreatePHI(I64, 2, "t");
-  T->addIncoming(F->getArg(4), Head);
+  PHINode *T = B.CreatePHI(PosTy, 2, "t");
+  T->addIncoming(First, Head);
+  // On a device a 32-bit position reaches the coordinates through an
+  // opaque copy: the code generator's loop strength reduction would fold
+  // it into a 64-bit induction variable shared with the 64-bit offsets,
+  // and divide in 64 bits again.
+  Value *Pos = T;
+  if (P.Index32 && OnDevice)
+    Pos = B.CreateCall(InlineAsm::get(FunctionType::get(PosTy, {PosTy}, false), "mov.b32 $0, $1;",
+                                      "=r,r", /*hasSideEffects=*/false),
+                       {T});
   // The grid's element T is output element E, in tiles where planned.
-  Value *E = P.TileColumns ? tiledElement(T) : T;
+  Value *E = P.TileColumns ? tiledElement(Pos) : Pos;
   const Offsets O = offsetsAt(E);
   SmallVector<Value *, MaxRank> Tuple = loadTuple(O.Idx, nullptr);
   if (S.Policy == OobPolicy::Check) {
@@ -118,14 +135,15 @@ Function *KernelEmitter::emitThreadBody(const std::string &Name, const char *Suf
     // smallest key over the grid is the bad index a CPU kernel, walking
     // the output in order, finds first.
     emitIfBad(Tuple, [&](unsigned C) {
-      foldBadKey(Status, B.CreateAdd(B.CreateMul(E, c(S.TupleSize * KeyScale)), c(C)));
+      foldBadKey(Status,
+                 B.CreateAdd(B.CreateMul(B.CreateZExt(E, I64), c(S.TupleSize * KeyScale)), c(C)));
       B.CreateBr(Next);
     });
   }
   copyElement(tupleOffset(O.In, Tuple), O.Out);
   B.CreateBr(Next);
   B.SetInsertPoint(Next);
-  Value *After = B.CreateAdd(T, F->getArg(5), "", true, true);
+  Value *After = B.CreateAdd(T, Stride, "", /*HasNUW=*/true, /*HasNSW=*/!P.Index32);
   T->addIncoming(After, Next);
   B.CreateCondBr(B.CreateICmpULT(After, N), Loop, Done);
   B.SetInsertPoint(Done);
@@ -152,6 +170,8 @@ Value *KernelEmitter::tiledElement(Value *T) {
   // The last two dimensions, R rows of C columns, in tiles of W columns:
   // T = ((outer * C / W + tile) * R + row) * W + column within the tile.
   const uint64_t W = P.TileColumns, C = S.Sizes[S.Rank - 1], R = S.Sizes[S.Rank - 2];
+  // In T's width (32 bits where the plan narrows positions).
+  auto c = [&](uint64_t V) { return ConstantInt::get(T->getType(), V); };
   Value *Outer = B.CreateUDiv(T, c(R * C));
   Value *InBlock = B.CreateURem(T, c(R * C));
   Value *Tile = B.CreateUDiv(InBlock, c(R * W));
@@ -166,15 +186,19 @@ void KernelEmitter::foldBadKey(Value *Status, Value *Key) {
 }
 
 KernelEmitter::Offsets KernelEmitter::offsetsAt(Value *E) {
-  // Output coordinates, the last dimension fastest, each folded into the
-  // four offsets as it is found.
+  // Output coordinates, the last dimension fastest, found in E's width (a
+  // 32-bit E is a specialized kernel's, its sizes constants) and each
+  // folded into the four 64-bit offsets as it is found.
   Offsets O{c(0), c(0), c(0), c(0)};
+  auto Size = [&](unsigned D) {
+    return E->getType() == I64 ? sizeAt(D) : ConstantInt::get(E->getType(), S.Sizes[D]);
+  };
   Value *Rest = E;
   for (unsigned D = S.Rank; D-- > 0;) {
-    Value *Coord = D == 0 ? Rest : B.CreateURem(Rest, sizeAt(D));
+    Value *Coord = D == 0 ? Rest : B.CreateURem(Rest, Size(D));
     if (D > 0)
-      Rest = B.CreateUDiv(Rest, sizeAt(D));
-    O = advance(O, Coord, D);
+      Rest = B.CreateUDiv(Rest, Size(D));
+    O = advance(O, B.CreateZExt(Coord, I64), D);
   }
   return O;
 }

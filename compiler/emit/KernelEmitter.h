@@ -291,6 +291,9 @@ private:
   /// evict-first hint (streamedLoad, storeElement); the host's simulation
   /// of its grid has none.
   bool StreamedPtx = false;
+  /// The thread body is a device kernel's (emitThreads), not the host's
+  /// simulation of its grid.
+  bool OnDevice = false;
 };
 
 } // namespace gatherjit::emit

@@ -128,6 +128,11 @@ struct KernelPlan {
   /// the next (element i of the grid is the output element tiledElement
   /// names); the output's order is unchanged for Check's first bad index.
   uint64_t TileColumns = 0;
+  /// A GPU kernel's threads count their grid positions and find their
+  /// output coordinates in 32-bit arithmetic (the output has fewer than
+  /// 2^31 elements; offsets stay 64-bit): a constant division is then one
+  /// mul.hi.u32, where 64 bits take a dozen instructions.
+  bool Index32 = false;
   /// A GPU kernel's index loads and output stores are marked evict-first
   /// (read and written once), leaving the caches to the input.
   bool StreamedOperands = false;

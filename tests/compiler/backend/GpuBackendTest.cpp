@@ -291,7 +291,7 @@ TEST_F(GpuBackend, TilesOfColumnsKeepTheOutputsOrder) {
 TEST_F(GpuBackend, AGridSmallerThanTheOutputStrides) {
   // A hand-made plan: 1 block of 3 threads, so that each thread takes
   // many elements; every other Check case with a bad index past its first
-  // elements.
+  // elements; half the cases' positions in 32 bits, half in 64.
   CaseGenerator Cases(7);
   unsigned LateErrors = 0;
   for (int I = 0; I < 120; ++I) {
@@ -308,6 +308,10 @@ TEST_F(GpuBackend, AGridSmallerThanTheOutputStrides) {
     KernelPlan P = planKernel(Spec, gpuFacts());
     P.Blocks = 1;
     P.ThreadsPerBlock = 3;
+    // Every other case counts its positions in 64 bits (a family's way),
+    // though its output would allow 32.
+    ASSERT_EQ(P.Index32, P.StagedRowBytes == 0);
+    P.Index32 = P.Index32 && I % 4 < 2;
     llvm::LLVMContext Ctx;
     llvm::Module M("m", Ctx);
     emitThreadKernelInto(Spec, P, "s", GridEntry::SimulatedOnHost, M);

@@ -134,6 +134,28 @@ KernelSpec rows(uint64_t Rows, uint64_t Cols, unsigned ElemBytes = 4) {
   return S;
 }
 
+TEST(KernelPlan, GpuPositionsIn32BitsBelow2To31Elements) {
+  TargetFacts Gpu;
+  Gpu.Gpu = true;
+  // GatherElements on axis 0 of [Rows, 32] (no staged rows: the threads
+  // count positions).
+  auto Columns = [](uint64_t Rows) {
+    KernelSpec S = rows(Rows, 32);
+    S.InStride = {0, 1};
+    S.AxisStride[0] = 32;
+    S.AxisSize[0] = 1000;
+    return S;
+  };
+  const KernelPlan Under = planKernel(Columns((uint64_t(1) << 26) - 1), Gpu);
+  EXPECT_TRUE(Under.Index32);
+  EXPECT_NE(Under.describe().find(",index32)"), std::string::npos) << Under.describe();
+  EXPECT_FALSE(planKernel(Columns(uint64_t(1) << 26), Gpu).Index32); // 2^31 elements.
+  EXPECT_FALSE(planKernel(Columns(100)).Index32);                    // Not a GPU.
+  KernelSpec Family = Columns(100);
+  Family.Family = true;
+  EXPECT_FALSE(planKernel(Family, Gpu).Index32);
+}
+
 TEST(KernelPlan, StreamingThresholds) {
   // 4 MiB of INT64 indices in rows of at least 256.
   EXPECT_TRUE(planKernel(rows(2048, 256)).StreamIndices);   // 4 MiB
