@@ -317,18 +317,17 @@ def _gather(op, data, indices, axis, out, mode, epilogue, broadcast=True, device
         # native layer, whose layout table finds the kernel (the common
         # call, where the steps of _run_gather cost as much as a small
         # kernel's run).
-        if (type(data) is _ndarray and type(indices) is _ndarray and type(axis) is int
-                and epilogue is None and (out is None or type(out) is _ndarray)):
-            got = _native.gather_arrays(op, data, indices, axis, out, mode, None, broadcast)
-            return got if out is None else out
-        # PyTorch CPU tensors likewise, their layouts read from the tensors
-        # (None: a call the general path serves).
-        if (type(data) is _Tensor and type(indices) is _Tensor and type(axis) is int
-                and epilogue is None and (out is None or type(out) is _Tensor)
-                and mode != "wrap"):
-            got = _native.gather_tensors(op, data, indices, axis, out, mode, broadcast)
-            if got is not None:
-                return got
+        kind = type(data)
+        if type(axis) is int and epilogue is None and type(indices) is kind:
+            if kind is _ndarray and (out is None or type(out) is _ndarray):
+                got = _native.gather_arrays(op, data, indices, axis, out, mode, None, broadcast)
+                return got if out is None else out
+            # PyTorch CPU tensors likewise, their layouts read from the
+            # tensors (None: a call the general path serves).
+            if kind is _Tensor and (out is None or type(out) is _Tensor) and mode != "wrap":
+                got = _native.gather_tensors(op, data, indices, axis, out, mode, broadcast)
+                if got is not None:
+                    return got
         return _run_gather(op, data, indices, axis, out, mode, epilogue, broadcast)
     except IndexError as e:
         if getattr(e, "position", None) is None:

@@ -59,7 +59,10 @@ void rememberCall(std::string Key, const std::shared_ptr<PyKernel> &K) {
 /// torch fast path, whose layouts are spelled differently).
 std::string callKey(char Source, const std::string &Op, const std::string &Mode, bool Broadcast,
                     int64_t Axis) {
-  std::string Key = Source + Op + '\0' + Mode + '\0' + (Broadcast ? 'b' : 'o');
+  std::string Key;
+  Key.reserve(256); // Room for most calls' layouts, appended next, without growing.
+  Key.append(1, Source).append(Op).append(1, '\0').append(Mode).append(1, '\0');
+  Key.push_back(Broadcast ? 'b' : 'o');
   putInt(Key, Axis);
   return Key;
 }
@@ -177,19 +180,37 @@ std::shared_ptr<PyKernel> kernelForArrays(const std::string &Op, py::array &Data
 /// false for a tensor the fast path does not take (on another device, or an
 /// output that requires grad, which the general path refuses).
 bool tensorLayout(py::handle T, bool IsOut, std::string &Key, uintptr_t &Pointer) {
-  static const auto *Names =
-      new std::array<py::str, 6>{py::str("is_cpu"), py::str("requires_grad"), py::str("data_ptr"),
-                                 py::str("shape"),  py::str("stride"),        py::str("dtype")};
-  const auto &[IsCpu, RequiresGrad, DataPtr, Shape, Stride, Dtype] = *Names;
-  // Through Python's C API: this runs on every call, and pybind11's
-  // accessors (a bound method made per call, a cast per value) cost a
-  // tenth of a microsecond each.
-  auto Get = [&](const py::str &Name) {
-    return py::reinterpret_steal<py::object>(PyObject_GetAttr(T.ptr(), Name.ptr()));
+  // torch.Tensor's own descriptors of what a call reads, found once and
+  // called directly: T is exactly a torch.Tensor (no subclass overrides
+  // them), and this runs on every call, where an attribute lookup per read
+  // (and pybind11's accessors more so) cost as much as a small run.
+  struct Descriptors {
+    PyObject *IsCpu, *RequiresGrad, *DataPtr, *Shape, *Stride, *Dtype;
   };
-  auto Call = [&](const py::str &Name) {
-    return py::reinterpret_steal<py::object>(PyObject_CallMethodNoArgs(T.ptr(), Name.ptr()));
+  static const Descriptors *Attrs = []() -> const Descriptors * {
+    py::object Tensor = py::module_::import("torch").attr("Tensor");
+    bool Usable = true;
+    auto Find = [&](const char *Name, bool Method) {
+      PyObject *P = py::object(Tensor.attr(Name)).release().ptr();
+      Usable &= Method ? PyCallable_Check(P) != 0 : Py_TYPE(P)->tp_descr_get != nullptr;
+      return P;
+    };
+    auto *Found =
+        new Descriptors{Find("is_cpu", false), Find("requires_grad", false), Find("data_ptr", true),
+                        Find("shape", false),  Find("stride", true),         Find("dtype", false)};
+    return Usable ? Found : nullptr; // A PyTorch of other ways: the general path.
+  }();
+  if (!Attrs)
+    return false;
+  auto Get = [&](PyObject *Descr) {
+    return py::reinterpret_steal<py::object>(Py_TYPE(Descr)->tp_descr_get(
+        Descr, T.ptr(), reinterpret_cast<PyObject *>(Py_TYPE(T.ptr()))));
   };
+  auto Call = [&](PyObject *Descr) {
+    PyObject *Self = T.ptr();
+    return py::reinterpret_steal<py::object>(PyObject_Vectorcall(Descr, &Self, 1, nullptr));
+  };
+  const auto &[IsCpu, RequiresGrad, DataPtr, Shape, Stride, Dtype] = *Attrs;
   if (Get(IsCpu).ptr() != Py_True || (IsOut && Get(RequiresGrad).ptr() == Py_True))
     return false;
   const py::object Data = Call(DataPtr), Sizes = Get(Shape), Steps = Call(Stride);
@@ -312,6 +333,21 @@ py::object gatherTensors(const std::string &Op, py::handle DataObj, py::handle I
     K->runInto(reinterpret_cast<const void *>(In), reinterpret_cast<const void *>(Idx),
                reinterpret_cast<void *>(Dst));
     return py::reinterpret_borrow<py::object>(OutObj);
+  }
+  // The result made as a DLPack capsule that PyTorch adopts (a third
+  // cheaper than a numpy array through from_numpy), where its dtype allows.
+  void *Memory = nullptr;
+  if (std::optional<py::capsule> Capsule = newDlpackResult(K->OutType, K->OutShape, Memory)) {
+    K->runInto(reinterpret_cast<const void *>(In), reinterpret_cast<const void *>(Idx), Memory);
+    static py::object *FromDlpack = [] {
+      py::module_ Torch = py::module_::import("torch");
+      // torch.from_dlpack's own step for a capsule, without its checks for
+      // an object that has __dlpack__.
+      py::object C = Torch.attr("_C");
+      return new py::object(py::hasattr(C, "_from_dlpack") ? C.attr("_from_dlpack")
+                                                           : Torch.attr("from_dlpack"));
+    }();
+    return (*FromDlpack)(*Capsule);
   }
   py::array Result = K->newOutput();
   K->runInto(reinterpret_cast<const void *>(In), reinterpret_cast<const void *>(Idx),

@@ -82,6 +82,12 @@ constexpr size_t DefaultOutputPoolBytes = size_t(128) << 20;
 /// process's pool of buffers earlier results gave back when they died
 /// (its bytes are not set; a dtype holding references never comes from it).
 py::array newArray(const py::dtype &Type, const std::vector<py::ssize_t> &Shape);
+/// A new C-ordered result as a DLPack capsule ("dltensor") of CPU memory
+/// (a large one's from the same pool), its buffer's address in \p Data;
+/// nullopt for a dtype a DLPack consumer may not take as numpy has it
+/// (only floats, complex, signed integers and uint8 are made).
+std::optional<py::capsule> newDlpackResult(const py::dtype &Type,
+                                           const std::vector<py::ssize_t> &Shape, void *&Data);
 /// Keeps at most \p Bytes of idle buffers from now on (0: none); returns
 /// the capacity it replaces.
 size_t setOutputPoolBytes(size_t Bytes);

@@ -207,3 +207,36 @@ def test_a_large_tensor_result_keeps_its_buffer_while_it_lives():
         assert other.data_ptr() != kept.data_ptr()
         del other
     assert torch.equal(kept, table[ids])
+
+
+def test_tensor_results_own_their_memory_and_give_large_buffers_back():
+    # A result tensor is made over memory of its own (small) or from the
+    # pool (1 MiB or more), which it gives back when it dies: the next
+    # result of that size takes the same buffer, with every byte written
+    # anew.
+    table = torch.arange(2048 * 256, dtype=torch.float32).reshape(2048, 256)
+    gen = torch.Generator().manual_seed(3)
+    ids = [torch.randint(0, 2048, (1024,), generator=gen) for _ in range(3)]
+    old = gj.set_output_pool(64 << 20)
+    try:
+        first = gj.take(table, ids[0], 0)  # 1 MiB
+        where = first.data_ptr()
+        assert first.is_contiguous() and where % 4096 == 0
+        idle = gj.stats()["output_pool_bytes"]
+        del first
+        assert gj.stats()["output_pool_bytes"] == idle + (1 << 20)
+        second = gj.take(table, ids[1], 0)
+        assert second.data_ptr() == where
+        assert torch.equal(second, table[ids[1]])
+        second[0, 0] = -1.0  # writable, as from_numpy's tensors are
+        assert second[0, 0].item() == -1.0
+        small = gj.take_along_axis(table[:3], torch.tensor([[2, 1]] * 3), 1)
+        assert small.tolist() == [[2.0, 1.0], [258.0, 257.0], [514.0, 513.0]]
+        assert small.data_ptr() % 64 == 0
+        # Every dtype a result is made of keeps its type and values.
+        for dtype in DTYPES:
+            data = random_tensor(gen, [5, 4], dtype)
+            got = gj.take(data, torch.tensor([4, 0, 4]), 0)
+            assert got.dtype == dtype and torch.equal(got, data[[4, 0, 4]])
+    finally:
+        gj.set_output_pool(old)
