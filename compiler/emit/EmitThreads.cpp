@@ -107,7 +107,8 @@ Function *KernelEmitter::emitThreadBody(const std::string &Name, const char *Suf
   // a position plus the grid's stride, fits in 32 unsigned bits).
   assert((!P.Index32 || !S.Family) && "a family's positions are 64-bit");
   Type *PosTy = P.Index32 ? B.getInt32Ty() : I64;
-  Value *N = P.Index32 ? ConstantInt::get(PosTy, S.elements()) : elementCount();
+  Value *N =
+      S.Family ? elementCount() : ConstantInt::get(PosTy, tiledGridElements(S, P.TileColumns));
   Value *First = B.CreateTrunc(F->getArg(4), PosTy), *Stride = B.CreateTrunc(F->getArg(5), PosTy);
   BasicBlock *Loop = BasicBlock::Create(Ctx, "element", F);
   BasicBlock *Next = BasicBlock::Create(Ctx, "element.next", F);
@@ -126,8 +127,18 @@ Function *KernelEmitter::emitThreadBody(const std::string &Name, const char *Suf
     Pos = B.CreateCall(InlineAsm::get(FunctionType::get(PosTy, {PosTy}, false), "mov.b32 $0, $1;",
                                       "=r,r", /*hasSideEffects=*/false),
                        {T});
-  // The grid's element T is output element E, in tiles where planned.
-  Value *E = P.TileColumns ? tiledElement(Pos) : Pos;
+  // The grid's element T is output element E, in tiles where planned (a
+  // position past the row in a last tile of fewer columns has none).
+  Value *E = Pos;
+  if (P.TileColumns) {
+    Value *Within = nullptr;
+    E = tiledElement(Pos, Within);
+    if (Within) {
+      BasicBlock *Element = BasicBlock::Create(Ctx, "in.row", F);
+      B.CreateCondBr(Within, Element, Next);
+      B.SetInsertPoint(Element);
+    }
+  }
   const Offsets O = offsetsAt(E);
   SmallVector<Value *, MaxRank> Tuple = loadTuple(O.Idx, nullptr);
   if (S.Policy == OobPolicy::Check) {
@@ -166,18 +177,21 @@ Value *KernelEmitter::elementCount() {
   return N;
 }
 
-Value *KernelEmitter::tiledElement(Value *T) {
-  // The last two dimensions, R rows of C columns, in tiles of W columns:
-  // T = ((outer * C / W + tile) * R + row) * W + column within the tile.
+Value *KernelEmitter::tiledElement(Value *T, Value *&Within) {
+  // The last two dimensions, R rows of C columns filled to CT, a whole
+  // number of tiles of W columns:
+  // T = ((outer * CT / W + tile) * R + row) * W + column within the tile.
   const uint64_t W = P.TileColumns, C = S.Sizes[S.Rank - 1], R = S.Sizes[S.Rank - 2];
+  const uint64_t CT = (C + W - 1) / W * W;
   // In T's width (32 bits where the plan narrows positions).
   auto c = [&](uint64_t V) { return ConstantInt::get(T->getType(), V); };
-  Value *Outer = B.CreateUDiv(T, c(R * C));
-  Value *InBlock = B.CreateURem(T, c(R * C));
+  Value *Outer = B.CreateUDiv(T, c(R * CT));
+  Value *InBlock = B.CreateURem(T, c(R * CT));
   Value *Tile = B.CreateUDiv(InBlock, c(R * W));
   Value *InTile = B.CreateURem(InBlock, c(R * W));
   Value *Row = B.CreateUDiv(InTile, c(W));
   Value *Column = B.CreateAdd(B.CreateMul(Tile, c(W)), B.CreateURem(InTile, c(W)));
+  Within = CT == C ? nullptr : B.CreateICmpULT(Column, c(C), "in.row");
   return B.CreateAdd(B.CreateMul(Outer, c(R * C)), B.CreateAdd(B.CreateMul(Row, c(C)), Column));
 }
 
@@ -224,9 +238,14 @@ void KernelEmitter::emitDeviceEntry(const std::string &Name, Function *Body, Fun
     F->addParamAttr(A, Attribute::NoAlias);
   F->addParamAttr(0, Attribute::ReadOnly);
   F->addParamAttr(1, Attribute::ReadOnly);
-  M.getOrInsertNamedMetadata("nvvm.annotations")
-      ->addOperand(MDNode::get(Ctx, {ValueAsMetadata::get(F), MDString::get(Ctx, "kernel"),
-                                     ConstantAsMetadata::get(B.getInt32(1))}));
+  // A kernel, launched with at most the plan's threads per block (ptxas
+  // then keeps its registers within what such a block may have).
+  NamedMDNode *Annotations = M.getOrInsertNamedMetadata("nvvm.annotations");
+  Annotations->addOperand(MDNode::get(Ctx, {ValueAsMetadata::get(F), MDString::get(Ctx, "kernel"),
+                                            ConstantAsMetadata::get(B.getInt32(1))}));
+  Annotations->addOperand(
+      MDNode::get(Ctx, {ValueAsMetadata::get(F), MDString::get(Ctx, "maxntidx"),
+                        ConstantAsMetadata::get(B.getInt32(P.ThreadsPerBlock))}));
   B.SetInsertPoint(BasicBlock::Create(Ctx, "entry", F));
   auto Reg = [&](Intrinsic::ID Id) { return B.CreateZExt(B.CreateIntrinsic(Id, {}, {}), I64); };
   Value *Block = Reg(Intrinsic::nvvm_read_ptx_sreg_ctaid_x);

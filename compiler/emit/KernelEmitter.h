@@ -262,8 +262,9 @@ private:
   /// of its sizes.
   Value *elementCount();
   /// The output element (row-major over the spec's sizes) that element
-  /// \p T of a grid taking tiles of P.TileColumns columns writes.
-  Value *tiledElement(Value *T);
+  /// \p T of a grid taking tiles of P.TileColumns columns writes; \p Within
+  /// is whether it has one (null where every tile is whole).
+  Value *tiledElement(Value *T, Value *&Within);
   /// Folds the bad index key \p Key into *\p Status: an atomic minimum,
   /// so the smallest key over the grid, the first bad index in the
   /// output's order, is the one left.

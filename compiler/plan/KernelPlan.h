@@ -126,11 +126,13 @@ struct KernelPlan {
   /// Nonzero where a GPU kernel's threads take the output of its last two
   /// dimensions in tiles of this many columns, all rows of a tile before
   /// the next (element i of the grid is the output element tiledElement
-  /// names); the output's order is unchanged for Check's first bad index.
+  /// names; a last tile of fewer columns is filled with positions that
+  /// have no element, see tiledGridElements); the output's order is
+  /// unchanged for Check's first bad index.
   uint64_t TileColumns = 0;
   /// A GPU kernel's threads count their grid positions and find their
-  /// output coordinates in 32-bit arithmetic (the output has fewer than
-  /// 2^31 elements; offsets stay 64-bit): a constant division is then one
+  /// output coordinates in 32-bit arithmetic (the grid has fewer than
+  /// 2^31 positions; offsets stay 64-bit): a constant division is then one
   /// mul.hi.u32, where 64 bits take a dozen instructions.
   bool Index32 = false;
   /// A GPU kernel's index loads and output stores are marked evict-first
@@ -146,6 +148,17 @@ struct KernelPlan {
 };
 
 KernelPlan planKernel(const KernelSpec &Spec, const TargetFacts &Target = {});
+
+/// The grid positions of a kernel whose threads take \p Spec's output in
+/// tiles of \p TileColumns columns (KernelPlan::TileColumns; 0: none): its
+/// elements, with the last dimension filled to whole tiles.
+inline uint64_t tiledGridElements(const KernelSpec &Spec, uint64_t TileColumns) {
+  if (!TileColumns || Spec.Rank == 0 || Spec.Sizes[Spec.Rank - 1] == 0)
+    return Spec.elements();
+  const uint64_t Columns = Spec.Sizes[Spec.Rank - 1];
+  const uint64_t Filled = (Columns + TileColumns - 1) / TileColumns * TileColumns;
+  return Spec.elements() / Columns * Filled;
+}
 
 /// The blocks of a grid of \p Threads-thread blocks for \p Elements
 /// threads' work (one each), at most \p MaxBlocks: a specialized kernel's

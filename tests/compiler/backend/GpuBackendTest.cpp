@@ -241,15 +241,18 @@ TEST_F(GpuBackend, WidePiecesOfRowsNameTheBadRow) {
 }
 
 TEST_F(GpuBackend, TilesOfColumnsKeepTheOutputsOrder) {
-  // GatherElements on axis 0 of [40, 64] and axis 1 of [3, 40, 96]: their
-  // threads take tiles of 32 columns; two bad indices, of which the later
-  // in the output comes first in the tiles, must name the earlier.
+  // GatherElements on axis 0 of [40, 64] and [40, 77] and axis 1 of
+  // [3, 40, 96] and [3, 40, 50]: their threads take tiles of 32 columns
+  // (the last of 13 and 18 columns in two of them, whose threads past the
+  // row write nothing); two bad indices, of which the later in the output
+  // comes first in the tiles, must name the earlier.
   struct Shape {
     std::vector<uint64_t> Sizes;
     int64_t Axis;
   };
   int N = 0;
-  for (const Shape &Sh : {Shape{{40, 64}, 0}, Shape{{3, 40, 96}, 1}}) {
+  for (const Shape &Sh :
+       {Shape{{40, 64}, 0}, Shape{{40, 77}, 0}, Shape{{3, 40, 96}, 1}, Shape{{3, 40, 50}, 1}}) {
     TensorDesc Data, Ids;
     Data.Type = DataType::Float32;
     Data.Sizes = Sh.Sizes;
@@ -271,10 +274,15 @@ TEST_F(GpuBackend, TilesOfColumnsKeepTheOutputsOrder) {
         std::memcpy(&C.Indices[(30 * Columns + 3) * 8], &Over, 8);
       }
       const size_t OutBytes = C.Indices.size() / 2;
-      std::vector<char> Ref(OutBytes, '\xab'), Dev(OutBytes, '\xab');
+      // The output, then bytes past it that no thread may write.
+      std::vector<char> Ref(OutBytes, '\xab'), Dev(OutBytes + 256, '\xab');
       const Status RS = interpret(C.Desc, C.Input.data(), C.Indices.data(), Ref.data());
       const int64_t R = runSimulated(*Grid, *Jit, Spec, C.Input.data(), C.Indices.data(),
                                      Dev.data(), "t" + std::to_string(N++));
+      ASSERT_EQ(std::vector<char>(Dev.begin() + OutBytes, Dev.end()),
+                std::vector<char>(256, '\xab'))
+          << "a thread wrote past the output";
+      Dev.resize(OutBytes);
       if (!Bad) {
         ASSERT_TRUE(RS.isOk());
         ASSERT_EQ(R, 0);

@@ -156,6 +156,36 @@ TEST(KernelPlan, GpuPositionsIn32BitsBelow2To31Elements) {
   EXPECT_FALSE(planKernel(Family, Gpu).Index32);
 }
 
+TEST(KernelPlan, GpuRowsReadAlongInputRowsInBlocksOf1024AndTiles) {
+  TargetFacts Gpu;
+  Gpu.Gpu = true;
+  // GatherElements on axis 0 of [100, Cols]: threads read along the input
+  // rows their indices pick, in blocks of 1024, taking tiles of 32 columns
+  // (the last one partly filled) where a row has more than one tile.
+  auto Columns = [](uint64_t Cols) {
+    KernelSpec S = rows(100, Cols);
+    S.InStride = {0, 1};
+    S.AxisStride[0] = Cols;
+    S.AxisSize[0] = 300;
+    return S;
+  };
+  for (uint64_t Cols : {64u, 77u, 4001u}) {
+    const KernelPlan P = planKernel(Columns(Cols), Gpu);
+    EXPECT_EQ(P.ThreadsPerBlock, 1024u) << Cols;
+    EXPECT_EQ(P.TileColumns, 32u) << Cols;
+    const uint64_t Filled = (Cols + 31) / 32 * 32;
+    EXPECT_EQ(tiledGridElements(Columns(Cols), P.TileColumns), 100 * Filled);
+    EXPECT_EQ(P.Blocks, gridBlocks(100 * Filled, 1024, 8192)) << Cols;
+  }
+  // One tile's worth of columns: rows, still in blocks of 1024.
+  EXPECT_EQ(planKernel(Columns(32), Gpu).TileColumns, 0u);
+  EXPECT_EQ(planKernel(Columns(32), Gpu).ThreadsPerBlock, 1024u);
+  EXPECT_EQ(tiledGridElements(Columns(77), 0), 7700u);
+  // Along the last axis (each row reads its own input row): 256 threads.
+  EXPECT_EQ(planKernel(rows(100, 5000), Gpu).ThreadsPerBlock, 256u);
+  EXPECT_EQ(planKernel(rows(100, 5000), Gpu).TileColumns, 0u);
+}
+
 TEST(KernelPlan, StreamingThresholds) {
   // 4 MiB of INT64 indices in rows of at least 256.
   EXPECT_TRUE(planKernel(rows(2048, 256)).StreamIndices);   // 4 MiB
