@@ -296,6 +296,57 @@ TEST_F(GpuBackend, TilesOfColumnsKeepTheOutputsOrder) {
   }
 }
 
+TEST_F(GpuBackend, TiledGridsOfRandomShapesMatchTheInterpreter) {
+  // GatherElements on an axis other than the last, rows of 33 to 100
+  // columns (tiles of 32, the last mostly partly filled), ranks 2 to 4,
+  // several element and index types, both policies, some bad indices: the
+  // grid of 1024-thread blocks agrees with the interpreter.
+  std::mt19937_64 Rng(20261126);
+  const DataType Types[] = {DataType::Float32, DataType::UInt8, DataType::Float16, DataType::Int64};
+  unsigned Ragged = 0, Errors = 0;
+  for (int I = 0; I < 40; ++I) {
+    const unsigned Rank = 2 + Rng() % 3;
+    TensorDesc Data, Ids;
+    Data.Type = Types[Rng() % 4];
+    Ids.Type = Rng() % 2 ? DataType::Int64 : DataType::Int32;
+    for (unsigned D = 0; D + 1 < Rank; ++D)
+      Data.Sizes.push_back(2 + Rng() % 6);
+    Data.Sizes.push_back(33 + Rng() % 68);
+    const int64_t Axis = static_cast<int64_t>(Rng() % (Rank - 1));
+    Ids.Sizes = Data.Sizes;
+    Ids.Sizes[Axis] = 2 + Rng() % 7;
+    const OobPolicy Policy = Rng() % 2 ? OobPolicy::Check : OobPolicy::Clamp;
+    Expected<ValidDesc> V = validateOnnx({OpKind::GatherElements, Data, Ids, Axis}, Policy);
+    ASSERT_TRUE(V.isOk()) << V.status().message();
+    const KernelSpec Spec = canonicalize(*V);
+    const KernelPlan Plan = planKernel(Spec, gpuFacts());
+    SCOPED_TRACE(Spec.describe() + " " + Plan.describe());
+    ASSERT_EQ(Plan.TileColumns, 32u);
+    ASSERT_EQ(Plan.ThreadsPerBlock, 1024u);
+    Ragged += Data.Sizes.back() % 32 != 0;
+    const uint64_t Axis0 = Data.Sizes[Axis];
+    RandomCase C = caseOf(*V, Axis0, Rng(), I % 3 == 0 ? 0.001 : 0.0);
+    const size_t OutBytes = requiredElements(C.Desc.Output) * C.Desc.Output.elementBytes();
+    std::vector<char> Ref(OutBytes, '\xab'), Dev(OutBytes + 256, '\xab');
+    const Status RS = interpret(C.Desc, C.Input.data(), C.Indices.data(), Ref.data());
+    const int64_t R = runSimulated(*Grid, *Jit, Spec, C.Input.data(), C.Indices.data(), Dev.data(),
+                                   "r" + std::to_string(I));
+    ASSERT_EQ(std::vector<char>(Dev.begin() + OutBytes, Dev.end()), std::vector<char>(256, '\xab'))
+        << "a thread wrote past the output";
+    Dev.resize(OutBytes);
+    if (RS) {
+      ASSERT_EQ(R, 0);
+      ASSERT_EQ(Ref, Dev) << "outputs differ";
+    } else {
+      ASSERT_GT(R, 0);
+      ASSERT_EQ(static_cast<uint64_t>(R - 1), *RS.position());
+      ++Errors;
+    }
+  }
+  EXPECT_GT(Ragged, 30u);
+  EXPECT_GT(Errors, 3u) << "too few configurations with a bad index under Check";
+}
+
 TEST_F(GpuBackend, AGridSmallerThanTheOutputStrides) {
   // A hand-made plan: 1 block of 3 threads, so that each thread takes
   // many elements; every other Check case with a bad index past its first
