@@ -79,6 +79,35 @@ int64_t runSimulated(Backend &Grid, JitEngine &Jit, const KernelSpec &Spec, cons
   return (*Code)->runRows(Input, Indices, Out, 0, 1);
 }
 
+/// A kernel's result \p R and output \p Dev are the interpreter's: its
+/// status \p RS (0, or 1 + the position of the first bad index it names)
+/// and its output \p Ref.
+void expectInterpreters(const Status &RS, const std::vector<char> &Ref, int64_t R,
+                        const std::vector<char> &Dev) {
+  if (RS) {
+    EXPECT_EQ(R, 0);
+    EXPECT_EQ(Ref, Dev) << "outputs differ";
+  } else {
+    EXPECT_GT(R, 0);
+    EXPECT_EQ(static_cast<uint64_t>(R - 1), *RS.position());
+  }
+}
+
+/// Runs \p Spec's simulated grid on \p C's operands into \p Dev, \p OutBytes
+/// of output, checking the bytes after them, which no thread may write.
+int64_t runSimulatedGuarded(Backend &Grid, JitEngine &Jit, const KernelSpec &Spec,
+                            const RandomCase &C, size_t OutBytes, std::vector<char> &Dev,
+                            const std::string &Name) {
+  constexpr size_t Guard = 256;
+  Dev.assign(OutBytes + Guard, '\xab');
+  const int64_t R =
+      runSimulated(Grid, Jit, Spec, C.Input.data(), C.Indices.data(), Dev.data(), Name);
+  EXPECT_EQ(std::vector<char>(Dev.begin() + OutBytes, Dev.end()), std::vector<char>(Guard, '\xab'))
+      << "a thread wrote past the output";
+  Dev.resize(OutBytes);
+  return R;
+}
+
 TEST_F(GpuBackend, SimulatedGridMatchesTheInterpreter) {
   ASSERT_TRUE(Grid->facts().Gpu);
   CaseGenerator Cases(20261125);
@@ -108,13 +137,9 @@ TEST_F(GpuBackend, SimulatedGridMatchesTheInterpreter) {
       std::fill(OutAt, OutAt + OutBytes, '\xab');
       const int64_t R = runSimulated(*Grid, *Jit, Spec, InAt, C.Indices.data(), OutAt,
                                      "g" + std::to_string(I) + "_" + std::to_string(Skew));
-      if (RS) {
-        ASSERT_EQ(R, 0);
-        ASSERT_EQ(Ref, std::vector<char>(OutAt, OutAt + OutBytes)) << "outputs differ";
-      } else {
-        ASSERT_GT(R, 0);
-        ASSERT_EQ(static_cast<uint64_t>(R - 1), *RS.position());
-      }
+      expectInterpreters(RS, Ref, R, std::vector<char>(OutAt, OutAt + OutBytes));
+      if (HasFailure())
+        return;
     }
     Errors += !RS;
   }
@@ -201,14 +226,10 @@ TEST_F(GpuBackend, SimulatedFamilyGridsMatchTheInterpreter) {
     const Status RS = interpret(C.Desc, C.Input.data(), C.Indices.data(), Ref.data());
     const int64_t R =
         FamilyCode(Code, Spec).runRows(C.Input.data(), C.Indices.data(), Dev.data(), 0, 1);
-    if (RS) {
-      ASSERT_EQ(R, 0);
-      ASSERT_EQ(Ref, Dev) << "outputs differ";
-    } else {
-      ASSERT_GT(R, 0);
-      ASSERT_EQ(static_cast<uint64_t>(R - 1), *RS.position());
-      ++Errors;
-    }
+    expectInterpreters(RS, Ref, R, Dev);
+    if (HasFailure())
+      return;
+    Errors += !RS;
   }
   EXPECT_GT(Errors, 10u) << "too few configurations exercise Check";
   EXPECT_GE(Shared, 6u) << "too few shapes ran a family kernel compiled for another shape";
@@ -274,15 +295,10 @@ TEST_F(GpuBackend, TilesOfColumnsKeepTheOutputsOrder) {
         std::memcpy(&C.Indices[(30 * Columns + 3) * 8], &Over, 8);
       }
       const size_t OutBytes = C.Indices.size() / 2;
-      // The output, then bytes past it that no thread may write.
-      std::vector<char> Ref(OutBytes, '\xab'), Dev(OutBytes + 256, '\xab');
+      std::vector<char> Ref(OutBytes, '\xab'), Dev;
       const Status RS = interpret(C.Desc, C.Input.data(), C.Indices.data(), Ref.data());
-      const int64_t R = runSimulated(*Grid, *Jit, Spec, C.Input.data(), C.Indices.data(),
-                                     Dev.data(), "t" + std::to_string(N++));
-      ASSERT_EQ(std::vector<char>(Dev.begin() + OutBytes, Dev.end()),
-                std::vector<char>(256, '\xab'))
-          << "a thread wrote past the output";
-      Dev.resize(OutBytes);
+      const int64_t R =
+          runSimulatedGuarded(*Grid, *Jit, Spec, C, OutBytes, Dev, "t" + std::to_string(N++));
       if (!Bad) {
         ASSERT_TRUE(RS.isOk());
         ASSERT_EQ(R, 0);
@@ -327,21 +343,14 @@ TEST_F(GpuBackend, TiledGridsOfRandomShapesMatchTheInterpreter) {
     const uint64_t Axis0 = Data.Sizes[Axis];
     RandomCase C = caseOf(*V, Axis0, Rng(), I % 3 == 0 ? 0.001 : 0.0);
     const size_t OutBytes = requiredElements(C.Desc.Output) * C.Desc.Output.elementBytes();
-    std::vector<char> Ref(OutBytes, '\xab'), Dev(OutBytes + 256, '\xab');
+    std::vector<char> Ref(OutBytes, '\xab'), Dev;
     const Status RS = interpret(C.Desc, C.Input.data(), C.Indices.data(), Ref.data());
-    const int64_t R = runSimulated(*Grid, *Jit, Spec, C.Input.data(), C.Indices.data(), Dev.data(),
-                                   "r" + std::to_string(I));
-    ASSERT_EQ(std::vector<char>(Dev.begin() + OutBytes, Dev.end()), std::vector<char>(256, '\xab'))
-        << "a thread wrote past the output";
-    Dev.resize(OutBytes);
-    if (RS) {
-      ASSERT_EQ(R, 0);
-      ASSERT_EQ(Ref, Dev) << "outputs differ";
-    } else {
-      ASSERT_GT(R, 0);
-      ASSERT_EQ(static_cast<uint64_t>(R - 1), *RS.position());
-      ++Errors;
-    }
+    const int64_t R =
+        runSimulatedGuarded(*Grid, *Jit, Spec, C, OutBytes, Dev, "r" + std::to_string(I));
+    expectInterpreters(RS, Ref, R, Dev);
+    if (HasFailure())
+      return;
+    Errors += !RS;
   }
   EXPECT_GT(Ragged, 30u);
   EXPECT_GT(Errors, 3u) << "too few configurations with a bad index under Check";
