@@ -60,23 +60,46 @@ protected:
     ASSERT_TRUE(Made.isOk());
     Jit = Made.take();
   }
+  /// \p Spec's simulated grid as \p Plan has it (a plan the backend
+  /// would not make), linked; null, with a failure, where it does not link.
+  std::shared_ptr<const Executable> plannedGrid(const KernelSpec &Spec, const KernelPlan &Plan,
+                                                const std::string &Name) {
+    llvm::LLVMContext Ctx;
+    llvm::Module M(Name, Ctx);
+    emitThreadKernelInto(Spec, Plan, Name, GridEntry::SimulatedOnHost, M);
+    configureModule(M, Gen->targetMachine());
+    Expected<llvm::SmallVector<char, 0>> Obj = Gen->object(M, OptLevel::O1);
+    EXPECT_TRUE(Obj.isOk()) << Obj.status().message();
+    if (!Obj)
+      return nullptr;
+    Expected<std::shared_ptr<const Executable>> Code =
+        Jit->link(Name, std::vector<char>(Obj->begin(), Obj->end()));
+    EXPECT_TRUE(Code.isOk()) << Code.status().message();
+    return Code ? Code.take() : nullptr;
+  }
   std::unique_ptr<CodeGenerator> Gen;
   std::unique_ptr<Backend> Grid;
   std::shared_ptr<JitEngine> Jit;
 };
 
-/// Runs \p Spec's simulated grid on the operands into \p Out.
-int64_t runSimulated(Backend &Grid, JitEngine &Jit, const KernelSpec &Spec, const char *Input,
-                     const char *Indices, char *Out, const std::string &Name) {
+/// \p Spec's simulated grid as the pipeline makes it, linked; null, with a
+/// failure, where it does not.
+std::shared_ptr<const Executable> simulatedGrid(Backend &Grid, JitEngine &Jit,
+                                                const KernelSpec &Spec, const std::string &Name) {
   Expected<PipelineResult> R = runPipeline({{Spec, Name}}, Grid, OptLevel::O1);
   EXPECT_TRUE(R.isOk()) << R.status().message();
   if (!R)
-    return -2;
+    return nullptr;
   Expected<std::shared_ptr<const Executable>> Code = Jit.link(Name, R->Bytes);
   EXPECT_TRUE(Code.isOk()) << Code.status().message();
-  if (!Code)
-    return -2;
-  return (*Code)->runRows(Input, Indices, Out, 0, 1);
+  return Code ? Code.take() : nullptr;
+}
+
+/// Runs \p Spec's simulated grid on the operands into \p Out.
+int64_t runSimulated(Backend &Grid, JitEngine &Jit, const KernelSpec &Spec, const char *Input,
+                     const char *Indices, char *Out, const std::string &Name) {
+  const std::shared_ptr<const Executable> Code = simulatedGrid(Grid, Jit, Spec, Name);
+  return Code ? Code->runRows(Input, Indices, Out, 0, 1) : -2;
 }
 
 /// A kernel's result \p R and output \p Dev are the interpreter's: its
@@ -93,15 +116,13 @@ void expectInterpreters(const Status &RS, const std::vector<char> &Ref, int64_t 
   }
 }
 
-/// Runs \p Spec's simulated grid on \p C's operands into \p Dev, \p OutBytes
-/// of output, checking the bytes after them, which no thread may write.
-int64_t runSimulatedGuarded(Backend &Grid, JitEngine &Jit, const KernelSpec &Spec,
-                            const RandomCase &C, size_t OutBytes, std::vector<char> &Dev,
-                            const std::string &Name) {
+/// Runs \p Code on \p C's operands into \p Dev, \p OutBytes of output,
+/// checking the bytes after them, which no thread may write.
+int64_t runGuarded(const Executable &Code, const RandomCase &C, size_t OutBytes,
+                   std::vector<char> &Dev) {
   constexpr size_t Guard = 256;
   Dev.assign(OutBytes + Guard, '\xab');
-  const int64_t R =
-      runSimulated(Grid, Jit, Spec, C.Input.data(), C.Indices.data(), Dev.data(), Name);
+  const int64_t R = Code.runRows(C.Input.data(), C.Indices.data(), Dev.data(), 0, 1);
   EXPECT_EQ(std::vector<char>(Dev.begin() + OutBytes, Dev.end()), std::vector<char>(Guard, '\xab'))
       << "a thread wrote past the output";
   Dev.resize(OutBytes);
@@ -297,8 +318,10 @@ TEST_F(GpuBackend, TilesOfColumnsKeepTheOutputsOrder) {
       const size_t OutBytes = C.Indices.size() / 2;
       std::vector<char> Ref(OutBytes, '\xab'), Dev;
       const Status RS = interpret(C.Desc, C.Input.data(), C.Indices.data(), Ref.data());
-      const int64_t R =
-          runSimulatedGuarded(*Grid, *Jit, Spec, C, OutBytes, Dev, "t" + std::to_string(N++));
+      const std::shared_ptr<const Executable> Code =
+          simulatedGrid(*Grid, *Jit, Spec, "t" + std::to_string(N++));
+      ASSERT_TRUE(Code);
+      const int64_t R = runGuarded(*Code, C, OutBytes, Dev);
       if (!Bad) {
         ASSERT_TRUE(RS.isOk());
         ASSERT_EQ(R, 0);
@@ -315,8 +338,9 @@ TEST_F(GpuBackend, TilesOfColumnsKeepTheOutputsOrder) {
 TEST_F(GpuBackend, TiledGridsOfRandomShapesMatchTheInterpreter) {
   // GatherElements on an axis other than the last, rows of 33 to 100
   // columns (tiles of 32, the last mostly partly filled), ranks 2 to 4,
-  // several element and index types, both policies, some bad indices: the
-  // grid of 1024-thread blocks agrees with the interpreter.
+  // several element and index types, both policies, some bad indices,
+  // positions in 32 and in 64 bits: the grid of 1024-thread blocks agrees
+  // with the interpreter.
   std::mt19937_64 Rng(20261126);
   const DataType Types[] = {DataType::Float32, DataType::UInt8, DataType::Float16, DataType::Int64};
   unsigned Ragged = 0, Errors = 0;
@@ -345,8 +369,13 @@ TEST_F(GpuBackend, TiledGridsOfRandomShapesMatchTheInterpreter) {
     const size_t OutBytes = requiredElements(C.Desc.Output) * C.Desc.Output.elementBytes();
     std::vector<char> Ref(OutBytes, '\xab'), Dev;
     const Status RS = interpret(C.Desc, C.Input.data(), C.Indices.data(), Ref.data());
-    const int64_t R =
-        runSimulatedGuarded(*Grid, *Jit, Spec, C, OutBytes, Dev, "r" + std::to_string(I));
+    // Every other grid counts its positions in 64 bits, as an output of
+    // 2^31 elements or more would.
+    KernelPlan Wide = Plan;
+    Wide.Index32 = I % 2 == 0;
+    const std::shared_ptr<const Executable> Code = plannedGrid(Spec, Wide, "r" + std::to_string(I));
+    ASSERT_TRUE(Code);
+    const int64_t R = runGuarded(*Code, C, OutBytes, Dev);
     expectInterpreters(RS, Ref, R, Dev);
     if (HasFailure())
       return;
@@ -380,19 +409,12 @@ TEST_F(GpuBackend, AGridSmallerThanTheOutputStrides) {
     // though its output would allow 32.
     ASSERT_EQ(P.Index32, P.StagedRowBytes == 0);
     P.Index32 = P.Index32 && I % 4 < 2;
-    llvm::LLVMContext Ctx;
-    llvm::Module M("m", Ctx);
-    emitThreadKernelInto(Spec, P, "s", GridEntry::SimulatedOnHost, M);
-    configureModule(M, Gen->targetMachine());
-    Expected<llvm::SmallVector<char, 0>> Obj = Gen->object(M, OptLevel::O1);
-    ASSERT_TRUE(Obj.isOk());
-    Expected<std::shared_ptr<const Executable>> Code =
-        Jit->link("s", std::vector<char>(Obj->begin(), Obj->end()));
-    ASSERT_TRUE(Code.isOk()) << Code.status().message();
+    const std::shared_ptr<const Executable> Code = plannedGrid(Spec, P, "s");
+    ASSERT_TRUE(Code);
     const size_t OutBytes = requiredElements(C.Desc.Output) * C.Desc.Output.elementBytes();
     std::vector<char> Ref(OutBytes, '\xab'), Dev(OutBytes, '\xab');
     Status RS = interpret(C.Desc, C.Input.data(), C.Indices.data(), Ref.data());
-    const int64_t R = (*Code)->runRows(C.Input.data(), C.Indices.data(), Dev.data(), 0, 1);
+    const int64_t R = Code->runRows(C.Input.data(), C.Indices.data(), Dev.data(), 0, 1);
     if (RS) {
       ASSERT_EQ(R, 0);
       ASSERT_EQ(Ref, Dev);
