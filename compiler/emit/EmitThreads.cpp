@@ -103,8 +103,8 @@ Function *KernelEmitter::emitThreadBody(const std::string &Name, const char *Suf
     EpiParams = M.getNamedGlobal(Name + ".epilogue.params");
   }
   B.SetInsertPoint(BasicBlock::Create(Ctx, "entry", F));
-  // Grid positions in 32 bits where the plan allows (its output, and so
-  // a position plus the grid's stride, fits in 32 unsigned bits).
+  // Grid positions in 32 bits where the plan allows (its grid, and so a
+  // position plus the grid's stride, fits in 32 unsigned bits).
   assert((!P.Index32 || !S.Family) && "a family's positions are 64-bit");
   Type *PosTy = P.Index32 ? B.getInt32Ty() : I64;
   Value *N =

@@ -141,18 +141,18 @@ uint64_t tileColumns(const KernelSpec &S) {
   return readsAlongRows(S) && S.Sizes[L] > GpuTileColumns && S.Sizes[L - 1] > 1 ? GpuTileColumns
                                                                                 : 0;
 }
-/// Element rows that read along input rows run blocks of this many
-/// threads: four times as many neighbouring output elements on one SM at
-/// once (whose reads of the rows their indices pick then share more of
-/// its L1's lines, as we read it). On an H100, 1024 threads against 256 (two rounds of one run):
-/// FLOAT32 [60, 1000, 777] by INT32 [60, 500, 777] on axis 1 288.4-289.7
-/// -> 230.0 us, the same with 768 columns 221.2-222.2 -> 207.4-208.9, GE3
-/// 79.4-80.2 -> 75.6-75.9, [4000, 4000] on axis 0 157.1-157.3 ->
-/// 154.9-155.0; a little slower where the input is larger than L2: GE2
-/// 161.0-162.6 -> 162.4-162.5, [8192, 1024] on axis 0 83.9-84.1 ->
-/// 85.7-85.9. 512 threads sat between the two. With 1024 threads, tiles of
-/// 16 columns ran GE3 in 74.2-74.6 us against 76.6-77.4 at 32, but GE2 in
-/// 164.1-165.2 against 162.4-163.5: 32 kept.
+/// Element rows that read along input rows run blocks of this many threads:
+/// four times as many neighbouring output elements on one SM at once (whose
+/// reads of the rows their indices pick then share more of its L1's lines, as
+/// we read it). On an H100, 1024 threads against 256 (two rounds of one run):
+/// FLOAT32 [60, 1000, 777] by INT32 [60, 500, 777] on axis 1 288.4-289.7 ->
+/// 230.0 us, the same with 768 columns 221.2-222.2 -> 207.4-208.9, GE3
+/// 79.4-80.2 -> 75.6-75.9, [4000, 4000] on axis 0 157.1-157.3 -> 154.9-155.0; a
+/// little slower where the input is larger than L2: GE2 161.0-162.6 ->
+/// 162.4-162.5, [8192, 1024] on axis 0 83.9-84.1 -> 85.7-85.9. 512 threads sat
+/// between the two. With 1024 threads, tiles of 16 columns ran GE3 in 74.2-74.6
+/// us against 76.6-77.4 at 32, but GE2 in 164.1-165.2 against 162.4-163.5: 32
+/// kept.
 constexpr uint64_t GpuAlongRowsThreads = 1024;
 /// Specialized GPU kernels of fewer grid positions than this count their
 /// threads' positions in 32 bits (KernelPlan::Index32): with the largest
