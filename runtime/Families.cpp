@@ -51,46 +51,43 @@ std::shared_ptr<const Executable> Runtime::Impl::familyCode(const KernelSpec &Fa
   return nullptr;
 }
 
+LinkResult Runtime::Impl::compileFamilyKernel(const KernelSpec &Family, CompileTimes &Times,
+                                              bool &FromDisk, bool &Stored) {
+  uint64_t Bytes = 0; // The family table holds the code, not a shape's entry.
+  LinkResult Code = compileSpec(Family, Options.Opt, Times, FromDisk, Stored, Bytes);
+  {
+    std::lock_guard<std::mutex> Lock(CacheMutex);
+    Stats.FamilyKernels += Code.isOk();
+  }
+  if (!Code && Log)
+    std::fprintf(stderr, "gatherjit: compiling %s: %s\n", Family.symbolName().c_str(),
+                 Code.status().message().c_str());
+  return Code;
+}
+
 std::shared_ptr<const Executable> Runtime::Impl::deviceFamilyCode(const KernelSpec &Family,
-                                                                  CompileTimes &Times) {
+                                                                  CompileTimes &Times,
+                                                                  bool &FromDisk, bool &Stored) {
   std::lock_guard<std::mutex> Lock(FamilyMutex);
   FamilyEntry &E = familyEntry(Family);
   if (E.Code || E.Shapes++)
     return E.Code; // Compiled, or its compile failed and is not tried again.
-  bool FromDisk = false, Stored = false;
-  uint64_t Bytes = 0; // The family table holds the code, not a shape's entry.
-  LinkResult Code = compileSpec(Family, Options.Opt, Times, FromDisk, Stored, Bytes);
-  {
-    std::lock_guard<std::mutex> Stats(CacheMutex);
-    this->Stats.FamilyKernels += Code.isOk();
-  }
-  if (!Code) {
-    if (Log)
-      std::fprintf(stderr, "gatherjit: compiling %s: %s\n", Family.symbolName().c_str(),
-                   Code.status().message().c_str());
-    return nullptr;
-  }
-  return E.Code = Code.take();
+  LinkResult Code = compileFamilyKernel(Family, Times, FromDisk, Stored);
+  return Code ? (E.Code = Code.take()) : nullptr;
 }
 
 void Runtime::Impl::compileFamily(const KernelSpec &Family) {
   CompileTimes Times;
   bool FromDisk = false, Stored = false;
-  uint64_t Bytes = 0;
-  LinkResult Code = compileSpec(Family, Options.Opt, Times, FromDisk, Stored, Bytes);
+  LinkResult Code = compileFamilyKernel(Family, Times, FromDisk, Stored);
   {
     std::lock_guard<std::mutex> Lock(CacheMutex);
     Stats.CompileMs += Times.total();
     Stats.DiskLoads += FromDisk;
     Stats.DiskStores += Stored;
-    Stats.FamilyKernels += Code.isOk();
   }
-  if (!Code) {
-    if (Log)
-      std::fprintf(stderr, "gatherjit: compiling %s: %s\n", Family.symbolName().c_str(),
-                   Code.status().message().c_str());
+  if (!Code)
     return; // Its shapes keep the generic loop.
-  }
   std::lock_guard<std::mutex> Lock(FamilyMutex);
   familyEntry(Family).Code = Code.take();
 }

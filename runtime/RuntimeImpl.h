@@ -147,7 +147,8 @@ struct Runtime::Impl {
   /// A device runtime's first code of \p Spec: its family's kernel bound
   /// to it (compiled now if this is the family's first shape), or where
   /// there is none, or the runtime specializes at compile, its own kernel.
-  CodeResult compileFirstOnDevice(const KernelSpec &Spec, CompileTimes &Times, uint64_t &Bytes);
+  CodeResult compileFirstOnDevice(const KernelSpec &Spec, CompileTimes &Times, bool &FromDisk,
+                                  bool &Stored, uint64_t &Bytes);
   /// The first code of \p Spec: the generic loop, or the kernel compiled at
   /// its first level (the quick tier for a small kernel, else the
   /// runtime's level); on a device, the device's kernel.
@@ -178,10 +179,15 @@ struct Runtime::Impl {
   std::shared_ptr<const Executable> familyCode(const KernelSpec &Family, bool Count,
                                                bool *First = nullptr);
   void compileFamily(const KernelSpec &Family);
+  /// Family \p Family's kernel compiled on this thread, into \p Times,
+  /// \p FromDisk and \p Stored, and counted; a failure is logged.
+  LinkResult compileFamilyKernel(const KernelSpec &Family, CompileTimes &Times, bool &FromDisk,
+                                 bool &Stored);
   /// A device runtime's kernel of family \p Family (familyOf with block
-  /// rows), compiled on this thread, into \p Times, if no shape has asked
-  /// for it before; null if its compile failed.
-  std::shared_ptr<const Executable> deviceFamilyCode(const KernelSpec &Family, CompileTimes &Times);
+  /// rows), compiled on this thread if no shape has asked for it before;
+  /// null if its compile failed.
+  std::shared_ptr<const Executable> deviceFamilyCode(const KernelSpec &Family, CompileTimes &Times,
+                                                     bool &FromDisk, bool &Stored);
 
   // The cache and epilogues (runtime/Runtime.cpp).
 

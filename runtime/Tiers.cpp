@@ -82,18 +82,18 @@ LinkResult Runtime::Impl::compileSpec(const KernelSpec &Spec, OptLevel Level, Co
 }
 
 CodeResult Runtime::Impl::compileFirstOnDevice(const KernelSpec &Spec, CompileTimes &Times,
-                                               uint64_t &Bytes) {
+                                               bool &FromDisk, bool &Stored, uint64_t &Bytes) {
   // A shape whose family kernel is loaded runs it at once; a hot shape is
   // specialized in the background, as on the CPU.
   const Specialize Mode = Options.Specialization;
   if (Mode != Specialize::AtCompile)
     if (const std::optional<KernelSpec> Family = familyOf(Spec, /*BlockRows=*/true))
-      if (std::shared_ptr<const Executable> Code = deviceFamilyCode(*Family, Times))
+      if (std::shared_ptr<const Executable> Code =
+              deviceFamilyCode(*Family, Times, FromDisk, Stored))
         return std::make_shared<TieredCode>(
             bindFamily(std::move(Code), Spec), KernelTier::Family, Options.Opt,
             Mode == Specialize::Adaptive ? deviceSpecializeAfterRuns(Spec) : 0, upgrader(Spec),
             Upgrades);
-  bool FromDisk = false, Stored = false;
   LinkResult Code = compileSpec(Spec, Options.Opt, Times, FromDisk, Stored, Bytes);
   if (!Code)
     return Code.status();
@@ -104,7 +104,7 @@ CodeResult Runtime::Impl::compileFirstOnDevice(const KernelSpec &Spec, CompileTi
 CodeResult Runtime::Impl::compileFirst(const KernelSpec &Spec, CompileTimes &Times, bool &FromDisk,
                                        bool &Stored, uint64_t &Bytes) {
   if (Device)
-    return compileFirstOnDevice(Spec, Times, Bytes);
+    return compileFirstOnDevice(Spec, Times, FromDisk, Stored, Bytes);
   if (startsGeneric(Spec, Options.Specialization)) {
     const bool Adaptive = Options.Specialization == Specialize::Adaptive;
     std::shared_ptr<const Executable> First = std::make_shared<GenericCode>(Spec);
