@@ -64,17 +64,24 @@ void KernelEmitter::callThreadBody(Function *Body, Function *Wide, ArrayRef<Valu
   }
   // The wide body where the input and output are aligned to its pieces
   // (every row then is: its bytes are a whole number of pieces).
-  Value *Bits = B.CreateOr(B.CreatePtrToInt(Args[0], I64), B.CreatePtrToInt(Args[2], I64));
-  Value *Aligned = B.CreateICmpEQ(B.CreateAnd(Bits, c(P.WideBytes - 1)), c(0));
-  BasicBlock *ByPieces = BasicBlock::Create(Ctx, "wide", F);
-  BasicBlock *ByElements = BasicBlock::Create(Ctx, "narrow", F);
-  BasicBlock *Join = BasicBlock::Create(Ctx, "called", F);
-  B.CreateCondBr(Aligned, ByPieces, ByElements);
-  B.SetInsertPoint(ByPieces);
-  B.CreateCall(Wide, Args);
+  emitByAlignment(
+      B.CreateOr(B.CreatePtrToInt(Args[0], I64), B.CreatePtrToInt(Args[2], I64)), P.WideBytes,
+      "wide", [&] { B.CreateCall(Wide, Args); }, [&] { B.CreateCall(Body, Args); });
+}
+
+void KernelEmitter::emitByAlignment(Value *Bits, uint64_t Bytes, const Twine &Name,
+                                    const std::function<void()> &Aligned,
+                                    const std::function<void()> &Otherwise) {
+  Value *IsAligned = B.CreateICmpEQ(B.CreateAnd(Bits, c(Bytes - 1)), c(0), Name + ".aligned");
+  BasicBlock *Then = BasicBlock::Create(Ctx, Name, F);
+  BasicBlock *Else = BasicBlock::Create(Ctx, Name + ".narrow", F);
+  BasicBlock *Join = BasicBlock::Create(Ctx, Name + ".done", F);
+  B.CreateCondBr(IsAligned, Then, Else);
+  B.SetInsertPoint(Then);
+  Aligned();
   B.CreateBr(Join);
-  B.SetInsertPoint(ByElements);
-  B.CreateCall(Body, Args);
+  B.SetInsertPoint(Else);
+  Otherwise();
   B.CreateBr(Join);
   B.SetInsertPoint(Join);
 }
@@ -323,19 +330,10 @@ void KernelEmitter::stageRow(const Offsets &O, Value *Thread, Value *Threads, Va
     Copy(S.ElemBytes, S.AxisSize[0], Row, elementAlign(S.ElemBytes));
     return;
   }
-  Value *Aligned =
-      B.CreateICmpEQ(B.CreateAnd(B.CreatePtrToInt(Row, I64), c(Piece - 1)), c(0), "aligned");
-  BasicBlock *ByPieces = BasicBlock::Create(Ctx, "stage.wide", F);
-  BasicBlock *ByElements = BasicBlock::Create(Ctx, "stage.narrow", F);
-  BasicBlock *Staged = BasicBlock::Create(Ctx, "staged", F);
-  B.CreateCondBr(Aligned, ByPieces, ByElements);
-  B.SetInsertPoint(ByPieces);
-  Copy(static_cast<unsigned>(Piece), RowBytes / Piece, Row, Align(Piece));
-  B.CreateBr(Staged);
-  B.SetInsertPoint(ByElements);
-  Copy(S.ElemBytes, S.AxisSize[0], Row, elementAlign(S.ElemBytes));
-  B.CreateBr(Staged);
-  B.SetInsertPoint(Staged);
+  emitByAlignment(
+      B.CreatePtrToInt(Row, I64), Piece, "stage.wide",
+      [&] { Copy(static_cast<unsigned>(Piece), RowBytes / Piece, Row, Align(Piece)); },
+      [&] { Copy(S.ElemBytes, S.AxisSize[0], Row, elementAlign(S.ElemBytes)); });
 }
 
 void KernelEmitter::gatherStagedRow(Value *First, const Offsets &O, Value *Thread, Value *Threads,

@@ -242,6 +242,11 @@ private:
   /// output are aligned to the plan's WideBytes.
   void callThreadBody(Function *Body, Function *Wide, ArrayRef<Value *> Args);
   void emitDeviceEntry(const std::string &Name, Function *Body, Function *Wide);
+  /// Emits \p Aligned where the address bits \p Bits are a multiple of
+  /// \p Bytes (a power of two), \p Otherwise elsewhere, then joins them.
+  void emitByAlignment(Value *Bits, uint64_t Bytes, const Twine &Name,
+                       const std::function<void()> &Aligned,
+                       const std::function<void()> &Otherwise);
   /// A staged plan's output rows: the spec's elements over its last size.
   uint64_t stagedRows() const;
   /// for (IV = Lo; IV < Hi; IV += Step) Body(IV), run-time bounds.
