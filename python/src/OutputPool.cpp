@@ -163,6 +163,14 @@ struct DLManagedTensor {
 constexpr int32_t DLCpu = 1;
 constexpr uint8_t DLInt = 0, DLUInt = 1, DLFloat = 2, DLComplex = 5;
 
+/// The bytes of a C-ordered result of \p Type and \p Shape.
+size_t resultBytes(const py::dtype &Type, const std::vector<py::ssize_t> &Shape) {
+  size_t Bytes = static_cast<size_t>(Type.itemsize());
+  for (py::ssize_t S : Shape)
+    Bytes *= static_cast<size_t>(S);
+  return Bytes;
+}
+
 /// A DLPack result's header, in one block of memory with its shape and
 /// strides after it and, for a small result, its bytes (a large one's
 /// come from the pool).
@@ -208,9 +216,7 @@ std::optional<py::capsule> newDlpackResult(const py::dtype &Type,
   const std::optional<uint8_t> Code = dlpackCode(Type);
   if (!Code)
     return std::nullopt;
-  size_t Bytes = static_cast<size_t>(Type.itemsize());
-  for (py::ssize_t S : Shape)
-    Bytes *= static_cast<size_t>(S);
+  const size_t Bytes = resultBytes(Type, Shape);
   const size_t Rank = Shape.size();
   const bool Pooled = Bytes >= OutputPool::FromBytes;
   const size_t Head = wholeLines(sizeof(DlpackResult) + 2 * Rank * sizeof(int64_t));
@@ -258,9 +264,7 @@ std::optional<py::capsule> newDlpackResult(const py::dtype &Type,
 }
 
 py::array newArray(const py::dtype &Type, const std::vector<py::ssize_t> &Shape) {
-  size_t Bytes = static_cast<size_t>(Type.itemsize());
-  for (py::ssize_t S : Shape)
-    Bytes *= static_cast<size_t>(S);
+  const size_t Bytes = resultBytes(Type, Shape);
   // numpy initializes references (NPY_ITEM_HASOBJECT) in new arrays;
   // a pooled buffer holds the bytes of an earlier result.
   constexpr char HoldsReferences = 0x01;
