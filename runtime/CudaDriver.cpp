@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <cassert>
+#include <chrono>
 #include <cstdlib>
 #include <deque>
 #include <dlfcn.h>
@@ -505,6 +506,36 @@ Expected<double> CudaDevice::copyUs(void *Dst, const void *Src, size_t Bytes) co
   return Ms * 1000.0;
 }
 
+Expected<std::vector<double>> CudaDevice::emptyCallsUs(unsigned Repeat) const {
+  // PTX of the oldest architecture gatherjit runs on: every driver that
+  // opens a device JIT-compiles it.
+  static const char Ptx[] = ".version 6.0\n.target sm_70\n.address_size 64\n"
+                            ".visible .entry gj_empty()\n{\n\tret;\n}\n";
+  const Api &Cu = **loadApi();
+  Handle Module = nullptr, Fn = nullptr;
+  if (CUresult R = Cu.CtxSetCurrent(Context); R != Success)
+    return failed(Cu, R, "cuCtxSetCurrent");
+  if (CUresult R = Cu.ModuleLoadDataEx(&Module, Ptx, 0, nullptr, nullptr); R != Success)
+    return failed(Cu, R, "cuModuleLoadDataEx");
+  CUresult R = Cu.ModuleGetFunction(&Fn, Module, "gj_empty");
+  std::vector<double> Us;
+  // One untimed call first: the first launch of a module costs more.
+  for (unsigned I = 0; I <= Repeat && R == Success; ++I) {
+    const auto Start = std::chrono::steady_clock::now();
+    R = Cu.LaunchKernel(Fn, 1, 1, 1, 1, 1, 1, 0, CurrentStream, nullptr, nullptr);
+    if (R == Success)
+      R = CurrentStream ? Cu.StreamSynchronize(CurrentStream) : Cu.CtxSynchronize();
+    if (I > 0)
+      Us.push_back(
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - Start)
+              .count());
+  }
+  Cu.ModuleUnload(Module);
+  if (R != Success)
+    return failed(Cu, R, "the empty kernel");
+  return Us;
+}
+
 std::string lastDeviceError() { return LastError; }
 double lastKernelUs() { return LastKernelUs; }
 
@@ -513,8 +544,6 @@ KernelTiming::~KernelTiming() { TimeKernels = Saved; }
 
 StreamScope::StreamScope(void *Stream) : Saved(CurrentStream) { CurrentStream = Stream; }
 StreamScope::~StreamScope() { CurrentStream = Saved; }
-
-namespace {} // namespace
 
 Expected<std::optional<int>> parseDevice(const std::string &Text) {
   if (Text.empty() || Text == "cpu")

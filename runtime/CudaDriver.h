@@ -25,6 +25,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace gatherjit {
 
@@ -61,6 +62,10 @@ public:
   /// The time (microseconds, CUDA events) of one device-to-device copy of
   /// \p Bytes: the line a gather that writes those bytes is measured by.
   Expected<double> copyUs(void *Dst, const void *Src, size_t Bytes) const;
+  /// The host's time (microseconds) of \p Repeat calls of an empty kernel
+  /// (one thread, no parameters), each a launch on the calling thread's
+  /// stream and its synchronize: the driver's floor under any call's time.
+  Expected<std::vector<double>> emptyCallsUs(unsigned Repeat) const;
 
 private:
   CudaDevice() = default;
@@ -112,6 +117,8 @@ Expected<std::optional<int>> parseDevice(const std::string &Text);
 struct DeviceRun {
   std::string Device; ///< e.g. "cuda:0 (sm_90)"
   double PtxMs = 0, LoadMs = 0, KernelUs = 0, CopyUs = 0, CallUs = 0;
+  /// The median of as many empty kernels' calls (CudaDevice::emptyCallsUs).
+  double EmptyCallUs = 0;
 };
 
 /// Runs \p V on CUDA device \p Ordinal \p Repeat times, in a runtime of

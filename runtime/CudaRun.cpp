@@ -133,9 +133,13 @@ Expected<DeviceRun> runOnCuda(const ValidDesc &V, int Ordinal, OptLevel Level, S
       Copy.push_back(*Us);
     }
   }
+  Expected<std::vector<double>> Empty = Set->D->emptyCallsUs(std::max(1u, Repeat));
+  if (!Empty)
+    return Empty.status();
   Run.KernelUs = median(Kernel);
   Run.CopyUs = median(Copy);
   Run.CallUs = median(Call);
+  Run.EmptyCallUs = median(*Empty);
   if (OutBytes)
     if (Status S = Set->D->copyToHost(Output, Set->Buffers[2].get(), OutBytes); !S)
       return S;

@@ -143,7 +143,7 @@ CUresult cuLaunchKernel(void *Fn, unsigned Gx, unsigned Gy, unsigned Gz, unsigne
   }
   logLine(Line);
   const char *Key = getenv("GATHERJIT_FAKE_CUDA_KEY");
-  if (Key) {
+  if (Key && Params) {
     const CUdeviceptr Status = *(const CUdeviceptr *)Params[3];
     *(uint64_t *)(uintptr_t)Status = strtoull(Key, NULL, 10);
   }

@@ -355,6 +355,7 @@ Status runDeviceBench(const BenchFlags &F, int Ordinal) {
                     {"generic_call_us", Generic->CallUs},
                     {"copy_us", Run->CopyUs},
                     {"call_us", Run->CallUs},
+                    {"empty_call_us", Run->EmptyCallUs},
                     {"ptx_ms", Run->PtxMs},
                     {"load_ms", Run->LoadMs},
                     {"bytes", Data.OutputBytes},
@@ -402,7 +403,9 @@ Status runDeviceBench(const BenchFlags &F, int Ordinal) {
        << (Torch.contains("missing") ? Torch["missing"].get<std::string>() : "no python3") << ")";
   Md << ". Medians of " << Repeat
      << " runs: kernels by CUDA events; a call from its start to the return of its stream's "
-        "synchronize by the host's clock. The same as the interpreter: the output, and under Check "
+        "synchronize by the host's clock, beside an empty kernel's (one thread, no parameters: "
+        "the driver's floor under any call). The same as the interpreter: the output, and under "
+        "Check "
         "the error of each of 4 runs with a bad index at the last, the first, the middle element "
         "of the indices, or none, and of 3 asynchronous launches whose second has a bad last "
         "index. Random reads: PyTorch's take of as many elements at "
@@ -411,8 +414,10 @@ Status runDeviceBench(const BenchFlags &F, int Ordinal) {
      << "Generic: the case's family kernel (every size and stride from its launch), which "
         "a new shape of a loaded family runs at once.\n\n"
      << "| case | gatherjit µs | generic µs | copy line µs | % of line | random reads µs | "
-        "PyTorch µs | PyTorch / gatherjit | gatherjit call µs | PyTorch call µs | PTX ms | same "
-        "as interpreter |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+        "PyTorch µs | PyTorch / gatherjit | gatherjit call µs | empty kernel call µs | PyTorch "
+        "call "
+        "µs | PTX ms | same as interpreter |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "\n";
   char Cell[64];
   for (nlohmann::json &Row : Rows) {
     const std::string Name = Row["case"];
@@ -435,7 +440,8 @@ Status runDeviceBench(const BenchFlags &F, int Ordinal) {
     } else {
       Md << " | - | - | -";
     }
-    std::snprintf(Cell, sizeof(Cell), " | %.1f", Row["call_us"].get<double>());
+    std::snprintf(Cell, sizeof(Cell), " | %.1f | %.1f", Row["call_us"].get<double>(),
+                  Row["empty_call_us"].get<double>());
     Md << Cell;
     if (HasTorch) {
       std::snprintf(Cell, sizeof(Cell), " | %.1f", Py["call_us"].get<double>());

@@ -86,9 +86,10 @@ Status executeOnDevice(Problem &P, const EngineFlags &E, int Ordinal, AtomicFile
     std::fprintf(stderr,
                  "{\"engine\": \"jit\", \"device\": \"%s\", \"opt_level\": \"%s\", "
                  "\"ptx_ms\": %.4f, \"load_ms\": %.4f, \"kernel_us\": %.3f, "
-                 "\"copy_us\": %.3f, \"call_us\": %.3f, \"repeat\": %u}\n",
+                 "\"copy_us\": %.3f, \"call_us\": %.3f, \"empty_call_us\": %.3f, "
+                 "\"repeat\": %u}\n",
                  Run->Device.c_str(), E.Opt.c_str(), Run->PtxMs, Run->LoadMs, Run->KernelUs,
-                 Run->CopyUs, Run->CallUs, E.Repeat);
+                 Run->CopyUs, Run->CallUs, Run->EmptyCallUs, E.Repeat);
   return Status::ok();
 }
 
