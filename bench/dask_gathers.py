@@ -10,8 +10,6 @@ one-thread processes:
   da.take (what x[:, ids] is) and map_blocks(np.take).
 - take of --rows random rows (axis 0, across x's chunks), as an int64
   numpy array: da.take (what x[ids] is); no block-by-block way exists.
-  gatherjit's again with a pool of dead results' memory large enough to
-  keep its result block between runs (gatherjit.set_output_pool).
 - gather_nd of --points random (row, column) pairs, a dask array of
   INT64 tuples: x.vindex[rows, columns], dask's point reads.
 - the memory line: each block of x read once (its rows' maxima), what any
@@ -35,7 +33,6 @@ import dask
 import dask.array as da
 import distributed
 
-import gatherjit
 import gatherjit.dask as gjd
 
 
@@ -72,17 +69,6 @@ def same(a, b):
     return bool((a == b).all().compute())
 
 
-POOLED = "gatherjit.dask.take, set_output_pool(1 GiB)"
-
-
-def set_output_pool(client, size):
-    """gatherjit's pool of dead results' memory, where the tasks run; the
-    capacity it replaces here."""
-    if client:
-        client.run(gatherjit.set_output_pool, size)
-    return gatherjit.set_output_pool(size)
-
-
 def workloads(x, idx, rng, a):
     """Each operation's ways, gatherjit's first: (label, a function making
     the lazy result)."""
@@ -109,8 +95,6 @@ def workloads(x, idx, rng, a):
         "take rows": [
             ("gatherjit.dask.take", lambda: gjd.take(x, picked, 0)),
             ("da.take (x[ids])", lambda: da.take(x, picked, axis=0)),
-            # Its one result block (--rows rows) kept for the next run.
-            (POOLED, lambda: gjd.take(x, picked, 0)),
         ],
         "gather_nd": [
             ("gatherjit.dask.gather_nd", lambda: gjd.gather_nd(x, tuples)),
@@ -135,13 +119,7 @@ def run(name, client, x, rng, a, lines):
     else:
         idx = idx.persist()
     for op, ways in workloads(x, idx, rng, a).items():
-        times = []
-        for label, make in ways:
-            pooled = label == POOLED
-            default = set_output_pool(client, 1 << 30) if pooled else None
-            times.append((label, timed(client, make, a.reps)))
-            if pooled:
-                set_output_pool(client, default)
+        times = [(label, timed(client, make, a.reps)) for label, make in ways]
         if not ways[0][0].startswith("gatherjit"):  # The memory line: nothing to compare.
             lines += [f"| {name} | {op} | {label} | {t:.3f} | - | - |" for label, t in times]
             print(lines[-1], flush=True)

@@ -575,17 +575,26 @@ def wait_background():
     _native.wait_background()
 
 
-def set_output_pool(bytes):
+def set_output_pool(bytes, linger=None):
     """The idle memory this process keeps for results of 1 MiB or more
     (128 MiB by default; 0: none). A large result's buffer returns to the
     pool when its array dies, and the next result that fits takes it,
     already mapped: a fresh one is faulted in page by page as the kernel
-    first writes it, which can cost more than the gather. Returns the
-    capacity it replaces."""
+    first writes it, which can cost more than the gather. Buffers past the
+    capacity linger `linger` seconds (1.0 by default; unchanged where
+    None) before they are freed, so that work making results of one size
+    again and again reuses them; none lingers with a capacity of 0.
+    Returns the capacity it replaces."""
     bytes = _operator.index(bytes)
     if not 0 <= bytes < 1 << 63:
         raise ValueError(f"bytes = {bytes} is not in 0..2**63-1")
-    return _native.set_output_pool(bytes)
+    if linger is not None:
+        if isinstance(linger, bool) or not isinstance(linger, (int, float)):
+            raise TypeError(f"linger = {linger!r} is not a number of seconds")
+        linger = float(linger)
+        if not 0 <= linger <= 3600:
+            raise ValueError(f"linger = {linger} is not in 0..3600 seconds")
+    return _native.set_output_pool(bytes, linger)
 
 
 def stats():

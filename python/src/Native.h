@@ -88,9 +88,10 @@ py::array newArray(const py::dtype &Type, const std::vector<py::ssize_t> &Shape)
 /// (only floats, complex, signed integers and uint8 are made).
 std::optional<py::capsule> newDlpackResult(const py::dtype &Type,
                                            const std::vector<py::ssize_t> &Shape, void *&Data);
-/// Keeps at most \p Bytes of idle buffers from now on (0: none); returns
-/// the capacity it replaces.
-size_t setOutputPoolBytes(size_t Bytes);
+/// Keeps at most \p Bytes of idle buffers from now on (0: none), and lets
+/// those past them linger \p LingerSeconds where given (see
+/// OutputPool::DefaultLinger); returns the capacity it replaces.
+size_t setOutputPool(size_t Bytes, std::optional<double> LingerSeconds);
 size_t outputPoolIdleBytes();
 
 // Kernels (Kernels.cpp).

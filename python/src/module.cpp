@@ -92,7 +92,7 @@ PYBIND11_MODULE(_native, M) {
         py::arg("epilogue") = py::none());
   M.def("gather_tensors", &gatherTensors, py::arg("op"), py::arg("data"), py::arg("indices"),
         py::arg("axis"), py::arg("out"), py::arg("mode"), py::arg("broadcast"));
-  M.def("set_output_pool", &setOutputPoolBytes, py::arg("bytes"));
+  M.def("set_output_pool", &setOutputPool, py::arg("bytes"), py::arg("linger") = py::none());
   M.def("empty", &newArray, py::arg("dtype"), py::arg("shape"));
   M.def("gather_arrays", &gatherArrays, py::arg("op"), py::arg("data"), py::arg("indices"),
         py::arg("axis"), py::arg("out") = py::none(), py::arg("mode") = "raise",

@@ -591,6 +591,63 @@ def test_large_results_reuse_the_buffers_of_dead_ones_and_never_a_live_one():
         gj.set_output_pool(-1)
 
 
+def wait_for_idle_pool(bytes, seconds=10):
+    deadline = time.monotonic() + seconds
+    while gj.stats()["output_pool_bytes"] != bytes and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return gj.stats()["output_pool_bytes"]
+
+
+def test_buffers_past_the_pool_capacity_linger_then_go_back():
+    # 2 MiB results against a capacity of 1 MiB: a dead result's buffer
+    # lingers, the next result of its size takes it, and once its time is
+    # up it goes back with no call to the pool (a thread of its own).
+    table = np.arange(4096 * 256, dtype=np.float32).reshape(4096, 256)
+    rng = np.random.default_rng(11)
+    ids = [rng.integers(0, 4096, 2048) for _ in range(3)]
+    old = gj.set_output_pool(1 << 20, linger=60)
+    try:
+        assert wait_for_idle_pool(0) == 0
+        first = gj.take(table, ids[0], 0)
+        where = first.ctypes.data
+        del first
+        assert gj.stats()["output_pool_bytes"] == 2 << 20
+        second = gj.take(table, ids[1], 0)
+        assert second.ctypes.data == where
+        np.testing.assert_array_equal(second, table[ids[1]])
+        del second
+        # A fork's child has no reaper thread of its parent's: it frees
+        # what lingers with a thread of its own.
+        pid = os.fork()
+        if pid == 0:
+            ok = False
+            try:
+                gj.set_output_pool(1 << 20, linger=0.2)
+                ok = wait_for_idle_pool(0) == 0
+                third = gj.take(table, ids[2], 0)
+                ok = ok and np.array_equal(third, table[ids[2]])
+                del third
+                ok = ok and wait_for_idle_pool(0) == 0
+            finally:
+                os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert gj.stats()["output_pool_bytes"] == 2 << 20  # the parent's lingers on
+        gj.set_output_pool(1 << 20, linger=0.2)
+        assert wait_for_idle_pool(0) == 0
+        # Nothing lingers where the capacity is 0.
+        gj.set_output_pool(0, linger=60)
+        third = gj.take(table, ids[2], 0)
+        del third
+        assert gj.stats()["output_pool_bytes"] == 0
+    finally:
+        gj.set_output_pool(old, linger=1.0)
+    with pytest.raises(ValueError, match="linger = -1.0"):
+        gj.set_output_pool(1 << 20, linger=-1)
+    with pytest.raises(TypeError, match="linger = '1'"):
+        gj.set_output_pool(1 << 20, linger="1")
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
 def test_a_forked_child_compiles_in_the_background_of_its_own():
     # The parent's background thread is busy compiling when it forks (the
