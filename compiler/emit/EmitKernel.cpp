@@ -214,6 +214,10 @@ void KernelEmitter::emitLevel(unsigned D, const Offsets &O, Value *Lo, Value *Hi
       emitElementRow(O, Lo, Hi);
     return;
   }
+  if (P.TileColumns && D + 2 == S.Rank) {
+    emitTiledRows(O, Lo, Hi);
+    return;
+  }
   emitLoop(Lo, Hi, "d" + Twine(D), [&](Value *IV) {
     if (Block && D + 2 == S.Rank && P.PrefetchRowsAhead)
       emitAhead(IV, Hi, P.PrefetchRowsAhead, [&](Value *Ahead) { emitPrefetchRow(O, Ahead, D); });
@@ -224,6 +228,39 @@ void KernelEmitter::emitLevel(unsigned D, const Offsets &O, Value *Lo, Value *Hi
                 S.Sizes[D], P.MaxRegionShareLines);
     emitLevel(D + 1, advance(O, IV, D), c(0), sizeAt(D + 1));
   });
+}
+
+void KernelEmitter::emitTiledRows(const Offsets &O, Value *Lo, Value *Hi) {
+  // Rows [Lo, Hi) of dimension Rank-2, a tile of columns at a time: whole
+  // tiles, then the last one's columns.
+  const unsigned L = S.Rank - 1, D = L - 1;
+  const uint64_t Columns = S.Sizes[L], W = P.TileColumns, Whole = Columns / W;
+  AllocaInst *BadFlag = emitBadFlag();
+  auto Rows = [&](Value *J0, Value *J1) {
+    emitLoop(Lo, Hi, "tile.row", [&](Value *IV) {
+      const Offsets Row = advance(O, IV, D);
+      emitLoop(J0, J1, "inner", [&](Value *J) { emitIndexedElement(advance(Row, J, L), BadFlag); });
+    });
+  };
+  emitLoop(c(0), c(Whole), "tile", [&](Value *T) {
+    Value *J0 = B.CreateMul(T, c(W), "", true, true);
+    Rows(J0, B.CreateAdd(J0, c(W), "", true, true));
+  });
+  if (Columns % W)
+    Rows(c(Whole * W), c(Columns));
+  if (!BadFlag)
+    return;
+  // A bad index, found in tile order: the first in the output's order is
+  // the first of the rows, in order, that has one.
+  BasicBlock *Rescan = BasicBlock::Create(Ctx, "tiles.rescan", F);
+  BasicBlock *Done = BasicBlock::Create(Ctx, "tiles.done", F);
+  B.CreateCondBr(B.CreateLoad(B.getInt1Ty(), BadFlag), Rescan, Done,
+                 MDBuilder(Ctx).createBranchWeights(1, 1 << 20));
+  B.SetInsertPoint(Rescan);
+  emitLoop(Lo, Hi, "rescan.row",
+           [&](Value *IV) { emitReturnFirstBad(BadFlag, advance(O, IV, D), c(0), c(Columns)); });
+  B.CreateBr(Done);
+  B.SetInsertPoint(Done);
 }
 
 Value *KernelEmitter::shapeValue(uint64_t V, unsigned Slot) {

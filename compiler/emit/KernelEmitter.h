@@ -174,6 +174,10 @@ private:
   void emitMaskedCopy(Value *Dst, Value *Src, Value *Bytes);
 
   void emitLevel(unsigned D, const Offsets &O, Value *Lo, Value *Hi);
+  /// Rows [Lo, Hi) of dimension Rank-2 at \p O in tiles of P.TileColumns
+  /// columns (a CPU kernel's); under Check, the first bad index in the
+  /// output's order found after the tiles.
+  void emitTiledRows(const Offsets &O, Value *Lo, Value *Hi);
   /// Runs \p Body on IV + \p Distance if that is below \p Hi.
   void emitAhead(Value *IV, Value *Hi, uint64_t Distance, const std::function<void(Value *)> &Body);
   /// Prefetches the input block row (its first PrefetchRowBytes) of row

@@ -123,12 +123,14 @@ struct KernelPlan {
   /// most this many bytes (stagedRowBytes): a block copies the row into
   /// shared memory, then its threads gather the output row from there.
   uint64_t StagedRowBytes = 0;
-  /// Nonzero where a GPU kernel's threads take the output of its last two
-  /// dimensions in tiles of this many columns, all rows of a tile before
-  /// the next (element i of the grid is the output element tiledElement
-  /// names; a last tile of fewer columns is filled with positions that
-  /// have no element, see tiledGridElements); the output's order is
-  /// unchanged for Check's first bad index.
+  /// Nonzero where a kernel takes the output of its last two dimensions
+  /// in tiles of this many columns, all rows of a tile before the next.
+  /// A GPU kernel's threads: element i of the grid is the output element
+  /// tiledElement names (a last tile of fewer columns is filled with
+  /// positions that have no element, see tiledGridElements). A CPU
+  /// kernel's rows of dimension Rank-2 (a last tile of fewer columns is
+  /// run as one). Check still names the first bad index in the output's
+  /// order.
   uint64_t TileColumns = 0;
   /// A GPU kernel's threads count their grid positions and find their
   /// output coordinates in 32-bit arithmetic (the grid has fewer than

@@ -338,6 +338,80 @@ TEST(Runtime, RowsGatheringAcrossASlicePrefetchTheNextSliceAndMatchTheInterprete
   EXPECT_EQ(S.position(), (A - 1) * I * K + 5);
 }
 
+TEST(Runtime, TilesOfLongInputRowsMatchTheInterpreterAndNameTheFirstBadIndex) {
+  // GatherElements along an axis whose input rows are longer than a page,
+  // from an input of more than 8 MiB: rows in tiles of 2 KiB of columns,
+  // the last tile partly filled. Under Check a bad index found in a later
+  // tile's early row is not the first: one in an earlier row's last tile is.
+  auto RT = makeRuntime();
+  struct Case {
+    DataType Type, IndexType;
+    std::vector<uint64_t> Data, Indices;
+    uint64_t Axis, Tile;
+  };
+  const Case Cases[] = {
+      {DataType::Float32, DataType::Int64, {2100, 1100}, {300, 1100}, 0, 512},
+      {DataType::UInt8, DataType::Int32, {2100, 5000}, {64, 5000}, 0, 2048},
+      {DataType::Float16, DataType::Int64, {2, 2100, 2100}, {2, 50, 2100}, 1, 1024},
+  };
+  for (const Case &C : Cases) {
+    for (OobPolicy Policy : {OobPolicy::Check, OobPolicy::Clamp}) {
+      SCOPED_TRACE(std::string(dataTypeName(C.Type)) + " " + oobPolicyName(Policy));
+      ValidateOptions O;
+      O.Policy = Policy;
+      O.AllowSmallerIndices = true;
+      Expected<ValidDesc> V =
+          validate(GatherElementsDesc{tensor(C.Type, C.Data), tensor(C.IndexType, C.Indices),
+                                      tensor(C.Type, C.Indices), static_cast<uint32_t>(C.Axis)},
+                   O);
+      ASSERT_TRUE(V.isOk()) << V.status().message();
+      ASSERT_EQ(planOf(*V).TileColumns, C.Tile);
+      Expected<Kernel> K = RT->compile(*V);
+      ASSERT_TRUE(K.isOk()) << K.status().message();
+      const uint64_t Axis = C.Data[C.Axis], Cols = C.Indices.back();
+      uint64_t Count = 1, InCount = 1;
+      for (uint64_t N : C.Indices)
+        Count *= N;
+      for (uint64_t N : C.Data)
+        InCount *= N;
+      // Clamp: indices a little past either end of the axis too.
+      std::vector<int64_t> Idx = validIndices(Count, Axis, Count + Axis);
+      if (Policy == OobPolicy::Clamp)
+        for (uint64_t I = 0; I < Count; I += 7)
+          Idx[I] = I % 2 ? static_cast<int64_t>(Axis + I % 5) : -static_cast<int64_t>(Axis) - 3;
+      const size_t Elem = dataTypeSize(C.Type);
+      std::vector<char> In = patternBuffer(InCount, static_cast<unsigned>(Elem));
+      std::vector<char> Bytes = encodeIndices(C.IndexType, Idx);
+      std::vector<char> Out(Count * Elem), Ref(Out.size());
+      ASSERT_TRUE(interpret(*V, In.data(), Bytes.data(), Ref.data()).isOk());
+      ASSERT_TRUE(K->run(In.data(), Bytes.data(), Out.data()).isOk());
+      EXPECT_TRUE(Out == Ref) << "outputs differ";
+      if (Policy != OobPolicy::Check)
+        continue;
+      // Row 3's last column (the last tile) and row 20's column 1 (the
+      // first tile, reached first), in the first block of rows.
+      const uint64_t Late = 3 * Cols + Cols - 1, Early = 20 * Cols + 1;
+      std::vector<int64_t> WithBad = Idx;
+      WithBad[Late] = static_cast<int64_t>(Axis);
+      WithBad[Early] = static_cast<int64_t>(Axis + 1);
+      Bytes = encodeIndices(C.IndexType, WithBad);
+      Status S = K->run(In.data(), Bytes.data(), Out.data());
+      Status RS = interpret(*V, In.data(), Bytes.data(), Ref.data());
+      ASSERT_EQ(S.code(), ErrorCode::IndexOutOfRange) << S.message();
+      EXPECT_EQ(S.position(), RS.position());
+      EXPECT_EQ(S.position(), Late);
+      // Rows from 4 on (a range of dimension 0, as a thread runs it) find
+      // the early one; rows of another range find none.
+      if (C.Axis == 0) {
+        S = K->runRows(In.data(), Bytes.data(), Out.data(), 4, K->rows());
+        ASSERT_EQ(S.code(), ErrorCode::IndexOutOfRange) << S.message();
+        EXPECT_EQ(S.position(), Early);
+        EXPECT_TRUE(K->runRows(In.data(), Bytes.data(), Out.data(), 21, K->rows()).isOk());
+      }
+    }
+  }
+}
+
 /// GatherElements of \p Type [Rows, Axis] by \p IndexType [Rows, Cols] on
 /// axis 1 under \p Policy, through \p RT against the interpreter: indices
 /// over [-Axis - 2, Axis + 2) (Clamp, Clip), or valid ones and then one bad

@@ -41,8 +41,9 @@ TEST(KernelPlan, EveryBenchmarkCase) {
               "prefetch-next-row(block=64,lines<=16) non-temporal"},
       {"GE6", "row=element stream-indices(block=64,ahead=4096) "
               "prefetch-next-row(block=64,lines<=16)"},
-      // Along axis 0 the innermost dimension reads the input contiguously.
-      {"GE2", "row=element"},
+      // Along axis 0 the innermost dimension reads the input contiguously;
+      // its rows of 16 KiB, from a 64 MiB input, in tiles of 2 KiB.
+      {"GE2", "row=element tile-columns=512"},
       // 256 rows per slice gather from one 1 MiB slice of 512 x 512.
       {"GE3", "row=element prefetch-next-region(elements=262144,lines<=64)"},
       {"GE5", "row=element"},
@@ -184,6 +185,34 @@ TEST(KernelPlan, GpuRowsReadAlongInputRowsInBlocksOf1024AndTiles) {
   // Along the last axis (each row reads its own input row): 256 threads.
   EXPECT_EQ(planKernel(rows(100, 5000), Gpu).ThreadsPerBlock, 256u);
   EXPECT_EQ(planKernel(rows(100, 5000), Gpu).TileColumns, 0u);
+}
+
+TEST(KernelPlan, CpuRowsReadAlongLongInputRowsOfALargeInputInTiles) {
+  // GatherElements on axis 0 of [Axis, Cols] into [100, Cols]: tiles of
+  // 2 KiB of columns where the input's rows are longer than a 4 KiB page
+  // and the input is larger than 8 MiB.
+  auto Along = [](uint64_t Axis, uint64_t Cols, unsigned ElemBytes) {
+    KernelSpec S = rows(100, Cols, ElemBytes);
+    S.InStride = {0, 1};
+    S.AxisStride[0] = Cols;
+    S.AxisSize[0] = Axis;
+    return S;
+  };
+  EXPECT_EQ(planKernel(Along(4096, 4096, 4)).TileColumns, 512u);
+  EXPECT_EQ(planKernel(Along(4096, 4096, 4)).describe(), "row=element tile-columns=512");
+  EXPECT_EQ(planKernel(Along(2100, 5000, 1)).TileColumns, 2048u);
+  EXPECT_EQ(planKernel(Along(1000, 3000, 8)).TileColumns, 256u);
+  // Rows of one page (4 KiB of FLOAT32), an input of 8 MiB or less, a row
+  // of one tile: whole rows.
+  EXPECT_EQ(planKernel(Along(16384, 1024, 4)).TileColumns, 0u);
+  EXPECT_EQ(planKernel(Along(2047, 1025, 4)).TileColumns, 512u); // 2047 x 4100 bytes.
+  EXPECT_EQ(planKernel(Along(2046, 1025, 4)).TileColumns, 0u);   // 8 MiB less 8 bytes.
+  EXPECT_EQ(planKernel(Along(4096, 512, 4)).TileColumns, 0u);
+  // Along the last axis, or a family's: whole rows.
+  EXPECT_EQ(planKernel(rows(4096, 4096)).TileColumns, 0u);
+  KernelSpec Family = Along(4096, 4096, 4);
+  Family.Family = true;
+  EXPECT_EQ(planKernel(Family).TileColumns, 0u);
 }
 
 TEST(KernelPlan, StreamingThresholds) {
