@@ -87,6 +87,23 @@ def test_gather_nd_and_descriptor_with_epilogue():
     np.testing.assert_array_equal(k(d, i), np.take_along_axis(d, i, 1).astype(np.float32) * 4)
 
 
+def test_an_element_epilogue_in_tiled_rows():
+    # Axis 0 of FLOAT16 rows of 4200 bytes from 8.8 MB: the kernel takes
+    # its rows in tiles of columns (1024, then 1024, then 52), each element
+    # through the epilogue; the first bad index in the output's order is
+    # named, not the one a tile reaches first.
+    rng = np.random.default_rng(5)
+    data = rng.standard_normal((2100, 2100)).astype(np.float16)
+    idx = rng.integers(0, 2100, size=(60, 2100))
+    e = gj.Epilogue("float up(float16_t x) { return (float)x * 4.0f; }", "up")
+    got = gj.take_along_axis(data, idx, 0, epilogue=e)
+    np.testing.assert_array_equal(got, np.take_along_axis(data, idx, 0).astype(np.float32) * 4)
+    idx[3, 2099] = 2100
+    idx[20, 1] = 2101
+    with pytest.raises(IndexError, match=r"indices\[3, 2099\] = 2100"):
+        gj.take_along_axis(data, idx, 0, epilogue=e)
+
+
 def test_the_epilogue_is_part_of_the_kernel_identity():
     data = np.arange(8, dtype=np.float32)
     idx = np.array([7, 0, 3])
