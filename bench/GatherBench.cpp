@@ -62,7 +62,7 @@ PreparedCase &prepared(const BenchCase &C) {
 
 void runEngine(benchmark::State &State, const BenchCase &C, Engine E, unsigned Threads) {
   PreparedCase &P = prepared(C);
-  std::vector<char> Out(P.Data.OutputBytes);
+  Buffer Out(P.Data.OutputBytes);
   Kernel K;
   if (E == Engine::Jit) {
     Expected<Kernel> Compiled = runtime(Threads).compile(P.Desc);

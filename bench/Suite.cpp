@@ -287,7 +287,7 @@ Expected<SuiteReport> runSuite(const SuiteOptions &Options,
                              {Engine::Jit, 1, Single->get(), {}}};
     if (R.Threads > 1)
       Runs.push_back({Engine::Jit, R.Threads, Multi->get(), {}});
-    std::vector<char> Out(P->Data.OutputBytes);
+    Buffer Out(P->Data.OutputBytes);
     for (Run &Run : Runs) {
       if (Run.RT) {
         Expected<Kernel> Compiled = Run.RT->compile(P->Desc);

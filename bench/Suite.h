@@ -30,7 +30,7 @@ struct PreparedCase {
   /// What the generic kernel takes at run time, as a library would.
   KernelSpec Spec;
   BenchData Data;
-  std::vector<char> Reference;
+  Buffer Reference;
   /// Bytes one call moves: 2 x output bytes + index bytes.
   double movedBytes() const { return 2.0 * Data.OutputBytes + Data.Indices.size(); }
 };
