@@ -77,6 +77,10 @@ TEST_F(CudaDriver, ARunLoadsPtxForTheDeviceAndLaunchesThePlansGrid) {
   EXPECT_THAT(R.Err, HasSubstr("\"kernel_us\": 250.000"));
   std::string Log = slurp(Dir / "driver.log");
   EXPECT_THAT(Log, HasSubstr(".target sm_86"));
+  // Beside the call, an empty kernel's: one thread, its own module.
+  EXPECT_THAT(R.Err, HasSubstr("\"empty_call_us\": "));
+  EXPECT_THAT(Log, HasSubstr(".target sm_70"));
+  EXPECT_THAT(Log, HasSubstr("launch gj_empty grid=1 block=1 shared=0\n"));
   // The shape's family kernel: one block for its 12 elements, its sizes
   // passed with the launch.
   EXPECT_THAT(Log, ::testing::ContainsRegex(
