@@ -295,8 +295,8 @@ def _gather_on_device(op, data, indices, axis, out, mode, epilogue, device):
         o_spec, o_ptr, _, o_keep = _device_operand(out, "out")
     k = _native.compile_device(op, d_spec, i_spec, axis, mode, _fused(epilogue), dev,
                                o_spec)
+    torch = _sys.modules.get("torch")  # never imported here: only its tensors
     if out is None:
-        torch = _sys.modules.get("torch")
         if torch is None or not isinstance(data, torch.Tensor):
             raise TypeError("device='cuda' needs out= unless data is a PyTorch tensor")
         dtype = torch.from_numpy(_np.empty(0, k.output_dtype)).dtype
@@ -304,8 +304,17 @@ def _gather_on_device(op, data, indices, axis, out, mode, epilogue, device):
         _, o_ptr, _, _ = _device_operand(out, "out")
         if stream is None:
             stream = torch.cuda.current_stream(data.device).cuda_stream
-    k._run_device(d_ptr, i_ptr, o_ptr, int(stream or 0))
-    del d_keep, i_keep, o_keep  # The DLPack capsules, once the run is over.
+    try:
+        k._run_device(d_ptr, i_ptr, o_ptr, int(stream or 0))
+    except IndexError as e:
+        # A PyTorch tensor's bad index is named in its own shape, as on a
+        # CPU (its indices copied to the host for the message alone).
+        if (getattr(e, "position", None) is None or torch is None
+                or not isinstance(indices, torch.Tensor)):
+            raise
+        raise IndexError(_out_of_range(op, data, indices.cpu(), axis, e.position)) from None
+    finally:
+        del d_keep, i_keep, o_keep  # The DLPack capsules, once the run is over.
     return out
 
 
