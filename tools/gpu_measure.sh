@@ -14,6 +14,18 @@
 #       CUDA columns from that machine's python3), writing
 #       bench/results/<date>-cuda.json and .md; then the bad index on the
 #       device (its error must be the CPU's) and the ahead-of-time example.
+#
+# The Python package on the GPU machine's Python (whose version this
+# machine's Debian does not have), in three steps:
+#
+#   tools/gpu_measure.sh headers OUTDIR   there: that Python's headers and
+#       PyTorch's pybind11 headers, packed into OUTDIR/headers.tgz.
+#   tools/gpu_measure.sh pack-python HEADERS.tgz [DIR]   here: the native
+#       module compiled against them (a Release build of the library
+#       without epilogues, build-py/), stripped, with the package's Python
+#       files and oneTBB into DIR (default gpu-pack/py).
+#   tools/gpu_measure.sh run-python [DIR]   there: python/tests/test_cuda.py
+#       and test_torch.py with the packed package.
 set -euo pipefail
 mode=${1:-}
 dir=${2:-gpu-pack}
@@ -92,8 +104,68 @@ run)
     "$dir/bin/cuda_example" "$dir/bin/kernels.ptx"
   fi
   ;;
+headers)
+  out=${2:?usage: tools/gpu_measure.sh headers OUTDIR}
+  python3 - "$out" <<'PY'
+import os, sys, sysconfig, tarfile, torch
+inc = sysconfig.get_paths()["include"]
+multiarch = os.path.join("/usr/include", sysconfig.get_config_var("MULTIARCH") or "",
+                         os.path.basename(inc))
+os.makedirs(sys.argv[1], exist_ok=True)
+with tarfile.open(os.path.join(sys.argv[1], "headers.tgz"), "w:gz") as t:
+    t.add(inc, "python")
+    if os.path.isdir(multiarch):  # Debian's and Ubuntu's pyconfig.h includes it
+        t.add(multiarch, os.path.join(sysconfig.get_config_var("MULTIARCH"), os.path.basename(inc)))
+    t.add(os.path.join(os.path.dirname(torch.__file__), "include", "pybind11"), "pybind11")
+    suffix = sysconfig.get_config_var("EXT_SUFFIX").encode()
+    info = tarfile.TarInfo("ext_suffix")
+    info.size = len(suffix)
+    import io
+    t.addfile(info, io.BytesIO(suffix))
+PY
+  ;;
+pack-python)
+  headers=${2:?usage: tools/gpu_measure.sh pack-python HEADERS.tgz [DIR]}
+  dir=${3:-gpu-pack/py}
+  build="$root/build-py"
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGATHERJIT_EPILOGUES=OFF \
+    -DGATHERJIT_BUILD_TESTS=OFF -DGATHERJIT_BUILD_BENCH=OFF -DGATHERJIT_BUILD_EXAMPLES=OFF \
+    -DGATHERJIT_PYTHON=ON >/dev/null
+  cmake --build "$build" --target gatherjit_python
+  rm -rf "$build/other" && mkdir -p "$build/other/include"
+  tar xzf "$headers" -C "$build/other/include"
+  suffix=$(cat "$build/other/include/ext_suffix")
+  # This build's compile and link lines for the module, with the other
+  # Python's headers (and pybind11) first and its objects and name.
+  link=$(ninja -C "$build" -t commands gatherjit_python | grep -e ' -shared ' | tail -1)
+  link=${link#: && }
+  link=${link% && :}
+  for src in "$root"/python/src/*.cpp; do
+    obj="$build/other/$(basename "$src" .cpp).o"
+    compile=$(ninja -C "$build" -t commands gatherjit_python | grep -e " -c $src\$" | tail -1)
+    compile=${compile/-isystem /-isystem $build/other/include/python -isystem $build/other/include -isystem }
+    (cd "$build" && eval "${compile% -o *} -o $obj -c $src")
+    link=$(echo "$link" | sed "s#python/CMakeFiles/gatherjit_python.dir/src/$(basename "$src").o#$obj#")
+  done
+  link=$(echo "$link" | sed "s#-o python/gatherjit/_native[^ ]*#-o $build/other/_native$suffix#")
+  (cd "$build" && eval "$link")
+  rm -rf "$dir"
+  mkdir -p "$dir/gatherjit" "$dir/lib"
+  cp "$root"/python/gatherjit/*.py "$root/python/gatherjit/py.typed" "$dir/gatherjit/"
+  strip -o "$dir/gatherjit/_native$suffix" "$build/other/_native$suffix"
+  ldd "$build/other/_native$suffix" | awk '/libtbb/ {print $3}' | while read -r lib; do
+    cp -L "$lib" "$dir/lib/"
+  done
+  echo "packed $dir: $(($(du -sb "$dir" | cut -f1) / 1048576)) MiB"
+  ;;
+run-python)
+  dir=${2:-gpu-pack/py}
+  PYTHONPATH="$dir" LD_LIBRARY_PATH="$dir/lib" GATHERJIT_CACHE_DIR="$(mktemp -d)" \
+    python3 -m pytest -q -p no:cacheprovider "$root/python/tests/test_cuda.py" \
+    "$root/python/tests/test_torch.py"
+  ;;
 *)
-  echo "usage: tools/gpu_measure.sh pack|run [DIR]" >&2
+  echo "usage: tools/gpu_measure.sh pack|run [DIR] | headers OUTDIR | pack-python HEADERS.tgz [DIR] | run-python [DIR]" >&2
   exit 2
   ;;
 esac
