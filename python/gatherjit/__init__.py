@@ -274,10 +274,55 @@ def _device_operand(x, name):
     return (shape, dtype, elems), data, iface.get("stream"), None
 
 
+# PyTorch CUDA tensors' layouts seen before (op, axis, mode, device and each
+# tensor's dtype, shape and strides) -> (kernel, the result's dtype): such a
+# call reads the tensors' pointers alone, where describing them through
+# __cuda_array_interface__ and finding the kernel cost more than the launch.
+_device_layouts = {}
+_MAX_DEVICE_LAYOUTS = 1024
+
+
+def _torch_stream(torch, tensor):
+    """The current stream of `tensor`'s device, as a CUstream."""
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw(tensor.device.index)
+    return torch.cuda.current_stream(tensor.device).cuda_stream
+
+
+def _run_on_device(k, op, data, indices, axis, d_ptr, i_ptr, o_ptr, stream):
+    try:
+        k._run_device(d_ptr, i_ptr, o_ptr, int(stream or 0))
+    except IndexError as e:
+        # A PyTorch tensor's bad index is named in its own shape, as on a
+        # CPU (its indices copied to the host for the message alone).
+        torch = _sys.modules.get("torch")
+        if (getattr(e, "position", None) is None or torch is None
+                or not isinstance(indices, torch.Tensor)):
+            raise
+        raise IndexError(_out_of_range(op, data, indices.cpu(), axis, e.position)) from None
+
+
 def _gather_on_device(op, data, indices, axis, out, mode, epilogue, device):
     """A gather of arrays on a CUDA device, in place on the device: no copy
     of the operands; the result is `out`, or a new PyTorch tensor beside a
     PyTorch `data`."""
+    torch = _sys.modules.get("torch")  # never imported here: only its tensors
+    tensor = torch.Tensor if torch is not None else None
+    key = None
+    if (tensor is not None and type(data) is tensor and type(indices) is tensor
+            and (out is None or type(out) is tensor) and epilogue is None and type(axis) is int):
+        key = (op, axis, mode, device, data.dtype, data.shape, data.stride(), indices.dtype,
+               indices.shape, indices.stride(),
+               None if out is None else (out.dtype, out.shape, out.stride()))
+        seen = _device_layouts.get(key)
+        if seen is not None and data.is_cuda:
+            k, dtype = seen
+            if out is None:
+                out = torch.empty(k.output_shape, dtype=dtype, device=data.device)
+            _run_on_device(k, op, data, indices, axis, data.data_ptr(), indices.data_ptr(),
+                           out.data_ptr(), _torch_stream(torch, data))
+            return out
     dev = "cuda" if device is True else str(device)
     if not (dev == "cuda" or dev.startswith("cuda:")):
         raise ValueError(f"device = {device!r} is not 'cpu', 'cuda' or 'cuda:N'")
@@ -295,7 +340,7 @@ def _gather_on_device(op, data, indices, axis, out, mode, epilogue, device):
         o_spec, o_ptr, _, o_keep = _device_operand(out, "out")
     k = _native.compile_device(op, d_spec, i_spec, axis, mode, _fused(epilogue), dev,
                                o_spec)
-    torch = _sys.modules.get("torch")  # never imported here: only its tensors
+    dtype = None
     if out is None:
         if torch is None or not isinstance(data, torch.Tensor):
             raise TypeError("device='cuda' needs out= unless data is a PyTorch tensor")
@@ -303,18 +348,15 @@ def _gather_on_device(op, data, indices, axis, out, mode, epilogue, device):
         out = torch.empty(k.output_shape, dtype=dtype, device=data.device)
         _, o_ptr, _, _ = _device_operand(out, "out")
         if stream is None:
-            stream = torch.cuda.current_stream(data.device).cuda_stream
+            stream = _torch_stream(torch, data)
     try:
-        k._run_device(d_ptr, i_ptr, o_ptr, int(stream or 0))
-    except IndexError as e:
-        # A PyTorch tensor's bad index is named in its own shape, as on a
-        # CPU (its indices copied to the host for the message alone).
-        if (getattr(e, "position", None) is None or torch is None
-                or not isinstance(indices, torch.Tensor)):
-            raise
-        raise IndexError(_out_of_range(op, data, indices.cpu(), axis, e.position)) from None
+        _run_on_device(k, op, data, indices, axis, d_ptr, i_ptr, o_ptr, stream)
     finally:
         del d_keep, i_keep, o_keep  # The DLPack capsules, once the run is over.
+    if key is not None:
+        if len(_device_layouts) >= _MAX_DEVICE_LAYOUTS:
+            _device_layouts.clear()
+        _device_layouts[key] = (k, dtype or torch.from_numpy(_np.empty(0, k.output_dtype)).dtype)
     return out
 
 
