@@ -3,7 +3,6 @@ PyTorch has no CUDA device): results equal PyTorch's own gathers, taken
 where the tensors lie (views, out=, a side stream), and a bad index is the
 IndexError the same tensors on the CPU raise."""
 
-import numpy as np
 import pytest
 
 import gatherjit as gj
