@@ -137,12 +137,13 @@ pack-python)
   suffix=$(cat "$build/other/include/ext_suffix")
   # This build's compile and link lines for the module, with the other
   # Python's headers (and pybind11) first and its objects and name.
-  link=$(ninja -C "$build" -t commands gatherjit_python | grep -e ' -shared ' | tail -1)
+  commands=$(ninja -C "$build" -t commands gatherjit_python)
+  link=$(grep -e ' -shared ' <<<"$commands" | tail -1)
   link=${link#: && }
   link=${link% && :}
   for src in "$root"/python/src/*.cpp; do
     obj="$build/other/$(basename "$src" .cpp).o"
-    compile=$(ninja -C "$build" -t commands gatherjit_python | grep -e " -c $src\$" | tail -1)
+    compile=$(grep -e " -c $src\$" <<<"$commands" | tail -1)
     compile=${compile/-isystem /-isystem $build/other/include/python -isystem $build/other/include -isystem }
     (cd "$build" && eval "${compile% -o *} -o $obj -c $src")
     link=$(echo "$link" | sed "s#python/CMakeFiles/gatherjit_python.dir/src/$(basename "$src").o#$obj#")
