@@ -11,12 +11,13 @@
 namespace gatherjit {
 namespace {
 
-/// A kernel's return \p R as a status: 0, a faulted epilogue, a failed
-/// device, or 1 + the position of a bad index in \p Indices, named with
-/// its value (read from the device for a device kernel).
-template <typename StateT> Status resultStatus(const StateT &S, const void *Indices, int64_t R) {
-  if (R == 0)
-    return Status::ok();
+/// A kernel's nonzero return \p R as a status: a faulted epilogue, a
+/// failed device, or 1 + the position of a bad index in \p Indices, named
+/// with its value (read from the device for a device kernel). Kept out of
+/// line: a tiny call's run is a few nanoseconds, and its success path
+/// should carry none of this.
+template <typename StateT>
+[[gnu::noinline, gnu::cold]] Status failureStatus(const StateT &S, const void *Indices, int64_t R) {
   if (R == EpilogueFaulted)
     return epilogueFaultError();
   if (R == DeviceFailed)
@@ -30,13 +31,23 @@ template <typename StateT> Status resultStatus(const StateT &S, const void *Indi
   return indexOutOfRangeError(S.Desc, Host.data(), Position);
 }
 
+template <typename StateT> Status resultStatus(const StateT &S, const void *Indices, int64_t R) {
+  if (R == 0) [[likely]]
+    return Status::ok();
+  return failureStatus(S, Indices, R);
+}
+
+[[gnu::noinline, gnu::cold]] Status emptyHandleError() {
+  return Status::invalidArgument("Kernel::run on an empty kernel handle");
+}
+
 /// What run() and runRows() share: an empty handle is an error and an empty
 /// output runs nothing; otherwise the run is counted (for the tier
 /// upgrade), \p Body runs the current code and its result becomes a status.
 template <typename StateT, typename BodyT>
-Status runKernel(const StateT *S, const void *Indices, BodyT &&Body) {
-  if (!S)
-    return Status::invalidArgument("Kernel::run on an empty kernel handle");
+[[gnu::always_inline]] inline Status runKernel(const StateT *S, const void *Indices, BodyT &&Body) {
+  if (!S) [[unlikely]]
+    return emptyHandleError();
   if (!S->Code)
     return Status::ok();
   S->Code->countRun();
@@ -106,27 +117,34 @@ Status Kernel::runRows(const void *Input, const void *Indices, void *Output, uin
   });
 }
 
-Status Kernel::run(const void *Input, const void *Indices, void *Output) const {
-  auto Run = [&](void *Into) {
-    return runKernel(S.get(), Indices, [&](const State &St, const Executable &Code) {
-      if (!St.Split)
-        return Code.runRows(Input, Indices, Into, 0, static_cast<int64_t>(St.Rows));
-      // Each chunk reports its first bad position (+1); the smallest wins,
-      // as positions grow with the rows.
-      return St.Pool->parallelMin(St.Rows, [&](uint64_t Begin, uint64_t End) {
-        return Code.runRows(Input, Indices, Into, static_cast<int64_t>(Begin),
-                            static_cast<int64_t>(End));
-      });
+namespace {
+
+/// Every row of \p S's kernel into \p Output, split across its pool where
+/// the plan says the output is worth it.
+template <typename StateT>
+Status runAllRows(const StateT *S, const void *Input, const void *Indices, void *Output) {
+  return runKernel(S, Indices, [&](const StateT &St, const Executable &Code) {
+    if (!St.Split)
+      return Code.runRows(Input, Indices, Output, 0, static_cast<int64_t>(St.Rows));
+    // Each chunk reports its first bad position (+1); the smallest wins,
+    // as positions grow with the rows.
+    return St.Pool->parallelMin(St.Rows, [&](uint64_t Begin, uint64_t End) {
+      return Code.runRows(Input, Indices, Output, static_cast<int64_t>(Begin),
+                          static_cast<int64_t>(End));
     });
-  };
-  if (!S || !S->outputOverlaps(Input, Indices, Output))
-    return Run(Output);
+  });
+}
+
+/// run() where the output overlaps an operand: the kernel would read what
+/// it has written, so it computes into a copy of the output's bytes (gaps
+/// between strided elements keep their values), copied back on success,
+/// and the result is the one disjoint buffers give.
+template <typename StateT>
+[[gnu::noinline]] Status runOverlapping(const StateT *S, const void *Input, const void *Indices,
+                                        void *Output) {
   if (S->Device)
     return Status::invalidArgument("Kernel::run: the output overlaps the input or indices "
                                    "buffer, which a device kernel does not allow");
-  // The kernel would read what it has written: it computes into a copy of
-  // the output's bytes (gaps between strided elements keep their values),
-  // copied back on success, so the result is the one disjoint buffers give.
   struct Free {
     void operator()(void *P) const { ::operator delete(P, std::align_val_t(64)); }
   };
@@ -136,10 +154,18 @@ Status Kernel::run(const void *Input, const void *Indices, void *Output) const {
     return Status::internal("out of memory: the output overlaps an operand, and its " +
                             std::to_string(S->OutputBytes) + "-byte temporary failed");
   std::memcpy(Temp.get(), Output, S->OutputBytes);
-  Status R = Run(Temp.get());
+  Status R = runAllRows(S, Input, Indices, Temp.get());
   if (R)
     std::memcpy(Output, Temp.get(), S->OutputBytes);
   return R;
+}
+
+} // namespace
+
+Status Kernel::run(const void *Input, const void *Indices, void *Output) const {
+  if (S && S->outputOverlaps(Input, Indices, Output)) [[unlikely]]
+    return runOverlapping(S.get(), Input, Indices, Output);
+  return runAllRows(S.get(), Input, Indices, Output);
 }
 
 Status Kernel::runOnStream(const void *Input, const void *Indices, void *Output,
