@@ -108,6 +108,7 @@ TargetFacts targetFacts(const llvm::TargetMachine &TM) {
     const bool Zen = isZen(TM.getTargetCPU());
     F.PrefetcherFollowsRows = !Zen;
     F.MaskedByteStores = !Zen && STI->checkFeatures("+avx512bw");
+    F.WideLoopBytes = !Zen && STI->checkFeatures("+avx512fp16") ? 64 : 0;
   } else
     F.VectorBytes = 16;
   F.VectorBytes = std::min(F.VectorBytes, F.CacheLineBytes);

@@ -292,6 +292,8 @@ void KernelEmitter::createRangeFunction(const std::string &Name) {
   // A frame larger than a page (the offset table) touches each page in
   // turn, so it cannot step over a guard page below a small thread stack.
   F->addFnAttr("probe-stack", "inline-asm");
+  if (P.LoopVectorBytes)
+    F->addFnAttr("prefer-vector-width", std::to_string(P.LoopVectorBytes * 8));
   for (unsigned A = 0; A < 3; ++A) {
     F->addParamAttr(A, Attribute::NoAlias);
     F->addParamAttr(A, Attribute::NoCapture);

@@ -42,6 +42,12 @@ struct TargetFacts {
   /// load reads one) as fast as a plain store does: x86 with AVX-512BW,
   /// measured on Intel's cores.
   bool MaskedByteStores = false;
+  /// Nonzero where loops that gather elements of 4 bytes or more run
+  /// faster vectorized at this many bytes than at the code generator's
+  /// default width: x86 cores with AVX512-FP16 (Intel's from Sapphire
+  /// Rapids on), whose 512-bit instructions keep the clock, where LLVM's
+  /// default is 256 bits.
+  unsigned WideLoopBytes = 0;
   /// A GPU runs each element on a thread of its own: no prefetching,
   /// streaming or offset tables, which are CPU strategies.
   bool Gpu = false;
@@ -101,6 +107,9 @@ struct KernelPlan {
   /// PermuteBytes (TargetFacts).
   unsigned PermuteRegisters = 0;
   unsigned PermuteBytes = 0;
+  /// Nonzero: the kernel's loops are vectorized at this many bytes
+  /// (TargetFacts::WideLoopBytes), not the code generator's default.
+  unsigned LoopVectorBytes = 0;
   /// Loops of at most this many iterations, of constant count, are emitted
   /// as straight-line code.
   uint64_t MaxStraightLoop = 0;

@@ -58,6 +58,13 @@ TEST(Backend, VectorWidthIsTheCpusWidest) {
   EXPECT_FALSE(factsOf("x86_64-unknown-linux-gnu", "haswell").MaskedByteStores);
   EXPECT_FALSE(factsOf("x86_64-unknown-linux-gnu", "knl").MaskedByteStores); // AVX-512F alone.
   EXPECT_FALSE(factsOf("aarch64-unknown-linux-gnu", "neoverse-v1").MaskedByteStores);
+  // 512-bit loops where 512-bit instructions keep the clock (AVX512-FP16).
+  EXPECT_EQ(factsOf("x86_64-unknown-linux-gnu", "sapphirerapids").WideLoopBytes, 64u);
+  EXPECT_EQ(factsOf("x86_64-unknown-linux-gnu", "skylake-avx512").WideLoopBytes, 0u);
+  EXPECT_EQ(factsOf("x86_64-unknown-linux-gnu", "icelake-server").WideLoopBytes, 0u);
+  EXPECT_EQ(factsOf("x86_64-unknown-linux-gnu", "znver4").WideLoopBytes, 0u);
+  EXPECT_EQ(factsOf("x86_64-unknown-linux-gnu", "haswell").WideLoopBytes, 0u);
+  EXPECT_EQ(factsOf("aarch64-unknown-linux-gnu", "neoverse-v1").WideLoopBytes, 0u);
 }
 
 TEST(Backend, TheHostsLineIsTheSystems) {

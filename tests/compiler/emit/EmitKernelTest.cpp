@@ -55,6 +55,8 @@ void expectFollowsPlan(const KernelSpec &Spec, const KernelPlan &Plan, const std
                           Plan.PrefetchNextRegion || Plan.PrefetchRowsAhead > 0;
   EXPECT_EQ(has(E.IR, "@llvm.prefetch"), Prefetches);
   EXPECT_EQ(has(E.IR, "%offsets = alloca"), Plan.Row == RowKind::SharedIndices);
+  EXPECT_EQ(has(E.IR, "\"prefer-vector-width\"=\"" + std::to_string(Plan.LoopVectorBytes * 8)),
+            Plan.LoopVectorBytes > 0);
   // Only Check has blocks that return a bad index's position. (An empty
   // output, which the runtime never compiles, may have or lack them.)
   if (Spec.elements() > 0) {
@@ -72,6 +74,10 @@ TEST(EmitKernel, BenchmarkCasesFollowTheirPlans) {
     TargetFacts Gpu;
     Gpu.Gpu = true;
     expectFollowsPlan(Spec, planKernel(Spec, Gpu), std::string(C.Name) + " (GPU plan)");
+    // And for a CPU whose loops are vectorized wide.
+    TargetFacts Wide;
+    Wide.WideLoopBytes = 64;
+    expectFollowsPlan(Spec, planKernel(Spec, Wide), std::string(C.Name) + " (wide loops)");
   }
 }
 

@@ -105,6 +105,31 @@ TEST(KernelPlan, BlockRowsAlignTheirStoresWhereMaskedStoresAreCheap) {
     EXPECT_FALSE(planOfCase(Name, Masked).AlignStores) << Name;
 }
 
+TEST(KernelPlan, RowsGatheringWordsAreVectorizedWideWhereTheTargetSaysSo) {
+  TargetFacts Wide;
+  Wide.WideLoopBytes = 64;
+  // Element and shared-index rows of 4-byte elements.
+  for (const char *Name : {"GE1", "GE2", "GE3", "G2", "G3", "GN2"}) {
+    EXPECT_EQ(planOfCase(Name, Wide).LoopVectorBytes, 64u) << Name;
+    EXPECT_EQ(planOfCase(Name).LoopVectorBytes, 0u) << Name;
+  }
+  EXPECT_EQ(planOfCase("GN2", Wide).describe(), "row=element loop-vector=64");
+  // Narrower elements (GE4's FLOAT16, GE6's UINT8) and block rows keep
+  // the code generator's width.
+  for (const char *Name : {"GE4", "GE6", "G1", "GN1"})
+    EXPECT_EQ(planOfCase(Name, Wide).LoopVectorBytes, 0u) << Name;
+  // A family kernel's element rows too; a GPU's never.
+  for (const bench::BenchCase &C : bench::benchCases())
+    if (std::string(C.Name) == "GE1") {
+      KernelSpec Family = canonicalize(*bench::benchDesc(C));
+      Family.Family = true;
+      EXPECT_EQ(planKernel(Family, Wide).LoopVectorBytes, 64u);
+      Wide.Gpu = true;
+      EXPECT_EQ(planKernel(Family, Wide).LoopVectorBytes, 0u);
+      EXPECT_EQ(planKernel(canonicalize(*bench::benchDesc(C)), Wide).LoopVectorBytes, 0u);
+    }
+}
+
 TEST(KernelPlan, AGpuTargetGetsNoCpuMemoryStrategies) {
   TargetFacts Gpu;
   Gpu.Gpu = true;
