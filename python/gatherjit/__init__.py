@@ -160,7 +160,11 @@ def _array(x, name="data", writable=False):
     if writable:
         raise TypeError(f"{name} must be a numpy array or a PyTorch tensor to write into, "
                         f"not {type(x).__name__}")
-    return _np.asarray(x)
+    array = _np.asarray(x)
+    if name == "indices" and array.size == 0 and array.dtype == _np.float64:
+        # An empty list of indices is numpy's too: it selects nothing.
+        return array.astype(_np.intp)
+    return array
 
 
 def _result(array, like):

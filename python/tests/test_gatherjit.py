@@ -414,6 +414,19 @@ def test_axes_and_integers_are_checked_as_numpy_checks_them():
         gj.gather_nd(data, np.zeros((2, 1), np.int64), batch_dims=-1)
 
 
+def test_sequences_of_indices_are_taken_as_numpy_takes_them():
+    data = np.arange(12, dtype=np.float32).reshape(3, 4)
+    for ids, axis in (([2, 0], 0), ([[1], [3]], 1), ([], 0), ([], 1), ([[]], 0), ((1, -1), 1)):
+        got, want = gj.take(data, ids, axis), np.take(data, ids, axis)
+        assert got.shape == want.shape and got.dtype == want.dtype, (ids, axis)
+        assert np.array_equal(got, want), (ids, axis)
+    # An empty float array is not a sequence of integers, for numpy either.
+    with pytest.raises(TypeError):
+        np.take(data, np.array([]), 0)
+    with pytest.raises(TypeError):
+        gj.take(data, np.array([]), 0)
+
+
 def test_a_second_process_loads_kernels_from_the_cache_directory(tmp_path):
     import os
     import subprocess
