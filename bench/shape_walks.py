@@ -3,7 +3,8 @@ against torch (eager, one thread), numpy and, where installed
 (bench/install_peers.sh), torch.compile(dynamic=True), ONNX Runtime (one
 session with symbolic dimensions) and JAX (jax.jit, compiled per shape) on
 the same arrays, each walk
-run in a fresh process (every shape new, empty caches) and then again in
+run in a fresh process (every shape new, empty caches: gatherjit's in a
+cache directory of its own) and then again in
 that process after gatherjit.wait_background() (the hot shapes
 specialized); beside them the generic loop alone and every shape
 specialized ahead. Results are checked against numpy after the timed walks.
@@ -55,8 +56,12 @@ else:
     args = [(data, idx[:B]) for B in walk["lengths"]]
 ge = walk["kind"] == "ge"
 if engine.startswith("gatherjit"):
+    import tempfile
     import gatherjit as gj
     gj.set_threads(1)
+    # A fresh, empty cache directory: no kernel of an earlier process.
+    cache = tempfile.TemporaryDirectory(prefix="gatherjit-walk-")
+    gj.set_cache_dir(cache.name)
     # gatherjit: the default (adaptive) mode; gatherjit-generic: the
     # generic loop alone; gatherjit-ahead: every shape compiled before the
     # first walk (not timed).
@@ -189,7 +194,8 @@ def main():
     print("\nVersions: " + "; ".join(f"{e} {v}" for e, v in sorted(versions.items()) if v))
     print(f"\nMedians of {args.rounds} rounds. Ratios above 1 mean gatherjit is faster than the "
           "best peer (torch eager, numpy, torch.compile(dynamic=True), ONNX Runtime with "
-          "symbolic dimensions, jax.jit; those installed). Each engine runs in a fresh process; the second walk is the "
+          "symbolic dimensions, jax.jit; those installed). Each engine runs in a fresh process "
+          "(gatherjit's with an empty cache directory of its own); the second walk is the "
           "same walk again (gatherjit's after wait_background()). gatherjit: the default mode; "
           "gatherjit-generic: the generic loop alone (set_specialize('never')); "
           "gatherjit-ahead: every shape compiled before the first walk, which is not timed.")
