@@ -2,7 +2,8 @@
 //
 // The kernels of spec families (sizes as arguments; familyOf and
 // rowFamilyOf in compiler/spec/KernelSpec.h): on a CPU counted per new
-// shape, compiled on the background thread at a family's second shape (the
+// shape, compiled on the background thread at a family's second shape or,
+// for a row family, when its first shape is hot, whichever comes first (the
 // shapes before run the generic loop); on a device, which has no generic
 // loop, compiled on the caller's thread by the family's first shape: its
 // own kernel would cost as much to compile, and the family's serves every
@@ -43,12 +44,20 @@ std::shared_ptr<const Executable> Runtime::Impl::familyCode(const KernelSpec &Fa
     FamilyEntry &E = familyEntry(Family);
     if (First)
       *First = E.Shapes == 0;
-    if (E.Code || !Count || ++E.Shapes != 2)
+    if (E.Code || !Count || ++E.Shapes != 2 || E.Tried)
       return E.Code;
     Compile = E.Spec;
   }
-  Upgrades->push([this, Compile] { compileFamily(Compile); });
+  Upgrades->push([this, Compile] { (void)compileFamily(Compile); });
   return nullptr;
+}
+
+std::shared_ptr<const Executable> Runtime::Impl::rowFamilyFirst(const KernelSpec &Rows,
+                                                                bool &Alone) {
+  std::shared_ptr<const Executable> Code = compileFamily(Rows);
+  std::lock_guard<std::mutex> Lock(FamilyMutex);
+  Alone = familyEntry(Rows).Shapes <= 1; // Counting the shapes that came during the compile.
+  return Code;
 }
 
 LinkResult Runtime::Impl::compileFamilyKernel(const KernelSpec &Family, CompileTimes &Times,
@@ -76,10 +85,19 @@ std::shared_ptr<const Executable> Runtime::Impl::deviceFamilyCode(const KernelSp
   return Code ? (E.Code = Code.take()) : nullptr;
 }
 
-void Runtime::Impl::compileFamily(const KernelSpec &Family) {
+std::shared_ptr<const Executable> Runtime::Impl::compileFamily(const KernelSpec &Family) {
+  KernelSpec Compile;
+  {
+    std::lock_guard<std::mutex> Lock(FamilyMutex);
+    FamilyEntry &E = familyEntry(Family);
+    if (E.Code || E.Tried)
+      return E.Code; // Compiled, failed, or compiling (then a job before this one has it).
+    E.Tried = true;
+    Compile = E.Spec;
+  }
   CompileTimes Times;
   bool FromDisk = false, Stored = false;
-  LinkResult Code = compileFamilyKernel(Family, Times, FromDisk, Stored);
+  LinkResult Code = compileFamilyKernel(Compile, Times, FromDisk, Stored);
   {
     std::lock_guard<std::mutex> Lock(CacheMutex);
     Stats.CompileMs += Times.total();
@@ -87,9 +105,9 @@ void Runtime::Impl::compileFamily(const KernelSpec &Family) {
     Stats.DiskStores += Stored;
   }
   if (!Code)
-    return; // Its shapes keep the generic loop.
+    return nullptr; // Its shapes keep the generic loop.
   std::lock_guard<std::mutex> Lock(FamilyMutex);
-  familyEntry(Family).Code = Code.take();
+  return familyEntry(Family).Code = Code.take();
 }
 
 } // namespace gatherjit

@@ -101,12 +101,14 @@ struct Runtime::Impl {
   std::list<KernelSpec> Lru; ///< Most recently used first.
   /// A family kernel (see familyCode()): the spec it is compiled from, for
   /// a row family the plan its shapes share, the code (null until compiled,
-  /// or if its compile failed) and the shapes seen before.
+  /// or if its compile failed), the shapes seen before and whether its
+  /// compile has begun (it is tried once).
   struct FamilyEntry {
     KernelSpec Spec;
     std::optional<KernelPlan> Plan;
     std::shared_ptr<const Executable> Code;
     unsigned Shapes = 0;
+    bool Tried = false;
   };
   std::mutex FamilyMutex;
   /// By family spec; a row family's without its planned rows, one entry
@@ -159,9 +161,18 @@ struct Runtime::Impl {
   /// quick tier. A hot shape goes straight to the runtime's level, not the
   /// quick tier: the compile is off the caller's thread, and on small rows
   /// the quick tier's code ran 5x slower than O2's and 2x slower than the
-  /// generic loop (`gatherjit bench --shapes`, walk (a)). On failure the
+  /// generic loop (`gatherjit bench --shapes`, walk (a)). A shape that
+  /// started on the generic loop takes its row family's kernel instead
+  /// where that is compiled, and the first shape of a row family compiles
+  /// that kernel before its own (see rowFamilyFirst). On failure the
   /// current code keeps running.
   void upgrade(const KernelSpec &Spec, TieredCode &Code);
+  /// Row family \p Rows's kernel for a hot shape of it, compiled now (on
+  /// the background thread) if its compile has not begun: the family's
+  /// first shape, hot before a second came, compiles it before its own
+  /// kernel, which would serve it alone, where the family's serves every
+  /// later shape at once. \p Alone: no other shape of the family has come.
+  std::shared_ptr<const Executable> rowFamilyFirst(const KernelSpec &Rows, bool &Alone);
 
   // Family kernels (runtime/Families.cpp).
 
@@ -178,7 +189,10 @@ struct Runtime::Impl {
   /// \p First, if given, tells whether no shape had counted before.
   std::shared_ptr<const Executable> familyCode(const KernelSpec &Family, bool Count,
                                                bool *First = nullptr);
-  void compileFamily(const KernelSpec &Family);
+  /// Family \p Family's kernel, compiled on this thread and kept in its
+  /// entry unless its compile has begun before (the background thread's
+  /// jobs run one at a time, so it is then done); null if it failed.
+  std::shared_ptr<const Executable> compileFamily(const KernelSpec &Family);
   /// Family \p Family's kernel compiled on this thread, into \p Times,
   /// \p FromDisk and \p Stored, and counted; a failure is logged.
   LinkResult compileFamilyKernel(const KernelSpec &Family, CompileTimes &Times, bool &FromDisk,
