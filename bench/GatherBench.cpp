@@ -134,6 +134,37 @@ void compileHit(benchmark::State &State) {
   }
 }
 
+/// A new shape of a row family whose kernel is compiled (walk (a) of
+/// `gatherjit bench --shapes` once its family is ready): validation, the
+/// key, the cache's miss and binding the family's kernel, nothing compiled.
+/// The rows cycle through 10..4009 in a cache of 1024 entries, so that each
+/// shape is new (evicted since it was last asked for) and the cache is a
+/// walk's size.
+void compileNewRows(benchmark::State &State) {
+  RuntimeOptions O;
+  O.Threads = 1;
+  O.CacheCapacity = 1024; // A walk's working set of shapes.
+  auto RT = Runtime::create(O).take();
+  auto Desc = [](uint64_t Rows) {
+    TensorDesc Data, Idx, Out;
+    Data.Sizes = {Rows, 64};
+    Idx.Sizes = Out.Sizes = {Rows, 16};
+    Idx.Type = DataType::Int64;
+    return GatherElementsDesc{Data, Idx, Out, 1};
+  };
+  for (uint64_t Rows : {8, 9}) // The second shape queues the family's compile.
+    (void)RT->compile(Desc(Rows));
+  RT->drainBackground();
+  uint64_t Rows = 0;
+  for (auto _ : State) {
+    Expected<Kernel> K = RT->compile(Desc(10 + Rows++ % 4000));
+    if (!K || K->tier() != KernelTier::Family) {
+      State.SkipWithError("not the row family's kernel");
+      return;
+    }
+  }
+}
+
 int registerAll() {
   for (const BenchCase &C : benchCases()) {
     const std::string Name = C.Name;
@@ -172,6 +203,7 @@ int registerAll() {
       })->Unit(benchmark::kMillisecond);
     }
   benchmark::RegisterBenchmark("compile/hit", compileHit)->Unit(benchmark::kNanosecond);
+  benchmark::RegisterBenchmark("compile/new_rows", compileNewRows)->Unit(benchmark::kNanosecond);
   return 0;
 }
 
