@@ -145,17 +145,18 @@ CodeResult Runtime::Impl::compileFirst(const KernelSpec &Spec, CompileTimes &Tim
 void Runtime::Impl::upgrade(const KernelSpec &Spec, TieredCode &Code) {
   const bool Specializes = Code.tier() != KernelTier::Specialized;
   // A shape that started before its row family was compiled takes that
-  // kernel (compiling it first if this is the family's first shape): the
-  // specialized kernel's code but for the rows' count. Only a shape still
-  // alone in its family goes on to its own kernel; in a walk over the
-  // rows it is one shape of many, as the later ones are.
-  // (A device has no row families.)
+  // kernel (compiling it first if no compile of it has begun: the
+  // family's first shape): the specialized kernel's code but for the
+  // rows' count. Only a shape still alone in its family goes on to its
+  // own kernel; in a walk over the rows it is one shape of many, as the
+  // later ones are. (A device has no row families.)
   if (std::optional<KernelSpec> Rows = Specializes && !Device ? rowFamilyOf(Spec) : std::nullopt) {
     bool Alone = false;
     if (std::shared_ptr<const Executable> Ready = rowFamilyFirst(*Rows, Alone)) {
       Code.upgrade(bindFamily(std::move(Ready), Spec), KernelTier::Family, Options.Opt,
                    /*NextAfter=*/0);
-      if (!Alone)
+      // (A runtime going away waits for this job: it compiles no more.)
+      if (!Alone || Stopping)
         return;
     }
   }
