@@ -184,8 +184,10 @@ struct Runtime::Impl {
   FamilyEntry &familyEntry(const KernelSpec &Family);
   /// The linked kernel of family \p Family, or null if it is not compiled
   /// yet. With \p Count the caller is a new shape of it: the family's second
-  /// queues its compile on the background thread (a process that sees one
-  /// shape of a family, a one-shot command line, has no use for it).
+  /// queues its compile on the background thread unless it has begun (a
+  /// process that sees one shape of a family, a one-shot command line, has
+  /// no use for it; a row family's first shape, once hot, compiles it
+  /// itself: see rowFamilyFirst).
   /// \p First, if given, tells whether no shape had counted before.
   std::shared_ptr<const Executable> familyCode(const KernelSpec &Family, bool Count,
                                                bool *First = nullptr);
