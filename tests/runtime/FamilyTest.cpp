@@ -34,6 +34,15 @@ ValidDesc geOf(uint64_t Rows, uint64_t Cols, uint64_t IdxCols) {
                    O);
 }
 
+/// A runtime in the default (adaptive) mode with \p Threads threads.
+std::unique_ptr<Runtime> adaptiveRuntime(unsigned Threads) {
+  RuntimeOptions O;
+  O.Threads = Threads;
+  Expected<std::unique_ptr<Runtime>> RT = Runtime::create(O);
+  EXPECT_TRUE(RT.isOk()) << RT.status().message();
+  return RT ? RT.take() : nullptr;
+}
+
 } // namespace
 
 TEST(Family, ShapesOfOneFamilyShareItAndKeepTheirContiguity) {
@@ -207,12 +216,59 @@ TEST(Family, RandomConfigurationsMatchTheInterpreter) {
   EXPECT_GE(Failing, 10);
 }
 
+TEST(Runtime, AHotFirstShapeCompilesItsRowFamilyBeforeItsOwnKernel) {
+  const std::unique_ptr<Runtime> Made = adaptiveRuntime(1);
+  ASSERT_TRUE(Made);
+  Runtime &RT = *Made;
+  // Alone in its family, a hot shape gets the family's kernel and then
+  // its own.
+  GeCase Alone(8, 16);
+  Expected<Kernel> A = RT.compile(Alone.Desc);
+  ASSERT_TRUE(A.isOk());
+  for (uint64_t I = 0; I < HotRuns; ++I)
+    ASSERT_TRUE(Alone.agrees(*A));
+  RT.drainBackground();
+  EXPECT_EQ(A->tier(), KernelTier::Specialized);
+  EXPECT_EQ(RT.stats().FamilyKernels, 1u);
+  EXPECT_EQ(RT.stats().Specializations, 1u);
+  EXPECT_TRUE(Alone.agrees(*A));
+  // The family's second shape, which would have queued its compile, runs
+  // the kernel from its first call.
+  GeCase Second(40, 16);
+  Expected<Kernel> B = RT.compile(Second.Desc);
+  ASSERT_TRUE(B.isOk());
+  EXPECT_EQ(B->tier(), KernelTier::Family);
+  EXPECT_TRUE(Second.agrees(*B));
+
+  // Another family (8 columns): its second shape comes right after the
+  // first is hot, before, during or after the first's compile of the
+  // family's kernel. However they meet, the kernel is compiled once,
+  // the second shape ends on it, and the first on it or, if it was still
+  // alone when the family's kernel was done, on its own.
+  GeCase First(8, 8), Next(30, 8);
+  Expected<Kernel> F = RT.compile(First.Desc);
+  ASSERT_TRUE(F.isOk());
+  for (uint64_t I = 0; I < HotRuns; ++I)
+    ASSERT_TRUE(First.agrees(*F));
+  Expected<Kernel> N = RT.compile(Next.Desc);
+  ASSERT_TRUE(N.isOk());
+  for (uint64_t I = 0; I < HotRuns; ++I)
+    ASSERT_TRUE(Next.agrees(*N));
+  RT.drainBackground();
+  // This row family's kernel once, and the family of every size, which
+  // the first shapes of two row families start.
+  EXPECT_EQ(RT.stats().FamilyKernels, 3u);
+  EXPECT_EQ(N->tier(), KernelTier::Family);
+  EXPECT_NE(F->tier(), KernelTier::Generic);
+  EXPECT_EQ(RT.stats().Specializations, F->tier() == KernelTier::Specialized ? 2u : 1u);
+  EXPECT_TRUE(First.agrees(*F));
+  EXPECT_TRUE(Next.agrees(*N));
+}
+
 TEST(Runtime, ANewShapeOfACompiledFamilyRunsItsFamilyKernelAtOnce) {
-  RuntimeOptions O;
-  O.Threads = 2;
-  Expected<std::unique_ptr<Runtime>> Made = Runtime::create(O);
-  ASSERT_TRUE(Made.isOk());
-  Runtime &RT = **Made;
+  const std::unique_ptr<Runtime> Made = adaptiveRuntime(2);
+  ASSERT_TRUE(Made);
+  Runtime &RT = *Made;
   // One shape of a family asks for nothing; the second (shapes are
   // changing) has the family kernel compiled in the background.
   GeCase First(8, 16), Second(9, 16);
@@ -259,65 +315,12 @@ TEST(Runtime, ANewShapeOfACompiledFamilyRunsItsFamilyKernelAtOnce) {
   EXPECT_EQ(RT.stats().FamilyKernels, 1u) << "no family of every size for a rows-only walk";
 }
 
-TEST(Runtime, AHotFirstShapeCompilesItsRowFamilyBeforeItsOwnKernel) {
-  RuntimeOptions O;
-  O.Threads = 1;
-  Expected<std::unique_ptr<Runtime>> Made = Runtime::create(O);
-  ASSERT_TRUE(Made.isOk());
-  Runtime &RT = **Made;
-  // Alone in its family, a hot shape gets the family's kernel and then
-  // its own.
-  GeCase Alone(8, 16);
-  Expected<Kernel> A = RT.compile(Alone.Desc);
-  ASSERT_TRUE(A.isOk());
-  for (uint64_t I = 0; I < HotRuns; ++I)
-    ASSERT_TRUE(Alone.agrees(*A));
-  RT.drainBackground();
-  EXPECT_EQ(A->tier(), KernelTier::Specialized);
-  EXPECT_EQ(RT.stats().FamilyKernels, 1u);
-  EXPECT_EQ(RT.stats().Specializations, 1u);
-  EXPECT_TRUE(Alone.agrees(*A));
-  // The family's second shape, which would have queued its compile, runs
-  // the kernel from its first call.
-  GeCase Second(40, 16);
-  Expected<Kernel> B = RT.compile(Second.Desc);
-  ASSERT_TRUE(B.isOk());
-  EXPECT_EQ(B->tier(), KernelTier::Family);
-  EXPECT_TRUE(Second.agrees(*B));
-
-  // Another family (8 columns): its second shape comes right after the
-  // first is hot, before, during or after the first's compile of the
-  // family's kernel. However they meet, the kernel is compiled once,
-  // the second shape ends on it, and the first on it or, if it was still
-  // alone when the family's kernel was done, on its own.
-  GeCase First(8, 8), Next(30, 8);
-  Expected<Kernel> F = RT.compile(First.Desc);
-  ASSERT_TRUE(F.isOk());
-  for (uint64_t I = 0; I < HotRuns; ++I)
-    ASSERT_TRUE(First.agrees(*F));
-  Expected<Kernel> N = RT.compile(Next.Desc);
-  ASSERT_TRUE(N.isOk());
-  for (uint64_t I = 0; I < HotRuns; ++I)
-    ASSERT_TRUE(Next.agrees(*N));
-  RT.drainBackground();
-  // This row family's kernel once, and the family of every size, which
-  // the first shapes of two row families start.
-  EXPECT_EQ(RT.stats().FamilyKernels, 3u);
-  EXPECT_EQ(N->tier(), KernelTier::Family);
-  EXPECT_NE(F->tier(), KernelTier::Generic);
-  EXPECT_EQ(RT.stats().Specializations, F->tier() == KernelTier::Specialized ? 2u : 1u);
-  EXPECT_TRUE(First.agrees(*F));
-  EXPECT_TRUE(Next.agrees(*N));
-}
-
 // Apart from the test above (and from the TSan stage's Runtime.* tests): the
 // run is split through oneTBB, which is not instrumented.
 TEST(Family, ALargeOutputSplitAcrossThreadsRunsItsRowFamilyKernelByRows) {
-  RuntimeOptions O;
-  O.Threads = 2;
-  Expected<std::unique_ptr<Runtime>> Made = Runtime::create(O);
-  ASSERT_TRUE(Made.isOk());
-  Runtime &RT = **Made;
+  const std::unique_ptr<Runtime> Made = adaptiveRuntime(2);
+  ASSERT_TRUE(Made);
+  Runtime &RT = *Made;
   GeCase Wide(1200, 256);
   Expected<Kernel> W = RT.compile(Wide.Desc);
   ASSERT_TRUE(W.isOk());
