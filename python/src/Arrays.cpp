@@ -19,32 +19,38 @@ namespace {
 /// True if dimension \p D of \p A steps over whole elements, forwards (or
 /// does not step at all): a stride a TensorDesc can say.
 bool describableStride(const py::array &A, py::ssize_t D) {
-  const py::ssize_t S = A.strides(D);
-  return A.shape(D) <= 1 || (S >= 0 && S % static_cast<py::ssize_t>(A.itemsize()) == 0);
+  const py::ssize_t S = A.strides(D), Item = A.itemsize();
+  return A.shape(D) <= 1 || (S >= 0 && Item > 0 && S % Item == 0);
 }
 
 } // namespace
 
 /// gatherjit's element type for a numpy dtype, decoded as a .npy file's
 /// dtype is. numpy's raw void of any width other than bfloat16's two bytes
-/// is moved whole too (a .npy file's must be bfloat16).
+/// is moved whole too (a .npy file's must be bfloat16), and so is every
+/// other dtype whose values are their bytes alone (datetime64,
+/// timedelta64, longdouble, records): a gather moves elements unread.
 DataType dataTypeOf(const py::dtype &D, unsigned &OpaqueBytes) {
   OpaqueBytes = 0;
-  if (D.kind() == 'O')
-    throw py::type_error("dtype object: a compiled kernel moves bytes, not the references an "
-                         "object array holds; gatherjit.take, take_along_axis and gather_nd "
-                         "take object arrays");
-  if (D.kind() == 'V' && D.itemsize() != 2 && D.itemsize() > 0) {
+  const std::string Name = py::repr(static_cast<const py::object &>(D)).cast<std::string>();
+  if (D.attr("hasobject").cast<bool>())
+    throw py::type_error(
+        "dtype " + Name +
+        " holds object references: a compiled kernel moves bytes, not the references its "
+        "elements hold; gatherjit.take, take_along_axis and gather_nd take such arrays");
+  if (D.itemsize() == 0)
+    throw py::value_error("dtype " + Name +
+                          " has elements of no bytes: gatherjit gathers elements of 1 byte or "
+                          "more");
+  if (D.kind() == 'V' && D.itemsize() != 2) {
     OpaqueBytes = static_cast<unsigned>(D.itemsize());
     return DataType::Opaque;
   }
   Expected<NpyDtype> T = parseNpyDescr(D.attr("str").cast<std::string>());
-  if (!T)
-    throw py::value_error("dtype " +
-                          py::repr(static_cast<const py::object &>(D)).cast<std::string>() +
-                          " is not supported by gatherjit: " + T.status().message());
-  if (T->Type == DataType::Opaque)
-    OpaqueBytes = T->ElementBytes;
+  if (!T || T->Type == DataType::Opaque) {
+    OpaqueBytes = static_cast<unsigned>(D.itemsize());
+    return DataType::Opaque;
+  }
   return T->Type;
 }
 

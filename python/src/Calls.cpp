@@ -276,22 +276,35 @@ py::object gatherArrays(const std::string &Op, py::array Data, py::array Indices
   if (Mode == "wrap")
     return gatherArrays(Op, Data, package("_wrapped")(Op, Data, Indices, AxisObj), AxisObj, Out,
                         "raise", Fused, Broadcast);
-  if (Data.dtype().kind() == 'O') {
-    // The kernel moves an object array's references as 8-byte words; the
-    // result holds a new reference to each object gathered (numpy's take
-    // does the same), and numpy counts those an out= replaces.
+  if (Data.dtype().attr("hasobject").cast<bool>()) {
+    // Elements holding references: the result holds a new reference to
+    // each object gathered (numpy's take does the same), and numpy counts
+    // those an out= replaces. An object array's references are moved as
+    // 8-byte words; records holding some are taken by numpy at the
+    // positions the kernel gathers.
     if (Fused)
-      throw py::type_error("an epilogue computes on numbers; data has dtype object");
-    py::array Objects = objectsOf(gatherArrays(Op, objectWords(Data), Indices, AxisObj,
-                                               std::nullopt, Mode, Fused, Broadcast));
+      throw py::type_error("an epilogue computes on numbers; data has dtype " +
+                           dtypeString(Data.dtype()));
+    py::array Result;
+    if (Data.dtype().kind() == 'O') {
+      Result = objectsOf(gatherArrays(Op, objectWords(Data), Indices, AxisObj, std::nullopt, Mode,
+                                      Fused, Broadcast));
+    } else {
+      py::module_ Np = py::module_::import("numpy");
+      py::object Positions = Np.attr("arange")(Data.size(), py::arg("dtype") = "int64")
+                                 .attr("reshape")(Data.attr("shape"));
+      py::object Taken =
+          gatherArrays(Op, Positions, Indices, AxisObj, std::nullopt, Mode, Fused, Broadcast);
+      Result = Np.attr("ravel")(Data).attr("take")(Taken);
+    }
     if (!Out)
-      return Objects;
-    if (Out->dtype().kind() != 'O' || !Out->attr("shape").equal(Objects.attr("shape")))
-      throw py::value_error("out must be an object array of shape " +
-                            std::string(py::str(Objects.attr("shape"))) + "; got " +
-                            std::string(py::str(Out->dtype())) + " " +
+      return Result;
+    if (!Out->dtype().equal(Data.dtype()) || !Out->attr("shape").equal(Result.attr("shape")))
+      throw py::value_error("out must be an array of dtype " + dtypeString(Data.dtype()) +
+                            " and shape " + std::string(py::str(Result.attr("shape"))) + "; got " +
+                            dtypeString(Out->dtype()) + " " +
                             std::string(py::str(Out->attr("shape"))));
-    Out->attr("__setitem__")(py::ellipsis(), Objects);
+    Out->attr("__setitem__")(py::ellipsis(), Result);
     return std::move(*Out);
   }
   std::shared_ptr<PyKernel> K =

@@ -501,10 +501,53 @@ def test_object_arrays_gather_new_references_to_their_objects():
                                   words[[3, 0, 1]])
     with pytest.raises(IndexError):
         gj.take(words, np.array([4]))
-    with pytest.raises(ValueError, match="out must be an object array of shape \\(2,\\)"):
+    with pytest.raises(ValueError, match="out must be an array of dtype object and shape \\(2,\\)"):
         gj.take(words, np.array([0, 1]), out=np.empty(3, object))
     with pytest.raises(TypeError, match="moves bytes, not the references"):
         gj.compile("gather", (words.shape, words.dtype), ((2,), np.int64))
+
+
+def test_records_holding_objects_gather_new_references_to_them():
+    # A record with an object field is moved with its references counted
+    # (a kernel copying its bytes would leave them owned twice).
+    objects = [object() for _ in range(4)]
+    before = [sys.getrefcount(o) for o in objects]
+    records = np.zeros((2, 4), dtype=[("n", "i4"), ("o", "O")])
+    records["n"] = np.arange(8).reshape(2, 4)
+    records["o"] = [objects, objects[::-1]]
+    ids = np.array([[3, 3, 0], [1, 2, 2]])
+    np.testing.assert_array_equal(gj.take_along_axis(records, ids, 1),
+                                  np.take_along_axis(records, ids, 1))
+    np.testing.assert_array_equal(gj.take(records, [1, 0, 1], 0), np.take(records, [1, 0, 1], 0))
+    np.testing.assert_array_equal(gj.gather_nd(records, np.array([[1, 2], [0, 3]])),
+                                  records[[1, 0], [2, 3]])
+    out = np.empty((2, 2), records.dtype)
+    assert gj.take(records, [3, 1], 1, out=out) is out
+    np.testing.assert_array_equal(out, records[:, [3, 1]])
+    with pytest.raises(ValueError, match="out must be an array of dtype"):
+        gj.take(records, [3, 1], 1, out=np.empty((2, 2), "i4,i8"))
+    with pytest.raises(TypeError, match="holds object references"):
+        gj.compile("gather", (records.shape, records.dtype), ((2,), np.int64))
+    del records, out
+    assert [sys.getrefcount(o) for o in objects] == before
+
+
+@pytest.mark.parametrize("dtype", ["datetime64[s]", "timedelta64[ns]", "longdouble",
+                                   "clongdouble", "V3"])
+def test_every_dtype_of_plain_bytes_is_gathered_as_numpy_gathers_it(dtype):
+    data = (np.arange(72, dtype="u1").view("V3") if dtype == "V3" else
+            np.arange(24).astype(dtype)).reshape(4, 6)
+    ids = np.array([[5, 0], [1, 1], [0, 3], [2, 4]])
+    got = gj.take_along_axis(data, ids, 1)
+    assert got.dtype == data.dtype
+    np.testing.assert_array_equal(got, np.take_along_axis(data, ids, 1))
+    np.testing.assert_array_equal(gj.take(data, [3, 0], 0), np.take(data, [3, 0], 0))
+
+
+def test_a_dtype_of_no_bytes_is_a_clean_error():
+    for data in (np.zeros(3, dtype=[]), np.zeros((3, 2), dtype=[])[:, ::2]):
+        with pytest.raises(ValueError, match="no bytes"):
+            gj.take(data, [0])
 
 
 def test_clip_into_an_empty_axis_raises_as_numpy_does():
