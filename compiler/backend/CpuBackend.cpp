@@ -103,10 +103,11 @@ TargetFacts targetFacts(const llvm::TargetMachine &TM) {
     const bool Avx512 = STI->checkFeatures("+avx512f");
     F.VectorBytes = Avx512 ? 64 : STI->checkFeatures("+avx") ? 32 : 16;
     F.PermuteBytes = Avx512 ? 64 : 0; // vpermd / vpermi2d and their 64-bit forms
-    // Intel's L2 streamer, and its masked byte stores; AMD's Zen measured
-    // otherwise for the first (KernelPlan.cpp), not yet for the second.
+    // A row prefetcher (measured on Intel's cores and AMD's Zen 4,
+    // KernelPlan.cpp), and Intel's masked byte stores (not yet measured on
+    // Zen).
     const bool Zen = isZen(TM.getTargetCPU());
-    F.PrefetcherFollowsRows = !Zen;
+    F.PrefetcherFollowsRows = true;
     F.MaskedByteStores = !Zen && STI->checkFeatures("+avx512bw");
     F.WideLoopBytes = !Zen && STI->checkFeatures("+avx512fp16") ? 64 : 0;
   } else

@@ -35,8 +35,9 @@ struct TargetFacts {
   /// emitter has no such permute.
   unsigned PermuteBytes = 0;
   /// Given the first lines of a row read out of order, the hardware
-  /// prefetcher fetches the rest of it in order (Intel's L2 streamer): a
-  /// kernel prefetches only the head of each block row it gathers.
+  /// prefetcher fetches the rest of it in order (x86: Intel's L2 streamer,
+  /// AMD's Zen 4 alike): a kernel prefetches only the head of each block
+  /// row it gathers.
   bool PrefetcherFollowsRows = false;
   /// A masked store writes any run of bytes within a vector (and a masked
   /// load reads one) as fast as a plain store does: x86 with AVX-512BW,

@@ -45,11 +45,11 @@ TEST(Backend, VectorWidthIsTheCpusWidest) {
   EXPECT_EQ(factsOf("x86_64-unknown-linux-gnu", "znver4").PermuteBytes, 64u);
   EXPECT_EQ(factsOf("x86_64-unknown-linux-gnu", "haswell").PermuteBytes, 0u);
   EXPECT_EQ(factsOf("aarch64-unknown-linux-gnu", "neoverse-v1").PermuteBytes, 0u);
-  // Intel's prefetcher follows a row once its head is read; AMD's Zen's
-  // was measured not to, and other targets are not assumed to.
+  // x86's prefetchers follow a row once its head is read (measured on
+  // Intel's cores and AMD's Zen 4); other targets are not assumed to.
   EXPECT_TRUE(factsOf("x86_64-unknown-linux-gnu", "skylake-avx512").PrefetcherFollowsRows);
   EXPECT_TRUE(factsOf("x86_64-unknown-linux-gnu", "sapphirerapids").PrefetcherFollowsRows);
-  EXPECT_FALSE(factsOf("x86_64-unknown-linux-gnu", "znver4").PrefetcherFollowsRows);
+  EXPECT_TRUE(factsOf("x86_64-unknown-linux-gnu", "znver4").PrefetcherFollowsRows);
   EXPECT_FALSE(factsOf("aarch64-unknown-linux-gnu", "neoverse-v1").PrefetcherFollowsRows);
   // Masked byte stores: AVX-512BW, on Intel's cores (Zen's not measured).
   EXPECT_TRUE(factsOf("x86_64-unknown-linux-gnu", "skylake-avx512").MaskedByteStores);
