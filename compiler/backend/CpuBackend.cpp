@@ -110,6 +110,10 @@ TargetFacts targetFacts(const llvm::TargetMachine &TM) {
     F.PrefetcherFollowsRows = true;
     F.MaskedByteStores = !Zen && STI->checkFeatures("+avx512bw");
     F.WideLoopBytes = !Zen && STI->checkFeatures("+avx512fp16") ? 64 : 0;
+    // Zen 4's gathers, where the target machine allows them and the user
+    // did not ask for them everywhere (KernelPlan.cpp).
+    F.GathersOnlyFromMemory = Zen && Avx512 && !STI->checkFeatures("+prefer-no-gather") &&
+                              !TM.getTargetFeatureString().contains("-prefer-no-gather");
   } else
     F.VectorBytes = 16;
   F.VectorBytes = std::min(F.VectorBytes, F.CacheLineBytes);

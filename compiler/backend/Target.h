@@ -42,7 +42,8 @@ Expected<std::unique_ptr<llvm::TargetMachine>> createTargetMachine(const TargetD
                                                                    OptLevel Level);
 
 /// Sets the module's triple, data layout and, on every function, the
-/// target CPU and features, so the optimizer sees the real machine.
+/// target CPU and features, so the optimizer sees the real machine; a
+/// function's own features (its plan's) follow the target's.
 void configureModule(llvm::Module &M, llvm::TargetMachine &TM);
 
 /// Generates code for modules with its target machine. The code

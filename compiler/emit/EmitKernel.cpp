@@ -294,6 +294,8 @@ void KernelEmitter::createRangeFunction(const std::string &Name) {
   F->addFnAttr("probe-stack", "inline-asm");
   if (P.LoopVectorBytes)
     F->addFnAttr("prefer-vector-width", std::to_string(P.LoopVectorBytes * 8));
+  if (P.ScalarGathers) // After the target's features (configureModule).
+    F->addFnAttr("target-features", "+prefer-no-gather");
   for (unsigned A = 0; A < 3; ++A) {
     F->addParamAttr(A, Attribute::NoAlias);
     F->addParamAttr(A, Attribute::NoCapture);

@@ -240,6 +240,31 @@ unsigned loopVectorBytes(const KernelSpec &S, const KernelPlan &P, const TargetF
   return !T.Gpu && Gathers && S.ElemBytes >= WideLoopMinElementBytes ? T.WideLoopBytes : 0;
 }
 
+/// Where gather instructions pay only on operands from memory
+/// (TargetFacts::GathersOnlyFromMemory), kernels moving fewer than this
+/// many bytes (twice the output and the indices) load their elements one
+/// by one: their operands stay in the caches from call to call. Measured on
+/// a 2-core AMD EPYC (Zen 4), scalar loads against gathers, each case's
+/// caches evicted before its runs (the suite, two alternating runs): GE1
+/// 24.7-25.8 -> 16.6 ms, GE3 28.9-36.5 -> 13.9-14.5, GE6 16.4-17.4 ->
+/// 15.1-15.2, GN2 (24 MiB) 4.75-5.31 -> 3.24-3.80, G2 (12 MiB, a 16 MiB
+/// table) 2.19-2.38 -> 1.56-1.77, GE2 and GE4 unmoved; but G3 (8 MiB)
+/// 169-185 -> 242-279 us (three runs); and on repeated calls of kernels
+/// whose operands a cache holds (the command line's --repeat, one thread):
+/// FLOAT32 [1000, 200] by INT64 [1000, 64] on axis 1 23 -> 37 us, FLOAT32
+/// [1024, 1024] by INT32 (12 MiB) 0.435 -> 0.507 ms, FLOAT32 [64, 4096] by
+/// INT64 [64, 1024] 31 -> 39 us. A family kernel, whose shapes are small
+/// until they are specialized, loads one by one too.
+constexpr uint64_t GatherFromBytes = 16u << 20;
+
+bool scalarGathers(const KernelSpec &S, const KernelPlan &P, const TargetFacts &T) {
+  if (T.Gpu || !T.GathersOnlyFromMemory ||
+      (P.Row != RowKind::Element && P.Row != RowKind::SharedIndices))
+    return false;
+  return S.Family ||
+         2 * S.outputBytes() + S.elements() * S.TupleSize * S.indexBytes() < GatherFromBytes;
+}
+
 bool permutes(const KernelSpec &S, const TargetFacts &T) {
   if (!T.PermuteBytes || S.Rank == 0 || S.hasEpilogue() || S.TupleSize != 1 || S.emptyAxis() ||
       (S.ElemBytes != 4 && S.ElemBytes != 8))
@@ -411,6 +436,7 @@ KernelPlan planKernel(const KernelSpec &S, const TargetFacts &T) {
       P.StreamedOperands = true;
     }
     P.LoopVectorBytes = loopVectorBytes(S, P, T);
+    P.ScalarGathers = scalarGathers(S, P, T);
     return P;
   }
   P.MaxStraightLoop = MaxStraightLoop;
@@ -420,6 +446,7 @@ KernelPlan planKernel(const KernelSpec &S, const TargetFacts &T) {
           : !T.Gpu && sharesRowIndices(S) ? RowKind::SharedIndices
                                           : RowKind::Element;
   P.LoopVectorBytes = loopVectorBytes(S, P, T);
+  P.ScalarGathers = scalarGathers(S, P, T);
   if (P.Row == RowKind::Permute) {
     // The row is in registers and the indices are read in order: nothing
     // to prefetch or stream.
@@ -484,6 +511,8 @@ std::string KernelPlan::describe() const {
     OS << " align-stores";
   if (LoopVectorBytes)
     OS << " loop-vector=" << LoopVectorBytes;
+  if (ScalarGathers)
+    OS << " scalar-gathers";
   if (TileColumns && !Blocks)
     OS << " tile-columns=" << TileColumns;
   if (Blocks)

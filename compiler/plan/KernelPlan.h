@@ -49,6 +49,10 @@ struct TargetFacts {
   /// Rapids on), whose 512-bit instructions keep the clock, where LLVM's
   /// default is 256 bits.
   unsigned WideLoopBytes = 0;
+  /// The target's gather instructions beat scalar loads inserted into
+  /// vectors only where the elements come from memory (AMD's Zen 4): a
+  /// kernel whose operands the caches hold loads its elements one by one.
+  bool GathersOnlyFromMemory = false;
   /// A GPU runs each element on a thread of its own: no prefetching,
   /// streaming or offset tables, which are CPU strategies.
   bool Gpu = false;
@@ -111,6 +115,10 @@ struct KernelPlan {
   /// Nonzero: the kernel's loops are vectorized at this many bytes
   /// (TargetFacts::WideLoopBytes), not the code generator's default.
   unsigned LoopVectorBytes = 0;
+  /// The kernel's loops load gathered elements one by one into vectors,
+  /// not with the target's gather instructions
+  /// (TargetFacts::GathersOnlyFromMemory).
+  bool ScalarGathers = false;
   /// Loops of at most this many iterations, of constant count, are emitted
   /// as straight-line code.
   uint64_t MaxStraightLoop = 0;

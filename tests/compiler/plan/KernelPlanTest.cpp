@@ -130,6 +130,34 @@ TEST(KernelPlan, RowsGatheringWordsAreVectorizedWideWhereTheTargetSaysSo) {
     }
 }
 
+TEST(KernelPlan, WhereGathersPayFromMemoryOnlyKernelsInTheCachesLoadElementsOneByOne) {
+  TargetFacts FromMemory;
+  FromMemory.GathersOnlyFromMemory = true;
+  // Twice the output and the indices: at least 16 MiB gather (GE1 256 MiB,
+  // GE3 96, GE6 80, GN2 24), less loads one by one (G2 12 MiB, G3 8, and
+  // the tiny GE5 and G4).
+  for (const char *Name : {"GE1", "GE2", "GE3", "GE4", "GE6", "GN2"})
+    EXPECT_FALSE(planOfCase(Name, FromMemory).ScalarGathers) << Name;
+  for (const char *Name : {"GE5", "G2", "G3", "G4"})
+    EXPECT_TRUE(planOfCase(Name, FromMemory).ScalarGathers) << Name;
+  EXPECT_EQ(planOfCase("G3", FromMemory).describe(),
+            "row=shared-indices prefetch-next-row(block=64,lines<=16) scalar-gathers");
+  // Block rows gather nothing; without the fact nothing changes.
+  for (const char *Name : {"G1", "GN1"})
+    EXPECT_FALSE(planOfCase(Name, FromMemory).ScalarGathers) << Name;
+  for (const bench::BenchCase &C : bench::benchCases())
+    EXPECT_FALSE(planOfCase(C.Name).ScalarGathers) << C.Name;
+  // A family kernel (any sizes) loads one by one; a GPU never.
+  for (const bench::BenchCase &C : bench::benchCases())
+    if (std::string(C.Name) == "GE1") {
+      KernelSpec Family = canonicalize(*bench::benchDesc(C));
+      Family.Family = true;
+      EXPECT_TRUE(planKernel(Family, FromMemory).ScalarGathers);
+      FromMemory.Gpu = true;
+      EXPECT_FALSE(planKernel(Family, FromMemory).ScalarGathers);
+    }
+}
+
 TEST(KernelPlan, AGpuTargetGetsNoCpuMemoryStrategies) {
   TargetFacts Gpu;
   Gpu.Gpu = true;
