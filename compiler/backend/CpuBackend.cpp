@@ -104,8 +104,10 @@ TargetFacts targetFacts(const llvm::TargetMachine &TM) {
     F.VectorBytes = Avx512 ? 64 : STI->checkFeatures("+avx") ? 32 : 16;
     F.PermuteBytes = Avx512 ? 64 : 0; // vpermd / vpermi2d and their 64-bit forms
     // A row prefetcher (measured on Intel's cores and AMD's Zen 4,
-    // KernelPlan.cpp), and Intel's masked byte stores (not yet measured on
-    // Zen).
+    // KernelPlan.cpp), and Intel's masked byte stores: on Zen 4 a take of
+    // 500 FLOAT32 rows of 1 KiB into an output 16 bytes past a line took
+    // 25.0-25.8 us a call with them against 16.0-16.1 without (from
+    // Python, three alternating runs).
     const bool Zen = isZen(TM.getTargetCPU());
     F.PrefetcherFollowsRows = true;
     F.MaskedByteStores = !Zen && STI->checkFeatures("+avx512bw");

@@ -41,7 +41,7 @@ struct TargetFacts {
   bool PrefetcherFollowsRows = false;
   /// A masked store writes any run of bytes within a vector (and a masked
   /// load reads one) as fast as a plain store does: x86 with AVX-512BW,
-  /// measured on Intel's cores.
+  /// measured on Intel's cores (AMD's Zen 4's measured slower).
   bool MaskedByteStores = false;
   /// Nonzero where loops that gather elements of 4 bytes or more run
   /// faster vectorized at this many bytes than at the code generator's
