@@ -32,14 +32,14 @@ bool describableStride(const py::array &A, py::ssize_t D) {
 /// timedelta64, longdouble, records): a gather moves elements unread.
 DataType dataTypeOf(const py::dtype &D, unsigned &OpaqueBytes) {
   OpaqueBytes = 0;
-  const std::string Name = py::repr(static_cast<const py::object &>(D)).cast<std::string>();
-  if (D.attr("hasobject").cast<bool>())
+  auto Name = [&] { return py::repr(static_cast<const py::object &>(D)).cast<std::string>(); };
+  if (holdsReferences(D))
     throw py::type_error(
-        "dtype " + Name +
+        "dtype " + Name() +
         " holds object references: a compiled kernel moves bytes, not the references its "
         "elements hold; gatherjit.take, take_along_axis and gather_nd take such arrays");
   if (D.itemsize() == 0)
-    throw py::value_error("dtype " + Name +
+    throw py::value_error("dtype " + Name() +
                           " has elements of no bytes: gatherjit gathers elements of 1 byte or "
                           "more");
   if (D.kind() == 'V' && D.itemsize() != 2) {

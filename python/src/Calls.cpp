@@ -276,7 +276,7 @@ py::object gatherArrays(const std::string &Op, py::array Data, py::array Indices
   if (Mode == "wrap")
     return gatherArrays(Op, Data, package("_wrapped")(Op, Data, Indices, AxisObj), AxisObj, Out,
                         "raise", Fused, Broadcast);
-  if (Data.dtype().attr("hasobject").cast<bool>()) {
+  if (holdsReferences(Data.dtype())) {
     // Elements holding references: the result holds a new reference to
     // each object gathered (numpy's take does the same), and numpy counts
     // those an out= replaces. An object array's references are moved as

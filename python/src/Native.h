@@ -54,11 +54,15 @@ std::string tupleString(const std::vector<uint64_t> &Values);
 /// "N-byte records".
 std::string dtypeString(const py::dtype &Type);
 std::string dtypeString(const TensorDesc &T);
+/// True if elements of \p Type hold object references (numpy's
+/// NPY_ITEM_HASOBJECT): object arrays, and records with an object field.
+inline bool holdsReferences(const py::dtype &Type) { return Type.flags() & 0x01; }
 
 // numpy arrays as tensors (Arrays.cpp).
 
 /// gatherjit's element type for a numpy dtype (\p OpaqueBytes set for
-/// opaque elements); ValueError for a dtype gatherjit has no type for.
+/// opaque elements); TypeError for elements holding references, ValueError
+/// for elements of no bytes.
 DataType dataTypeOf(const py::dtype &D, unsigned &OpaqueBytes);
 /// \p Indices as native int32 or int64 (narrow or byte-swapped ones copied).
 py::array nativeIndices(py::array Indices);

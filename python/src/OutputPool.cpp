@@ -345,10 +345,9 @@ std::optional<py::capsule> newDlpackResult(const py::dtype &Type,
 
 py::array newArray(const py::dtype &Type, const std::vector<py::ssize_t> &Shape) {
   const size_t Bytes = resultBytes(Type, Shape);
-  // numpy initializes references (NPY_ITEM_HASOBJECT) in new arrays;
-  // a pooled buffer holds the bytes of an earlier result.
-  constexpr char HoldsReferences = 0x01;
-  if (Bytes < OutputPool::FromBytes || (Type.flags() & HoldsReferences))
+  // numpy initializes references in new arrays; a pooled buffer holds
+  // the bytes of an earlier result.
+  if (Bytes < OutputPool::FromBytes || holdsReferences(Type))
     return py::array(Type, Shape);
   void *P = pool().take(Bytes);
   py::capsule Owner(P, [](void *Q) { pool().give(Q); });
