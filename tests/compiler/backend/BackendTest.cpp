@@ -28,9 +28,10 @@ using namespace gatherjit;
 
 namespace {
 
-TargetFacts factsOf(const std::string &Triple, const std::string &Cpu) {
+TargetFacts factsOf(const std::string &Triple, const std::string &Cpu,
+                    const std::string &Features = "") {
   Expected<std::unique_ptr<llvm::TargetMachine>> TM =
-      createTargetMachine({Triple, Cpu, ""}, OptLevel::O2);
+      createTargetMachine({Triple, Cpu, Features}, OptLevel::O2);
   EXPECT_TRUE(TM.isOk()) << TM.status().message();
   return TM ? targetFacts(**TM) : TargetFacts{};
 }
@@ -55,6 +56,15 @@ TEST(Backend, VectorWidthIsTheCpusWidest) {
   EXPECT_TRUE(factsOf("x86_64-unknown-linux-gnu", "skylake-avx512").MaskedByteStores);
   EXPECT_TRUE(factsOf("x86_64-unknown-linux-gnu", "sapphirerapids").MaskedByteStores);
   EXPECT_FALSE(factsOf("x86_64-unknown-linux-gnu", "znver4").MaskedByteStores);
+  // Zen 4's gathers pay from memory only, unless the user's features choose
+  // gathers (or scalar loads) for every kernel; Intel's pay everywhere.
+  EXPECT_TRUE(factsOf("x86_64-unknown-linux-gnu", "znver4").GathersOnlyFromMemory);
+  EXPECT_FALSE(
+      factsOf("x86_64-unknown-linux-gnu", "znver4", "-prefer-no-gather").GathersOnlyFromMemory);
+  EXPECT_FALSE(
+      factsOf("x86_64-unknown-linux-gnu", "znver4", "+prefer-no-gather").GathersOnlyFromMemory);
+  EXPECT_FALSE(factsOf("x86_64-unknown-linux-gnu", "sapphirerapids").GathersOnlyFromMemory);
+  EXPECT_FALSE(factsOf("x86_64-unknown-linux-gnu", "haswell").GathersOnlyFromMemory);
   EXPECT_FALSE(factsOf("x86_64-unknown-linux-gnu", "haswell").MaskedByteStores);
   EXPECT_FALSE(factsOf("x86_64-unknown-linux-gnu", "knl").MaskedByteStores); // AVX-512F alone.
   EXPECT_FALSE(factsOf("aarch64-unknown-linux-gnu", "neoverse-v1").MaskedByteStores);
