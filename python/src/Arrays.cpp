@@ -42,16 +42,13 @@ DataType dataTypeOf(const py::dtype &D, unsigned &OpaqueBytes) {
     throw py::value_error("dtype " + Name() +
                           " has elements of no bytes: gatherjit gathers elements of 1 byte or "
                           "more");
-  if (D.kind() == 'V' && D.itemsize() != 2) {
-    OpaqueBytes = static_cast<unsigned>(D.itemsize());
-    return DataType::Opaque;
+  if (D.kind() != 'V' || D.itemsize() == 2) {
+    Expected<NpyDtype> T = parseNpyDescr(D.attr("str").cast<std::string>());
+    if (T && T->Type != DataType::Opaque)
+      return T->Type;
   }
-  Expected<NpyDtype> T = parseNpyDescr(D.attr("str").cast<std::string>());
-  if (!T || T->Type == DataType::Opaque) {
-    OpaqueBytes = static_cast<unsigned>(D.itemsize());
-    return DataType::Opaque;
-  }
-  return T->Type;
+  OpaqueBytes = static_cast<unsigned>(D.itemsize());
+  return DataType::Opaque;
 }
 
 /// \p Indices in the machine's byte order: a big-endian array is copied
