@@ -11,6 +11,7 @@
 
 #include <bit>
 #include <map>
+#include <tuple>
 
 namespace gatherjit::binding {
 
@@ -42,13 +43,31 @@ DataType dataTypeOf(const py::dtype &D, unsigned &OpaqueBytes) {
     throw py::value_error("dtype " + Name() +
                           " has elements of no bytes: gatherjit gathers elements of 1 byte or "
                           "more");
+  // The answer depends on the dtype's string alone, which its type number,
+  // kind, size and byte order fix (a datetime's unit aside): those four
+  // find it again without numpy formatting the string, which was a fifth
+  // of the binding's instructions for a new shape. Used under the GIL.
+  struct Decoded {
+    DataType Type;
+    unsigned OpaqueBytes;
+  };
+  static auto *Seen = new std::map<std::tuple<int, char, py::ssize_t, char>, Decoded>();
+  const bool Memo = D.kind() != 'M' && D.kind() != 'm';
+  const auto Key = std::make_tuple(D.num(), D.kind(), D.itemsize(), D.byteorder());
+  if (auto It = Memo ? Seen->find(Key) : Seen->end(); It != Seen->end()) {
+    OpaqueBytes = It->second.OpaqueBytes;
+    return It->second.Type;
+  }
+  Decoded Found{DataType::Opaque, static_cast<unsigned>(D.itemsize())};
   if (D.kind() != 'V' || D.itemsize() == 2) {
     Expected<NpyDtype> T = parseNpyDescr(D.attr("str").cast<std::string>());
     if (T && T->Type != DataType::Opaque)
-      return T->Type;
+      Found = {T->Type, 0};
   }
-  OpaqueBytes = static_cast<unsigned>(D.itemsize());
-  return DataType::Opaque;
+  if (Memo)
+    Seen->emplace(Key, Found);
+  OpaqueBytes = Found.OpaqueBytes;
+  return Found.Type;
 }
 
 /// \p Indices in the machine's byte order: a big-endian array is copied
@@ -99,6 +118,8 @@ TensorDesc tensorOf(const py::array &A, const char *Name) {
   T.Type = dataTypeOf(A.dtype(), T.OpaqueBytes);
   const size_t Item = A.itemsize();
   T.Strides.emplace();
+  T.Sizes.reserve(A.ndim());
+  T.Strides->reserve(A.ndim());
   for (py::ssize_t D = 0; D < A.ndim(); ++D) {
     T.Sizes.push_back(static_cast<uint64_t>(A.shape(D)));
     if (A.shape(D) <= 1) {

@@ -157,7 +157,7 @@ public:
   const std::string &op() const { return Op; }
 
   std::vector<py::ssize_t> OutShape;
-  py::dtype OutType = py::dtype("float32");
+  py::dtype OutType = py::dtype::of<float>(); // Set by whoever makes the kernel.
   /// The output's bytes (the GIL is released from GilFreeBytes on).
   uint64_t OutBytes = 0;
   /// How the data and indices were described, to pickle the kernel.
