@@ -631,7 +631,7 @@ def wait_background():
 
 
 def set_output_pool(bytes, linger=None):
-    """The idle memory this process keeps for results of 1 MiB or more
+    """The idle memory this process keeps for results of 128 KiB or more
     (128 MiB by default; 0: none). A large result's buffer returns to the
     pool when its array dies, and the next result that fits takes it,
     already mapped: a fresh one is faulted in page by page as the kernel

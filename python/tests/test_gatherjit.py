@@ -615,9 +615,9 @@ def test_large_results_reuse_the_buffers_of_dead_ones_and_never_a_live_one():
     assert third.ctypes.data == where
     np.testing.assert_array_equal(third, table[ids[2]])  # every byte written anew
     np.testing.assert_array_equal(second, table[ids[1]])
-    small = gj.take(table, ids[3][:300], 0)  # 300 KiB: not pooled at all
-    assert small.ctypes.data != where
-    np.testing.assert_array_equal(small, table[ids[3][:300]])
+    small = gj.take(table, ids[3][:100], 0)  # 100 KiB: not pooled at all
+    assert small.ctypes.data != where and small.base is None
+    np.testing.assert_array_equal(small, table[ids[3][:100]])
     # A result no idle buffer fits first releases the smaller ones (a
     # growing batch's results then map over their pages).
     del third, second
@@ -645,6 +645,32 @@ def test_large_results_reuse_the_buffers_of_dead_ones_and_never_a_live_one():
         assert gj.set_output_pool(128 << 20) == 0
     with pytest.raises(ValueError, match="bytes = -1"):
         gj.set_output_pool(-1)
+
+
+def test_results_that_grow_a_little_take_the_buffer_of_the_one_before():
+    # Under 4 MiB a buffer is made up to a quarter of a power of two
+    # larger: 200 KiB takes 224 KiB, which a result of 210 KiB fits and
+    # one of 230 KiB does not.
+    table = np.arange(4096 * 256, dtype=np.float32).reshape(4096, 256)
+    ids = np.random.default_rng(5).integers(0, 4096, 230)
+    old = gj.set_output_pool(0)  # Whatever earlier tests left idle goes.
+    try:
+        gj.set_output_pool(128 << 20)
+        first = gj.take(table, ids[:200], 0)
+        where = first.ctypes.data
+        del first
+        assert gj.stats()["output_pool_bytes"] == 224 << 10
+        grown = gj.take(table, ids[:210], 0)
+        assert grown.ctypes.data == where
+        np.testing.assert_array_equal(grown, table[ids[:210]])
+        del grown
+        larger = gj.take(table, ids, 0)  # 230 KiB: a buffer of 256 KiB
+        assert gj.stats()["output_pool_bytes"] == 0
+        np.testing.assert_array_equal(larger, table[ids])
+        del larger
+        assert gj.stats()["output_pool_bytes"] == 256 << 10
+    finally:
+        gj.set_output_pool(old)
 
 
 def wait_for_idle_pool(bytes, seconds=10):
