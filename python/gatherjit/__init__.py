@@ -385,10 +385,15 @@ def _gather(op, data, indices, axis, out, mode, epilogue, broadcast=True, device
                     return got
         return _run_gather(op, data, indices, axis, out, mode, epilogue, broadcast)
     except IndexError as e:
-        if getattr(e, "position", None) is None:
-            raise
-        message = _out_of_range(op, data, indices, axis, e.position)
-        raise IndexError(message) from None
+        _reraise_out_of_range(op, data, indices, axis, e)
+
+
+def _reraise_out_of_range(op, data, indices, axis, e):
+    """Raises the kernel's IndexError `e` again, an out-of-range index it
+    reports named in the caller's shapes."""
+    if getattr(e, "position", None) is None:
+        raise e
+    raise IndexError(_out_of_range(op, data, indices, axis, e.position)) from None
 
 
 class _IndexTypeError(IndexError, TypeError):
@@ -477,6 +482,15 @@ def take_along_axis(data, indices, axis, out=None, mode="raise", epilogue=None, 
     arrays, PyTorch CPU tensors and DLPack exporters are read where they
     lie; a PyTorch tensor gives a PyTorch tensor.
     """
+    if (type(data) is _ndarray and type(indices) is _ndarray and type(axis) is int
+            and (out is None or type(out) is _ndarray) and epilogue is None and device is None):
+        # _gather's first step, here: a small call costs a Python call less.
+        try:
+            got = _native.gather_arrays("gather_elements", data, indices, axis, out, mode, None,
+                                        True)
+        except IndexError as e:
+            _reraise_out_of_range("gather_elements", data, indices, axis, e)
+        return got if out is None else out
     return _gather("gather_elements", data, indices, axis, out, mode, epilogue, device=device)
 
 
@@ -486,6 +500,13 @@ def take(data, indices, axis=0, out=None, mode="raise", epilogue=None, device=No
     `axis=None` takes from the flattened data, as numpy does. An `epilogue`
     (an Epilogue) is applied to every element or row gathered.
     """
+    if (type(data) is _ndarray and type(indices) is _ndarray and type(axis) is int
+            and (out is None or type(out) is _ndarray) and epilogue is None and device is None):
+        try:
+            got = _native.gather_arrays("gather", data, indices, axis, out, mode, None, True)
+        except IndexError as e:
+            _reraise_out_of_range("gather", data, indices, axis, e)
+        return got if out is None else out
     return _gather("gather", data, indices, axis, out, mode, epilogue, device=device)
 
 
@@ -493,6 +514,14 @@ def gather_nd(data, indices, batch_dims=0, out=None, mode="raise", epilogue=None
     """ONNX GatherND: the slices of `data` that the tuples in the last
     dimension of `indices` address, after `batch_dims` leading batches. An
     `epilogue` (an Epilogue) is applied to every element or row gathered."""
+    if (type(data) is _ndarray and type(indices) is _ndarray and type(batch_dims) is int
+            and (out is None or type(out) is _ndarray) and epilogue is None and device is None):
+        try:
+            got = _native.gather_arrays("gather_nd", data, indices, batch_dims, out, mode, None,
+                                        True)
+        except IndexError as e:
+            _reraise_out_of_range("gather_nd", data, indices, batch_dims, e)
+        return got if out is None else out
     return _gather("gather_nd", data, indices, batch_dims, out, mode, epilogue, device=device)
 
 
