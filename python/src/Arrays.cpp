@@ -11,6 +11,7 @@
 
 #include <bit>
 #include <map>
+#include <string_view>
 #include <tuple>
 
 namespace gatherjit::binding {
@@ -43,16 +44,19 @@ DataType dataTypeOf(const py::dtype &D, unsigned &OpaqueBytes) {
     throw py::value_error("dtype " + Name() +
                           " has elements of no bytes: gatherjit gathers elements of 1 byte or "
                           "more");
-  // The answer depends on the dtype's string alone, which its type number,
-  // kind, size and byte order fix (a datetime's unit aside): those four
-  // find it again without numpy formatting the string, which was a fifth
-  // of the binding's instructions for a new shape. Used under the GIL.
+  // The answer depends on the dtype's string alone, which a number type's
+  // (or a 2-byte void's) type number, kind, size and byte order fix:
+  // those four find it again without numpy formatting the string, which
+  // was a fifth of the binding's instructions for a new shape. Strings,
+  // datetimes and voids of other sizes are not kept: their lengths and
+  // units are unbounded. Used under the GIL.
   struct Decoded {
     DataType Type;
     unsigned OpaqueBytes;
   };
   static auto *Seen = new std::map<std::tuple<int, char, py::ssize_t, char>, Decoded>();
-  const bool Memo = D.kind() != 'M' && D.kind() != 'm';
+  const bool Memo = std::string_view("biufc").find(D.kind()) != std::string_view::npos ||
+                    (D.kind() == 'V' && D.itemsize() == 2);
   const auto Key = std::make_tuple(D.num(), D.kind(), D.itemsize(), D.byteorder());
   if (auto It = Memo ? Seen->find(Key) : Seen->end(); It != Seen->end()) {
     OpaqueBytes = It->second.OpaqueBytes;
