@@ -168,8 +168,8 @@ std::shared_ptr<PyKernel> kernelForArrays(const std::string &Op, py::array &Data
   std::optional<TensorDesc> OutT;
   if (Out)
     OutT = tensorOf(*Out, "out");
-  std::shared_ptr<PyKernel> K =
-      compileFor(Op, DataT, IdxT, Axis, Mode, Data.dtype(), OutT, epilogueOf(Fused));
+  std::shared_ptr<PyKernel> K = compileFor(Op, std::move(DataT), std::move(IdxT), Axis, Mode,
+                                           Data.dtype(), OutT, epilogueOf(Fused));
   if (!Key.empty())
     rememberCall(std::move(Key), K);
   return K;
