@@ -5,7 +5,9 @@ import os
 import numpy as np
 import numpy.typing as npt
 
-Mode = Literal["raise", "clip", "clamp"]
+Mode = Literal["raise", "clip", "clamp"]  # a compiled kernel's
+CallMode = Literal["raise", "wrap", "clip", "clamp"]  # the functions' (numpy's "wrap" too)
+Device = Optional[str]  # None or "cpu", "cuda" or "cuda:N"
 Layout = Union[Tuple[Sequence[int], npt.DTypeLike], Tuple[Sequence[int], npt.DTypeLike, Optional[Sequence[int]]]]
 
 EPILOGUES: bool
@@ -29,6 +31,7 @@ class Kernel:
     """A gather compiled for one layout of its operands."""
     op: str
     output_shape: list[int]
+    output_dtype: np.dtype[Any]
     symbol: str
     opt_level: str
     tier: str  # "generic", "family" or "specialized": the code that runs now
@@ -39,14 +42,14 @@ class Kernel:
     def save_object(self, path: str, name: str = ..., header: str = ...) -> None: ...
 
 def take_along_axis(data: npt.ArrayLike, indices: npt.ArrayLike, axis: Optional[int],
-                    out: Optional[np.ndarray] = ..., mode: Mode = ...,
-                    epilogue: Optional[Epilogue] = ...) -> np.ndarray: ...
+                    out: Optional[np.ndarray] = ..., mode: CallMode = ...,
+                    epilogue: Optional[Epilogue] = ..., device: Device = ...) -> np.ndarray: ...
 def take(data: npt.ArrayLike, indices: npt.ArrayLike, axis: Optional[int] = ...,
-         out: Optional[np.ndarray] = ..., mode: Mode = ...,
-                    epilogue: Optional[Epilogue] = ...) -> np.ndarray: ...
+         out: Optional[np.ndarray] = ..., mode: CallMode = ...,
+         epilogue: Optional[Epilogue] = ..., device: Device = ...) -> np.ndarray: ...
 def gather_nd(data: npt.ArrayLike, indices: npt.ArrayLike, batch_dims: int = ...,
-              out: Optional[np.ndarray] = ..., mode: Mode = ...,
-                    epilogue: Optional[Epilogue] = ...) -> np.ndarray: ...
+              out: Optional[np.ndarray] = ..., mode: CallMode = ...,
+              epilogue: Optional[Epilogue] = ..., device: Device = ...) -> np.ndarray: ...
 def compile(op: Union[Literal["gather_elements", "gather", "gather_nd"], Dict[str, Any]],
             data: Optional[Layout] = ..., indices: Optional[Layout] = ..., axis: int = ...,
             mode: Mode = ...,

@@ -768,3 +768,25 @@ def test_a_forked_child_compiles_in_the_background_of_its_own():
         pytest.fail("the forked child's wait_background() did not return")
     assert os.waitstatus_to_exitcode(status) == 0
     gj.wait_background()  # The parent's own compiles went on.
+
+
+@pytest.mark.parametrize("module", ["__init__", "dask", "torch"])
+def test_the_stubs_name_every_public_function_with_its_parameters(module):
+    # The type stubs a type checker reads instead of the code: a parameter
+    # missing there (device=, once) is an error in every caller that uses it.
+    import ast
+
+    here = os.path.dirname(gj.__file__)
+
+    def signatures(path):
+        tree = ast.parse(open(path).read())
+        got = {}
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
+                a = node.args
+                got[node.name] = [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs]
+        return got
+
+    code = signatures(os.path.join(here, module + ".py"))
+    stubs = signatures(os.path.join(here, module + ".pyi"))
+    assert code and code == stubs
