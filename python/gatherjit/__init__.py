@@ -368,21 +368,15 @@ def _gather(op, data, indices, axis, out, mode, epilogue, broadcast=True, device
     if device is not None and device != "cpu":
         return _gather_on_device(op, data, indices, axis, out, mode, epilogue, device)
     try:
-        # numpy arrays in and out, an int axis, no epilogue: straight to the
-        # native layer, whose layout table finds the kernel (the common
-        # call, where the steps of _run_gather cost as much as a small
-        # kernel's run).
-        kind = type(data)
-        if type(axis) is int and epilogue is None and type(indices) is kind:
-            if kind is _ndarray and (out is None or type(out) is _ndarray):
-                got = _native.gather_arrays(op, data, indices, axis, out, mode, None, broadcast)
-                return got if out is None else out
-            # PyTorch CPU tensors likewise, their layouts read from the
-            # tensors (None: a call the general path serves).
-            if kind is _Tensor and (out is None or type(out) is _Tensor) and mode != "wrap":
-                got = _native.gather_tensors(op, data, indices, axis, out, mode, broadcast)
-                if got is not None:
-                    return got
+        # (numpy arrays in and out, an int axis and no epilogue went straight
+        # to the native layer from take, take_along_axis and gather_nd.)
+        # PyTorch CPU tensors likewise, their layouts read from the tensors
+        # (None: a call the general path serves).
+        if (type(data) is _Tensor and type(indices) is _Tensor and type(axis) is int
+                and epilogue is None and (out is None or type(out) is _Tensor) and mode != "wrap"):
+            got = _native.gather_tensors(op, data, indices, axis, out, mode, broadcast)
+            if got is not None:
+                return got
         return _run_gather(op, data, indices, axis, out, mode, epilogue, broadcast)
     except IndexError as e:
         _reraise_out_of_range(op, data, indices, axis, e)
@@ -483,8 +477,11 @@ def take_along_axis(data, indices, axis, out=None, mode="raise", epilogue=None, 
     lie; a PyTorch tensor gives a PyTorch tensor.
     """
     if (type(data) is _ndarray and type(indices) is _ndarray and type(axis) is int
-            and (out is None or type(out) is _ndarray) and epilogue is None and device is None):
-        # _gather's first step, here: a small call costs a Python call less.
+            and (out is None or type(out) is _ndarray) and epilogue is None
+            and (device is None or device == "cpu")):
+        # Straight to the native layer, whose layout table finds the kernel:
+        # the steps of _gather and _run_gather cost as much as a small
+        # kernel's run.
         try:
             got = _native.gather_arrays("gather_elements", data, indices, axis, out, mode, None,
                                         True)
@@ -501,7 +498,8 @@ def take(data, indices, axis=0, out=None, mode="raise", epilogue=None, device=No
     (an Epilogue) is applied to every element or row gathered.
     """
     if (type(data) is _ndarray and type(indices) is _ndarray and type(axis) is int
-            and (out is None or type(out) is _ndarray) and epilogue is None and device is None):
+            and (out is None or type(out) is _ndarray) and epilogue is None
+            and (device is None or device == "cpu")):
         try:
             got = _native.gather_arrays("gather", data, indices, axis, out, mode, None, True)
         except IndexError as e:
@@ -515,7 +513,8 @@ def gather_nd(data, indices, batch_dims=0, out=None, mode="raise", epilogue=None
     dimension of `indices` address, after `batch_dims` leading batches. An
     `epilogue` (an Epilogue) is applied to every element or row gathered."""
     if (type(data) is _ndarray and type(indices) is _ndarray and type(batch_dims) is int
-            and (out is None or type(out) is _ndarray) and epilogue is None and device is None):
+            and (out is None or type(out) is _ndarray) and epilogue is None
+            and (device is None or device == "cpu")):
         try:
             got = _native.gather_arrays("gather_nd", data, indices, batch_dims, out, mode, None,
                                         True)
