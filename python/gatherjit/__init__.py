@@ -402,8 +402,10 @@ class _ShapeMismatchError(IndexError, ValueError):
 
 
 def _index(axis):
-    # numpy's rule: an integer or an object with __index__, never a float
-    # or a string.
+    # numpy's rule: an integer or an object with __index__, never a float,
+    # a string or a bool.
+    if isinstance(axis, (bool, _np.bool_)):
+        raise TypeError(f"axis must be an integer, not {type(axis).__name__} {axis!r}")
     return _operator.index(axis)
 
 

@@ -64,6 +64,10 @@ def _gather_kernel(data: torch.Tensor, indices: torch.Tensor, axis: int = 0,
 def gather_elements(data: torch.Tensor, indices: torch.Tensor, axis: int,
                     mode: str = "raise") -> torch.Tensor:
     """torch.gather(data, axis, indices) by a gatherjit kernel."""
+    if (data.dim() == 0 or indices.dim() == 0) and data.dim() <= 1 and indices.dim() <= 1:
+        # torch's rule: a 0-d tensor is gathered as a 1-d one of one element.
+        return gather_elements(data.reshape(-1), indices.reshape(-1), axis,
+                               mode).reshape(indices.shape)
     if _differentiable(data):
         return _GatherElements.apply(data, indices, axis, mode)
     return _gather_elements_kernel(data, indices, axis, mode)

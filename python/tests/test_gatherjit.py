@@ -405,6 +405,11 @@ def test_axes_and_integers_are_checked_as_numpy_checks_them():
     for axis in ("0", 1.0):
         with pytest.raises(TypeError, match="cannot be interpreted as an integer"):
             gj.take(data, ids, axis)
+    for axis in (True, np.bool_(False)):
+        with pytest.raises(TypeError, match="axis must be an integer, not bool"):
+            gj.take(data, ids, axis)
+        with pytest.raises(TypeError, match="axis must be an integer, not bool"):
+            gj.take_along_axis(data, np.zeros((5, 2), np.int64), axis)
     assert gj.take(data, ids, np.int64(1)).shape == (5, 2)
     with pytest.raises(ValueError, match="threads = -1"):
         gj.set_threads(-1)

@@ -41,6 +41,21 @@ def test_gather_elements_matches_torch_gather(dtype, index_dtype):
             assert torch.equal(got, torch.gather(data, axis, idx.long()))
 
 
+def test_zero_dimensional_tensors_gather_as_torch_gathers_them():
+    # torch.gather takes a 0-d tensor as a 1-d one of one element.
+    for data, idx in ((torch.tensor(5.0), torch.tensor(0)), (torch.tensor(5.0), torch.tensor([0, 0])),
+                      (torch.tensor([1.0, 2.0]), torch.tensor(1))):
+        for axis in (0, -1):
+            want = torch.gather(data, axis, idx)
+            got = gjt.gather_elements(data, idx, axis)
+            assert got.shape == want.shape and torch.equal(got, want)
+    data = torch.tensor(3.0, dtype=torch.float64, requires_grad=True)
+    gjt.gather_elements(data, torch.tensor([0, 0, 0]), 0).sum().backward()
+    assert data.grad.item() == 3.0
+    with pytest.raises(IndexError):
+        gjt.gather_elements(torch.tensor(5.0), torch.tensor(1), 0)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_gather_matches_index_select(dtype):
     gen = torch.Generator().manual_seed(7)
