@@ -95,10 +95,10 @@ void runMemcpy(benchmark::State &State, const BenchCase &C) {
   State.SetBytesProcessed(static_cast<int64_t>(2.0 * Src.size() * State.iterations()));
 }
 
-/// Random 4-byte reads from a table as large as GE2's input: its floor.
-void randomReadFloor(benchmark::State &State) {
+/// A case's random reads alone (randomReadsOf).
+void randomReadFloor(benchmark::State &State, const RandomReads &Reads) {
   for (auto _ : State)
-    State.SetIterationTime(randomReadNs() * 4096.0 * 4096.0 * 1e-9);
+    State.SetIterationTime(randomReadsNs(Reads) * 1e-9);
 }
 
 /// A cold compile: every iteration asks for a spec never seen before.
@@ -189,11 +189,13 @@ int registerAll() {
                                  [&C](benchmark::State &S) { runMemcpy(S, C); })
         ->Unit(Tiny ? benchmark::kNanosecond : benchmark::kMillisecond)
         ->UseRealTime();
+    if (const RandomReads Reads = randomReadsOf(C); Reads.Count)
+      benchmark::RegisterBenchmark((Name + "/random_reads").c_str(),
+                                   [Reads](benchmark::State &S) { randomReadFloor(S, Reads); })
+          ->Unit(benchmark::kMillisecond)
+          ->UseManualTime()
+          ->Iterations(1);
   }
-  benchmark::RegisterBenchmark("GE2/random_read_floor", randomReadFloor)
-      ->Unit(benchmark::kMillisecond)
-      ->UseManualTime()
-      ->Iterations(1);
   for (bool Quick : {true, false})
     for (OpKind Op : {OpKind::GatherElements, OpKind::Gather}) {
       const std::string Name = std::string(Quick ? "compile/cold/" : "compile/cold_o2/") +

@@ -126,23 +126,74 @@ double memcpyGbps(unsigned Threads) {
   return 2.0 * Bytes / Ns;
 }
 
-double randomReadNs() {
-  const uint64_t N = 4096ull * 4096;
-  std::vector<float> Table(N, 1.0f);
-  std::vector<uint32_t> Order(N);
-  uint64_t X = 88172645463325252ull;
-  for (uint32_t &O : Order) {
-    X ^= X << 13, X ^= X >> 7, X ^= X << 17;
-    O = static_cast<uint32_t>(X % N);
+RandomReads randomReadsOf(const BenchCase &C) {
+  // Smaller regions stay in the core's nearest caches: their reads are not
+  // what bounds a gather.
+  constexpr uint64_t MinRegionBytes = 1u << 20;
+  const uint64_t Elem = benchTensor(C.Data, C.DataShape).elementBytes();
+  const auto Product = [](auto First, auto Last) {
+    uint64_t P = 1;
+    for (; First != Last; ++First)
+      P *= *First;
+    return P;
+  };
+  const std::vector<uint64_t> &D = C.DataShape, &I = C.IndexShape;
+  RandomReads R;
+  R.ElemBytes = Elem;
+  if (C.Op == OpKind::GatherElements) {
+    R.Count = Product(I.begin(), I.end());
+    R.Regions = Product(D.begin(), D.begin() + C.Axis);
+    R.RegionBytes = Product(D.begin() + C.Axis, D.end()) * Elem;
+  } else if (C.Op == OpKind::GatherND && C.Axis == 0 && !I.empty() && I.back() == D.size()) {
+    // Each tuple addresses one element of the whole input.
+    R.Count = Product(I.begin(), I.end() - 1);
+    R.Regions = 1;
+    R.RegionBytes = Product(D.begin(), D.end()) * Elem;
   }
-  volatile float Sink = 0;
-  const double Ns = medianNs([&] {
-    float Sum = 0;
-    for (uint64_t I = 0; I < N; ++I)
-      Sum += Table[Order[I]];
+  if (R.RegionBytes < MinRegionBytes || R.Regions == 0 || R.Count % R.Regions)
+    return {};
+  return R;
+}
+
+namespace {
+
+template <typename T> double randomReadsNs(const RandomReads &R) {
+  const uint64_t RegionElements = R.RegionBytes / sizeof(T), PerRegion = R.Count / R.Regions;
+  std::vector<T, NumpyLikeAllocator<T>> Table(R.Regions * RegionElements, T(1));
+  std::vector<uint32_t, NumpyLikeAllocator<uint32_t>> Offsets(R.Count);
+  uint64_t X = 88172645463325252ull;
+  for (uint32_t &O : Offsets) {
+    X ^= X << 13, X ^= X >> 7, X ^= X << 17;
+    O = static_cast<uint32_t>(X % RegionElements);
+  }
+  volatile uint64_t Sink = 0;
+  return medianNs([&] {
+    // Integer sums: a floating-point sum's latency would bound the loop.
+    uint64_t Sum = 0;
+    for (uint64_t G = 0; G < R.Regions; ++G) {
+      const T *Region = Table.data() + G * RegionElements;
+      const uint32_t *Off = Offsets.data() + G * PerRegion;
+      for (uint64_t K = 0; K < PerRegion; ++K)
+        Sum += static_cast<uint64_t>(Region[Off[K]]);
+    }
     Sink = Sum;
   });
-  return Ns / static_cast<double>(N);
+}
+
+} // namespace
+
+double randomReadsNs(const RandomReads &R) {
+  switch (R.ElemBytes) {
+  case 1:
+    return randomReadsNs<uint8_t>(R);
+  case 2:
+    return randomReadsNs<uint16_t>(R);
+  case 4:
+    return randomReadsNs<uint32_t>(R);
+  case 8:
+    return randomReadsNs<uint64_t>(R);
+  }
+  return 0;
 }
 
 GatherElementsDesc probeGatherElements(uint64_t AxisSize) {
@@ -333,9 +384,9 @@ Expected<SuiteReport> runSuite(const SuiteOptions &Options,
       Row.MemcpyGbps = Line;
       R.Rows.push_back(Row);
     }
-    if ((std::string(C->Name) == "GE2" || std::string(C->Name) == "GN2") && R.RandomReadNs == 0) {
-      Progress("random-read floor");
-      R.RandomReadNs = randomReadNs();
+    if (const RandomReads Reads = randomReadsOf(*C); Reads.Count) {
+      Progress("random reads alone");
+      R.RandomReadsNs[C->Name] = randomReadsNs(Reads);
     }
   }
   if (!Lines.empty()) {

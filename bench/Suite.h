@@ -2,7 +2,7 @@
 /// \file
 /// Measures every case of bench/Cases.h on each engine (the interpreter, the
 /// generic precompiled kernel, the specialized kernel on one thread and on
-/// N), next to a memcpy bandwidth and a random-read floor measured in the
+/// N), next to a memcpy bandwidth and the random reads of a few measured in the
 /// same run, plus compile latencies. `gatherjit bench` prints and plots
 /// what this returns; bench/GatherBench.cpp times the same calls under
 /// Google Benchmark.
@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -74,9 +75,20 @@ GatherDesc probeGather(uint64_t Rows);
 /// Read + write bandwidth of a large memcpy split across \p Threads
 /// threads, in GB/s (1e9 bytes).
 double memcpyGbps(unsigned Threads = 1);
-/// Nanoseconds per random 4-byte read from a 64 MiB table (GE2's floor
-/// per element).
-double randomReadNs();
+/// The reads of a case whose elements are each read at a uniformly random
+/// place of a region larger than the core's caches hold close: Count reads
+/// of ElemBytes, Count / Regions of them within each of Regions regions of
+/// RegionBytes (a GatherElements input's slab from its axis on, a GatherND
+/// input read element by element). No such reads: Count is 0.
+struct RandomReads {
+  uint64_t Count = 0, ElemBytes = 0, RegionBytes = 0, Regions = 0;
+};
+RandomReads randomReadsOf(const BenchCase &C);
+/// Nanoseconds for all of \p R's reads, each at a random place of its
+/// region, their offsets streamed from memory as a kernel's indices are.
+/// A kernel that reads nothing else, prefetches nothing and loads no
+/// region ahead takes no less.
+double randomReadsNs(const RandomReads &R);
 
 struct SuiteOptions {
   /// Case names; empty means all.
@@ -98,7 +110,8 @@ struct SuiteReport {
   double MemcpyGbps = 0, MemcpyMinGbps = 0, MemcpyMaxGbps = 0;
   /// The same memcpy split across Threads threads.
   double MemcpyGbpsAllThreads = 0;
-  double RandomReadNs = 0;
+  /// Each case's random reads alone, where it has them (randomReadsOf).
+  std::map<std::string, double> RandomReadsNs;
   unsigned Threads = 1;
   /// Compile latency, medians: a new small GatherElements and Gather spec
   /// (the quick tier), the same at O2 without the quick tier (what an

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CliTestUtil.h"
+#include "bench/Suite.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -59,6 +60,36 @@ TEST(BenchCommand, WritesRowsReportAndChart) {
     GTEST_SKIP() << "gnuplot is not installed: no chart to check";
   ASSERT_GE(Png.size(), 8u) << "no chart";
   EXPECT_EQ(Png.substr(1, 3), "PNG");
+}
+
+// Which cases read elements at random places of regions larger than 1 MiB,
+// and how many, from their shapes in bench/Cases.h.
+TEST(BenchCommand, RandomReadsAreTheCasesElementReadsFromLargeRegions) {
+  using gatherjit::bench::RandomReads;
+  std::map<std::string, RandomReads> Got;
+  for (const gatherjit::bench::BenchCase &C : gatherjit::bench::benchCases())
+    if (const RandomReads R = gatherjit::bench::randomReadsOf(C); R.Count)
+      Got[C.Name] = R;
+  // Not GE1 or GE4, whose rows of 16 and 8 KiB stay in the nearest caches,
+  // nor the gathers of rows.
+  ASSERT_EQ(Got.size(), 4u);
+  // GE2: FLOAT32 [4096, 4096] along axis 0, each read anywhere in 64 MiB.
+  EXPECT_EQ(Got["GE2"].Count, 4096u * 4096u);
+  EXPECT_EQ(Got["GE2"].Regions, 1u);
+  EXPECT_EQ(Got["GE2"].RegionBytes, 64u << 20);
+  // GE3: FLOAT32 [64, 512, 512] along axis 1 by [64, 256, 512]: 64 slabs.
+  EXPECT_EQ(Got["GE3"].Count, 64u * 256u * 512u);
+  EXPECT_EQ(Got["GE3"].Regions, 64u);
+  EXPECT_EQ(Got["GE3"].RegionBytes, 1u << 20);
+  // GE6: UINT8 rows of 1M, each its region.
+  EXPECT_EQ(Got["GE6"].Count, 8u << 20);
+  EXPECT_EQ(Got["GE6"].ElemBytes, 1u);
+  EXPECT_EQ(Got["GE6"].Regions, 8u);
+  EXPECT_EQ(Got["GE6"].RegionBytes, 1u << 20);
+  // GN2: 1M (row, column) points into a 4 MiB FLOAT32 matrix.
+  EXPECT_EQ(Got["GN2"].Count, 1u << 20);
+  EXPECT_EQ(Got["GN2"].ElemBytes, 4u);
+  EXPECT_EQ(Got["GN2"].RegionBytes, 4u << 20);
 }
 
 TEST(BenchCommand, UnknownCaseIsAnError) {

@@ -71,6 +71,9 @@ nlohmann::json rowsJson(const SuiteReport &R) {
                     {"median_ns", Row.MedianNs},
                     {"effective_gbps", Row.EffectiveGbps},
                     {"memcpy_gbps", Row.MemcpyGbps}});
+  // A case's random reads alone as one more engine's row.
+  for (const auto &[Case, Ns] : R.RandomReadsNs)
+    Rows.push_back({{"case", Case}, {"engine", "random_reads"}, {"threads", 1}, {"median_ns", Ns}});
   return Rows;
 }
 
@@ -170,17 +173,22 @@ std::string markdown(const SuiteReport &R, const LibraryTimes &Libraries, const 
       M << (Best ? " " + *Best + " | " + fmt("%.2fx", BestNs / C.Jit->MedianNs) + " |"
                  : std::string(" - | - |"));
     M << "\n";
-    if (Name == "GE2" || Name == "GN2")
+    if (R.RandomReadsNs.count(Name))
       RandomCases.emplace_back(Name, C.Jit->MedianNs);
   }
-  // GE2 reads 4096 x 4096 random elements, GN2 1,048,576 random points.
   for (const auto &[Name, Ns] : RandomCases) {
-    if (R.RandomReadNs <= 0)
-      break;
-    const double Floor = R.RandomReadNs * (Name == "GE2" ? 4096.0 * 4096.0 : 1048576.0);
+    const auto &Cases = bench::benchCases();
+    const auto Case = std::find_if(Cases.begin(), Cases.end(),
+                                   [&](const bench::BenchCase &C) { return Name == C.Name; });
+    const bench::RandomReads Reads = bench::randomReadsOf(*Case);
+    const double Floor = R.RandomReadsNs.at(Name);
     M << "\n"
-      << Name << " random-read floor (random 4-byte reads from a 64 MiB table, same run): "
-      << duration(Floor) << "; jit takes " << fmt("%.2fx", Ns / Floor) << " of it.\n";
+      << Name << "'s reads alone (" << Reads.Count << " random " << Reads.ElemBytes
+      << "-byte reads, each within one of " << Reads.Regions
+      << (Reads.Regions == 1 ? " region" : " regions") << " of "
+      << fmt("%.0f", Reads.RegionBytes / 1024.0)
+      << " KiB, no prefetch, same run): " << duration(Floor) << "; jit takes "
+      << fmt("%.2fx", Ns / Floor) << " that.\n";
   }
   M << "\nCompile latency (medians): a new small kernel (the quick tier) "
     << fmt("%.2f ms", R.ColdGatherElementsMs) << " GatherElements, "
