@@ -224,7 +224,21 @@ void KernelEmitter::emitStreamedRow(const Offsets &O, AllocaInst *BadFlag) {
 
 /// The innermost element loop over [Lo, Hi) of dimension Rank-1 (or one
 /// element for rank 0).
+void KernelEmitter::emitTouchRow(const Offsets &O) {
+  const uint64_t Bytes = S.AxisSize[0] * S.ElemBytes, Line = P.LineBytes;
+  Value *Row = bytePointer(In, O.In);
+  // Volatile: loads whose values go unused, kept.
+  auto Touch = [&](Value *At) {
+    B.CreateLoad(B.getInt8Ty(), byteAt(Row, At), /*isVolatile=*/true);
+  };
+  emitLoop(c(0), c((Bytes + Line - 1) / Line), "touch",
+           [&](Value *K) { Touch(B.CreateMul(K, c(Line), "", true, true)); });
+  Touch(c(Bytes - 1));
+}
+
 void KernelEmitter::emitElementRow(const Offsets &O, Value *Lo, Value *Hi) {
+  if (P.TouchInputRow)
+    emitTouchRow(O);
   if (Table) {
     emitTableRow(O);
     return;

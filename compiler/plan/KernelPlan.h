@@ -93,6 +93,11 @@ struct KernelPlan {
   /// input row the next row gathers from.
   bool PrefetchNextInputRow = false;
   uint64_t MaxShareLines = 0;
+  /// Rows that share their indices load the contiguous input row they
+  /// gather from before they gather, one byte a line in order (in place of
+  /// PrefetchNextInputRow): the hardware prefetcher follows the scan, and
+  /// the row's gathers then read from the cache.
+  bool TouchInputRow = false;
   /// Rows of dimension Rank-2 gather from one region of RegionElements
   /// input elements: each prefetches its share (at most MaxRegionShareLines
   /// lines) of the next region.

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "RandomCase.h"
+#include "compiler/plan/KernelPlan.h"
 #include "compiler/spec/KernelSpec.h"
 #include "gatherjit/Aot.h"
 #include "gatherjit/Interpreter.h"
@@ -183,6 +184,49 @@ TEST(GuardPage, JitAotAndGenericKernelsStayInsideTheirBuffers) {
     }
   }
   EXPECT_EQ(Configurations, Cases);
+}
+
+TEST(GuardPage, RowsThatLoadTheirInputRowFirstStayInsideTheInput) {
+  // Rows that load their whole input row before they gather
+  // (KernelPlan::TouchInputRow) read up to the input's last byte: FLOAT32
+  // [300, 1000] by 300 ids shared by every row, rows of 4000 bytes.
+  RuntimeOptions Options;
+  Options.Specialization = Specialize::AtCompile;
+  Options.Threads = 1;
+  Expected<std::unique_ptr<Runtime>> RT = Runtime::create(Options);
+  ASSERT_TRUE(RT.isOk()) << RT.status().message();
+  TensorDesc Data, Ids;
+  Data.Type = DataType::Float32;
+  Data.Sizes = {300, 1000};
+  Ids.Type = DataType::Int64;
+  Ids.Sizes = {300};
+  Expected<GatherDesc> D = onnxGather(Data, Ids, 1);
+  ASSERT_TRUE(D.isOk());
+  Expected<ValidDesc> V = validate(*D);
+  ASSERT_TRUE(V.isOk());
+  ASSERT_TRUE(planKernel(canonicalize(*V)).TouchInputRow);
+  Expected<Kernel> K = (*RT)->compile(*V);
+  ASSERT_TRUE(K.isOk()) << K.status().message();
+  RandomCase C;
+  C.Desc = *V;
+  C.Input.resize(300 * 1000 * 4);
+  for (size_t I = 0; I < C.Input.size(); ++I)
+    C.Input[I] = static_cast<char>(I * 7 + 3);
+  std::mt19937_64 Rng(5);
+  std::vector<int64_t> Idx(300);
+  for (int64_t &I : Idx)
+    I = static_cast<int64_t>(Rng() % 1000);
+  for (bool Bad : {false, true}) {
+    if (Bad)
+      Idx[150] = 1000;
+    C.Indices.resize(Idx.size() * 8);
+    std::memcpy(C.Indices.data(), Idx.data(), C.Indices.size());
+    for (bool AgainstEnd : {true, false})
+      checkGuarded(C, AgainstEnd, "jit", [&](const void *In, const void *I, void *Out) {
+        Status S = K->run(In, I, Out);
+        return S ? int64_t(0) : static_cast<int64_t>(S.position().value_or(~0ull)) + 1;
+      });
+  }
 }
 
 } // namespace

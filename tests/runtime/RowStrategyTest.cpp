@@ -313,6 +313,53 @@ TEST(Runtime, RowsSharingTheirIndicesCheckThemOnceAndMatchTheInterpreter) {
   }
 }
 
+TEST(Runtime, RowsThatLoadTheirInputRowFirstMatchTheInterpreter) {
+  // Gathers along axis 1 whose rows all read the same ids, about one for
+  // every line of their own input row: FLOAT32 [300, 1000] by 300 ids (a
+  // table of offsets; rows of 4000 bytes, not whole lines) and [64, 40000]
+  // by 10000 (streamed element rows). Each row loads its input row first.
+  struct Shape {
+    uint64_t Rows, Cols, Ids;
+  };
+  for (const Shape &Sh : {Shape{300, 1000, 300}, Shape{64, 40000, 10000}})
+    for (OobPolicy Policy : {OobPolicy::Check, OobPolicy::Clamp})
+      for (unsigned Threads : {1u, 2u}) {
+        SCOPED_TRACE("[" + std::to_string(Sh.Rows) + ", " + std::to_string(Sh.Cols) + "] by " +
+                     std::to_string(Sh.Ids) + (Policy == OobPolicy::Check ? ", check" : ", clamp") +
+                     ", threads " + std::to_string(Threads));
+        auto RT = makeRuntime(16, Threads);
+        Expected<GatherDesc> D = onnxGather(tensor(DataType::Float32, {Sh.Rows, Sh.Cols}),
+                                            tensor(DataType::Int64, {Sh.Ids}), 1);
+        ASSERT_TRUE(D.isOk());
+        ValidateOptions O;
+        O.Policy = Policy;
+        Expected<ValidDesc> V = validate(*D, O);
+        ASSERT_TRUE(V.isOk());
+        EXPECT_TRUE(planOf(*V).TouchInputRow) << planOf(*V).describe();
+        Expected<Kernel> K = RT->compile(*V);
+        ASSERT_TRUE(K.isOk());
+        std::vector<char> In = patternBuffer(Sh.Rows * Sh.Cols, 4);
+        for (bool Bad : {false, true}) {
+          std::vector<int64_t> Used = validIndices(Sh.Ids, Sh.Cols, Sh.Ids);
+          if (Bad) { // The first bad one at the middle id.
+            Used[Sh.Ids / 2] = static_cast<int64_t>(Sh.Cols);
+            Used[Sh.Ids - 1] = -static_cast<int64_t>(Sh.Cols) - 1;
+          }
+          const std::vector<char> Bytes = encodeIndices(DataType::Int64, Used);
+          std::vector<char> Out(Sh.Rows * Sh.Ids * 4), Ref(Out.size());
+          Status JS = K->run(In.data(), Bytes.data(), Out.data());
+          Status RS = interpret(*V, In.data(), Bytes.data(), Ref.data());
+          ASSERT_EQ(JS.code(), RS.code()) << JS.message();
+          if (Bad && Policy == OobPolicy::Check) {
+            EXPECT_EQ(JS.position(), Sh.Ids / 2);
+          } else {
+            ASSERT_TRUE(JS.isOk()) << JS.message();
+            EXPECT_EQ(Out, Ref);
+          }
+        }
+      }
+}
+
 TEST(Runtime, RowsGatheringAcrossASlicePrefetchTheNextSliceAndMatchTheInterpreter) {
   // GatherElements along axis 1 of [16, 256, 128] by [16, 100, 128]: the
   // 100 rows of each slice gather from the same 128 KiB slice, and prefetch

@@ -140,14 +140,15 @@ TEST(Backend, EmittedCodeFollowsFactsOtherThanTheHosts) {
               hasLine(IR, "store <32 x i8> ", "align 32, !nontemporal !1"));
   // The short copies under a line start at half of it.
   EXPECT_TRUE(has(IR, "\nshort64:"));
-  // G2: rows sharing their indices prefetch 128-byte lines of the next row
-  // from a table aligned to the line.
+  // G2: rows sharing their indices, from a table aligned to the line, load
+  // their input row one byte a 128-byte line before they gather.
   IR = emittedIR("G2", Wide, P);
   ASSERT_EQ(P.Row, RowKind::SharedIndices) << P.describe();
+  ASSERT_TRUE(P.TouchInputRow) << P.describe();
   EXPECT_TRUE(hasLine(IR, "%offsets = alloca [", " x i64], align 128"));
-  EXPECT_TRUE(has(IR, "@llvm.prefetch") && (hasLine(IR, "getelementptr i8, ptr %", ", i64 128") ||
-                                            hasLine(IR, "getelementptr i8, ptr %", ", i64 256")))
-      << "prefetches a line apart";
+  EXPECT_TRUE(has(IR, "load volatile i8") && hasLine(IR, "= mul nuw nsw i64 %", ", 128"))
+      << "loads a line apart";
+  EXPECT_FALSE(hasLine(IR, "= mul nuw nsw i64 %", ", 64"));
   // The same cases for this host's facts (64-byte lines): none of it.
   const TargetFacts Host{64, 64, false};
   IR = emittedIR("G1", Host, P);

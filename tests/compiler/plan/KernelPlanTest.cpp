@@ -50,8 +50,10 @@ TEST(KernelPlan, EveryBenchmarkCase) {
       // Embedding rows of 3 KiB from a 153 MB table: 4 rows ahead.
       {"G1", "row=block prefetch-rows(ahead=4,bytes=3072) non-temporal"},
       {"G1_clamp", "row=block prefetch-rows(ahead=4,bytes=3072) non-temporal"},
-      // Every row reads the same 1024 (G2) or 64 x 32 (G3) indices.
-      {"G2", "row=shared-indices prefetch-next-row(block=64,lines<=16)"},
+      // Every row reads the same 1024 (G2) or 64 x 32 (G3) indices: G2's
+      // rows of 16 KiB (from 16 MiB) one read for each line, loaded whole
+      // first; G3's 2048 reads of rows of 1024 elements (from 1 MiB).
+      {"G2", "row=shared-indices touch-row"},
       {"G3", "row=shared-indices prefetch-next-row(block=64,lines<=16)"},
       {"G4", "row=element"},
       // 4 KiB blocks of a 16 MiB pool into a 16 MiB output.
@@ -282,6 +284,31 @@ TEST(KernelPlan, StreamingThresholds) {
   EXPECT_TRUE(planKernel(rows(4096, 1024)).NonTemporal);
   EXPECT_FALSE(planKernel(rows(4095, 1024)).NonTemporal);
   EXPECT_FALSE(planKernel(rows(4096, 1024, 3)).NonTemporal);
+}
+
+TEST(KernelPlan, RowsSharingTheirIndicesLoadTheirInputRowFirstWhereTheyReadMostOfItsLines) {
+  // FLOAT32 [Rows, Cols] gathered along axis 1 by Ids indices shared by
+  // every row: one read for every two lines (Ids * 32 >= Cols) up to a third
+  // of the row's elements, from an input of 1 MiB or more.
+  auto Plan = [](uint64_t Rows, uint64_t Cols, uint64_t Ids) {
+    Expected<GatherDesc> D = onnxGather(bench::benchTensor(DataType::Float32, {Rows, Cols}),
+                                        bench::benchTensor(DataType::Int64, {Ids}), 1);
+    EXPECT_TRUE(D.isOk());
+    Expected<ValidDesc> V = validate(*D);
+    EXPECT_TRUE(V.isOk());
+    return planKernel(canonicalize(*V));
+  };
+  EXPECT_TRUE(Plan(512, 32768, 8192).TouchInputRow); // A dask block's take of columns.
+  EXPECT_FALSE(Plan(512, 32768, 8192).PrefetchNextInputRow);
+  EXPECT_TRUE(Plan(512, 32768, 1024).TouchInputRow);  // One read for two lines.
+  EXPECT_FALSE(Plan(512, 32768, 1023).TouchInputRow); // Fewer.
+  EXPECT_TRUE(Plan(512, 32768, 1023).PrefetchNextInputRow);
+  EXPECT_TRUE(Plan(512, 32769, 10923).TouchInputRow);  // A third of the elements.
+  EXPECT_FALSE(Plan(512, 32769, 10924).TouchInputRow); // More.
+  EXPECT_TRUE(Plan(64, 4096, 1024).TouchInputRow);     // 1 MiB.
+  EXPECT_FALSE(Plan(63, 4096, 1024).TouchInputRow);    // Less.
+  // GatherElements with indices of its own per row streams them instead.
+  EXPECT_FALSE(planKernel(rows(2048, 256)).TouchInputRow);
 }
 
 TEST(KernelPlan, ShortInputRowsArePermutedWhereTheTargetPermutes) {
