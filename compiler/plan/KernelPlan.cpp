@@ -54,6 +54,9 @@ constexpr uint64_t StreamBlock = 64;
 constexpr uint64_t IndexAheadBytes = 4u << 10;
 /// A block prefetches at most this many lines of the next input row.
 constexpr uint64_t MaxShareLines = 16;
+/// Element rows with their own indices load input rows of this many bytes
+/// or more before their gathers (touchesInputRow).
+constexpr uint64_t TouchedRowBytes = 1u << 20;
 /// Rows that all gather from one region of at least this many bytes
 /// prefetch the next region, at most MaxRegionShareLines lines per row.
 constexpr uint64_t RegionBytes = 64u << 10;
@@ -285,37 +288,46 @@ bool sharesRowIndices(const KernelSpec &S) {
   return true;
 }
 
-/// Rows that all gather by the same indices, each from its own contiguous
-/// input row of an input too large for the cache, whose reads touch most
-/// of that row's lines (one read for every two lines or more, expected)
-/// and are at most a third of its elements. Such a row is read nearly
-/// whole anyway: read in order first, it streams in at the memory's pace,
-/// where prefetches of its lines (PrefetchNextInputRow) each hold a miss
-/// until their line comes. Where the reads are many more, the prefetches
-/// overlap with the gathers and the touch does not. Against the prefetches,
-/// FLOAT32 rows by INT64 ids, one run each (Zen 4): rows of 128 KiB by
-/// 8192 ids (a dask block's take of columns) 7.8 against 12.6 ms, by 4096
-/// 4.4 against 9.5, by 1024 3.3 against 4.4, by 512 (one read for four
-/// lines) 2.3 and 2.3, by 16384 (half the row) 9.7 and 9.8; rows of 16
-/// KiB by 1024 ids (G2's shape) 2.1 against 3.0, by 1536 1.8 and 1.8, by
-/// 2048 2.4-2.7 against 3.0-3.2 (slower); rows of 8 KiB by 640 ids 1.1
-/// against 1.7, by 768 1.2 and 1.3, by 1024 slower; rows of 1 KiB by 64 ids
-/// 1.2 against 1.7, by 128 slower. Element rows with indices of their own
-/// stream them beside the row: there the prefetches measured faster (GE1's
-/// shape in C, 15.2 against 18.1 ms).
-bool touchesInputRow(const KernelSpec &S, unsigned LineBytes) {
-  if (getenv("GJ_NOPF"))
-    return false;
+/// Element rows that each gather from their own contiguous input row and
+/// read most of its lines (one read for every two lines or more,
+/// expected), where loading that row in order before its gathers pays:
+/// read in order, a row streams in at the memory's pace (the hardware
+/// prefetcher follows), where prefetches of its lines (PrefetchNextInputRow)
+/// each hold a miss until their line comes, and a next row prefetched
+/// whole evicts the row being read. Measured on Zen 4 against the
+/// prefetches, one process, the kernel planned each way and run alternately
+/// after a 256 MiB copy:
+/// - Rows that all gather by the same indices, of an input of 1 MiB or
+///   more, reading at most a third of their row's elements. FLOAT32 by
+///   INT64 ids: rows of 128 KiB by 8192 ids (a dask block's take of
+///   columns) 7.8 against 12.6 ms, by 4096 4.4 against 9.5, by 1024 3.3
+///   against 4.4, by 512 (one read for four lines) 2.3 and 2.3, by 16384
+///   (half the row) 9.7 and 9.8; rows of 16 KiB by 1024 ids (G2's shape)
+///   2.1 against 3.0, by 1536 1.8 and 1.8, by 2048 2.4-2.7 against 3.0-3.2
+///   (slower); rows of 8 KiB by 640 ids 1.1 against 1.7, by 768 1.2 and
+///   1.3, by 1024 slower; rows of 1 KiB by 64 ids 1.2 against 1.7, by 128
+///   slower. With more reads the prefetches overlap the gathers.
+/// - Rows with streamed indices of their own, of TouchedRowBytes or more
+///   (the indices stream beside the row): UINT8 rows of 1 MiB by INT64
+///   (GE6) 12.5 against 14.0 ms, FLOAT32 rows of 1 MiB 38.9 against 40.5,
+///   of 2 MiB 39.7 against 50.1, of 4 MiB 102 against 137. Below it the
+///   touch gains little or loses: FLOAT32 rows of 512 KiB 19.9 against
+///   20.5, of 128 KiB 18.4 against 18.0, of 64 KiB 22.1 against 20.7, of
+///   16 KiB (GE1) 19.3 against 16.1; UINT8 rows of 128 KiB 9.2 against
+///   10.2.
+bool touchesInputRow(const KernelSpec &S, bool StreamsIndices, unsigned LineBytes) {
   if (S.Rank < 2 || S.innerIsBlock() || S.TupleSize != 1 || S.AxisStride[0] != 1)
     return false;
   const unsigned L = S.Rank - 1;
+  const uint64_t RowBytes = S.AxisSize[0] * S.ElemBytes;
+  if (S.InStride[L] != 0 || S.InStride[L - 1] == 0 || 2 * S.Sizes[L] * LineBytes < RowBytes)
+    return false;
+  bool Shared = true;
   for (unsigned D = 0; D < L; ++D)
-    if (S.IdxStride[D] != 0 || S.PosStride[D] != 0)
-      return false;
-  return S.InStride[L] == 0 && S.InStride[L - 1] != 0 &&
-         2 * S.Sizes[L] * LineBytes >= S.AxisSize[0] * S.ElemBytes &&
-         3 * S.Sizes[L] <= S.AxisSize[0] &&
-         S.rows() * S.AxisSize[0] * S.ElemBytes >= PrefetchTableBytes;
+    Shared = Shared && S.IdxStride[D] == 0 && S.PosStride[D] == 0;
+  if (Shared)
+    return 3 * S.Sizes[L] <= S.AxisSize[0] && S.rows() * RowBytes >= PrefetchTableBytes;
+  return StreamsIndices && RowBytes >= TouchedRowBytes;
 }
 
 bool streamsIndices(const KernelSpec &S) {
@@ -401,7 +413,7 @@ void planTablePrefetch(const KernelSpec &S, const TargetFacts &T, KernelPlan &P)
 void planStreaming(const KernelSpec &S, KernelPlan &P) {
   const unsigned L = S.Rank == 0 ? 0 : S.Rank - 1;
   P.StreamIndices = streamsIndices(S);
-  P.TouchInputRow = touchesInputRow(S, P.LineBytes);
+  P.TouchInputRow = touchesInputRow(S, P.StreamIndices, P.LineBytes);
   if (P.StreamIndices) {
     P.IndexAheadBytes = IndexAheadBytes;
     P.PrefetchNextInputRow = S.AxisStride[0] == 1 && !P.TouchInputRow;

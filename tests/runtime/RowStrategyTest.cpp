@@ -360,6 +360,45 @@ TEST(Runtime, RowsThatLoadTheirInputRowFirstMatchTheInterpreter) {
       }
 }
 
+TEST(Runtime, LongRowsWithIndicesOfTheirOwnLoadTheirInputRowFirstAndMatchTheInterpreter) {
+  // GatherElements of FLOAT32 [5, 262150] along rows of just over 1 MiB
+  // (not whole lines) by streamed INT64 indices: each row loads its input
+  // row first.
+  const uint64_t Rows = 5, Cols = 262150;
+  for (OobPolicy Policy : {OobPolicy::Check, OobPolicy::Clamp})
+    for (unsigned Threads : {1u, 2u}) {
+      SCOPED_TRACE(std::string(Policy == OobPolicy::Check ? "check" : "clamp") + ", threads " +
+                   std::to_string(Threads));
+      auto RT = makeRuntime(16, Threads);
+      ValidateOptions O;
+      O.Policy = Policy;
+      Expected<ValidDesc> V = validate(ge(Rows, Cols), O);
+      ASSERT_TRUE(V.isOk());
+      EXPECT_TRUE(planOf(*V).TouchInputRow) << planOf(*V).describe();
+      Expected<Kernel> K = RT->compile(*V);
+      ASSERT_TRUE(K.isOk());
+      const std::vector<char> In = patternBuffer(Rows * Cols, 4);
+      for (bool Bad : {false, true}) {
+        std::vector<int64_t> Used = validIndices(Rows * Cols, Cols, 3);
+        if (Bad) { // The first bad one in row 3.
+          Used[3 * Cols + 1000] = static_cast<int64_t>(Cols);
+          Used[4 * Cols + 7] = -static_cast<int64_t>(Cols) - 1;
+        }
+        const std::vector<char> Bytes = encodeIndices(DataType::Int64, Used);
+        std::vector<char> Out(Rows * Cols * 4), Ref(Out.size());
+        Status JS = K->run(In.data(), Bytes.data(), Out.data());
+        Status RS = interpret(*V, In.data(), Bytes.data(), Ref.data());
+        ASSERT_EQ(JS.code(), RS.code()) << JS.message();
+        if (Bad && Policy == OobPolicy::Check) {
+          EXPECT_EQ(JS.position(), 3 * Cols + 1000);
+        } else {
+          ASSERT_TRUE(JS.isOk()) << JS.message();
+          EXPECT_EQ(Out, Ref);
+        }
+      }
+    }
+}
+
 TEST(Runtime, RowsGatheringAcrossASlicePrefetchTheNextSliceAndMatchTheInterpreter) {
   // GatherElements along axis 1 of [16, 256, 128] by [16, 100, 128]: the
   // 100 rows of each slice gather from the same 128 KiB slice, and prefetch

@@ -39,8 +39,8 @@ TEST(KernelPlan, EveryBenchmarkCase) {
                     "prefetch-next-row(block=64,lines<=16) non-temporal"},
       {"GE4", "row=element stream-indices(block=64,ahead=4096) "
               "prefetch-next-row(block=64,lines<=16) non-temporal"},
-      {"GE6", "row=element stream-indices(block=64,ahead=4096) "
-              "prefetch-next-row(block=64,lines<=16)"},
+      // GE6's rows of 1 MiB are loaded whole before their gathers.
+      {"GE6", "row=element stream-indices(block=64,ahead=4096) touch-row"},
       // Along axis 0 the innermost dimension reads the input contiguously;
       // its rows of 16 KiB, from a 64 MiB input, in tiles of 2 KiB.
       {"GE2", "row=element tile-columns=512"},
@@ -307,8 +307,20 @@ TEST(KernelPlan, RowsSharingTheirIndicesLoadTheirInputRowFirstWhereTheyReadMostO
   EXPECT_FALSE(Plan(512, 32769, 10924).TouchInputRow); // More.
   EXPECT_TRUE(Plan(64, 4096, 1024).TouchInputRow);     // 1 MiB.
   EXPECT_FALSE(Plan(63, 4096, 1024).TouchInputRow);    // Less.
-  // GatherElements with indices of its own per row streams them instead.
+  // GatherElements with streamed indices of its own per row: rows of 1 MiB
+  // or more, read at least once for every two lines.
   EXPECT_FALSE(planKernel(rows(2048, 256)).TouchInputRow);
+  EXPECT_TRUE(planKernel(rows(8, 1 << 20, 1)).TouchInputRow); // GE6
+  EXPECT_FALSE(planKernel(rows(8, 1 << 20, 1)).PrefetchNextInputRow);
+  EXPECT_TRUE(planKernel(rows(8, 1 << 18)).TouchInputRow);
+  EXPECT_FALSE(planKernel(rows(16, (1 << 18) - 1)).TouchInputRow);
+  EXPECT_TRUE(planKernel(rows(16, (1 << 18) - 1)).PrefetchNextInputRow);
+  KernelSpec Sparse = rows(128, 1 << 18); // 1 MiB rows read by 8191 indices each
+  Sparse.Sizes[1] = 8191;
+  ASSERT_TRUE(planKernel(Sparse).StreamIndices);
+  EXPECT_FALSE(planKernel(Sparse).TouchInputRow);
+  Sparse.Sizes[1] = 8192; // One for every two lines.
+  EXPECT_TRUE(planKernel(Sparse).TouchInputRow);
 }
 
 TEST(KernelPlan, ShortInputRowsArePermutedWhereTheTargetPermutes) {
