@@ -218,11 +218,13 @@ void KernelEmitter::emitLevel(unsigned D, const Offsets &O, Value *Lo, Value *Hi
     emitTiledRows(O, Lo, Hi);
     return;
   }
+  // Rows sharing one region of the input: loaded whole first, or each
+  // fetches its share of the next region.
+  if (D + 2 == S.Rank && P.TouchRegion)
+    emitTouch(O.In, P.RegionElements * S.ElemBytes);
   emitLoop(Lo, Hi, "d" + Twine(D), [&](Value *IV) {
     if (Block && D + 2 == S.Rank && P.PrefetchRowsAhead)
       emitAhead(IV, Hi, P.PrefetchRowsAhead, [&](Value *Ahead) { emitPrefetchRow(O, Ahead, D); });
-    // Rows sharing one region of the input: each fetches its share of the
-    // next region.
     if (D + 2 == S.Rank && P.PrefetchNextRegion)
       emitShare(B.CreateAdd(O.In, c(S.InStride[D - 1]), "", true, true), P.RegionElements, IV,
                 S.Sizes[D], P.MaxRegionShareLines);

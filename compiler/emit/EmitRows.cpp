@@ -224,9 +224,9 @@ void KernelEmitter::emitStreamedRow(const Offsets &O, AllocaInst *BadFlag) {
 
 /// The innermost element loop over [Lo, Hi) of dimension Rank-1 (or one
 /// element for rank 0).
-void KernelEmitter::emitTouchRow(const Offsets &O) {
-  const uint64_t Bytes = S.AxisSize[0] * S.ElemBytes, Line = P.LineBytes;
-  Value *Row = bytePointer(In, O.In);
+void KernelEmitter::emitTouch(Value *Start, uint64_t Bytes) {
+  const uint64_t Line = P.LineBytes;
+  Value *Row = bytePointer(In, Start);
   // Volatile: loads whose values go unused, kept.
   auto Touch = [&](Value *At) {
     B.CreateLoad(B.getInt8Ty(), byteAt(Row, At), /*isVolatile=*/true);
@@ -238,7 +238,7 @@ void KernelEmitter::emitTouchRow(const Offsets &O) {
 
 void KernelEmitter::emitElementRow(const Offsets &O, Value *Lo, Value *Hi) {
   if (P.TouchInputRow)
-    emitTouchRow(O);
+    emitTouch(O.In, S.AxisSize[0] * S.ElemBytes);
   if (Table) {
     emitTableRow(O);
     return;

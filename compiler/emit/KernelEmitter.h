@@ -206,9 +206,10 @@ private:
   /// Prefetches \p Bytes from \p Base plus \p Offset bytes, one per line;
   /// the address may lie past the buffer (a prefetch never faults).
   void emitPrefetchSpan(Value *Base, Value *Offset, uint64_t Bytes);
-  /// Loads one byte of each line of the contiguous input row at \p O, in
-  /// order, and its last byte (KernelPlan::TouchInputRow).
-  void emitTouchRow(const Offsets &O);
+  /// Loads one byte of each line of the \p Bytes of input from element
+  /// offset \p Start, in order, and their last byte (KernelPlan's
+  /// TouchInputRow and TouchRegion).
+  void emitTouch(Value *Start, uint64_t Bytes);
   void emitElementRow(const Offsets &O, Value *Lo, Value *Hi);
   /// An element row whose offsets are in the table (read and checked
   /// once): offsets and copies.

@@ -104,6 +104,10 @@ struct KernelPlan {
   bool PrefetchNextRegion = false;
   uint64_t RegionElements = 0;
   uint64_t MaxRegionShareLines = 0;
+  /// Rows of dimension Rank-2 that gather from one region of
+  /// RegionElements input elements load it in order, one byte a line,
+  /// before the first of them gathers (in place of PrefetchNextRegion).
+  bool TouchRegion = false;
   /// Block rows (or a row epilogue's rows): the row this many rows ahead is
   /// prefetched (its first PrefetchRowBytes); 0 for none.
   uint64_t PrefetchRowsAhead = 0;

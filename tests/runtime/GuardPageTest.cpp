@@ -186,46 +186,60 @@ TEST(GuardPage, JitAotAndGenericKernelsStayInsideTheirBuffers) {
   EXPECT_EQ(Configurations, Cases);
 }
 
-TEST(GuardPage, RowsThatLoadTheirInputRowFirstStayInsideTheInput) {
-  // Rows that load their whole input row before they gather
-  // (KernelPlan::TouchInputRow) read up to the input's last byte: FLOAT32
-  // [300, 1000] by 300 ids shared by every row, rows of 4000 bytes.
+TEST(GuardPage, RowsThatLoadTheirInputFirstStayInsideIt) {
+  // Rows that load their whole input row, or slice, before they gather
+  // (KernelPlan's TouchInputRow and TouchRegion) read up to the input's
+  // last byte: FLOAT32 [300, 1000] by 300 ids shared by every row (rows of
+  // 4000 bytes), and GatherElements of FLOAT32 [9, 256, 125] along axis 1
+  // by [9, 100, 125] (slices of 128 000 bytes).
   RuntimeOptions Options;
   Options.Specialization = Specialize::AtCompile;
   Options.Threads = 1;
   Expected<std::unique_ptr<Runtime>> RT = Runtime::create(Options);
   ASSERT_TRUE(RT.isOk()) << RT.status().message();
-  TensorDesc Data, Ids;
-  Data.Type = DataType::Float32;
-  Data.Sizes = {300, 1000};
-  Ids.Type = DataType::Int64;
-  Ids.Sizes = {300};
-  Expected<GatherDesc> D = onnxGather(Data, Ids, 1);
-  ASSERT_TRUE(D.isOk());
-  Expected<ValidDesc> V = validate(*D);
-  ASSERT_TRUE(V.isOk());
-  ASSERT_TRUE(planKernel(canonicalize(*V)).TouchInputRow);
-  Expected<Kernel> K = (*RT)->compile(*V);
-  ASSERT_TRUE(K.isOk()) << K.status().message();
-  RandomCase C;
-  C.Desc = *V;
-  C.Input.resize(300 * 1000 * 4);
-  for (size_t I = 0; I < C.Input.size(); ++I)
-    C.Input[I] = static_cast<char>(I * 7 + 3);
-  std::mt19937_64 Rng(5);
-  std::vector<int64_t> Idx(300);
-  for (int64_t &I : Idx)
-    I = static_cast<int64_t>(Rng() % 1000);
-  for (bool Bad : {false, true}) {
-    if (Bad)
-      Idx[150] = 1000;
-    C.Indices.resize(Idx.size() * 8);
-    std::memcpy(C.Indices.data(), Idx.data(), C.Indices.size());
-    for (bool AgainstEnd : {true, false})
-      checkGuarded(C, AgainstEnd, "jit", [&](const void *In, const void *I, void *Out) {
-        Status S = K->run(In, I, Out);
-        return S ? int64_t(0) : static_cast<int64_t>(S.position().value_or(~0ull)) + 1;
-      });
+  auto Tensor = [](DataType Type, std::vector<uint64_t> Sizes) {
+    TensorDesc T;
+    T.Type = Type;
+    T.Sizes = std::move(Sizes);
+    return T;
+  };
+  Expected<GatherDesc> Rows =
+      onnxGather(Tensor(DataType::Float32, {300, 1000}), Tensor(DataType::Int64, {300}), 1);
+  Expected<GatherElementsDesc> Slices = onnxGatherElements(
+      Tensor(DataType::Float32, {9, 256, 125}), Tensor(DataType::Int64, {9, 100, 125}), 1);
+  ASSERT_TRUE(Rows.isOk() && Slices.isOk());
+  Expected<ValidDesc> RowsV = validate(*Rows), SlicesV = validate(*Slices);
+  ASSERT_TRUE(RowsV.isOk() && SlicesV.isOk());
+  struct Case {
+    const ValidDesc *V;
+    uint64_t AxisSize;
+  };
+  for (const Case &C : {Case{&*RowsV, 1000}, Case{&*SlicesV, 256}}) {
+    const KernelPlan Plan = planKernel(canonicalize(*C.V));
+    SCOPED_TRACE(Plan.describe());
+    ASSERT_TRUE(Plan.TouchInputRow || Plan.TouchRegion);
+    Expected<Kernel> K = (*RT)->compile(*C.V);
+    ASSERT_TRUE(K.isOk()) << K.status().message();
+    RandomCase R;
+    R.Desc = *C.V;
+    R.Input.resize(requiredElements(R.Desc.Input) * 4);
+    for (size_t I = 0; I < R.Input.size(); ++I)
+      R.Input[I] = static_cast<char>(I * 7 + 3);
+    std::mt19937_64 Rng(5);
+    std::vector<int64_t> Idx(requiredElements(R.Desc.Indices));
+    for (int64_t &I : Idx)
+      I = static_cast<int64_t>(Rng() % C.AxisSize);
+    for (bool Bad : {false, true}) {
+      if (Bad)
+        Idx[Idx.size() / 2] = static_cast<int64_t>(C.AxisSize);
+      R.Indices.resize(Idx.size() * 8);
+      std::memcpy(R.Indices.data(), Idx.data(), R.Indices.size());
+      for (bool AgainstEnd : {true, false})
+        checkGuarded(R, AgainstEnd, "jit", [&](const void *In, const void *I, void *Out) {
+          Status S = K->run(In, I, Out);
+          return S ? int64_t(0) : static_cast<int64_t>(S.position().value_or(~0ull)) + 1;
+        });
+    }
   }
 }
 

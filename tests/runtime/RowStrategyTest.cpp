@@ -399,29 +399,34 @@ TEST(Runtime, LongRowsWithIndicesOfTheirOwnLoadTheirInputRowFirstAndMatchTheInte
     }
 }
 
-TEST(Runtime, RowsGatheringAcrossASlicePrefetchTheNextSliceAndMatchTheInterpreter) {
-  // GatherElements along axis 1 of [16, 256, 128] by [16, 100, 128]: the
-  // 100 rows of each slice gather from the same 128 KiB slice, and prefetch
-  // the next one in shares.
-  auto RT = makeRuntime();
-  const uint64_t A = 16, N = 256, K = 128, I = 100;
-  GatherElementsDesc D{tensor(DataType::Float32, {A, N, K}), tensor(DataType::Int64, {A, I, K}),
-                       tensor(DataType::Float32, {A, I, K}), 1};
-  Expected<ValidDesc> V = validate(D);
-  ASSERT_TRUE(V.isOk());
-  EXPECT_TRUE(planOf(*V).PrefetchNextRegion);
-  Expected<Kernel> Kn = RT->compile(*V);
-  ASSERT_TRUE(Kn.isOk());
-  std::vector<char> In = patternBuffer(A * N * K, 4);
-  std::vector<int64_t> Idx = validIndices(A * I * K, N, 11);
-  std::vector<char> Out(Idx.size() * 4), Ref(Out.size());
-  ASSERT_TRUE(Kn->run(In.data(), Idx.data(), Out.data()).isOk());
-  ASSERT_TRUE(interpret(*V, In.data(), Idx.data(), Ref.data()).isOk());
-  EXPECT_EQ(Out, Ref);
-  Idx[(A - 1) * I * K + 5] = static_cast<int64_t>(N);
-  Status S = Kn->run(In.data(), Idx.data(), Out.data());
-  ASSERT_EQ(S.code(), ErrorCode::IndexOutOfRange);
-  EXPECT_EQ(S.position(), (A - 1) * I * K + 5);
+TEST(Runtime, RowsGatheringAcrossASliceFetchItAndMatchTheInterpreter) {
+  // GatherElements along axis 1 of [16, 256, 128] by [16, I, 128]: the I
+  // rows of each slice gather from the same 128 KiB slice. 100 rows read
+  // it 25 times a line and load it whole first; 7 rows, less than once
+  // for every two lines, prefetch the next slice in shares.
+  for (const uint64_t I : {100u, 7u}) {
+    SCOPED_TRACE(std::to_string(I) + " rows a slice");
+    auto RT = makeRuntime();
+    const uint64_t A = 16, N = 256, K = 128;
+    GatherElementsDesc D{tensor(DataType::Float32, {A, N, K}), tensor(DataType::Int64, {A, I, K}),
+                         tensor(DataType::Float32, {A, I, K}), 1};
+    Expected<ValidDesc> V = validate(D);
+    ASSERT_TRUE(V.isOk());
+    EXPECT_EQ(planOf(*V).TouchRegion, I == 100) << planOf(*V).describe();
+    EXPECT_EQ(planOf(*V).PrefetchNextRegion, I == 7) << planOf(*V).describe();
+    Expected<Kernel> Kn = RT->compile(*V);
+    ASSERT_TRUE(Kn.isOk());
+    std::vector<char> In = patternBuffer(A * N * K, 4);
+    std::vector<int64_t> Idx = validIndices(A * I * K, N, 11);
+    std::vector<char> Out(Idx.size() * 4), Ref(Out.size());
+    ASSERT_TRUE(Kn->run(In.data(), Idx.data(), Out.data()).isOk());
+    ASSERT_TRUE(interpret(*V, In.data(), Idx.data(), Ref.data()).isOk());
+    EXPECT_EQ(Out, Ref);
+    Idx[(A - 1) * I * K + 5] = static_cast<int64_t>(N);
+    Status S = Kn->run(In.data(), Idx.data(), Out.data());
+    ASSERT_EQ(S.code(), ErrorCode::IndexOutOfRange);
+    EXPECT_EQ(S.position(), (A - 1) * I * K + 5);
+  }
 }
 
 TEST(Runtime, TilesOfLongInputRowsMatchTheInterpreterAndNameTheFirstBadIndex) {

@@ -55,7 +55,7 @@ void expectFollowsPlan(const KernelSpec &Spec, const KernelPlan &Plan, const std
                           Plan.PrefetchNextRegion || Plan.PrefetchRowsAhead > 0;
   EXPECT_EQ(has(E.IR, "@llvm.prefetch"), Prefetches);
   EXPECT_EQ(has(E.IR, "%offsets = alloca"), Plan.Row == RowKind::SharedIndices);
-  EXPECT_EQ(has(E.IR, "load volatile i8"), Plan.TouchInputRow);
+  EXPECT_EQ(has(E.IR, "load volatile i8"), Plan.TouchInputRow || Plan.TouchRegion);
   EXPECT_EQ(has(E.IR, "\"prefer-vector-width\"=\"" + std::to_string(Plan.LoopVectorBytes * 8)),
             Plan.LoopVectorBytes > 0);
   // Only Check has blocks that return a bad index's position. (An empty
