@@ -222,8 +222,6 @@ void KernelEmitter::emitStreamedRow(const Offsets &O, AllocaInst *BadFlag) {
         c(N), "inner.tail");
 }
 
-/// The innermost element loop over [Lo, Hi) of dimension Rank-1 (or one
-/// element for rank 0).
 void KernelEmitter::emitTouch(Value *Start, uint64_t Bytes) {
   const uint64_t Line = P.LineBytes;
   Value *Row = bytePointer(In, Start);
@@ -236,6 +234,8 @@ void KernelEmitter::emitTouch(Value *Start, uint64_t Bytes) {
   Touch(c(Bytes - 1));
 }
 
+/// The innermost element loop over [Lo, Hi) of dimension Rank-1 (or one
+/// element for rank 0).
 void KernelEmitter::emitElementRow(const Offsets &O, Value *Lo, Value *Hi) {
   if (P.TouchInputRow)
     emitTouch(O.In, S.AxisSize[0] * S.ElemBytes);

@@ -93,8 +93,9 @@ struct KernelPlan {
   /// input row the next row gathers from.
   bool PrefetchNextInputRow = false;
   uint64_t MaxShareLines = 0;
-  /// Rows that share their indices load the contiguous input row they
-  /// gather from before they gather, one byte a line in order (in place of
+  /// Element rows that read most lines of the contiguous input row they
+  /// gather from (sharing their indices, or rows of 1 MiB or more) load it
+  /// before they gather, one byte a line in order (in place of
   /// PrefetchNextInputRow): the hardware prefetcher follows the scan, and
   /// the row's gathers then read from the cache.
   bool TouchInputRow = false;
