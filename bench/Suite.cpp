@@ -386,7 +386,7 @@ Expected<SuiteReport> runSuite(const SuiteOptions &Options,
     }
     if (const RandomReads Reads = randomReadsOf(*C); Reads.Count) {
       Progress("random reads alone");
-      R.RandomReadsNs[C->Name] = randomReadsNs(Reads);
+      R.RandomReadsAlone[C->Name] = {Reads, randomReadsNs(Reads)};
     }
   }
   if (!Lines.empty()) {

@@ -110,8 +110,13 @@ struct SuiteReport {
   double MemcpyGbps = 0, MemcpyMinGbps = 0, MemcpyMaxGbps = 0;
   /// The same memcpy split across Threads threads.
   double MemcpyGbpsAllThreads = 0;
-  /// Each case's random reads alone, where it has them (randomReadsOf).
-  std::map<std::string, double> RandomReadsNs;
+  /// Each case's random reads (randomReadsOf), where it has them, and
+  /// their time alone.
+  struct TimedReads {
+    RandomReads Reads;
+    double Ns = 0;
+  };
+  std::map<std::string, TimedReads> RandomReadsAlone;
   unsigned Threads = 1;
   /// Compile latency, medians: a new small GatherElements and Gather spec
   /// (the quick tier), the same at O2 without the quick tier (what an

@@ -278,14 +278,20 @@ bool permutes(const KernelSpec &S, const TargetFacts &T) {
          (S.Rank == 1 || S.Sizes[L] >= MinPermuteRow);
 }
 
-bool sharesRowIndices(const KernelSpec &S) {
-  if (S.Rank < 2 || S.innerIsBlock() || S.emptyAxis() || S.rows() < 2 ||
-      S.Sizes[S.Rank - 1] > MaxSharedRow)
-    return false;
+/// Whether every row reads the same indices: no dimension before the
+/// innermost moves the index or the position.
+bool indicesSameEveryRow(const KernelSpec &S) {
   for (unsigned D = 0; D + 1 < S.Rank; ++D)
     if (S.IdxStride[D] != 0 || S.PosStride[D] != 0)
       return false;
   return true;
+}
+
+bool sharesRowIndices(const KernelSpec &S) {
+  if (S.Rank < 2 || S.innerIsBlock() || S.emptyAxis() || S.rows() < 2 ||
+      S.Sizes[S.Rank - 1] > MaxSharedRow)
+    return false;
+  return indicesSameEveryRow(S);
 }
 
 /// Element rows that each gather from their own contiguous input row and
@@ -322,10 +328,7 @@ bool touchesInputRow(const KernelSpec &S, bool StreamsIndices, unsigned LineByte
   const uint64_t RowBytes = S.AxisSize[0] * S.ElemBytes;
   if (S.InStride[L] != 0 || S.InStride[L - 1] == 0 || 2 * S.Sizes[L] * LineBytes < RowBytes)
     return false;
-  bool Shared = true;
-  for (unsigned D = 0; D < L; ++D)
-    Shared = Shared && S.IdxStride[D] == 0 && S.PosStride[D] == 0;
-  if (Shared)
+  if (indicesSameEveryRow(S))
     return 3 * S.Sizes[L] <= S.AxisSize[0] && S.rows() * RowBytes >= PrefetchTableBytes;
   return StreamsIndices && RowBytes >= TouchedRowBytes;
 }

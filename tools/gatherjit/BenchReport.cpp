@@ -72,8 +72,9 @@ nlohmann::json rowsJson(const SuiteReport &R) {
                     {"effective_gbps", Row.EffectiveGbps},
                     {"memcpy_gbps", Row.MemcpyGbps}});
   // A case's random reads alone as one more engine's row.
-  for (const auto &[Case, Ns] : R.RandomReadsNs)
-    Rows.push_back({{"case", Case}, {"engine", "random_reads"}, {"threads", 1}, {"median_ns", Ns}});
+  for (const auto &[Case, Timed] : R.RandomReadsAlone)
+    Rows.push_back(
+        {{"case", Case}, {"engine", "random_reads"}, {"threads", 1}, {"median_ns", Timed.Ns}});
   return Rows;
 }
 
@@ -173,15 +174,11 @@ std::string markdown(const SuiteReport &R, const LibraryTimes &Libraries, const 
       M << (Best ? " " + *Best + " | " + fmt("%.2fx", BestNs / C.Jit->MedianNs) + " |"
                  : std::string(" - | - |"));
     M << "\n";
-    if (R.RandomReadsNs.count(Name))
+    if (R.RandomReadsAlone.count(Name))
       RandomCases.emplace_back(Name, C.Jit->MedianNs);
   }
   for (const auto &[Name, Ns] : RandomCases) {
-    const auto &Cases = bench::benchCases();
-    const auto Case = std::find_if(Cases.begin(), Cases.end(),
-                                   [&](const bench::BenchCase &C) { return Name == C.Name; });
-    const bench::RandomReads Reads = bench::randomReadsOf(*Case);
-    const double Floor = R.RandomReadsNs.at(Name);
+    const auto &[Reads, Floor] = R.RandomReadsAlone.at(Name);
     M << "\n"
       << Name << "'s reads alone (" << Reads.Count << " random " << Reads.ElemBytes
       << "-byte reads, each within one of " << Reads.Regions
