@@ -334,4 +334,25 @@ TEST_F(CudaDriver, TheCApisDeviceRuntime) {
   EXPECT_THAT(gj_last_error(), HasSubstr("gpu0"));
 }
 
+TEST_F(CudaDriver, TheDeviceBenchSetsEachCaseBesideItsCopyLineAndItsFloor) {
+  ::setenv("GATHERJIT_FAKE_CUDA", "ok", 1);
+  const CliResult R =
+      runCli(Dir, "bench --device cuda --cases G4,GE5 --quiet --results " + (Dir / "results"));
+  ASSERT_EQ(R.Exit, 0) << R.Err;
+  // The fake's events time every kernel and copy at 250 us. The floor
+  // moves the indices, the output and at most the output's bytes of the
+  // input at the copy's rate (the copy reads and writes the output): G4
+  // 5 INT64 indices (40 bytes), 20 bytes out, a 16-byte input: 250 * (40 +
+  // 20 + 16) / 40; GE5 48 bytes of indices, 24 out, 36 in: 250 * (48 + 24
+  // + 24) / 48.
+  EXPECT_THAT(R.Out, HasSubstr("| G4 | 250.0 | 250.0 | 250.0 | 100% | 475.0 | 190% |"));
+  EXPECT_THAT(R.Out, HasSubstr("| GE5 | 250.0 | 250.0 | 250.0 | 100% | 500.0 | 200% |"));
+  std::string Json;
+  for (auto &E : std::filesystem::directory_iterator(Dir / "results"))
+    if (E.path().extension() == ".json")
+      Json = slurp(E.path().string());
+  EXPECT_THAT(Json, HasSubstr("\"floor_us\": 475.0"));
+  EXPECT_THAT(Json, HasSubstr("\"floor_us\": 500.0"));
+}
+
 } // namespace

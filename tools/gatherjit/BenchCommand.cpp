@@ -302,6 +302,19 @@ Expected<WalkTimes> deviceWalk(int Ordinal, Specialize Mode) {
   return W;
 }
 
+/// The fewest bytes a case must move through device memory (its indices
+/// read, its output written, and of its input at most as many bytes as
+/// the output has, each once) at the rate of a device-to-device copy of
+/// its output (\p CopyUs, which reads and writes the output's bytes): the
+/// time no kernel of the case beats by much.
+double floorUs(const bench::BenchData &Data, double CopyUs) {
+  if (Data.OutputBytes == 0)
+    return 0;
+  const double Bytes = double(Data.Indices.size()) + double(Data.OutputBytes) +
+                       double(std::min<uint64_t>(Data.Input.size(), Data.OutputBytes));
+  return CopyUs * Bytes / (2.0 * double(Data.OutputBytes));
+}
+
 } // namespace
 
 /// `gatherjit bench --device cuda`: each case's kernel on the device
@@ -359,6 +372,7 @@ Status runDeviceBench(const BenchFlags &F, int Ordinal) {
                     {"ptx_ms", Run->PtxMs},
                     {"load_ms", Run->LoadMs},
                     {"bytes", Data.OutputBytes},
+                    {"floor_us", floorUs(Data, Run->CopyUs)},
                     {"matches_interpreter", Out == Ref && Family == Ref && BadRuns},
                     {"bad_index_runs", BadRuns ? *BadRuns : 0},
                     {"bad_index_error", BadRuns ? "" : BadRuns.status().message()}});
@@ -410,13 +424,16 @@ Status runDeviceBench(const BenchFlags &F, int Ordinal) {
         "of the indices, or none, and of 3 asynchronous launches whose second has a bad last "
         "index. Random reads: PyTorch's take of as many elements at "
         "uniformly random positions of the input, the floor of a gather whose reads do not "
-        "share cache lines.\n\n"
+        "share cache lines. Floor: the fewest bytes the case must move (its indices, its output, "
+        "and of its input as many bytes as the output has, each once) at the copy line's rate.\n\n"
      << "Generic: the case's family kernel (every size and stride from its launch), which "
         "a new shape of a loaded family runs at once.\n\n"
-     << "| case | gatherjit µs | generic µs | copy line µs | % of line | random reads µs | "
+     << "| case | gatherjit µs | generic µs | copy line µs | % of line | floor µs | % of floor | "
+        "random reads µs | "
         "PyTorch µs | PyTorch / gatherjit | gatherjit call µs | empty kernel call µs | PyTorch "
         "call "
-        "µs | PTX ms | same as interpreter |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "µs | PTX ms | same as interpreter "
+        "|\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
         "\n";
   char Cell[64];
   for (nlohmann::json &Row : Rows) {
@@ -425,6 +442,9 @@ Status runDeviceBench(const BenchFlags &F, int Ordinal) {
     Md << "| " << Name;
     std::snprintf(Cell, sizeof(Cell), " | %.1f | %.1f | %.1f | %.0f%%", Us,
                   Row["generic_us"].get<double>(), Copy, Us > 0 ? 100.0 * Copy / Us : 0.0);
+    Md << Cell;
+    const double Floor = Row["floor_us"];
+    std::snprintf(Cell, sizeof(Cell), " | %.1f | %.0f%%", Floor, Us > 0 ? 100.0 * Floor / Us : 0.0);
     Md << Cell;
     const bool HasTorch = Torch.contains("cases") && Torch["cases"].contains(Name);
     const nlohmann::json Py = HasTorch ? Torch["cases"][Name] : nlohmann::json::object();
