@@ -172,6 +172,7 @@ def _result(array, like):
     if not _torch_tensor(like):
         return array
     torch = _sys.modules["torch"]
+    array = _np.asarray(array)  # (a take of one element is numpy's scalar)
     if array.dtype == _np.dtype("V2"):
         return torch.from_numpy(array.view(_np.int16)).view(torch.bfloat16)
     return torch.from_numpy(array)

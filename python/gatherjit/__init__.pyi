@@ -46,7 +46,8 @@ def take_along_axis(data: npt.ArrayLike, indices: npt.ArrayLike, axis: Optional[
                     epilogue: Optional[Epilogue] = ..., device: Device = ...) -> np.ndarray: ...
 def take(data: npt.ArrayLike, indices: npt.ArrayLike, axis: Optional[int] = ...,
          out: Optional[np.ndarray] = ..., mode: CallMode = ...,
-         epilogue: Optional[Epilogue] = ..., device: Device = ...) -> np.ndarray: ...
+         epilogue: Optional[Epilogue] = ...,
+         device: Device = ...) -> Union[np.ndarray, np.generic]: ...  # one element: a scalar
 def gather_nd(data: npt.ArrayLike, indices: npt.ArrayLike, batch_dims: int = ...,
               out: Optional[np.ndarray] = ..., mode: CallMode = ...,
               epilogue: Optional[Epilogue] = ..., device: Device = ...) -> np.ndarray: ...

@@ -143,16 +143,17 @@ std::shared_ptr<PyKernel> kernelForArrays(const std::string &Op, py::array &Data
                             " and data of rank " + std::to_string(DataT.rank()) +
                             "; the ranks must be equal");
     // numpy broadcasts the dimensions other than the axis: a size of 1
-    // repeats, through a stride of 0 (no copy).
+    // repeats (or, against a size of 0, vanishes), through a stride of 0
+    // (no copy).
     const int64_t R = DataT.rank(), A = Axis < 0 ? Axis + R : Axis;
     for (int64_t D = 0; D < R; ++D) {
       if (D == A)
         continue;
       uint64_t &DS = DataT.Sizes[D], &IS = IdxT.Sizes[D];
-      if (DS == 1 && IS > 1) {
+      if (DS == 1 && IS != 1) {
         DS = IS;
         (*DataT.Strides)[D] = 0;
-      } else if (IS == 1 && DS > 1) {
+      } else if (IS == 1 && DS != 1) {
         IS = DS;
         (*IdxT.Strides)[D] = 0;
       } else if (IS != DS) {
@@ -309,7 +310,12 @@ py::object gatherArrays(const std::string &Op, py::array Data, py::array Indices
   }
   std::shared_ptr<PyKernel> K =
       kernelForArrays(Op, Data, Indices, AxisObj, Out, Mode, Fused, Broadcast);
-  return K->run(Data, Indices, Out);
+  py::object Got = K->run(Data, Indices, Out);
+  // numpy's take of one element from one axis gives a scalar, not a 0-d
+  // array.
+  if (!Out && K->OutShape.empty() && Op == "gather")
+    return Got[py::tuple()];
+  return Got;
 }
 
 /// gatherArrays for PyTorch CPU tensors without an epilogue: a layout seen

@@ -56,6 +56,21 @@ def test_take_matches_numpy(dtype):
     np.testing.assert_array_equal(gj.take(data, idx, axis=None), np.take(data, idx))
 
 
+def test_a_take_of_one_element_is_numpys_scalar():
+    data = np.arange(12.0, dtype=">f4").reshape(3, 4)
+    # One element (a scalar index from the flattened data, or into a row):
+    # numpy gives a scalar of the data's type in native byte order.
+    for got, want in [(gj.take(data, 5, axis=None), np.take(data, 5)),
+                      (gj.take(data[1], np.array(2)), np.take(data[1], np.array(2))),
+                      (gj.take(data[1], -1, mode="wrap"), np.take(data[1], -1, mode="wrap"))]:
+        assert type(got) is type(want) is np.float32
+        assert got == want
+    # Anything of rank 1 or more stays an array, and out= is returned.
+    assert isinstance(gj.take(data, 1, axis=0), np.ndarray)
+    out = np.empty((), ">f4")
+    assert gj.take(data, 5, axis=None, out=out) is out and out == 5.0
+
+
 def test_gather_nd_matches_advanced_indexing():
     rng = np.random.default_rng(3)
     data = random_array(rng, (6, 5, 4), "float32")
@@ -98,6 +113,14 @@ def test_numpy_broadcasting_of_take_along_axis():
         with pytest.raises(error, match=r"data \(3, 4\) and indices \(2, 2\) do not broadcast "
                                         "at dimension 0"):
             gj.take_along_axis(data, np.zeros((2, 2), np.int64), 1)
+    # A size of 1 broadcasts against a size of 0 too, on either side: an
+    # empty result of numpy's shape.
+    for d_shape, i_shape, axis in [((3, 0), (0, 1), 0), ((0, 2, 4), (1, 2, 1), 2),
+                                   ((1, 2, 0), (1, 1, 1), 0), ((0, 1), (1, 3), 1)]:
+        d = np.ones(d_shape, np.float32)
+        i = np.zeros(i_shape, np.int64)
+        got, want = gj.take_along_axis(d, i, axis), np.take_along_axis(d, i, axis)
+        assert got.shape == want.shape, (d_shape, i_shape)
     # Ranks that differ: numpy's ValueError, in take_along_axis's words.
     with pytest.raises(ValueError, match="take_along_axis: indices of rank 1 and data of rank 2; "
                                          "the ranks must be equal"):
