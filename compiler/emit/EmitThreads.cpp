@@ -38,8 +38,9 @@ void KernelEmitter::emitThreads(const std::string &Name, GridEntry Entry) {
   // (the plan's choice; the host's grid has no PTX).
   OnDevice = Entry == GridEntry::Device;
   StreamedPtx = P.StreamedOperands && OnDevice;
-  // Staged rows need no thread body: the entries loop over rows.
-  Function *Body = P.StagedRowBytes ? nullptr : emitThreadBody(Name, ".thread", 1);
+  // Staged rows and strips need no thread body: the entries loop over them.
+  const bool Staged = P.StagedRowBytes || P.StagedStripColumns;
+  Function *Body = Staged ? nullptr : emitThreadBody(Name, ".thread", 1);
   // Block rows in wide pieces, where the buffers allow: the same copy by
   // a body for the widened spec, whose keys count this spec's elements.
   Function *Wide = nullptr;
@@ -259,25 +260,25 @@ void KernelEmitter::emitDeviceEntry(const std::string &Name, Function *Body, Fun
   Value *Threads = Reg(Intrinsic::nvvm_read_ptx_sreg_ntid_x);
   Value *First = B.CreateAdd(B.CreateMul(Block, Threads), Reg(Intrinsic::nvvm_read_ptx_sreg_tid_x));
   Value *Stride = B.CreateMul(Reg(Intrinsic::nvvm_read_ptx_sreg_nctaid_x), Threads);
-  if (P.StagedRowBytes) {
-    // Each block stages its rows in shared memory, in turn.
-    auto *RowTy = ArrayType::get(B.getInt8Ty(), P.StagedRowBytes);
+  if (P.StagedRowBytes || P.StagedStripColumns) {
+    // Each block stages its rows (or strips) in shared memory, in turn.
+    auto *UnitTy = ArrayType::get(B.getInt8Ty(), stagedBytes());
     auto *Shared =
-        new GlobalVariable(M, RowTy, false, GlobalValue::InternalLinkage, UndefValue::get(RowTy),
-                           Name + ".row", nullptr, GlobalValue::NotThreadLocal, /*AddressSpace=*/3);
+        new GlobalVariable(M, UnitTy, false, GlobalValue::InternalLinkage, UndefValue::get(UnitTy),
+                           Name + ".staged", nullptr, GlobalValue::NotThreadLocal,
+                           /*AddressSpace=*/3);
     Shared->setAlignment(Align(16));
     In = F->getArg(0);
     Idx = F->getArg(1);
     Out = F->getArg(2);
     Value *Tid = Reg(Intrinsic::nvvm_read_ptx_sreg_tid_x);
-    emitStridedLoop(Block, c(stagedRows()), Reg(Intrinsic::nvvm_read_ptx_sreg_nctaid_x), "row",
-                    [&](Value *Row) {
-                      Value *RowFirst = B.CreateMul(Row, c(S.Sizes[S.Rank - 1]), "", true, true);
-                      const Offsets O = offsetsAt(RowFirst);
-                      stageRow(O, Tid, Threads, Shared);
+    emitStridedLoop(Block, c(stagedUnits()), Reg(Intrinsic::nvvm_read_ptx_sreg_nctaid_x), "unit",
+                    [&](Value *Unit) {
+                      const StagedUnit U = stagedUnit(Unit);
+                      stageUnit(U, Tid, Threads, Shared);
                       B.CreateIntrinsic(Intrinsic::nvvm_barrier0, {}, {});
-                      gatherStagedRow(RowFirst, O, Tid, Threads, Shared, F->getArg(3));
-                      // Every read of the row before the next one's copy.
+                      gatherUnit(U, Tid, Threads, Shared, F->getArg(3));
+                      // Every read of the unit before the next one's copy.
                       B.CreateIntrinsic(Intrinsic::nvvm_barrier0, {}, {});
                     });
   } else {
@@ -290,7 +291,46 @@ void KernelEmitter::emitDeviceEntry(const std::string &Name, Function *Body, Fun
   B.CreateRetVoid();
 }
 
-uint64_t KernelEmitter::stagedRows() const { return S.elements() / S.Sizes[S.Rank - 1]; }
+uint64_t KernelEmitter::stagedUnits() const {
+  return P.StagedStripColumns ? stagedStrips(S, P.StagedStripColumns)
+                              : S.elements() / S.Sizes[S.Rank - 1];
+}
+
+uint64_t KernelEmitter::stagedBytes() const {
+  return P.StagedStripColumns ? S.AxisSize[0] * P.StagedStripColumns * S.ElemBytes
+                              : P.StagedRowBytes;
+}
+
+KernelEmitter::StagedUnit KernelEmitter::stagedUnit(Value *Unit) {
+  const uint64_t C = S.Sizes[S.Rank - 1];
+  if (!P.StagedStripColumns) {
+    Value *First = B.CreateMul(Unit, c(C), "", true, true);
+    return {First, offsetsAt(First)};
+  }
+  // Strip Unit is tile Unit % Tiles of outer position Unit / Tiles: its
+  // first element is that tile's first column of the outer position's
+  // first output row.
+  const uint64_t W = P.StagedStripColumns, Tiles = (C + W - 1) / W;
+  Value *Outer = B.CreateUDiv(Unit, c(Tiles));
+  Value *Column = B.CreateMul(B.CreateURem(Unit, c(Tiles)), c(W));
+  Value *First = B.CreateAdd(B.CreateMul(Outer, c(S.Sizes[S.Rank - 2] * C)), Column);
+  return {First, offsetsAt(First)};
+}
+
+void KernelEmitter::stageUnit(const StagedUnit &U, Value *Thread, Value *Threads, Value *Shared) {
+  if (P.StagedStripColumns)
+    stageStrip(U.First, U.O, Thread, Threads, Shared);
+  else
+    stageRow(U.O, Thread, Threads, Shared);
+}
+
+void KernelEmitter::gatherUnit(const StagedUnit &U, Value *Thread, Value *Threads, Value *Shared,
+                               Value *Status) {
+  if (P.StagedStripColumns)
+    gatherStrip(U.First, U.O, Thread, Threads, Shared, Status);
+  else
+    gatherStagedRow(U.First, U.O, Thread, Threads, Shared, Status);
+}
 
 void KernelEmitter::emitStridedLoop(Value *Lo, Value *Hi, Value *Step, const Twine &Name,
                                     const std::function<void(Value *)> &Body) {
@@ -356,6 +396,88 @@ void KernelEmitter::gatherStagedRow(Value *First, const Offsets &O, Value *Threa
   });
 }
 
+void KernelEmitter::stageStrip(Value *First, const Offsets &O, Value *Thread, Value *Threads,
+                               Value *Shared) {
+  // Piece J of the strip is piece J % N of axis row J / N, N pieces a row:
+  // a warp's loads cover whole strip rows, each contiguous. In pieces of
+  // P.VectorBytes where the strip's rows are whole ones and start on one
+  // (every row does where the first does: the rows are a multiple of it
+  // apart), else element by element, columns past the output's rows left
+  // out.
+  const uint64_t W = P.StagedStripColumns, C = S.Sizes[S.Rank - 1];
+  const uint64_t RowBytes = W * S.ElemBytes, Piece = P.VectorBytes;
+  Value *Column0 = B.CreateURem(First, c(C));
+  auto Copy = [&](uint64_t Bytes, bool Guard) {
+    Type *Ty = Bytes == 16 ? static_cast<Type *>(FixedVectorType::get(B.getInt32Ty(), 4))
+                           : Type::getIntNTy(Ctx, Bytes * 8);
+    const uint64_t N = RowBytes / Bytes, PerElement = Bytes / S.ElemBytes;
+    emitStridedLoop(Thread, c(S.AxisSize[0] * N), Threads, "stage", [&](Value *J) {
+      Value *Row = B.CreateUDiv(J, c(N)),
+            *Column = B.CreateMul(B.CreateURem(J, c(N)), c(PerElement));
+      BasicBlock *Next = nullptr;
+      if (Guard) {
+        BasicBlock *Then = BasicBlock::Create(Ctx, "stage.in.row", F);
+        Next = BasicBlock::Create(Ctx, "stage.next", F);
+        B.CreateCondBr(B.CreateICmpULT(B.CreateAdd(Column0, Column), c(C)), Then, Next);
+        B.SetInsertPoint(Then);
+      }
+      Value *From = B.CreateAdd(mulAdd(O.In, Row, axisStride(0)), Column);
+      Value *V =
+          B.CreateAlignedLoad(Ty, B.CreateInBoundsGEP(B.getIntNTy(S.ElemBytes * 8), In, From),
+                              Bytes == 16 ? Align(16) : elementAlign(S.ElemBytes));
+      B.CreateAlignedStore(V, B.CreateInBoundsGEP(Ty, Shared, J), Align(Bytes));
+      if (Next) {
+        B.CreateBr(Next);
+        B.SetInsertPoint(Next);
+      }
+    });
+  };
+  const bool Partial = C % W != 0;
+  if (Piece != 16 || S.ElemBytes >= Piece || RowBytes % Piece ||
+      S.AxisStride[0] * S.ElemBytes % Piece) {
+    Copy(S.ElemBytes, Partial);
+    return;
+  }
+  // A last strip of fewer columns takes the elements' way.
+  Value *Bits = B.CreatePtrToInt(bytePointer(In, O.In), I64);
+  if (Partial)
+    Bits = B.CreateOr(Bits, B.CreateZExt(B.CreateICmpUGT(B.CreateAdd(Column0, c(W)), c(C)), I64));
+  emitByAlignment(
+      Bits, Piece, "stage.wide", [&] { Copy(Piece, false); }, [&] { Copy(S.ElemBytes, Partial); });
+}
+
+void KernelEmitter::gatherStrip(Value *First, const Offsets &O, Value *Thread, Value *Threads,
+                                Value *Shared, Value *Status) {
+  // Element J is column J % W of output row J / W (dimension Rank-2).
+  const unsigned L = S.Rank - 1;
+  const uint64_t W = P.StagedStripColumns, C = S.Sizes[L];
+  Type *Ty = Type::getIntNTy(Ctx, S.ElemBytes * 8);
+  emitStridedLoop(Thread, c(S.Sizes[L - 1] * W), Threads, "gather", [&](Value *J) {
+    Value *Row = B.CreateUDiv(J, c(W)), *Column = B.CreateURem(J, c(W));
+    BasicBlock *Next = BasicBlock::Create(Ctx, "gather.next", F);
+    if (C % W != 0) {
+      BasicBlock *Then = BasicBlock::Create(Ctx, "gather.in.row", F);
+      B.CreateCondBr(B.CreateICmpULT(B.CreateAdd(B.CreateURem(First, c(C)), Column), c(C)), Then,
+                     Next);
+      B.SetInsertPoint(Then);
+    }
+    Value *W0 =
+        loadWrappedIndex(mulAdd(mulAdd(O.Idx, Row, idxStride(L - 1)), Column, idxStride(L)));
+    if (S.Policy == OobPolicy::Check)
+      emitIfBad({W0}, [&](unsigned) {
+        foldBadKey(Status, B.CreateAdd(B.CreateAdd(First, B.CreateMul(Row, c(C))), Column));
+        B.CreateBr(Next);
+      });
+    Value *From = B.CreateAdd(B.CreateMul(safeIndex(W0, 0), c(W)), Column);
+    Value *V = B.CreateAlignedLoad(Ty, B.CreateInBoundsGEP(Ty, Shared, From), Align(S.ElemBytes));
+    storeElement(
+        V, B.CreateInBoundsGEP(Ty, Out,
+                               mulAdd(mulAdd(O.Out, Row, outStride(L - 1)), Column, outStride(L))));
+    B.CreateBr(Next);
+    B.SetInsertPoint(Next);
+  });
+}
+
 void KernelEmitter::emitSimulatedGrid(const std::string &Name, Function *Body, Function *Wide) {
   // NAME_range(in, indices, out, begin, end[, shape]): the whole grid,
   // thread by thread, if [begin, end) holds the one row.
@@ -377,23 +499,23 @@ void KernelEmitter::emitSimulatedGrid(const std::string &Name, Function *Body, F
   B.SetInsertPoint(Run);
   AllocaInst *Status = B.CreateAlloca(I64, nullptr, "status");
   B.CreateStore(c(~uint64_t(0)), Status);
-  if (P.StagedRowBytes) {
-    // Row by row, each block's threads through the copy, then through the
-    // gather: where the device's threads meet at a barrier.
+  if (P.StagedRowBytes || P.StagedStripColumns) {
+    // Row by row (or strip by strip), each block's threads through the
+    // copy, then through the gather: where the device's threads meet at a
+    // barrier.
     AllocaInst *Shared =
-        B.CreateAlloca(ArrayType::get(B.getInt8Ty(), P.StagedRowBytes), nullptr, "row");
+        B.CreateAlloca(ArrayType::get(B.getInt8Ty(), stagedBytes()), nullptr, "staged");
     Shared->setAlignment(Align(16));
     In = F->getArg(0);
     Idx = F->getArg(1);
     Out = F->getArg(2);
     const uint64_t Threads = P.ThreadsPerBlock;
-    emitLoop(c(0), c(stagedRows()), "row", [&](Value *Row) {
-      Value *RowFirst = B.CreateMul(Row, c(S.Sizes[S.Rank - 1]), "", true, true);
-      const Offsets O = offsetsAt(RowFirst);
+    emitLoop(c(0), c(stagedUnits()), "unit", [&](Value *Unit) {
+      const StagedUnit U = stagedUnit(Unit);
       emitLoop(c(0), c(Threads), "stage.thread",
-               [&](Value *T) { stageRow(O, T, c(Threads), Shared); });
+               [&](Value *T) { stageUnit(U, T, c(Threads), Shared); });
       emitLoop(c(0), c(Threads), "gather.thread",
-               [&](Value *T) { gatherStagedRow(RowFirst, O, T, c(Threads), Shared, Status); });
+               [&](Value *T) { gatherUnit(U, T, c(Threads), Shared, Status); });
     });
   } else {
     // A family's grid: as many blocks as its shape's elements fill.

@@ -255,8 +255,24 @@ private:
   void emitByAlignment(Value *Bits, uint64_t Bytes, const Twine &Name,
                        const std::function<void()> &Aligned,
                        const std::function<void()> &Otherwise);
-  /// A staged plan's output rows: the spec's elements over its last size.
-  uint64_t stagedRows() const;
+  /// A staged plan's units of work, each staged then gathered by one
+  /// block: output rows (StagedRowBytes) or strips (StagedStripColumns).
+  uint64_t stagedUnits() const;
+  /// The shared memory a staged plan's block copies its unit into.
+  uint64_t stagedBytes() const;
+  /// Unit \p Unit of a staged plan: its first output element (a strip's:
+  /// the tile's first column of the first output row) and its offsets.
+  struct StagedUnit {
+    Value *First;
+    Offsets O;
+  };
+  StagedUnit stagedUnit(Value *Unit);
+  /// Thread \p Thread of \p Threads copies its share of unit \p U's input
+  /// into \p Shared (stageRow or stageStrip).
+  void stageUnit(const StagedUnit &U, Value *Thread, Value *Threads, Value *Shared);
+  /// Thread \p Thread of \p Threads writes its share of unit \p U's
+  /// output from \p Shared, a bad index's key folded into *\p Status.
+  void gatherUnit(const StagedUnit &U, Value *Thread, Value *Threads, Value *Shared, Value *Status);
   /// for (IV = Lo; IV < Hi; IV += Step) Body(IV), run-time bounds.
   void emitStridedLoop(Value *Lo, Value *Hi, Value *Step, const Twine &Name,
                        const std::function<void(Value *)> &Body);
@@ -268,6 +284,16 @@ private:
   /// input row \p Shared; a bad index's key folded into *\p Status.
   void gatherStagedRow(Value *First, const Offsets &O, Value *Thread, Value *Threads, Value *Shared,
                        Value *Status);
+  /// Thread \p Thread of \p Threads copies its share of the strip whose
+  /// first output element is at offsets \p O (P.StagedStripColumns
+  /// columns of every axis row, those within the output's rows) into
+  /// \p Shared, axis row by axis row.
+  void stageStrip(Value *First, const Offsets &O, Value *Thread, Value *Threads, Value *Shared);
+  /// Thread \p Thread of \p Threads writes its share of the strip's
+  /// columns of every output row (the strip's first element \p First, at
+  /// offsets \p O) from the staged strip \p Shared.
+  void gatherStrip(Value *First, const Offsets &O, Value *Thread, Value *Threads, Value *Shared,
+                   Value *Status);
   /// Makes \p Fn the function being emitted, its argument \p ShapeArg (if
   /// not negative) a family's shape, from which it loads its own values.
   void beginFunction(Function *Fn, int ShapeArg);

@@ -136,6 +136,34 @@ bool readsAlongRows(const KernelSpec &S) {
          S.AxisStride[0] >= S.Sizes[L];
 }
 
+/// Output rows of dimension Rank-2 that all read one region of the
+/// axis's rows (GatherElements on axis Rank-2, GE3) take strips of this
+/// many bytes of every region row: a block copies a strip (at most
+/// GpuMaxStagedRowBytes, and no wider than the output's rows) into shared
+/// memory and gathers those columns of all output rows from there, where
+/// their reads from L2 would each be a 32-byte sector; it does where the
+/// strip moves no more bytes than those reads would (each column's region
+/// at most a sector per output row). On an H100, in one run: GE3 (FLOAT32
+/// [64, 512, 512] on axis 1, 256 output rows) 76.2-77.1 us by tiles of
+/// 32 columns, 74.8-75.2 us by strips of 64 bytes (32 KiB a block),
+/// 66.3 us by strips of 32 (16 KiB a block, twice as many blocks on an
+/// SM).
+constexpr uint64_t GpuStripRowBytes = 32;
+
+/// The columns of a GPU kernel's strips (see GpuStripRowBytes); 0 where
+/// its output rows do not read one region each, or its strips would not
+/// pay or fit.
+uint64_t stagedStripColumns(const KernelSpec &S) {
+  if (!readsAlongRows(S) || S.hasEpilogue() || S.InStride[S.Rank - 2] != 0 || S.ElemBytes > 8 ||
+      !S.integerSizedElement() ||
+      S.AxisSize[0] * S.ElemBytes > S.Sizes[S.Rank - 2] * GpuSectorBytes)
+    return 0;
+  const uint64_t Columns = GpuStripRowBytes / S.ElemBytes;
+  return S.AxisSize[0] * GpuStripRowBytes <= GpuMaxStagedRowBytes && Columns <= S.Sizes[S.Rank - 1]
+             ? Columns
+             : 0;
+}
+
 /// CPU element rows that read along input rows (readsAlongRows), where every
 /// row of dimension Rank-2 reads one region of the input (the axis is that
 /// dimension) whose rows are longer than a page and which is larger than
@@ -528,6 +556,10 @@ KernelPlan planKernel(const KernelSpec &S, const TargetFacts &T) {
       P.Blocks = std::min(S.elements() / S.Sizes[S.Rank - 1], MaxGpuBlocks);
       return P;
     }
+    if ((P.StagedStripColumns = stagedStripColumns(S))) {
+      P.Blocks = std::min(stagedStrips(S, P.StagedStripColumns), MaxGpuBlocks);
+      return P;
+    }
     if (std::optional<KernelSpec> Wide = widenedBlocks(S, GpuWideBytes)) {
       P.WideBytes = GpuWideBytes;
       Elements = Wide->elements();
@@ -584,6 +616,8 @@ std::string KernelPlan::describe() const {
     OS << " grid(blocks=" << Blocks << ",threads=" << ThreadsPerBlock
        << (WideBytes ? ",wide=" + std::to_string(WideBytes) : std::string())
        << (StagedRowBytes ? ",staged-row=" + std::to_string(StagedRowBytes) : std::string())
+       << (StagedStripColumns ? ",staged-strip=" + std::to_string(StagedStripColumns)
+                              : std::string())
        << (TileColumns ? ",tile-columns=" + std::to_string(TileColumns) : std::string())
        << (Index32 ? ",index32" : "") << ")";
   return OS.str();

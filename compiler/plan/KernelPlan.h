@@ -151,6 +151,13 @@ struct KernelPlan {
   /// most this many bytes (stagedRowBytes): a block copies the row into
   /// shared memory, then its threads gather the output row from there.
   uint64_t StagedRowBytes = 0;
+  /// Nonzero where the output rows of dimension Rank-2 all read one input
+  /// region of the axis's rows, contiguous along the last dimension
+  /// (GatherElements on axis Rank-2; stagedStripColumns): the grid's work
+  /// is strips, each this many columns of one such region (every axis
+  /// row), which a block copies into shared memory, then gathers those
+  /// columns of every output row from there.
+  uint64_t StagedStripColumns = 0;
   /// Nonzero where a kernel takes the output of its last two dimensions
   /// in tiles of this many columns, all rows of a tile before the next.
   /// A GPU kernel's threads: element i of the grid is the output element
@@ -188,6 +195,13 @@ inline uint64_t tiledGridElements(const KernelSpec &Spec, uint64_t TileColumns) 
   const uint64_t Columns = Spec.Sizes[Spec.Rank - 1];
   const uint64_t Filled = (Columns + TileColumns - 1) / TileColumns * TileColumns;
   return Spec.elements() / Columns * Filled;
+}
+
+/// A staged-strip plan's strips (KernelPlan::StagedStripColumns): each
+/// outer position's columns in tiles of \p Columns.
+inline uint64_t stagedStrips(const KernelSpec &Spec, uint64_t Columns) {
+  const uint64_t C = Spec.Sizes[Spec.Rank - 1], R = Spec.Sizes[Spec.Rank - 2];
+  return Spec.elements() / (R * C) * ((C + Columns - 1) / Columns);
 }
 
 /// The blocks of a grid of \p Threads-thread blocks for \p Elements

@@ -39,6 +39,8 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <sys/mman.h>
+#include <tuple>
 #include <unistd.h>
 #include <unordered_map>
 
@@ -117,12 +119,16 @@ void expectInterpreters(const Status &RS, const std::vector<char> &Ref, int64_t 
 }
 
 /// Runs \p Code on \p C's operands into \p Dev, \p OutBytes of output,
-/// checking the bytes after them, which no thread may write.
+/// checking the bytes after them, which no thread may write; the input
+/// \p InSkew bytes past a 64-byte boundary.
 int64_t runGuarded(const Executable &Code, const RandomCase &C, size_t OutBytes,
-                   std::vector<char> &Dev) {
+                   std::vector<char> &Dev, size_t InSkew = 0) {
   constexpr size_t Guard = 256;
   Dev.assign(OutBytes + Guard, '\xab');
-  const int64_t R = Code.runRows(C.Input.data(), C.Indices.data(), Dev.data(), 0, 1);
+  std::vector<char> InBuf(C.Input.size() + 64 + InSkew);
+  char *InAt = InBuf.data() + (64 - reinterpret_cast<uintptr_t>(InBuf.data()) % 64) % 64 + InSkew;
+  std::copy(C.Input.begin(), C.Input.end(), InAt);
+  const int64_t R = Code.runRows(InAt, C.Indices.data(), Dev.data(), 0, 1);
   EXPECT_EQ(std::vector<char>(Dev.begin() + OutBytes, Dev.end()), std::vector<char>(Guard, '\xab'))
       << "a thread wrote past the output";
   Dev.resize(OutBytes);
@@ -132,7 +138,7 @@ int64_t runGuarded(const Executable &Code, const RandomCase &C, size_t OutBytes,
 TEST_F(GpuBackend, SimulatedGridMatchesTheInterpreter) {
   ASSERT_TRUE(Grid->facts().Gpu);
   CaseGenerator Cases(20261125);
-  unsigned Errors = 0, Wide = 0, Staged = 0, StagedPieces = 0;
+  unsigned Errors = 0, Wide = 0, Staged = 0, StagedPieces = 0, Strips = 0;
   for (int I = 0; I < 500; ++I) {
     const RandomCase C = Cases.next();
     SCOPED_TRACE(std::to_string(I) + ": " + C.Summary);
@@ -142,6 +148,7 @@ TEST_F(GpuBackend, SimulatedGridMatchesTheInterpreter) {
     Staged += Plan.StagedRowBytes != 0;
     // Rows of whole 16-byte pieces are staged in pieces where aligned.
     StagedPieces += Plan.StagedRowBytes && Plan.StagedRowBytes % 16 == 0;
+    Strips += Plan.StagedStripColumns != 0;
     const size_t OutBytes = requiredElements(C.Desc.Output) * C.Desc.Output.elementBytes();
     std::vector<char> Ref(OutBytes, '\xab');
     Status RS = interpret(C.Desc, C.Input.data(), C.Indices.data(), Ref.data());
@@ -168,6 +175,7 @@ TEST_F(GpuBackend, SimulatedGridMatchesTheInterpreter) {
   EXPECT_GT(Wide, 10u) << "too few configurations copy block rows in wide pieces";
   EXPECT_GT(Staged, 10u) << "too few configurations stage rows in shared memory";
   EXPECT_GT(StagedPieces, 3u) << "too few configurations stage rows in 16-byte pieces";
+  EXPECT_GE(Strips, 3u) << "too few configurations stage strips of region rows";
 }
 
 /// \p V with random input bytes and indices in [0, \p Axis), but for
@@ -282,68 +290,133 @@ TEST_F(GpuBackend, WidePiecesOfRowsNameTheBadRow) {
   }
 }
 
-TEST_F(GpuBackend, TilesOfColumnsKeepTheOutputsOrder) {
-  // GatherElements on axis 0 of [40, 64] and [40, 77] and axis 1 of
-  // [3, 40, 96] and [3, 40, 50]: their threads take tiles of 32 columns
-  // (the last of 13 and 18 columns in two of them, whose threads past the
-  // row write nothing); two bad indices, of which the later in the output
-  // comes first in the tiles, must name the earlier.
-  struct Shape {
-    std::vector<uint64_t> Sizes;
-    int64_t Axis;
-  };
+/// GatherElements FLOAT32 of \p Sizes, its axis \p Axis of \p AxisSize,
+/// under Check, planned for a GPU: \p Check(plan) holds; then with no bad
+/// index and with two, of which the later in the output comes first in a
+/// tile or strip (row 5, column 40; row 30, column 3), its simulated grid
+/// is the interpreter's, naming the earlier.
+void expectOutputOrder(Backend &Grid, JitEngine &Jit, std::vector<uint64_t> Sizes, int64_t Axis,
+                       uint64_t AxisSize, const std::function<void(const KernelPlan &)> &Check,
+                       int &N) {
+  TensorDesc Data, Ids;
+  Data.Type = DataType::Float32;
+  Ids.Type = DataType::Int64;
+  Ids.Sizes = Sizes;
+  Sizes[Axis] = AxisSize;
+  Data.Sizes = Sizes;
+  Expected<ValidDesc> V = validateOnnx({OpKind::GatherElements, Data, Ids, Axis}, OobPolicy::Check);
+  ASSERT_TRUE(V.isOk()) << V.status().message();
+  const KernelSpec Spec = canonicalize(*V);
+  const KernelPlan Plan = planKernel(Spec, gpuFacts());
+  SCOPED_TRACE(Spec.describe() + " " + Plan.describe());
+  Check(Plan);
+  RandomCase C = caseOf(*V, AxisSize, 99, 0.0);
+  const uint64_t Columns = Sizes.back();
+  for (bool Bad : {false, true}) {
+    SCOPED_TRACE(C.Summary + (Bad ? ", two bad indices" : ""));
+    if (Bad) {
+      const int64_t Over = static_cast<int64_t>(AxisSize);
+      std::memcpy(&C.Indices[(5 * Columns + 40) * 8], &Over, 8);
+      std::memcpy(&C.Indices[(30 * Columns + 3) * 8], &Over, 8);
+    }
+    const size_t OutBytes = C.Indices.size() / 2;
+    std::vector<char> Ref(OutBytes, '\xab'), Dev;
+    const Status RS = interpret(C.Desc, C.Input.data(), C.Indices.data(), Ref.data());
+    const std::shared_ptr<const Executable> Code =
+        simulatedGrid(Grid, Jit, Spec, "t" + std::to_string(N++));
+    ASSERT_TRUE(Code);
+    const int64_t R = runGuarded(*Code, C, OutBytes, Dev);
+    if (!Bad) {
+      ASSERT_TRUE(RS.isOk());
+      ASSERT_EQ(R, 0);
+      ASSERT_EQ(Ref, Dev) << "outputs differ";
+    } else {
+      ASSERT_FALSE(RS.isOk());
+      ASSERT_EQ(*RS.position(), 5 * Columns + 40);
+      ASSERT_EQ(R, static_cast<int64_t>(5 * Columns + 40 + 1));
+    }
+  }
+}
+
+TEST_F(GpuBackend, TilesAndStripsOfColumnsKeepTheOutputsOrder) {
+  // GatherElements of 40 rows on axis 0 of [40, 64] and [40, 77] and axis
+  // 1 of [3, 40, 96] and [3, 40, 50]. From an axis of 400, their threads
+  // take tiles of 32 columns (the last of 13 and 18 columns in two of
+  // them, whose threads past the row write nothing); from an axis of 40,
+  // each block stages strips of 8 columns of all 40 axis rows and gathers
+  // all output rows' columns of its strip (the last strip of 5 and 2
+  // columns in two of them).
   int N = 0;
-  for (const Shape &Sh :
-       {Shape{{40, 64}, 0}, Shape{{40, 77}, 0}, Shape{{3, 40, 96}, 1}, Shape{{3, 40, 50}, 1}}) {
+  for (uint64_t AxisSize : {400u, 40u}) {
+    for (auto [Sizes, Axis] :
+         {std::pair{std::vector<uint64_t>{40, 64}, 0}, std::pair{std::vector<uint64_t>{40, 77}, 0},
+          std::pair{std::vector<uint64_t>{3, 40, 96}, 1},
+          std::pair{std::vector<uint64_t>{3, 40, 50}, 1}}) {
+      expectOutputOrder(
+          *Grid, *Jit, Sizes, Axis, AxisSize,
+          [&](const KernelPlan &P) {
+            ASSERT_EQ(P.TileColumns, AxisSize == 400 ? 32u : 0u);
+            ASSERT_EQ(P.StagedStripColumns, AxisSize == 400 ? 0u : 8u);
+          },
+          N);
+      if (HasFatalFailure())
+        return;
+    }
+  }
+}
+
+TEST_F(GpuBackend, StripsStayInsideTheirInput) {
+  // Strips whose last one has fewer columns than the others (2 of 8, 5
+  // of 8, 4 of 32), of an input that ends right before an inaccessible
+  // page: a copy of a column past the output's rows would read past the
+  // input's last row and fault.
+  const long Page = sysconf(_SC_PAGESIZE);
+  int N = 0;
+  for (auto [Type, Sizes, Axis] :
+       {std::tuple{DataType::Float32, std::vector<uint64_t>{3, 40, 50}, 1},
+        std::tuple{DataType::Float32, std::vector<uint64_t>{40, 77}, 0},
+        std::tuple{DataType::UInt8, std::vector<uint64_t>{3, 40, 100}, 1}}) {
     TensorDesc Data, Ids;
-    Data.Type = DataType::Float32;
-    Data.Sizes = Sh.Sizes;
-    Ids.Type = DataType::Int64;
-    Ids.Sizes = Sh.Sizes;
+    Data.Type = Type;
+    Data.Sizes = Sizes;
+    Ids.Type = DataType::Int32;
+    Ids.Sizes = Sizes;
     Expected<ValidDesc> V =
-        validateOnnx({OpKind::GatherElements, Data, Ids, Sh.Axis}, OobPolicy::Check);
+        validateOnnx({OpKind::GatherElements, Data, Ids, Axis}, OobPolicy::Clamp);
     ASSERT_TRUE(V.isOk()) << V.status().message();
     const KernelSpec Spec = canonicalize(*V);
-    ASSERT_EQ(planKernel(Spec, gpuFacts()).TileColumns, 32u) << Spec.describe();
-    RandomCase C = caseOf(*V, 40, 99, 0.0);
-    const uint64_t Columns = Sh.Sizes.back();
-    for (bool Bad : {false, true}) {
-      SCOPED_TRACE(C.Summary + (Bad ? ", two bad indices" : ""));
-      if (Bad) {
-        // Row 5, column 40 (the second tile); row 30, column 3 (the first).
-        const int64_t Over = 40;
-        std::memcpy(&C.Indices[(5 * Columns + 40) * 8], &Over, 8);
-        std::memcpy(&C.Indices[(30 * Columns + 3) * 8], &Over, 8);
-      }
-      const size_t OutBytes = C.Indices.size() / 2;
-      std::vector<char> Ref(OutBytes, '\xab'), Dev;
-      const Status RS = interpret(C.Desc, C.Input.data(), C.Indices.data(), Ref.data());
-      const std::shared_ptr<const Executable> Code =
-          simulatedGrid(*Grid, *Jit, Spec, "t" + std::to_string(N++));
-      ASSERT_TRUE(Code);
-      const int64_t R = runGuarded(*Code, C, OutBytes, Dev);
-      if (!Bad) {
-        ASSERT_TRUE(RS.isOk());
-        ASSERT_EQ(R, 0);
-        ASSERT_EQ(Ref, Dev) << "outputs differ";
-      } else {
-        ASSERT_FALSE(RS.isOk());
-        ASSERT_EQ(*RS.position(), 5 * Columns + 40);
-        ASSERT_EQ(R, static_cast<int64_t>(5 * Columns + 40 + 1));
-      }
-    }
+    SCOPED_TRACE(Spec.describe() + " " + planKernel(Spec, gpuFacts()).describe());
+    ASSERT_NE(planKernel(Spec, gpuFacts()).StagedStripColumns, 0u);
+    ASSERT_NE(Sizes.back() % planKernel(Spec, gpuFacts()).StagedStripColumns, 0u);
+    const RandomCase C = caseOf(*V, Sizes[Axis], 5, 0.0);
+    const size_t Span = (C.Input.size() + Page - 1) / Page * Page;
+    char *Map = static_cast<char *>(
+        mmap(nullptr, Span + Page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    ASSERT_NE(Map, MAP_FAILED);
+    ASSERT_EQ(mprotect(Map + Span, Page, PROT_NONE), 0);
+    char *InAt = Map + Span - C.Input.size();
+    std::copy(C.Input.begin(), C.Input.end(), InAt);
+    const size_t OutBytes = requiredElements(C.Desc.Output) * C.Desc.Output.elementBytes();
+    std::vector<char> Ref(OutBytes), Dev(OutBytes);
+    ASSERT_TRUE(interpret(C.Desc, C.Input.data(), C.Indices.data(), Ref.data()).isOk());
+    const int64_t R = runSimulated(*Grid, *Jit, Spec, InAt, C.Indices.data(), Dev.data(),
+                                   "guard" + std::to_string(N++));
+    munmap(Map, Span + Page);
+    EXPECT_EQ(R, 0);
+    EXPECT_EQ(Ref, Dev);
   }
 }
 
 TEST_F(GpuBackend, TiledGridsOfRandomShapesMatchTheInterpreter) {
   // GatherElements on an axis other than the last, rows of 33 to 100
-  // columns (tiles of 32, the last mostly partly filled), ranks 2 to 4,
+  // columns (tiles of 32, the last mostly partly filled; on axis Rank-2,
+  // strips of 4 to 32 columns), ranks 2 to 4,
   // several element and index types, both policies, some bad indices,
   // positions in 32 and in 64 bits: the grid of 1024-thread blocks agrees
   // with the interpreter.
   std::mt19937_64 Rng(20261126);
   const DataType Types[] = {DataType::Float32, DataType::UInt8, DataType::Float16, DataType::Int64};
-  unsigned Ragged = 0, Errors = 0;
+  unsigned Ragged = 0, Errors = 0, Strips = 0;
   for (int I = 0; I < 40; ++I) {
     const unsigned Rank = 2 + Rng() % 3;
     TensorDesc Data, Ids;
@@ -353,6 +426,9 @@ TEST_F(GpuBackend, TiledGridsOfRandomShapesMatchTheInterpreter) {
       Data.Sizes.push_back(2 + Rng() % 6);
     Data.Sizes.push_back(33 + Rng() % 68);
     const int64_t Axis = static_cast<int64_t>(Rng() % (Rank - 1));
+    // Every other axis too long for strips to pay for 2 to 8 output rows.
+    if (I % 2)
+      Data.Sizes[Axis] = 300 + Rng() % 100;
     Ids.Sizes = Data.Sizes;
     Ids.Sizes[Axis] = 2 + Rng() % 7;
     const OobPolicy Policy = Rng() % 2 ? OobPolicy::Check : OobPolicy::Clamp;
@@ -361,9 +437,17 @@ TEST_F(GpuBackend, TiledGridsOfRandomShapesMatchTheInterpreter) {
     const KernelSpec Spec = canonicalize(*V);
     const KernelPlan Plan = planKernel(Spec, gpuFacts());
     SCOPED_TRACE(Spec.describe() + " " + Plan.describe());
-    ASSERT_EQ(Plan.TileColumns, 32u);
-    ASSERT_EQ(Plan.ThreadsPerBlock, 1024u);
-    Ragged += Data.Sizes.back() % 32 != 0;
+    // Where the spec's rows of dimension Rank-2 read one short region each
+    // (its axis, dimensions merged, is that dimension) strips, else tiles.
+    if (Spec.InStride[Spec.Rank - 2] == 0 && I % 2 == 0) {
+      ASSERT_NE(Plan.StagedStripColumns, 0u);
+      ++Strips;
+      Ragged += Data.Sizes.back() % Plan.StagedStripColumns != 0;
+    } else {
+      ASSERT_EQ(Plan.TileColumns, 32u);
+      ASSERT_EQ(Plan.ThreadsPerBlock, 1024u);
+      Ragged += Data.Sizes.back() % 32 != 0;
+    }
     const uint64_t Axis0 = Data.Sizes[Axis];
     RandomCase C = caseOf(*V, Axis0, Rng(), I % 3 == 0 ? 0.001 : 0.0);
     const size_t OutBytes = requiredElements(C.Desc.Output) * C.Desc.Output.elementBytes();
@@ -375,13 +459,21 @@ TEST_F(GpuBackend, TiledGridsOfRandomShapesMatchTheInterpreter) {
     Wide.Index32 = I % 2 == 0;
     const std::shared_ptr<const Executable> Code = plannedGrid(Spec, Wide, "r" + std::to_string(I));
     ASSERT_TRUE(Code);
-    const int64_t R = runGuarded(*Code, C, OutBytes, Dev);
-    expectInterpreters(RS, Ref, R, Dev);
+    // The input aligned, then one element past (strips staged in 16-byte
+    // pieces in the first where their rows allow, element by element in
+    // the second).
+    for (size_t Skew : {size_t(0), size_t(C.Desc.Input.elementBytes())}) {
+      SCOPED_TRACE("input " + std::to_string(Skew) + " bytes past 64");
+      const int64_t R = runGuarded(*Code, C, OutBytes, Dev, Skew);
+      expectInterpreters(RS, Ref, R, Dev);
+    }
     if (HasFailure())
       return;
     Errors += !RS;
   }
   EXPECT_GT(Ragged, 30u);
+  EXPECT_GT(Strips, 10u);
+  EXPECT_LT(Strips, 30u);
   EXPECT_GT(Errors, 3u) << "too few configurations with a bad index under Check";
 }
 
@@ -407,7 +499,7 @@ TEST_F(GpuBackend, AGridSmallerThanTheOutputStrides) {
     P.ThreadsPerBlock = 3;
     // Every other case counts its positions in 64 bits (a family's way),
     // though its output would allow 32.
-    ASSERT_EQ(P.Index32, P.StagedRowBytes == 0);
+    ASSERT_EQ(P.Index32, P.StagedRowBytes == 0 && P.StagedStripColumns == 0);
     P.Index32 = P.Index32 && I % 4 < 2;
     const std::shared_ptr<const Executable> Code = plannedGrid(Spec, P, "s");
     ASSERT_TRUE(Code);

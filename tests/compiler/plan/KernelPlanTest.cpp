@@ -194,13 +194,13 @@ KernelSpec rows(uint64_t Rows, uint64_t Cols, unsigned ElemBytes = 4) {
 TEST(KernelPlan, GpuPositionsIn32BitsBelow2To31Elements) {
   TargetFacts Gpu;
   Gpu.Gpu = true;
-  // GatherElements on axis 0 of [Rows, 32] (no staged rows: the threads
-  // count positions).
+  // GatherElements on axis 0 of [Rows, 32] (no staged rows or strips:
+  // the threads count positions).
   auto Columns = [](uint64_t Rows) {
     KernelSpec S = rows(Rows, 32);
     S.InStride = {0, 1};
     S.AxisStride[0] = 32;
-    S.AxisSize[0] = 1000;
+    S.AxisSize[0] = 2000;
     return S;
   };
   const KernelPlan Under = planKernel(Columns((uint64_t(1) << 26) - 1), Gpu);
@@ -218,12 +218,14 @@ TEST(KernelPlan, GpuRowsReadAlongInputRowsInBlocksOf1024AndTiles) {
   Gpu.Gpu = true;
   // GatherElements on axis 0 of [100, Cols]: threads read along the input
   // rows their indices pick, in blocks of 1024, taking tiles of 32 columns
-  // (the last one partly filled) where a row has more than one tile.
+  // (the last one partly filled) where a row has more than one tile (an
+  // axis of 2000 rows: strips of its rows would move more bytes than the
+  // 100 output rows read).
   auto Columns = [](uint64_t Cols) {
     KernelSpec S = rows(100, Cols);
     S.InStride = {0, 1};
     S.AxisStride[0] = Cols;
-    S.AxisSize[0] = 300;
+    S.AxisSize[0] = 2000;
     return S;
   };
   for (uint64_t Cols : {64u, 77u, 4001u}) {
@@ -241,6 +243,43 @@ TEST(KernelPlan, GpuRowsReadAlongInputRowsInBlocksOf1024AndTiles) {
   // Along the last axis (each row reads its own input row): 256 threads.
   EXPECT_EQ(planKernel(rows(100, 5000), Gpu).ThreadsPerBlock, 256u);
   EXPECT_EQ(planKernel(rows(100, 5000), Gpu).TileColumns, 0u);
+}
+
+TEST(KernelPlan, GpuRowsReadingOneRegionEachStageItsStrips) {
+  TargetFacts Gpu;
+  Gpu.Gpu = true;
+  // GatherElements on axis 1 of [4, Axis, Cols] into [4, Rows, Cols]:
+  // every output row of an outer position reads one region of Axis input
+  // rows; strips of 32 bytes of every region row, where they fit in 32
+  // KiB and move no more bytes than a sector per output row and column.
+  auto Along = [](uint64_t Axis, uint64_t Rows, uint64_t Cols, DataType Type) {
+    TensorDesc Data, Ids;
+    Data.Type = Type;
+    Data.Sizes = {4, Axis, Cols};
+    Ids.Type = DataType::Int32;
+    Ids.Sizes = {4, Rows, Cols};
+    Expected<ValidDesc> V = validateOnnx({OpKind::GatherElements, Data, Ids, 1}, OobPolicy::Check);
+    EXPECT_TRUE(V.isOk()) << V.status().message();
+    return canonicalize(*V);
+  };
+  // GE3's rows: 512 x 8 FLOAT32 columns (16 KiB), 4 x 64 strips.
+  const KernelPlan GE3 = planKernel(Along(512, 256, 512, DataType::Float32), Gpu);
+  EXPECT_EQ(GE3.describe(), "row=element grid(blocks=256,threads=256,staged-strip=8)");
+  EXPECT_EQ(stagedStrips(Along(512, 256, 512, DataType::Float32), 8), 256u);
+  EXPECT_EQ(stagedStrips(Along(512, 256, 515, DataType::Float32), 8), 4u * 65);
+  EXPECT_EQ(planKernel(Along(1024, 256, 512, DataType::Float32), Gpu).StagedStripColumns, 8u);
+  EXPECT_EQ(planKernel(Along(1025, 256, 512, DataType::Float32), Gpu).StagedStripColumns, 0u);
+  EXPECT_EQ(planKernel(Along(512, 256, 512, DataType::UInt8), Gpu).StagedStripColumns, 32u);
+  EXPECT_EQ(planKernel(Along(512, 256, 512, DataType::Float64), Gpu).StagedStripColumns, 4u);
+  // Rows of 8 columns: strips of 8; of 7, none.
+  EXPECT_EQ(planKernel(Along(512, 256, 8, DataType::Float32), Gpu).StagedStripColumns, 8u);
+  EXPECT_EQ(planKernel(Along(512, 256, 7, DataType::Float32), Gpu).StagedStripColumns, 0u);
+  // 8 output rows read too few sectors of a 512-row region: tiles.
+  const KernelPlan Few = planKernel(Along(512, 8, 512, DataType::Float32), Gpu);
+  EXPECT_EQ(Few.StagedStripColumns, 0u);
+  EXPECT_EQ(Few.TileColumns, 32u);
+  // Not on a CPU.
+  EXPECT_EQ(planKernel(Along(512, 256, 512, DataType::Float32)).StagedStripColumns, 0u);
 }
 
 TEST(KernelPlan, CpuRowsReadAlongLongInputRowsOfALargeInputInTiles) {
