@@ -66,6 +66,18 @@ std::optional<SupportRow> supportRow(OpKind Op, FeatureLevel Level) {
   return std::nullopt;
 }
 
+/// The start of an error message, "Op: " and a tensor's name if given,
+/// made into a string only when an error is: validating a valid
+/// descriptor builds none (a new shape's compile runs through here).
+struct Prefix {
+  const char *Op;
+  const char *Name = "";
+};
+std::string operator+(const Prefix &P, const std::string &Rest) {
+  return std::string(P.Op) + ": " + P.Name + Rest;
+}
+std::string operator+(const Prefix &P, const char *Rest) { return P + std::string(Rest); }
+
 bool mulOverflows(uint64_t A, uint64_t B, uint64_t &Out) {
   return __builtin_mul_overflow(A, B, &Out);
 }
@@ -80,7 +92,7 @@ public:
   TensorChecker(const char *Op) : Op(Op) {}
 
   Status check(TensorDesc &T, const char *Name) {
-    const std::string P = std::string(Op) + ": " + Name;
+    const Prefix P{Op, Name};
     if (T.rank() < 1 || T.rank() > MaxRank)
       return Status::invalidArgument(P + ".DimensionCount = " + std::to_string(T.rank()) +
                                      " is out of range; use 1.." + std::to_string(MaxRank));
@@ -152,8 +164,8 @@ private:
 };
 
 Status checkFeatureLevel(OpKind Op, const ValidDesc &V, FeatureLevel Level) {
-  const std::string P = std::string(opKindName(Op)) + ": ";
-  const std::string At = " at FeatureLevel = " + std::string(featureLevelName(Level));
+  const Prefix P{opKindName(Op)};
+  auto At = [&] { return std::string(" at FeatureLevel = ") + featureLevelName(Level); };
   std::optional<SupportRow> Row = supportRow(Op, Level);
   if (!Row)
     return Status::unsupported(P +
@@ -164,18 +176,18 @@ Status checkFeatureLevel(OpKind Op, const ValidDesc &V, FeatureLevel Level) {
                          std::pair{&V.Output, "OutputTensor"}}) {
     if (Row->Only4D && T->rank() != 4)
       return Status::unsupported(P + Name + ".DimensionCount = " + std::to_string(T->rank()) +
-                                 " is not supported" + At + "; only 4 is");
+                                 " is not supported" + At() + "; only 4 is");
     const auto &Allowed = T == &V.Indices ? Row->Index : Row->Data;
     if (std::find(Allowed.begin(), Allowed.end(), T->Type) == Allowed.end())
       return Status::unsupported(P + Name + ".DataType = " + dataTypeName(T->Type) +
-                                 " is not supported" + At + "; use " + typeList(Allowed));
+                                 " is not supported" + At() + "; use " + typeList(Allowed));
   }
   return Status::ok();
 }
 
 /// Rules shared by both operators: ranks, types and per-tensor checks.
 Status checkCommon(OpKind Op, ValidDesc &V, const ValidateOptions &Options) {
-  const std::string P = std::string(opKindName(Op)) + ": ";
+  const Prefix P{opKindName(Op)};
   TensorChecker Checker(opKindName(Op));
   for (auto [T, Name] : {std::pair{&V.Input, "InputTensor"}, std::pair{&V.Indices, "IndicesTensor"},
                          std::pair{&V.Output, "OutputTensor"}})
@@ -232,7 +244,7 @@ Status checkOutputLayout(OpKind Op, const ValidDesc &V) {
 
 Expected<ValidDesc> validateOp(const GatherElementsDesc &Desc, const ValidateOptions &Options) {
   const OpKind Op = OpKind::GatherElements;
-  const std::string P = "GatherElements: ";
+  const Prefix P{"GatherElements"};
   ValidDesc V;
   V.Op = Op;
   V.Input = Desc.Input;
@@ -268,7 +280,7 @@ Expected<ValidDesc> validateOp(const GatherElementsDesc &Desc, const ValidateOpt
 
 Expected<ValidDesc> validateOp(const GatherDesc &Desc, const ValidateOptions &Options) {
   const OpKind Op = OpKind::Gather;
-  const std::string P = "Gather: ";
+  const Prefix P{"Gather"};
   ValidDesc V;
   V.Op = Op;
   V.Input = Desc.Input;
@@ -339,7 +351,7 @@ Expected<ValidDesc> validateOp(const GatherDesc &Desc, const ValidateOptions &Op
 /// GatherND's output sizes: the meaningful index sizes but the last, then
 /// the input's after the batch and tuple dimensions, right-aligned.
 Status checkGatherNDOutputSizes(const ValidDesc &V) {
-  const std::string P = "GatherND: ";
+  const Prefix P{"GatherND"};
   const unsigned N = V.rank(), B = V.BatchDimensionCount;
   const unsigned InFirst = N - V.InputDimensionCount, IdxFirst = N - V.IndicesDimensionCount;
   const uint64_t T = V.Indices.Sizes[N - 1];
@@ -367,7 +379,7 @@ Status checkGatherNDOutputSizes(const ValidDesc &V) {
 
 Expected<ValidDesc> validateOp(const GatherNDDesc &Desc, const ValidateOptions &Options) {
   const OpKind Op = OpKind::GatherND;
-  const std::string P = "GatherND: ";
+  const Prefix P{"GatherND"};
   ValidDesc V;
   V.Op = Op;
   V.Input = Desc.Input;
@@ -436,7 +448,7 @@ Expected<ValidDesc> validateOp(const GatherNDDesc &Desc, const ValidateOptions &
 /// (its own row length, type and strides) is checked as a tensor.
 template <class OpDesc>
 Expected<ValidDesc> validateRows(const OpDesc &Desc, OpKind Op, const ValidateOptions &Options) {
-  const std::string P = std::string(opKindName(Op)) + ": ";
+  const Prefix P{opKindName(Op)};
   if (Op == OpKind::GatherElements)
     return Status::invalidArgument(P + "a row epilogue needs rows that are gathered whole; "
                                        "use Gather or GatherND, or an element epilogue");
