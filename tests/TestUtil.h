@@ -12,6 +12,9 @@
 #include <string>
 #include <vector>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 namespace gatherjit::test {
 
 /// A scratch directory removed when the test ends.
@@ -80,6 +83,39 @@ inline std::vector<char> pick(const std::vector<char> &Buffer, unsigned ElemByte
     Out.insert(Out.end(), Buffer.begin() + P * ElemBytes, Buffer.begin() + (P + 1) * ElemBytes);
   return Out;
 }
+
+/// \p Bytes placed against an inaccessible page: ending right before one,
+/// or starting right after one.
+class GuardedBuffer {
+public:
+  GuardedBuffer(uint64_t Bytes, bool AgainstEnd) {
+    const uint64_t Page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    const uint64_t Span = (Bytes + Page - 1) / Page * Page;
+    MapBytes = Span + 2 * Page;
+    void *Map = mmap(nullptr, MapBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (Map == MAP_FAILED)
+      std::abort();
+    Base = static_cast<char *>(Map);
+    if (mprotect(Base, Page, PROT_NONE) != 0 || mprotect(Base + Page + Span, Page, PROT_NONE) != 0)
+      std::abort();
+    Data = AgainstEnd ? Base + Page + Span - Bytes : Base + Page;
+    Size = Bytes;
+  }
+  GuardedBuffer(const GuardedBuffer &) = delete;
+  GuardedBuffer &operator=(const GuardedBuffer &) = delete;
+  ~GuardedBuffer() { munmap(Base, MapBytes); }
+
+  char *data() { return Data; }
+  void fill(const std::vector<char> &Bytes) {
+    if (Size) // An empty vector's data() may be null.
+      std::memcpy(Data, Bytes.data(), Size);
+  }
+  std::vector<char> bytes() const { return std::vector<char>(Data, Data + Size); }
+
+private:
+  char *Base = nullptr, *Data = nullptr;
+  uint64_t MapBytes = 0, Size = 0;
+};
 
 } // namespace gatherjit::test
 

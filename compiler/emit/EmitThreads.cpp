@@ -452,13 +452,14 @@ void KernelEmitter::gatherStrip(Value *First, const Offsets &O, Value *Thread, V
   const unsigned L = S.Rank - 1;
   const uint64_t W = P.StagedStripColumns, C = S.Sizes[L];
   Type *Ty = Type::getIntNTy(Ctx, S.ElemBytes * 8);
+  Value *Column0 = B.CreateURem(First, c(C));
   emitStridedLoop(Thread, c(S.Sizes[L - 1] * W), Threads, "gather", [&](Value *J) {
     Value *Row = B.CreateUDiv(J, c(W)), *Column = B.CreateURem(J, c(W));
     BasicBlock *Next = BasicBlock::Create(Ctx, "gather.next", F);
     if (C % W != 0) {
+      // The last strip's columns past the row: nothing to write.
       BasicBlock *Then = BasicBlock::Create(Ctx, "gather.in.row", F);
-      B.CreateCondBr(B.CreateICmpULT(B.CreateAdd(B.CreateURem(First, c(C)), Column), c(C)), Then,
-                     Next);
+      B.CreateCondBr(B.CreateICmpULT(B.CreateAdd(Column0, Column), c(C)), Then, Next);
       B.SetInsertPoint(Then);
     }
     Value *W0 =

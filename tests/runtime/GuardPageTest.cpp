@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "RandomCase.h"
+#include "TestUtil.h"
 #include "compiler/plan/KernelPlan.h"
 #include "compiler/spec/KernelSpec.h"
 #include "gatherjit/Aot.h"
@@ -34,39 +35,6 @@ using namespace gatherjit;
 using namespace gatherjit::test;
 
 namespace {
-
-/// \p Bytes placed against an inaccessible page: ending right before one,
-/// or starting right after one.
-class GuardedBuffer {
-public:
-  GuardedBuffer(uint64_t Bytes, bool AgainstEnd) {
-    const uint64_t Page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-    const uint64_t Span = (Bytes + Page - 1) / Page * Page;
-    MapBytes = Span + 2 * Page;
-    void *Map = mmap(nullptr, MapBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (Map == MAP_FAILED)
-      std::abort();
-    Base = static_cast<char *>(Map);
-    if (mprotect(Base, Page, PROT_NONE) != 0 || mprotect(Base + Page + Span, Page, PROT_NONE) != 0)
-      std::abort();
-    Data = AgainstEnd ? Base + Page + Span - Bytes : Base + Page;
-    Size = Bytes;
-  }
-  GuardedBuffer(const GuardedBuffer &) = delete;
-  GuardedBuffer &operator=(const GuardedBuffer &) = delete;
-  ~GuardedBuffer() { munmap(Base, MapBytes); }
-
-  char *data() { return Data; }
-  void fill(const std::vector<char> &Bytes) {
-    if (Size) // An empty vector's data() may be null.
-      std::memcpy(Data, Bytes.data(), Size);
-  }
-  std::vector<char> bytes() const { return std::vector<char>(Data, Data + Size); }
-
-private:
-  char *Base = nullptr, *Data = nullptr;
-  uint64_t MapBytes = 0, Size = 0;
-};
 
 uint64_t seedFromEnv(uint64_t Default) {
   const char *S = std::getenv("GATHERJIT_SEED");

@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "RandomCase.h"
+#include "TestUtil.h"
 #include "compiler/backend/Backend.h"
 #include "compiler/backend/Jit.h"
 #include "compiler/backend/Target.h"
@@ -39,7 +40,6 @@
 #include <fstream>
 #include <random>
 #include <sstream>
-#include <sys/mman.h>
 #include <tuple>
 #include <unistd.h>
 #include <unordered_map>
@@ -118,6 +118,12 @@ void expectInterpreters(const Status &RS, const std::vector<char> &Ref, int64_t 
   }
 }
 
+/// The byte \p Skew bytes past the first 64-byte boundary of \p Buf (which
+/// has room for 64 + Skew bytes more than it is to hold).
+char *pastBoundary(std::vector<char> &Buf, size_t Skew) {
+  return Buf.data() + (64 - reinterpret_cast<uintptr_t>(Buf.data()) % 64) % 64 + Skew;
+}
+
 /// Runs \p Code on \p C's operands into \p Dev, \p OutBytes of output,
 /// checking the bytes after them, which no thread may write; the input
 /// \p InSkew bytes past a 64-byte boundary.
@@ -126,7 +132,7 @@ int64_t runGuarded(const Executable &Code, const RandomCase &C, size_t OutBytes,
   constexpr size_t Guard = 256;
   Dev.assign(OutBytes + Guard, '\xab');
   std::vector<char> InBuf(C.Input.size() + 64 + InSkew);
-  char *InAt = InBuf.data() + (64 - reinterpret_cast<uintptr_t>(InBuf.data()) % 64) % 64 + InSkew;
+  char *InAt = pastBoundary(InBuf, InSkew);
   std::copy(C.Input.begin(), C.Input.end(), InAt);
   const int64_t R = Code.runRows(InAt, C.Indices.data(), Dev.data(), 0, 1);
   EXPECT_EQ(std::vector<char>(Dev.begin() + OutBytes, Dev.end()), std::vector<char>(Guard, '\xab'))
@@ -158,9 +164,7 @@ TEST_F(GpuBackend, SimulatedGridMatchesTheInterpreter) {
     for (size_t Skew : {size_t(0), Elem}) {
       SCOPED_TRACE("input and output " + std::to_string(Skew) + " bytes past 64");
       std::vector<char> InBuf(C.Input.size() + 64 + Skew), OutBuf(OutBytes + 64 + Skew, '\xab');
-      char *InAt = InBuf.data() + (64 - reinterpret_cast<uintptr_t>(InBuf.data()) % 64) % 64 + Skew;
-      char *OutAt =
-          OutBuf.data() + (64 - reinterpret_cast<uintptr_t>(OutBuf.data()) % 64) % 64 + Skew;
+      char *InAt = pastBoundary(InBuf, Skew), *OutAt = pastBoundary(OutBuf, Skew);
       std::copy(C.Input.begin(), C.Input.end(), InAt);
       std::fill(OutAt, OutAt + OutBytes, '\xab');
       const int64_t R = runSimulated(*Grid, *Jit, Spec, InAt, C.Indices.data(), OutAt,
@@ -370,7 +374,6 @@ TEST_F(GpuBackend, StripsStayInsideTheirInput) {
   // of 8, 4 of 32), of an input that ends right before an inaccessible
   // page: a copy of a column past the output's rows would read past the
   // input's last row and fault.
-  const long Page = sysconf(_SC_PAGESIZE);
   int N = 0;
   for (auto [Type, Sizes, Axis] :
        {std::tuple{DataType::Float32, std::vector<uint64_t>{3, 40, 50}, 1},
@@ -389,19 +392,13 @@ TEST_F(GpuBackend, StripsStayInsideTheirInput) {
     ASSERT_NE(planKernel(Spec, gpuFacts()).StagedStripColumns, 0u);
     ASSERT_NE(Sizes.back() % planKernel(Spec, gpuFacts()).StagedStripColumns, 0u);
     const RandomCase C = caseOf(*V, Sizes[Axis], 5, 0.0);
-    const size_t Span = (C.Input.size() + Page - 1) / Page * Page;
-    char *Map = static_cast<char *>(
-        mmap(nullptr, Span + Page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-    ASSERT_NE(Map, MAP_FAILED);
-    ASSERT_EQ(mprotect(Map + Span, Page, PROT_NONE), 0);
-    char *InAt = Map + Span - C.Input.size();
-    std::copy(C.Input.begin(), C.Input.end(), InAt);
+    GuardedBuffer In(C.Input.size(), /*AgainstEnd=*/true);
+    In.fill(C.Input);
     const size_t OutBytes = requiredElements(C.Desc.Output) * C.Desc.Output.elementBytes();
     std::vector<char> Ref(OutBytes), Dev(OutBytes);
     ASSERT_TRUE(interpret(C.Desc, C.Input.data(), C.Indices.data(), Ref.data()).isOk());
-    const int64_t R = runSimulated(*Grid, *Jit, Spec, InAt, C.Indices.data(), Dev.data(),
+    const int64_t R = runSimulated(*Grid, *Jit, Spec, In.data(), C.Indices.data(), Dev.data(),
                                    "guard" + std::to_string(N++));
-    munmap(Map, Span + Page);
     EXPECT_EQ(R, 0);
     EXPECT_EQ(Ref, Dev);
   }
