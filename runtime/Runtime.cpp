@@ -89,20 +89,19 @@ void Runtime::Impl::remember(const std::shared_ptr<const Kernel::State> &State) 
 CodeResult Runtime::Impl::lookupOrCompile(const KernelSpec &Spec, bool &Hit, bool &FromDisk,
                                           CompileTimes &Times) {
   std::unique_lock<std::mutex> Lock(CacheMutex);
-  auto It = Cache.find(Spec);
-  if (It != Cache.end()) {
-    ++Stats.Hits;
-    Hit = true;
-    Lru.splice(Lru.begin(), Lru, It->second.LruPos);
-    std::shared_future<CodeResult> Code = It->second.Code;
-    Lock.unlock();
-    return Code.get();
+  for (auto It = Cache.find(Spec); It != Cache.end(); It = Cache.find(Spec)) {
+    if (It->second.Code) {
+      ++Stats.Hits;
+      Hit = true;
+      Lru.splice(Lru.begin(), Lru, It->second.LruPos);
+      return It->second.Code;
+    }
+    CompileEnded.wait(Lock); // Another request compiles it.
   }
   ++Stats.Misses;
   Hit = false;
-  std::promise<CodeResult> Promise;
   Lru.push_front(Spec);
-  Cache.emplace(Spec, Entry{Promise.get_future().share(), Lru.begin(), nullptr});
+  Cache.emplace(Spec, Entry{nullptr, Lru.begin(), nullptr});
   CachedBytes += EntryBytes;
   evictOverflow();
   Lock.unlock();
@@ -110,15 +109,15 @@ CodeResult Runtime::Impl::lookupOrCompile(const KernelSpec &Spec, bool &Hit, boo
   bool Stored = false;
   uint64_t Bytes = 0;
   CodeResult Result = compileFirst(Spec, Times, FromDisk, Stored, Bytes);
-  Promise.set_value(Result);
 
   Lock.lock();
+  CompileEnded.notify_all();
   Stats.CompileMs += Times.total();
   Stats.DiskLoads += FromDisk;
   Stats.DiskStores += Stored;
   auto Made = Cache.find(Spec);
-  if (Made == Cache.end())
-    return Result; // Evicted meanwhile (a tiny capacity).
+  if (Made == Cache.end() || Made->second.Code)
+    return Result; // Evicted meanwhile (a tiny capacity), perhaps made again.
   if (!Result) {
     // Do not cache a failure: a later request tries again.
     CachedBytes -= Made->second.Bytes;
@@ -127,7 +126,7 @@ CodeResult Runtime::Impl::lookupOrCompile(const KernelSpec &Spec, bool &Hit, boo
     return Result;
   }
   Stats.SpecializedAtCompile += (*Result)->tier() == KernelTier::Specialized;
-  Made->second.Tiered = Result->get();
+  Made->second.Code = *Result;
   Made->second.Bytes += Bytes;
   CachedBytes += Bytes;
   evictOverflow();
@@ -329,8 +328,8 @@ CacheStats Runtime::stats() const {
   S.Entries = I->Cache.size();
   S.CacheBytes = I->CachedBytes;
   for (const auto &[Spec, E] : I->Cache) {
-    S.GenericEntries += E.Tiered && E.Tiered->tier() == KernelTier::Generic;
-    S.FamilyEntries += E.Tiered && E.Tiered->tier() == KernelTier::Family;
+    S.GenericEntries += E.Code && E.Code->tier() == KernelTier::Generic;
+    S.FamilyEntries += E.Code && E.Code->tier() == KernelTier::Family;
   }
   S.LiveKernels = I->Jit->liveCount();
   return S;

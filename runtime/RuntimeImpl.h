@@ -31,16 +31,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
-#include <future>
-#include <list>
-#include <optional>
-#include <thread>
-#include <unordered_map>
-
-#include <atomic>
-#include <chrono>
-#include <future>
 #include <list>
 #include <optional>
 #include <thread>
@@ -82,15 +74,18 @@ struct Runtime::Impl {
 
   std::mutex CompileMutex; ///< Guards Gen and its target machine.
   mutable std::mutex CacheMutex;
+  /// Notified, with CacheMutex, whenever a compile that lookupOrCompile
+  /// started ends (made, failed or evicted): its spec's other requests wait
+  /// for it.
+  std::condition_variable CompileEnded;
   struct Entry {
-    std::shared_future<CodeResult> Code;
+    /// Null while the first request compiles it.
+    std::shared_ptr<TieredCode> Code;
     std::list<KernelSpec>::iterator LruPos;
     /// The state last handed out for this spec, so that an equal
     /// descriptor's hit needs no allocation.
     std::shared_ptr<const Kernel::State> Last;
-    /// The code once made (to tell its tier and charge its upgrades), and
-    /// the bytes the cache charges for the entry.
-    const TieredCode *Tiered = nullptr;
+    /// The bytes the cache charges for the entry.
     uint64_t Bytes = EntryBytes;
   };
   uint64_t CachedBytes = 0; ///< Summed over Cache.
@@ -238,7 +233,11 @@ struct Runtime::Impl {
   std::shared_ptr<const Kernel::State> lookupEqual(const KernelSpec &Spec, const ValidDesc &Desc);
   void remember(const std::shared_ptr<const Kernel::State> &State);
   /// The cached code for \p Spec, compiling it if absent. Concurrent
-  /// requests for one spec wait for the first one's compile.
+  /// requests for one spec wait for the first one's compile, and take its
+  /// code; where it failed (nothing is cached) or was evicted, each tries
+  /// itself. Neither a miss nor a hit makes a system call where no request
+  /// waits (a promise's would: the new shape's path runs cold after a large
+  /// call, where each costs microseconds).
   CodeResult lookupOrCompile(const KernelSpec &Spec, bool &Hit, bool &FromDisk,
                              CompileTimes &Times);
 };

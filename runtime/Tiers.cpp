@@ -178,7 +178,7 @@ void Runtime::Impl::upgrade(const KernelSpec &Spec, TieredCode &Code) {
   Code.upgrade(Next.take(), KernelTier::Specialized, Level, /*NextAfter=*/0);
   ++(Specializes ? Stats.Specializations : Stats.Upgrades);
   // The older code stays linked while the entry lives: charge both.
-  if (auto It = Cache.find(Spec); It != Cache.end() && It->second.Tiered == &Code) {
+  if (auto It = Cache.find(Spec); It != Cache.end() && It->second.Code.get() == &Code) {
     It->second.Bytes += Bytes;
     CachedBytes += Bytes;
     evictOverflow();
