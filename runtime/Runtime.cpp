@@ -21,7 +21,7 @@ void Runtime::Impl::evictOverflow() {
   while (Cache.size() > 1 &&
          (Cache.size() > Options.CacheCapacity || CachedBytes > Options.CacheBytes)) {
     // Code still held by a Kernel handle is freed when that handle goes.
-    auto Victim = Cache.find(Lru.back());
+    auto Victim = Cache.find(*Lru.back());
     CachedBytes -= Victim->second.Bytes;
     Cache.erase(Victim);
     Lru.pop_back();
@@ -100,8 +100,9 @@ CodeResult Runtime::Impl::lookupOrCompile(const KernelSpec &Spec, bool &Hit, boo
   }
   ++Stats.Misses;
   Hit = false;
-  Lru.push_front(Spec);
-  Cache.emplace(Spec, Entry{nullptr, Lru.begin(), nullptr});
+  auto Made = Cache.emplace(Spec, Entry{}).first;
+  Lru.push_front(&Made->first);
+  Made->second.LruPos = Lru.begin();
   CachedBytes += EntryBytes;
   evictOverflow();
   Lock.unlock();
@@ -115,7 +116,7 @@ CodeResult Runtime::Impl::lookupOrCompile(const KernelSpec &Spec, bool &Hit, boo
   Stats.CompileMs += Times.total();
   Stats.DiskLoads += FromDisk;
   Stats.DiskStores += Stored;
-  auto Made = Cache.find(Spec);
+  Made = Cache.find(Spec);
   if (Made == Cache.end() || Made->second.Code)
     return Result; // Evicted meanwhile (a tiny capacity), perhaps made again.
   if (!Result) {

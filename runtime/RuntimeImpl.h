@@ -48,8 +48,8 @@ using LinkResult = Expected<std::shared_ptr<const Executable>>;
 using CodeResult = Expected<std::shared_ptr<TieredCode>>;
 
 /// What the cache charges an entry besides its code: the spec (kept by the
-/// entry, its LRU node, the upgrader and the generic loop), the last state
-/// handed out with its descriptor, the allocations' overheads.
+/// entry, the upgrader and the generic loop), the last state handed out
+/// with its descriptor, the allocations' overheads.
 constexpr uint64_t EntryBytes = 4096;
 /// Linked code takes whole pages.
 inline uint64_t codeBytes(size_t ObjectBytes) { return (ObjectBytes + 4095) / 4096 * 4096; }
@@ -81,7 +81,7 @@ struct Runtime::Impl {
   struct Entry {
     /// Null while the first request compiles it.
     std::shared_ptr<TieredCode> Code;
-    std::list<KernelSpec>::iterator LruPos;
+    std::list<const KernelSpec *>::iterator LruPos;
     /// The state last handed out for this spec, so that an equal
     /// descriptor's hit needs no allocation.
     std::shared_ptr<const Kernel::State> Last;
@@ -93,7 +93,8 @@ struct Runtime::Impl {
   /// Compiled epilogues by key (see epilogue()).
   std::mutex EpilogueMutex;
   std::unordered_map<uint64_t, std::shared_ptr<const EpilogueCode>> Epilogues;
-  std::list<KernelSpec> Lru; ///< Most recently used first.
+  /// The entries' specs (their keys in Cache), most recently used first.
+  std::list<const KernelSpec *> Lru;
   /// A family kernel (see familyCode()): the spec it is compiled from, for
   /// a row family the plan its shapes share, the code (null until compiled,
   /// or if its compile failed), the shapes seen before and whether its
