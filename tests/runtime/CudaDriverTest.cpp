@@ -274,6 +274,44 @@ TEST_F(CudaDriver, ThreadsRunAndLaunchShapesOfOneFamilyAtOnce) {
   EXPECT_EQ(Failures.load(), 0);
 }
 
+TEST_F(CudaDriver, ConcurrentRequestsForASpecWhoseCompileFailsEachGetItsError) {
+  // Eight threads ask for one spec whose compile fails (a driver without
+  // its PTX compiler): the requests that waited for the first compile try
+  // themselves, each ends with the driver's error, and no entry stays.
+  ::setenv("GATHERJIT_FAKE_CUDA", "nojit", 1);
+  ::unsetenv("GATHERJIT_FAKE_CUDA_LOG");
+  RuntimeOptions Options;
+  Options.Device = "cuda";
+  Expected<std::unique_ptr<Runtime>> RT = Runtime::create(Options);
+  ASSERT_TRUE(RT.isOk()) << RT.status().message();
+  TensorDesc Data, Ids;
+  Data.Type = DataType::Float32;
+  Data.Sizes = {6, 4};
+  Ids.Type = DataType::Int64;
+  Ids.Sizes = {6, 4};
+  const ValidDesc V = *validateOnnx({OpKind::GatherElements, Data, Ids, 1}, OobPolicy::Check);
+  std::vector<std::string> Errors(8);
+  std::vector<std::thread> Threads;
+  for (size_t T = 0; T < Errors.size(); ++T)
+    Threads.emplace_back([&, T] {
+      Expected<Kernel> K = (*RT)->compile(V);
+      Errors[T] = K ? "compiled" : K.status().message();
+    });
+  for (std::thread &T : Threads)
+    T.join();
+  for (const std::string &E : Errors)
+    EXPECT_THAT(E, HasSubstr("the CUDA driver has no PTX compiler"));
+  const CacheStats S = (*RT)->stats();
+  EXPECT_EQ(S.Entries, 0u);
+  EXPECT_EQ(S.Misses, 8u);
+  EXPECT_EQ(S.Hits, 0u);
+  // Once the driver can load it, the same spec compiles: no failure was kept.
+  ::setenv("GATHERJIT_FAKE_CUDA", "ok", 1);
+  Expected<Kernel> K = (*RT)->compile(V);
+  ASSERT_TRUE(K.isOk()) << K.status().message();
+  EXPECT_EQ((*RT)->stats().Entries, 1u);
+}
+
 TEST_F(CudaDriver, TheCApisDeviceRuntime) {
   ::setenv("GATHERJIT_FAKE_CUDA", "ok", 1);
   gj_runtime_options O;
