@@ -30,12 +30,13 @@ std::optional<CachedKernels> CachedKernels::open(const RuntimeOptions &Options) 
 
 std::optional<Kernel> CachedKernels::find(const ValidDesc &Desc) const {
   const auto T0 = std::chrono::steady_clock::now();
-  const KernelSpec Spec = canonicalize(Desc);
+  const auto Shared = std::make_shared<const KernelSpec>(canonicalize(Desc));
+  const KernelSpec &Spec = *Shared;
   if (Spec.hasEpilogue())
     return std::nullopt;
   auto State = std::make_shared<Kernel::State>();
   State->Desc = Desc;
-  State->Spec = Spec;
+  State->Spec = Shared;
   State->Pool = Pool;
   State->FromDisk = true;
   if (Desc.outputElements() != 0) {
@@ -71,9 +72,9 @@ std::optional<Kernel> CachedKernels::find(const ValidDesc &Desc) const {
 
 std::optional<Kernel> CachedKernels::generic(const ValidDesc &Desc, const RuntimeOptions &Options,
                                              uint64_t Runs) {
-  const KernelSpec Spec = canonicalize(Desc);
-  if (!startsGeneric(Spec, Options.Specialization) ||
-      (Options.Specialization == Specialize::Adaptive && Runs >= specializeAfterRuns(Spec)))
+  const auto Spec = std::make_shared<const KernelSpec>(canonicalize(Desc));
+  if (!startsGeneric(*Spec, Options.Specialization) ||
+      (Options.Specialization == Specialize::Adaptive && Runs >= specializeAfterRuns(*Spec)))
     return std::nullopt;
   auto State = std::make_shared<Kernel::State>();
   State->Desc = Desc;

@@ -14,6 +14,8 @@
 #include "compiler/backend/Executable.h"
 #include "compiler/spec/KernelSpec.h"
 
+#include <memory>
+
 namespace gatherjit {
 
 /// Runs rows [Begin, End) of \p Spec (clamped to its rows). Returns 0, or
@@ -26,15 +28,15 @@ int64_t runGeneric(const KernelSpec &Spec, const void *Input, const void *Indice
 /// specialized code exists.
 class GenericCode final : public Executable {
 public:
-  explicit GenericCode(KernelSpec S) : Spec(std::move(S)) {}
+  explicit GenericCode(std::shared_ptr<const KernelSpec> S) : Spec(std::move(S)) {}
   int64_t runRows(const void *Input, const void *Indices, void *Output, int64_t Begin,
                   int64_t End) const override {
-    return runGeneric(Spec, Input, Indices, Output, static_cast<uint64_t>(Begin),
+    return runGeneric(*Spec, Input, Indices, Output, static_cast<uint64_t>(Begin),
                       static_cast<uint64_t>(End));
   }
 
 private:
-  const KernelSpec Spec;
+  const std::shared_ptr<const KernelSpec> Spec;
 };
 
 } // namespace gatherjit

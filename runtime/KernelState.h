@@ -20,14 +20,15 @@ namespace gatherjit {
 /// descriptor: a cache hit for an equal descriptor copies one pointer.
 struct Kernel::State {
   ValidDesc Desc;
-  KernelSpec Spec;
+  /// One spec for the cache's entry, its code and its handles' states.
+  std::shared_ptr<const KernelSpec> Spec;
   std::shared_ptr<TieredCode> Code; ///< Null for an empty output.
   /// The spec's symbol name, made on first use (Kernel::symbolName): a new
   /// shape's compile() formats no string.
   mutable std::once_flag SymbolOnce;
   mutable std::string Symbol;
   const std::string &symbol() const {
-    std::call_once(SymbolOnce, [this] { Symbol = Spec.symbolName(); });
+    std::call_once(SymbolOnce, [this] { Symbol = Spec->symbolName(); });
     return Symbol;
   }
   bool FromDisk = false;
@@ -48,8 +49,8 @@ struct Kernel::State {
   /// Sets the code of the spec's kernel, and what runs derive from it.
   void setCode(std::shared_ptr<TieredCode> C) {
     Code = std::move(C);
-    Rows = Spec.rows();
-    Split = !Device && Rows >= 2 && Pool->worthSplitting(Spec.outputBytes());
+    Rows = Spec->rows();
+    Split = !Device && Rows >= 2 && Pool->worthSplitting(Spec->outputBytes());
     InputBytes = requiredElements(Desc.Input) * Desc.Input.elementBytes();
     IndicesBytes = requiredElements(Desc.Indices) * Desc.Indices.elementBytes();
     OutputBytes = requiredElements(Desc.Output) * Desc.Output.elementBytes();

@@ -82,26 +82,28 @@ std::shared_ptr<const Kernel::State> Runtime::Impl::lookupEqual(const KernelSpec
 
 void Runtime::Impl::remember(const std::shared_ptr<const Kernel::State> &State) {
   std::lock_guard<std::mutex> Lock(CacheMutex);
-  if (auto It = Cache.find(State->Spec); It != Cache.end())
+  if (auto It = Cache.find(*State->Spec); It != Cache.end())
     It->second.Last = State;
 }
 
-CodeResult Runtime::Impl::lookupOrCompile(const KernelSpec &Spec, bool &Hit, bool &FromDisk,
-                                          CompileTimes &Times) {
+CodeResult Runtime::Impl::lookupOrCompile(const KernelSpec &Spec, SharedSpec &Shared, bool &Hit,
+                                          bool &FromDisk, CompileTimes &Times) {
   std::unique_lock<std::mutex> Lock(CacheMutex);
   for (auto It = Cache.find(Spec); It != Cache.end(); It = Cache.find(Spec)) {
     if (It->second.Code) {
       ++Stats.Hits;
       Hit = true;
       Lru.splice(Lru.begin(), Lru, It->second.LruPos);
+      Shared = It->first;
       return It->second.Code;
     }
     CompileEnded.wait(Lock); // Another request compiles it.
   }
   ++Stats.Misses;
   Hit = false;
-  auto Made = Cache.emplace(Spec, Entry{}).first;
-  Lru.push_front(&Made->first);
+  Shared = std::make_shared<const KernelSpec>(Spec);
+  auto Made = Cache.emplace(Shared, Entry{}).first;
+  Lru.push_front(Shared.get());
   Made->second.LruPos = Lru.begin();
   CachedBytes += EntryBytes;
   evictOverflow();
@@ -109,7 +111,7 @@ CodeResult Runtime::Impl::lookupOrCompile(const KernelSpec &Spec, bool &Hit, boo
 
   bool Stored = false;
   uint64_t Bytes = 0;
-  CodeResult Result = compileFirst(Spec, Times, FromDisk, Stored, Bytes);
+  CodeResult Result = compileFirst(Shared, Times, FromDisk, Stored, Bytes);
 
   Lock.lock();
   CompileEnded.notify_all();
@@ -243,9 +245,9 @@ Expected<Kernel> Runtime::compile(const ValidDesc &Plain, const Epilogue &E, uin
 }
 
 Expected<EpilogueApply> Runtime::epilogueFunction(const Kernel &K) {
-  if (!K.S || !K.S->Spec.Code)
+  if (!K.S || !K.S->Spec->Code)
     return Status::invalidArgument("the kernel has no epilogue");
-  const EpilogueCode &Code = *K.S->Spec.Code;
+  const EpilogueCode &Code = *K.S->Spec->Code;
   char Name[40];
   std::snprintf(Name, sizeof(Name), "gj_epilogue_%016llx",
                 static_cast<unsigned long long>(Code.Signature.Key));
@@ -279,18 +281,22 @@ Expected<Kernel> Runtime::compile(const ValidDesc &Desc) {
   }
   auto State = std::make_shared<Kernel::State>();
   State->Desc = Desc;
-  State->Spec = Spec;
   State->Pool = I->Pool;
   State->Device = I->Device;
-  if (Desc.outputElements() != 0) {
+  if (Desc.outputElements() == 0) {
     // A zero-size output is a kernel that does nothing: no code at all.
-    CodeResult Code = I->lookupOrCompile(Spec, K.Hit, State->FromDisk, State->Times);
+    State->Spec = std::make_shared<const KernelSpec>(std::move(*Made));
+  } else {
+    CodeResult Code = I->lookupOrCompile(Spec, State->Spec, K.Hit, State->FromDisk, State->Times);
     if (!Code)
       return Code.status();
     State->setCode(Code.take());
-    if (K.Hit)
+    // A state is kept for the spec's next equal descriptor once one came
+    // again: a walk over new shapes keeps no state per shape.
+    if (K.Hit) {
       State->Times = CompileTimes{};
-    I->remember(State);
+      I->remember(State);
+    }
   }
   K.S = std::move(State);
   return K;
@@ -316,11 +322,11 @@ Expected<std::string> Runtime::assembly(const ValidDesc &Desc) {
 }
 
 Expected<std::string> Runtime::optimizedIR(const Kernel &K) {
-  return render(*I, K.S->Spec, PipelineOutput::OptimizedIR);
+  return render(*I, *K.S->Spec, PipelineOutput::OptimizedIR);
 }
 
 Expected<std::string> Runtime::assembly(const Kernel &K) {
-  return render(*I, K.S->Spec, PipelineOutput::Assembly);
+  return render(*I, *K.S->Spec, PipelineOutput::Assembly);
 }
 
 CacheStats Runtime::stats() const {

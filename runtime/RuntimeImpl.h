@@ -47,9 +47,9 @@ inline double msSince(Clock::time_point T0) {
 using LinkResult = Expected<std::shared_ptr<const Executable>>;
 using CodeResult = Expected<std::shared_ptr<TieredCode>>;
 
-/// What the cache charges an entry besides its code: the spec (kept by the
-/// entry, the upgrader and the generic loop), the last state handed out
-/// with its descriptor, the allocations' overheads.
+/// What the cache charges an entry besides its code: the spec (one, shared
+/// by the entry, its code and its handles), the last state handed out with
+/// its descriptor, the allocations' overheads.
 constexpr uint64_t EntryBytes = 4096;
 /// Linked code takes whole pages.
 inline uint64_t codeBytes(size_t ObjectBytes) { return (ObjectBytes + 4095) / 4096 * 4096; }
@@ -58,6 +58,25 @@ constexpr size_t EpilogueCapacity = 256;
 /// Family kernels kept (one per element size, index type, policy, rank
 /// and contiguity in use: few); past it the table starts over.
 constexpr size_t FamilyCapacity = 256;
+
+/// A spec shared by a cache entry, its code and its handles' states: a new
+/// shape's compile() copies its spec once (each copy is 560 bytes of fresh
+/// memory, and the cache's entries grow a process's heap a page at a time).
+using SharedSpec = std::shared_ptr<const KernelSpec>;
+/// The cache's hash and equality, which find an entry by a spec alone.
+struct SharedSpecHash {
+  using is_transparent = void;
+  size_t operator()(const KernelSpec &S) const { return S.hashValue(); }
+  size_t operator()(const SharedSpec &S) const { return S->hashValue(); }
+};
+struct SharedSpecEqual {
+  using is_transparent = void;
+  static const KernelSpec &spec(const KernelSpec &S) { return S; }
+  static const KernelSpec &spec(const SharedSpec &S) { return *S; }
+  template <class A, class B> bool operator()(const A &X, const B &Y) const {
+    return spec(X) == spec(Y);
+  }
+};
 
 struct Runtime::Impl {
   RuntimeOptions Options;
@@ -82,14 +101,14 @@ struct Runtime::Impl {
     /// Null while the first request compiles it.
     std::shared_ptr<TieredCode> Code;
     std::list<const KernelSpec *>::iterator LruPos;
-    /// The state last handed out for this spec, so that an equal
-    /// descriptor's hit needs no allocation.
+    /// The state last handed out for a hit of this spec, so that an equal
+    /// descriptor's later hits need no allocation.
     std::shared_ptr<const Kernel::State> Last;
     /// The bytes the cache charges for the entry.
     uint64_t Bytes = EntryBytes;
   };
   uint64_t CachedBytes = 0; ///< Summed over Cache.
-  std::unordered_map<KernelSpec, Entry, KernelSpecHash> Cache;
+  std::unordered_map<SharedSpec, Entry, SharedSpecHash, SharedSpecEqual> Cache;
   /// Compiled epilogues by key (see epilogue()).
   std::mutex EpilogueMutex;
   std::unordered_map<uint64_t, std::shared_ptr<const EpilogueCode>> Epilogues;
@@ -139,18 +158,18 @@ struct Runtime::Impl {
                                      bool UseDisk = true);
   LinkResult compileSpec(const KernelSpec &Spec, OptLevel Level, CompileTimes &Times,
                          bool &FromDisk, bool &Stored, uint64_t &Bytes);
-  TieredCode::Upgrader upgrader(const KernelSpec &Spec) {
-    return [this, Spec](TieredCode &Tiered) { upgrade(Spec, Tiered); };
+  TieredCode::Upgrader upgrader(SharedSpec Spec) {
+    return [this, Spec = std::move(Spec)](TieredCode &Tiered) { upgrade(*Spec, Tiered); };
   }
   /// A device runtime's first code of \p Spec: its family's kernel bound
   /// to it (compiled now if this is the family's first shape), or where
   /// there is none, or the runtime specializes at compile, its own kernel.
-  CodeResult compileFirstOnDevice(const KernelSpec &Spec, CompileTimes &Times, bool &FromDisk,
+  CodeResult compileFirstOnDevice(const SharedSpec &Spec, CompileTimes &Times, bool &FromDisk,
                                   bool &Stored, uint64_t &Bytes);
   /// The first code of \p Spec: the generic loop, or the kernel compiled at
   /// its first level (the quick tier for a small kernel, else the
   /// runtime's level); on a device, the device's kernel.
-  CodeResult compileFirst(const KernelSpec &Spec, CompileTimes &Times, bool &FromDisk, bool &Stored,
+  CodeResult compileFirst(const SharedSpec &Spec, CompileTimes &Times, bool &FromDisk, bool &Stored,
                           uint64_t &Bytes);
   /// Compiles \p Spec at the runtime's level and switches \p Code to it (on
   /// the background thread), from the generic loop, a family kernel or the
@@ -229,8 +248,8 @@ struct Runtime::Impl {
   }
   /// The spec of \p Desc, with its epilogue's code.
   Expected<KernelSpec> specFor(const ValidDesc &Desc);
-  /// A hit for a descriptor equal to the last one compiled for its spec:
-  /// the shared state, or null.
+  /// A hit for a descriptor equal to the one of the state its spec's entry
+  /// keeps (Entry::Last): that state, or null.
   std::shared_ptr<const Kernel::State> lookupEqual(const KernelSpec &Spec, const ValidDesc &Desc);
   void remember(const std::shared_ptr<const Kernel::State> &State);
   /// The cached code for \p Spec, compiling it if absent. Concurrent
@@ -238,8 +257,9 @@ struct Runtime::Impl {
   /// code; where it failed (nothing is cached) or was evicted, each tries
   /// itself. Neither a miss nor a hit makes a system call where no request
   /// waits (a promise's would: the new shape's path runs cold after a large
-  /// call, where each costs microseconds).
-  CodeResult lookupOrCompile(const KernelSpec &Spec, bool &Hit, bool &FromDisk,
+  /// call, where each costs microseconds). \p Shared: the entry's spec,
+  /// for the caller's state to share.
+  CodeResult lookupOrCompile(const KernelSpec &Spec, SharedSpec &Shared, bool &Hit, bool &FromDisk,
                              CompileTimes &Times);
 };
 

@@ -81,8 +81,9 @@ LinkResult Runtime::Impl::compileSpec(const KernelSpec &Spec, OptLevel Level, Co
   return Code;
 }
 
-CodeResult Runtime::Impl::compileFirstOnDevice(const KernelSpec &Spec, CompileTimes &Times,
+CodeResult Runtime::Impl::compileFirstOnDevice(const SharedSpec &Shared, CompileTimes &Times,
                                                bool &FromDisk, bool &Stored, uint64_t &Bytes) {
+  const KernelSpec &Spec = *Shared;
   // A shape whose family kernel is loaded runs it at once; a hot shape is
   // specialized in the background, as on the CPU.
   const Specialize Mode = Options.Specialization;
@@ -92,7 +93,7 @@ CodeResult Runtime::Impl::compileFirstOnDevice(const KernelSpec &Spec, CompileTi
               deviceFamilyCode(*Family, Times, FromDisk, Stored))
         return std::make_shared<TieredCode>(
             bindFamily(std::move(Code), Spec), KernelTier::Family, Options.Opt,
-            Mode == Specialize::Adaptive ? deviceSpecializeAfterRuns(Spec) : 0, upgrader(Spec),
+            Mode == Specialize::Adaptive ? deviceSpecializeAfterRuns(Spec) : 0, upgrader(Shared),
             Upgrades);
   LinkResult Code = compileSpec(Spec, Options.Opt, Times, FromDisk, Stored, Bytes);
   if (!Code)
@@ -101,13 +102,14 @@ CodeResult Runtime::Impl::compileFirstOnDevice(const KernelSpec &Spec, CompileTi
                                       Upgrades);
 }
 
-CodeResult Runtime::Impl::compileFirst(const KernelSpec &Spec, CompileTimes &Times, bool &FromDisk,
-                                       bool &Stored, uint64_t &Bytes) {
+CodeResult Runtime::Impl::compileFirst(const SharedSpec &Shared, CompileTimes &Times,
+                                       bool &FromDisk, bool &Stored, uint64_t &Bytes) {
   if (Device)
-    return compileFirstOnDevice(Spec, Times, FromDisk, Stored, Bytes);
+    return compileFirstOnDevice(Shared, Times, FromDisk, Stored, Bytes);
+  const KernelSpec &Spec = *Shared;
   if (startsGeneric(Spec, Options.Specialization)) {
     const bool Adaptive = Options.Specialization == Specialize::Adaptive;
-    std::shared_ptr<const Executable> First = std::make_shared<GenericCode>(Spec);
+    std::shared_ptr<const Executable> First = std::make_shared<GenericCode>(Shared);
     KernelTier Tier = KernelTier::Generic;
     uint64_t SpecializeAfter = Adaptive ? specializeAfterRuns(Spec) : 0;
     if (Adaptive) {
@@ -131,7 +133,7 @@ CodeResult Runtime::Impl::compileFirst(const KernelSpec &Spec, CompileTimes &Tim
     }
     return std::make_shared<TieredCode>(std::move(First), Tier,
                                         Tier == KernelTier::Generic ? OptLevel::O0 : Options.Opt,
-                                        SpecializeAfter, upgrader(Spec), Upgrades);
+                                        SpecializeAfter, upgrader(Shared), Upgrades);
   }
   const OptLevel Level = firstLevel(Spec, Options);
   LinkResult Code = compileSpec(Spec, Level, Times, FromDisk, Stored, Bytes);
@@ -139,7 +141,7 @@ CodeResult Runtime::Impl::compileFirst(const KernelSpec &Spec, CompileTimes &Tim
     return Code.status();
   return std::make_shared<TieredCode>(Code.take(), KernelTier::Specialized, Level,
                                       Level == Options.Opt ? 0 : upgradeAfterRuns(Spec),
-                                      upgrader(Spec), Upgrades);
+                                      upgrader(Shared), Upgrades);
 }
 
 void Runtime::Impl::upgrade(const KernelSpec &Spec, TieredCode &Code) {
