@@ -48,8 +48,8 @@ using LinkResult = Expected<std::shared_ptr<const Executable>>;
 using CodeResult = Expected<std::shared_ptr<TieredCode>>;
 
 /// What the cache charges an entry besides its code: the spec (one, shared
-/// by the entry, its code and its handles), the last state handed out with
-/// its descriptor, the allocations' overheads.
+/// by the entry, its code and its handles), the state kept for its hits
+/// with its descriptor, the allocations' overheads.
 constexpr uint64_t EntryBytes = 4096;
 /// Linked code takes whole pages.
 inline uint64_t codeBytes(size_t ObjectBytes) { return (ObjectBytes + 4095) / 4096 * 4096; }
@@ -256,9 +256,9 @@ struct Runtime::Impl {
   /// requests for one spec wait for the first one's compile, and take its
   /// code; where it failed (nothing is cached) or was evicted, each tries
   /// itself. Neither a miss nor a hit makes a system call where no request
-  /// waits (a promise's would: the new shape's path runs cold after a large
-  /// call, where each costs microseconds). \p Shared: the entry's spec,
-  /// for the caller's state to share.
+  /// waits: a new shape's path runs cold after a large call, where each
+  /// costs microseconds. \p Shared: the entry's spec, for the caller's
+  /// state to share.
   CodeResult lookupOrCompile(const KernelSpec &Spec, SharedSpec &Shared, bool &Hit, bool &FromDisk,
                              CompileTimes &Times);
 };
