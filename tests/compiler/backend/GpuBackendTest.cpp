@@ -388,9 +388,10 @@ TEST_F(GpuBackend, StripsStayInsideTheirInput) {
         validateOnnx({OpKind::GatherElements, Data, Ids, Axis}, OobPolicy::Clamp);
     ASSERT_TRUE(V.isOk()) << V.status().message();
     const KernelSpec Spec = canonicalize(*V);
-    SCOPED_TRACE(Spec.describe() + " " + planKernel(Spec, gpuFacts()).describe());
-    ASSERT_NE(planKernel(Spec, gpuFacts()).StagedStripColumns, 0u);
-    ASSERT_NE(Sizes.back() % planKernel(Spec, gpuFacts()).StagedStripColumns, 0u);
+    const KernelPlan Plan = planKernel(Spec, gpuFacts());
+    SCOPED_TRACE(Spec.describe() + " " + Plan.describe());
+    ASSERT_NE(Plan.StagedStripColumns, 0u);
+    ASSERT_NE(Sizes.back() % Plan.StagedStripColumns, 0u);
     const RandomCase C = caseOf(*V, Sizes[Axis], 5, 0.0);
     GuardedBuffer In(C.Input.size(), /*AgainstEnd=*/true);
     In.fill(C.Input);
