@@ -396,6 +396,12 @@ class _IndexTypeError(IndexError, TypeError):
     them, its take_along_axis IndexError; this is both."""
 
 
+class _OutDtypeError(ValueError, TypeError):
+    """An `out` of another dtype than the result's: numpy's take raises
+    TypeError for one it cannot cast to, a bad argument is a ValueError;
+    this is both."""
+
+
 class _ShapeMismatchError(IndexError, ValueError):
     """take_along_axis indices whose shape does not broadcast against the
     data's: numpy raises IndexError, a bad shape is a ValueError; this is

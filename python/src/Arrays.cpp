@@ -109,11 +109,10 @@ void checkOutByteOrder(const py::array &Out, const std::optional<py::dtype> &Wan
   const char Have = Order(Out.dtype()), Need = Want ? Order(*Want) : Native;
   if (Have == '|' || Need == '|' || Have == Need)
     return;
-  throw py::value_error("out has dtype " + std::string(py::str(Out.dtype())) + " in " +
-                        (Have == '<' ? "little" : "big") + "-endian order, the result's is " +
-                        (Need == '<' ? "little" : "big") +
-                        "-endian: gatherjit does not swap bytes; pass an out of the result's "
-                        "dtype");
+  throwOutDtype("out has dtype " + std::string(py::str(Out.dtype())) + " in " +
+                (Have == '<' ? "little" : "big") + "-endian order, the result's is " +
+                (Need == '<' ? "little" : "big") +
+                "-endian: gatherjit does not swap bytes; pass an out of the result's dtype");
 }
 
 /// A tensor viewing \p A's memory: its sizes and its strides in elements.
@@ -193,6 +192,11 @@ py::object &package(const char *Name) {
   if (!F)
     F = new py::object(py::module_::import("gatherjit").attr(Name));
   return *F;
+}
+
+void throwOutDtype(const std::string &Message) {
+  PyErr_SetString(package("_OutDtypeError").ptr(), Message.c_str());
+  throw py::error_already_set();
 }
 
 /// \p X as a numpy array over the same memory (see gatherjit._array).

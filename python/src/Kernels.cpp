@@ -168,8 +168,8 @@ std::shared_ptr<PyKernel> compileFor(const std::string &Op, TensorDesc Data, Ten
                             tupleString(D.OutputShape));
     if (OutT->Type != Output.Type || OutT->elementBytes() != Output.elementBytes()) {
       // numpy's names: the result's dtype is the data's (no epilogue).
-      throw py::value_error("out has dtype " + dtypeString(*OutT) + "; the result's is " +
-                            dtypeString(DataType));
+      throwOutDtype("out has dtype " + dtypeString(*OutT) + "; the result's is " +
+                    dtypeString(DataType));
     }
     std::vector<uint64_t> Strides = *OutT->Strides;
     Strides.insert(Strides.begin(), Output.rank() - Strides.size(), 0);

@@ -48,6 +48,9 @@ Runtime &deviceRuntime(const std::string &Device);
 /// A function of the gatherjit package's Python half (kept for the
 /// process's life).
 py::object &package(const char *Name);
+/// Raises gatherjit._OutDtypeError (a ValueError and, as numpy's take
+/// raises for an out it cannot cast to, a TypeError) with \p Message.
+[[noreturn]] void throwOutDtype(const std::string &Message);
 /// A shape as Python prints one: "(3, 4)", "(2,)", "()".
 std::string tupleString(const std::vector<uint64_t> &Values);
 /// A dtype by numpy's name ("float32"); \p T's element type so, or
