@@ -21,31 +21,32 @@ public:
   using RangeFn = int64_t (*)(const void *, const void *, void *, int64_t, int64_t,
                               const uint64_t *);
 
-  /// \p Family: the family's linked code; \p Shape: a spec of that family.
-  FamilyCode(std::shared_ptr<const Executable> Family, const KernelSpec &Shape)
+  /// \p Family: the family's linked code; \p Shape: a spec of that family,
+  /// whose values (KernelSpec::familyValues) the code reads in place.
+  FamilyCode(std::shared_ptr<const Executable> Family, std::shared_ptr<const KernelSpec> Shape)
       : Family(std::move(Family)), Entry(reinterpret_cast<RangeFn>(this->Family->entryAddress())),
-        Values(familyShape(Shape)) {
+        Shape(std::move(Shape)) {
     assert(Entry && "family kernels are linked host code");
   }
 
   int64_t runRows(const void *Input, const void *Indices, void *Output, int64_t Begin,
                   int64_t End) const override {
-    return Entry(Input, Indices, Output, Begin, End, Values.data());
+    return Entry(Input, Indices, Output, Begin, End, Shape->familyValues());
   }
 
 private:
   std::shared_ptr<const Executable> Family;
   RangeFn Entry;
-  std::array<uint64_t, FamilyShapeSlots> Values;
+  std::shared_ptr<const KernelSpec> Shape;
 };
 
 /// Family kernel code \p Family bound to \p Shape: by the code itself where
 /// it can (Executable::forShape), else as FamilyCode.
 inline std::shared_ptr<const Executable> bindFamily(std::shared_ptr<const Executable> Family,
-                                                    const KernelSpec &Shape) {
-  if (std::shared_ptr<const Executable> Bound = Family->forShape(Shape))
+                                                    std::shared_ptr<const KernelSpec> Shape) {
+  if (std::shared_ptr<const Executable> Bound = Family->forShape(*Shape))
     return Bound;
-  return std::make_shared<FamilyCode>(std::move(Family), Shape);
+  return std::make_shared<FamilyCode>(std::move(Family), std::move(Shape));
 }
 
 } // namespace gatherjit

@@ -159,7 +159,7 @@ struct Runtime::Impl {
   LinkResult compileSpec(const KernelSpec &Spec, OptLevel Level, CompileTimes &Times,
                          bool &FromDisk, bool &Stored, uint64_t &Bytes);
   TieredCode::Upgrader upgrader(SharedSpec Spec) {
-    return [this, Spec = std::move(Spec)](TieredCode &Tiered) { upgrade(*Spec, Tiered); };
+    return [this, Spec = std::move(Spec)](TieredCode &Tiered) { upgrade(Spec, Tiered); };
   }
   /// A device runtime's first code of \p Spec: its family's kernel bound
   /// to it (compiled now if this is the family's first shape), or where
@@ -181,7 +181,7 @@ struct Runtime::Impl {
   /// where that is compiled, and the first shape of a row family compiles
   /// that kernel before its own (see rowFamilyFirst). On failure the
   /// current code keeps running.
-  void upgrade(const KernelSpec &Spec, TieredCode &Code);
+  void upgrade(const SharedSpec &Spec, TieredCode &Code);
   /// Row family \p Rows's kernel for a hot shape of it, compiled now (on
   /// the background thread) if its compile has not begun: the family's
   /// first shape, hot before a second came, compiles it before its own

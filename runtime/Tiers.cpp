@@ -92,7 +92,7 @@ CodeResult Runtime::Impl::compileFirstOnDevice(const SharedSpec &Shared, Compile
       if (std::shared_ptr<const Executable> Code =
               deviceFamilyCode(*Family, Times, FromDisk, Stored))
         return std::make_shared<TieredCode>(
-            bindFamily(std::move(Code), Spec), KernelTier::Family, Options.Opt,
+            bindFamily(std::move(Code), Shared), KernelTier::Family, Options.Opt,
             Mode == Specialize::Adaptive ? deviceSpecializeAfterRuns(Spec) : 0, upgrader(Shared),
             Upgrades);
   LinkResult Code = compileSpec(Spec, Options.Opt, Times, FromDisk, Stored, Bytes);
@@ -127,7 +127,7 @@ CodeResult Runtime::Impl::compileFirst(const SharedSpec &Shared, CompileTimes &T
       else if (const std::optional<KernelSpec> Sizes = familyOf(Spec))
         Code = familyCode(*Sizes, /*Count=*/NewRowFamily);
       if (Code) {
-        First = bindFamily(std::move(Code), Spec);
+        First = bindFamily(std::move(Code), Shared);
         Tier = KernelTier::Family;
       }
     }
@@ -144,7 +144,8 @@ CodeResult Runtime::Impl::compileFirst(const SharedSpec &Shared, CompileTimes &T
                                       upgrader(Shared), Upgrades);
 }
 
-void Runtime::Impl::upgrade(const KernelSpec &Spec, TieredCode &Code) {
+void Runtime::Impl::upgrade(const SharedSpec &Shared, TieredCode &Code) {
+  const KernelSpec &Spec = *Shared;
   const bool Specializes = Code.tier() != KernelTier::Specialized;
   // A shape that started before its row family was compiled takes that
   // kernel (compiling it first if no compile of it has begun: the
@@ -155,7 +156,7 @@ void Runtime::Impl::upgrade(const KernelSpec &Spec, TieredCode &Code) {
   if (std::optional<KernelSpec> Rows = Specializes && !Device ? rowFamilyOf(Spec) : std::nullopt) {
     bool Alone = false;
     if (std::shared_ptr<const Executable> Ready = rowFamilyFirst(*Rows, Alone)) {
-      Code.upgrade(bindFamily(std::move(Ready), Spec), KernelTier::Family, Options.Opt,
+      Code.upgrade(bindFamily(std::move(Ready), Shared), KernelTier::Family, Options.Opt,
                    /*NextAfter=*/0);
       // (A runtime going away waits for this job: it compiles no more.)
       if (!Alone || Stopping)

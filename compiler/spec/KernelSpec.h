@@ -25,6 +25,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 
 namespace gatherjit {
 
@@ -44,10 +45,12 @@ struct KernelSpec {
   std::array<uint64_t, MaxRank> IdxStride{};
   std::array<uint64_t, MaxRank> InStride{};
   std::array<uint64_t, MaxRank> PosStride{};
-  unsigned TupleSize = 1;
-  uint64_t TupleStride = 0;
   std::array<uint64_t, MaxRank> AxisSize{};
   std::array<uint64_t, MaxRank> AxisStride{};
+  /// (The arrays from Sizes to here and TupleStride lie in FamilySlot's
+  /// order: familyValues.)
+  uint64_t TupleStride = 0;
+  unsigned TupleSize = 1;
   /// A fused epilogue, applied to every element; or, for a row epilogue, to
   /// every row of RowIn input elements, written as RowOut output elements:
   /// the spec then leaves the rows' dimension out, and its "elements" are
@@ -69,6 +72,10 @@ struct KernelSpec {
 
   bool operator==(const KernelSpec &Other) const;
   size_t hashValue() const;
+
+  /// A family kernel's shape argument for this spec (familyShape's values),
+  /// read in place: its sizes and strides already lie in slot order.
+  const uint64_t *familyValues() const { return Sizes.data(); }
 
   /// The trip count of the outermost loop: the unit of [begin, end).
   uint64_t rows() const { return Rank == 0 ? 1 : Sizes[0]; }
@@ -142,6 +149,18 @@ enum FamilySlot : unsigned {
   FamilyShapeSlots,
 };
 std::array<uint64_t, FamilyShapeSlots> familyShape(const KernelSpec &Spec);
+
+// KernelSpec::familyValues reads the slots from the spec's own arrays.
+static_assert(std::is_standard_layout_v<KernelSpec>);
+static_assert(offsetof(KernelSpec, OutStride) - offsetof(KernelSpec, Sizes) == 8 * OutStrideSlot &&
+              offsetof(KernelSpec, IdxStride) - offsetof(KernelSpec, Sizes) == 8 * IdxStrideSlot &&
+              offsetof(KernelSpec, InStride) - offsetof(KernelSpec, Sizes) == 8 * InStrideSlot &&
+              offsetof(KernelSpec, PosStride) - offsetof(KernelSpec, Sizes) == 8 * PosStrideSlot &&
+              offsetof(KernelSpec, AxisSize) - offsetof(KernelSpec, Sizes) == 8 * AxisSizeSlot &&
+              offsetof(KernelSpec, AxisStride) - offsetof(KernelSpec, Sizes) ==
+                  8 * AxisStrideSlot &&
+              offsetof(KernelSpec, TupleStride) - offsetof(KernelSpec, Sizes) ==
+                  8 * TupleStrideSlot);
 
 } // namespace gatherjit
 

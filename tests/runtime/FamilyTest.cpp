@@ -179,7 +179,8 @@ TEST(Family, RowFamiliesOfRandomConfigurationsMatchTheInterpreter) {
     ASSERT_TRUE(Code);
     Blocks += Spec.innerIsBlock();
     // The second range asks past the end: the kernel keeps to its rows.
-    ASSERT_TRUE(agreesInTwoRanges(FamilyCode(Code, Spec), C, Spec.rows(), 5, Failing));
+    ASSERT_TRUE(agreesInTwoRanges(FamilyCode(Code, std::make_shared<const KernelSpec>(Spec)), C,
+                                  Spec.rows(), 5, Failing));
     ++Run;
   }
   EXPECT_GE(Run, 250);
@@ -209,7 +210,8 @@ TEST(Family, RandomConfigurationsMatchTheInterpreter) {
       Code = compileLinked(*Family, **Gen, **Jit);
     ASSERT_TRUE(Code);
     // In two ranges of rows, as a split run calls it.
-    ASSERT_TRUE(agreesInTwoRanges(FamilyCode(Code, Spec), C, Spec.rows(), 0, Failing));
+    ASSERT_TRUE(agreesInTwoRanges(FamilyCode(Code, std::make_shared<const KernelSpec>(Spec)), C,
+                                  Spec.rows(), 0, Failing));
     ++Run;
   }
   EXPECT_GE(Run, 250);

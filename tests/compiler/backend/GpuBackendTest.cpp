@@ -257,8 +257,8 @@ TEST_F(GpuBackend, SimulatedFamilyGridsMatchTheInterpreter) {
     const size_t OutBytes = requiredElements(C.Desc.Output) * C.Desc.Output.elementBytes();
     std::vector<char> Ref(OutBytes, '\xab'), Dev(OutBytes, '\xab');
     const Status RS = interpret(C.Desc, C.Input.data(), C.Indices.data(), Ref.data());
-    const int64_t R =
-        FamilyCode(Code, Spec).runRows(C.Input.data(), C.Indices.data(), Dev.data(), 0, 1);
+    const int64_t R = FamilyCode(Code, std::make_shared<const KernelSpec>(Spec))
+                          .runRows(C.Input.data(), C.Indices.data(), Dev.data(), 0, 1);
     expectInterpreters(RS, Ref, R, Dev);
     if (HasFailure())
       return;
