@@ -56,6 +56,61 @@ def test_take_matches_numpy(dtype):
     np.testing.assert_array_equal(gj.take(data, idx, axis=None), np.take(data, idx))
 
 
+def numpys_outcome(call):
+    """The result of `call`, or the class of the error it raised."""
+    try:
+        return call()
+    except Exception as e:
+        return type(e)
+
+
+def test_random_takes_and_their_errors_match_numpy():
+    # Random data (dtypes, ranks 1-5 with empty dimensions, transposed and
+    # reversed views), axes, index types and indices in and out of range,
+    # in every mode: each result is numpy's, and each error is of a class
+    # numpy raises.
+    rng = np.random.default_rng(20261127)
+    dtypes = [np.float32, np.float64, np.int8, np.uint16, np.int64, np.complex64, np.bool_,
+              np.float16]
+    index_dtypes = [np.int32, np.int64, np.uint8, np.int16, np.uint32]
+    errors = 0
+    for case in range(400):
+        rank = int(rng.integers(1, 6))
+        data = (rng.standard_normal(tuple(int(s) for s in rng.integers(0, 5, size=rank))) *
+                10).astype(dtypes[case % len(dtypes)])
+        if rank > 1 and rng.random() < 0.3:
+            data = np.swapaxes(data, 0, rank - 1)
+        if rng.random() < 0.2:
+            data = data[..., ::-1]
+        axis = int(rng.integers(-rank, rank))
+        size = data.shape[axis]
+        mode = ("raise", "clip", "wrap")[case % 3]
+        index_dtype = index_dtypes[int(rng.integers(0, len(index_dtypes)))]
+        signed = np.dtype(index_dtype).kind == "i"
+        # (numpy 1.24's take never returns from mode="wrap" on an empty axis.)
+        if mode == "wrap" and size == 0:
+            continue
+        ishape = tuple(int(s) for s in rng.integers(0, 4, size=int(rng.integers(0, 3))))
+        idx = rng.integers(-size - 2 if signed else 0, size + 2, size=ishape).astype(index_dtype)
+        want_take = numpys_outcome(lambda: np.take(data, idx, axis=axis, mode=mode))
+        along = list(data.shape)
+        along[axis] = int(rng.integers(0, 4))
+        idx2 = rng.integers(-size - 1, size + 1, size=along)
+        want_along = numpys_outcome(lambda: np.take_along_axis(data, idx2, axis))
+        for want, call in ((want_take, lambda: gj.take(data, idx, axis=axis, mode=mode)),
+                           (want_along, lambda: gj.take_along_axis(data, idx2, axis))):
+            context = f"case {case}: {data.dtype} {data.shape} axis {axis} {mode} {idx.dtype}"
+            if isinstance(want, type):
+                errors += 1
+                with pytest.raises(want):
+                    call()
+                continue
+            got = call()
+            assert np.asarray(got).dtype == np.asarray(want).dtype, context
+            np.testing.assert_array_equal(got, want, err_msg=context)
+    assert errors > 50, "too few cases exercise errors"
+
+
 def test_a_take_of_one_element_is_numpys_scalar():
     data = np.arange(12.0, dtype=">f4").reshape(3, 4)
     # One element (a scalar index from the flattened data, or into a row):
