@@ -375,12 +375,15 @@ gj_status compileDesc(gj_runtime *Runtime, const gj_descriptor *Desc, const Epil
     };
     Expected<Kernel> K = Status::internal("unset");
     if (Op == GJ_GATHER_ELEMENTS) {
-      K = Compile(GatherElementsDesc{*In, *Idx, *Outp, Desc->axis});
+      K = Compile(
+          GatherElementsDesc{std::move(*In), std::move(*Idx), std::move(*Outp), Desc->axis});
     } else if (Op == GJ_GATHER) {
-      K = Compile(GatherDesc{*In, *Idx, *Outp, Desc->axis, Desc->index_dimensions});
+      K = Compile(GatherDesc{std::move(*In), std::move(*Idx), std::move(*Outp), Desc->axis,
+                             Desc->index_dimensions});
     } else if (Op == GJ_GATHER_ND) {
-      K = Compile(GatherNDDesc{*In, *Idx, *Outp, Desc->input_dimension_count,
-                               Desc->indices_dimension_count, Desc->batch_dimension_count});
+      K = Compile(GatherNDDesc{std::move(*In), std::move(*Idx), std::move(*Outp),
+                               Desc->input_dimension_count, Desc->indices_dimension_count,
+                               Desc->batch_dimension_count});
     } else {
       return record(Status::invalidArgument(
           "op = " + std::to_string(Op) + " is not GJ_GATHER_ELEMENTS, GJ_GATHER or GJ_GATHER_ND"));

@@ -202,7 +202,7 @@ void Runtime::prepare(const RuntimeOptions &Options) {
 static Expected<Kernel> compileValid(Runtime &R, Expected<ValidDesc> V) {
   if (!V)
     return V.status();
-  return R.compile(*V);
+  return R.compile(std::move(*V));
 }
 
 Expected<Kernel> Runtime::compile(const GatherElementsDesc &Desc, const ValidateOptions &Options) {
@@ -266,13 +266,18 @@ Expected<EpilogueApply> Runtime::epilogueFunction(const Kernel &K) {
   });
 }
 
-Expected<Kernel> Runtime::compile(const ValidDesc &Desc) {
+Expected<Kernel> Runtime::compile(const ValidDesc &Desc) { return compileDesc(Desc, nullptr); }
+
+Expected<Kernel> Runtime::compile(ValidDesc &&Desc) { return compileDesc(Desc, &Desc); }
+
+Expected<Kernel> Runtime::compileDesc(const ValidDesc &Desc, ValidDesc *Owned) {
   Kernel K;
   Expected<KernelSpec> Made = I->specFor(Desc);
   if (!Made)
     return Made.status();
   const KernelSpec &Spec = *Made;
-  if (Desc.outputElements() != 0) {
+  const bool Empty = Desc.outputElements() == 0;
+  if (!Empty) {
     if (auto Shared = I->lookupEqual(Spec, Desc)) {
       K.S = std::move(Shared);
       K.Hit = true;
@@ -280,10 +285,13 @@ Expected<Kernel> Runtime::compile(const ValidDesc &Desc) {
     }
   }
   auto State = std::make_shared<Kernel::State>();
-  State->Desc = Desc;
+  if (Owned)
+    State->Desc = std::move(*Owned); // (Desc is *Owned: not read again.)
+  else
+    State->Desc = Desc;
   State->Pool = I->Pool;
   State->Device = I->Device;
-  if (Desc.outputElements() == 0) {
+  if (Empty) {
     // A zero-size output is a kernel that does nothing: no code at all.
     State->Spec = std::make_shared<const KernelSpec>(std::move(*Made));
   } else {

@@ -8,6 +8,9 @@
 #include "gatherjit/Validate.h"
 
 #include <algorithm>
+#include <array>
+#include <cassert>
+#include <span>
 #include <tuple>
 #include <type_traits>
 
@@ -136,18 +139,24 @@ public:
 
   /// Two output elements must never share memory: with dimensions sorted by
   /// stride, each stride must step over everything the smaller ones span.
+  /// \p T's rank is checked (at most MaxRank).
   Status checkNoOverlap(const TensorDesc &T, const char *Name) {
-    std::vector<unsigned> Dims;
+    assert(T.rank() <= MaxRank);
+    std::array<unsigned, MaxRank> Dims;
+    unsigned Count = 0;
     for (unsigned D = 0; D < T.rank(); ++D) {
       if (T.Sizes[D] == 0)
         return Status::ok(); // Nothing is written.
       if (T.Sizes[D] > 1)
-        Dims.push_back(D);
+        Dims[Count++] = D;
     }
     const auto &St = *T.Strides;
-    std::sort(Dims.begin(), Dims.end(), [&](unsigned A, unsigned B) { return St[A] < St[B]; });
+    // By stride, the smallest first (an insertion sort: a handful at most).
+    for (unsigned I = 1; I < Count; ++I)
+      for (unsigned J = I; J > 0 && St[Dims[J]] < St[Dims[J - 1]]; --J)
+        std::swap(Dims[J], Dims[J - 1]);
     uint64_t Span = 1; // Elements covered by the dimensions seen so far.
-    for (unsigned D : Dims) {
+    for (unsigned D : std::span(Dims.data(), Count)) {
       if (St[D] < Span)
         return Status::invalidArgument(
             std::string(Op) + ": " + Name + ".Strides = " + shapeString(St) +

@@ -246,6 +246,8 @@ public:
   Expected<Kernel> compile(const GatherDesc &Desc, const ValidateOptions &Options = {});
   Expected<Kernel> compile(const GatherNDDesc &Desc, const ValidateOptions &Options = {});
   Expected<Kernel> compile(const ValidDesc &Desc);
+  /// The same, the kernel keeping \p Desc itself where it keeps a copy.
+  Expected<Kernel> compile(ValidDesc &&Desc);
 
   /// The same, with \p E fused into the kernel. The output's type is the
   /// epilogue's OUT; a row epilogue's output rows may differ in length from
@@ -293,6 +295,8 @@ public:
 
 private:
   explicit Runtime(std::unique_ptr<Impl> I);
+  /// compile(Desc), moving from \p Owned (Desc itself) where non-null.
+  Expected<Kernel> compileDesc(const ValidDesc &Desc, ValidDesc *Owned);
   std::unique_ptr<Impl> I;
 };
 

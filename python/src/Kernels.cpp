@@ -178,15 +178,16 @@ std::shared_ptr<PyKernel> compileFor(const std::string &Op, TensorDesc Data, Ten
   ValidDesc Plain = take(D.validate(Policy));
   if (Plain.outputElements() != 0 && Policy == OobPolicy::Clip && gathersFromEmptyAxis(Plain))
     throw py::index_error("cannot do a non-empty take from an empty axis (mode='clip')");
-  Expected<Kernel> K = E ? RT.compile(Plain, E->E, E->RowOut) : RT.compile(Plain);
-  auto P = std::make_shared<PyKernel>(take(std::move(K)), Op);
   // numpy's take meets no index where the data's dimensions before the
   // axis hold nothing.
-  P->ChecksIndicesAlone =
+  const bool ChecksIndicesAlone =
       Op != "gather_elements" && Policy == OobPolicy::Check && !E && Plain.outputElements() == 0 &&
       elementsOf(Plain.Indices) != 0 &&
       elementsBefore(Plain.Input,
                      Plain.Op == OpKind::GatherND ? Plain.firstTupleDim() : Plain.Axis) != 0;
+  Expected<Kernel> K = E ? RT.compile(Plain, E->E, E->RowOut) : RT.compile(std::move(Plain));
+  auto P = std::make_shared<PyKernel>(take(std::move(K)), Op);
+  P->ChecksIndicesAlone = ChecksIndicesAlone;
   P->OutShape.assign(D.OutputShape.begin(), D.OutputShape.end());
   P->OutType = DataType;
   if (E) {

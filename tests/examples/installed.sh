@@ -28,7 +28,8 @@ fi
 
 # Only the C API and include/gatherjit/'s C++ API are exported: every
 # defined dynamic symbol is gj_* or a public gatherjit:: name, and there are
-# as many as that API has (116 when this was written), not thousands.
+# as many as that API has (116 when this was written, 142 since), not
+# thousands.
 public='^(gj_[a-z_]+|gatherjit::(Runtime|Kernel|Status|ValidDesc|AnyDesc|OnnxDesc)::|gatherjit::(errorCodeName|quote|dataTypeName|parseDataType|dataTypeSize|isDirectMLType|isIndexType|isSignedIndexType|featureLevelName|parseFeatureLevel|kernelTierName|specializeName|parseSpecialize|onnxGather[A-Za-z]*|onnxDesc|validateOnnx|parseDescriptorJson|parseNpyDescr|npyDescr|epiloguesSupported|writeAot|shapeString|packedStrides|opKindName|epilogueKindName|validate|withEpilogue|requiredElements|interpret|indexOutOfRangeError|compileAot|isCIdentifier|optLevelName|parseOptLevel)[[(])'
 exported=$(nm -DC --defined-only "$lib" | sed -E 's/^[0-9a-f]* [A-Za-z] //')
 if grep -Ev "$public" <<<"$exported" >&2; then
@@ -36,8 +37,8 @@ if grep -Ev "$public" <<<"$exported" >&2; then
   exit 1
 fi
 count=$(wc -l <<<"$exported")
-if [ "$count" -lt 90 ] || [ "$count" -gt 140 ]; then
-  echo "$lib exports $count symbols; its API has about 116" >&2
+if [ "$count" -lt 90 ] || [ "$count" -gt 160 ]; then
+  echo "$lib exports $count symbols; its API has about 142" >&2
   exit 1
 fi
 
