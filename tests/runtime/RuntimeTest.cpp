@@ -33,6 +33,25 @@ TEST(Runtime, EqualSpecsCompileOnce) {
   EXPECT_GT(S.CompileMs, 0.0);
 }
 
+TEST(Runtime, AValidDescriptorMovedInIsTheKernelsOwn) {
+  auto RT = makeRuntime();
+  Expected<ValidDesc> V = validate(ge(4, 5), {});
+  ASSERT_TRUE(V.isOk());
+  const ValidDesc Copy = *V;
+  Expected<Kernel> Moved = RT->compile(std::move(*V));
+  Expected<Kernel> Again = RT->compile(Copy);
+  Expected<Kernel> Empty = RT->compile(*validate(ge(0, 5), {}));
+  ASSERT_TRUE(Moved.isOk() && Again.isOk() && Empty.isOk());
+  // The kernel holds the descriptor as given, the cache the one spec.
+  EXPECT_EQ(Moved->desc().describe(), Copy.describe());
+  EXPECT_EQ(Moved->desc().Output.Sizes, Copy.Output.Sizes);
+  EXPECT_FALSE(Moved->cacheHit());
+  EXPECT_TRUE(Again->cacheHit());
+  EXPECT_EQ(Again->desc().describe(), Copy.describe());
+  EXPECT_EQ(Empty->desc().Output.Sizes, (std::vector<uint64_t>{0, 5}));
+  EXPECT_EQ(RT->stats().Misses, 1u);
+}
+
 TEST(Runtime, ValidationErrorsPassThrough) {
   auto RT = makeRuntime();
   GatherElementsDesc D = ge(4, 5);
