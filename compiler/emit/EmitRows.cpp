@@ -121,6 +121,24 @@ void KernelEmitter::emitBlockCopy(Value *Dst, Value *Src, uint64_t Bytes) {
     B.CreateBr(Done);
     B.SetInsertPoint(Plain);
   }
+  if (P.AlignLoads) {
+    // An input off the lines by whole 4-byte lanes, into an aligned output
+    // (the same for every row of a table whose rows are whole lines apart).
+    BasicBlock *Realigned = BasicBlock::Create(Ctx, "copy.realigned", F);
+    BasicBlock *Plain = BasicBlock::Create(Ctx, "copy.unshifted", F);
+    if (!Done)
+      Done = BasicBlock::Create(Ctx, "copy.done", F);
+    const uint64_t Line = P.VectorBytes;
+    Value *Skew = B.CreateAnd(B.CreatePtrToInt(Src, I64), c(Line - 1), "src.skew");
+    Value *Off =
+        B.CreateOr(B.CreateAnd(B.CreatePtrToInt(Dst, I64), c(Line - 1)), B.CreateAnd(Skew, c(3)));
+    B.CreateCondBr(B.CreateAnd(B.CreateICmpNE(Skew, c(0)), B.CreateICmpEQ(Off, c(0))), Realigned,
+                   Plain);
+    B.SetInsertPoint(Realigned);
+    emitRealignedCopy(Dst, Src, Bytes, Skew);
+    B.CreateBr(Done);
+    B.SetInsertPoint(Plain);
+  }
   const uint64_t Chunks = Bytes / P.VectorBytes, Tail = Bytes % P.VectorBytes;
   if (Chunks > 0)
     emitChunkCopy(Dst, Src, c(Chunks), false);
@@ -131,6 +149,57 @@ void KernelEmitter::emitBlockCopy(Value *Dst, Value *Src, uint64_t Bytes) {
     B.CreateBr(Done);
     B.SetInsertPoint(Done);
   }
+}
+
+void KernelEmitter::emitRealignedCopy(Value *Dst, Value *Src, uint64_t Bytes, Value *Skew) {
+  // Output vector K takes the row's bytes [64 K, 64 K + 64): the lanes of
+  // line K from the skew on, then those of line K + 1 below it, lines
+  // counted from the one holding the row's first byte. One permute of the
+  // two registers shifts them into place. The first line's lanes before the
+  // row and the last line's after it are masked off: no byte outside the
+  // row is read.
+  constexpr unsigned Lanes = 16;
+  auto *Vec = FixedVectorType::get(B.getInt32Ty(), Lanes);
+  Type *I16 = B.getInt16Ty();
+  const uint64_t Line = Lanes * 4, Chunks = Bytes / Line, Tail = Bytes % Line;
+  assert(P.VectorBytes == Line && Chunks >= 2);
+  Value *Shift = B.CreateLShr(Skew, 2, "lanes.before");
+  // Not inbounds: the line may begin before the input's buffer.
+  Value *First = B.CreateGEP(B.getInt8Ty(), Src, B.CreateNeg(Skew), "line");
+  auto LineAt = [&](Value *K) {
+    return B.CreateGEP(B.getInt8Ty(), First, B.CreateMul(K, c(Line), "", true, true));
+  };
+  SmallVector<Constant *, Lanes> Iota;
+  for (unsigned I = 0; I < Lanes; ++I)
+    Iota.push_back(B.getInt32(I));
+  Value *Positions = B.CreateAdd(ConstantVector::get(Iota),
+                                 B.CreateVectorSplat(Lanes, B.CreateTrunc(Shift, B.getInt32Ty())));
+  Value *Below = B.CreateSub(B.CreateShl(ConstantInt::get(I16, 1), B.CreateTrunc(Shift, I16)),
+                             ConstantInt::get(I16, 1));
+  auto *MaskTy = FixedVectorType::get(B.getInt1Ty(), Lanes);
+  Value *Zero = Constant::getNullValue(Vec);
+  auto Shifted = [&](Value *Low, Value *High) {
+    return B.CreateIntrinsic(Intrinsic::x86_avx512_vpermi2var_d_512, {}, {Low, Positions, High});
+  };
+  IRBuilder<> Entry(&F->getEntryBlock(), F->getEntryBlock().begin());
+  AllocaInst *Prev = Entry.CreateAlloca(Vec, nullptr, "line.prev");
+  B.CreateStore(B.CreateMaskedLoad(Vec, First, Align(Line),
+                                   B.CreateBitCast(B.CreateNot(Below), MaskTy), Zero, "line.first"),
+                Prev);
+  emitLoop(c(0), c(Chunks - 1), "realign", [&](Value *K) {
+    Value *Next =
+        B.CreateAlignedLoad(Vec, LineAt(B.CreateAdd(K, c(1), "", true, true)), Align(Line));
+    B.CreateAlignedStore(Shifted(B.CreateLoad(Vec, Prev), Next),
+                         byteAt(Dst, B.CreateMul(K, c(Line), "", true, true)), Align(Line));
+    B.CreateStore(Next, Prev);
+  });
+  Value *Last = B.CreateMaskedLoad(Vec, LineAt(c(Chunks)), Align(Line),
+                                   B.CreateBitCast(Below, MaskTy), Zero, "line.last");
+  B.CreateAlignedStore(Shifted(B.CreateLoad(Vec, Prev), Last), byteAt(Dst, c((Chunks - 1) * Line)),
+                       Align(Line));
+  if (Tail)
+    B.CreateMemCpy(byteAt(Dst, c(Bytes - Tail)), MaybeAlign(Line), byteAt(Src, c(Bytes - Tail)),
+                   MaybeAlign(1), Tail);
 }
 
 void KernelEmitter::emitMaskedCopy(Value *Dst, Value *Src, Value *Bytes) {

@@ -172,6 +172,10 @@ private:
   /// Copies \p Bytes (a run-time count below the plan's vector) with one
   /// masked load and store (TargetFacts::MaskedByteStores).
   void emitMaskedCopy(Value *Dst, Value *Src, Value *Bytes);
+  /// Copies \p Bytes (a constant of at least two vectors) from \p Src,
+  /// \p Skew bytes (a multiple of 4) past a line, to a line-aligned \p Dst
+  /// (KernelPlan::AlignLoads).
+  void emitRealignedCopy(Value *Dst, Value *Src, uint64_t Bytes, Value *Skew);
 
   void emitLevel(unsigned D, const Offsets &O, Value *Lo, Value *Hi);
   /// Rows [Lo, Hi) of dimension Rank-2 at \p O in tiles of P.TileColumns

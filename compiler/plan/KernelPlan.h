@@ -118,6 +118,13 @@ struct KernelPlan {
   /// masked stores and the vectors between aligned, so that no store spans
   /// two lines (an aligned output takes the plain copy).
   bool AlignStores = false;
+  /// Block rows from an input not aligned to the copy vector, into an
+  /// aligned output, load the row's lines aligned (the first and last
+  /// masked to the row's bytes) and shift each output vector out of two
+  /// of them with a two-register permute (TargetFacts::PermuteBytes), so
+  /// that no load spans two lines. Inputs aligned, or off by other than a
+  /// multiple of 4 bytes, and unaligned outputs take the plain copy.
+  bool AlignLoads = false;
   /// Permute rows: the registers that hold the input row, each of
   /// PermuteBytes (TargetFacts).
   unsigned PermuteRegisters = 0;

@@ -158,6 +158,59 @@ TEST(Runtime, BlockRowsMatchTheInterpreterAtAnyOutputAlignment) {
   }
 }
 
+TEST(Runtime, BlockRowsFromAnInputOffTheLinesMatchTheInterpreter) {
+  // Rows of 1 KiB and more from an input that starts at each skew past a
+  // line (KernelPlan::AlignLoads on a target with AVX-512F): into an
+  // aligned output, a skew of whole 4-byte lanes loads the row's lines
+  // aligned and shifts them; any other skew, or an unaligned output, takes
+  // the plain copy. Rows of 1028 and 1200 bytes end inside a line, and the
+  // 1090-byte rows of UINT8 start at a different skew each.
+  auto RT = makeRuntime();
+  const uint64_t Rows = 40, Ids = 60;
+  const TargetFacts Facts = hostFacts();
+  for (auto [Type, Cols] : {std::pair{DataType::Float32, uint64_t(256)},
+                            {DataType::Float32, uint64_t(257)},
+                            {DataType::Float16, uint64_t(600)},
+                            {DataType::Float64, uint64_t(160)},
+                            {DataType::UInt8, uint64_t(1090)}}) {
+    const uint64_t Elem = dataTypeSize(Type), RowBytes = Cols * Elem;
+    SCOPED_TRACE("rows of " + std::to_string(RowBytes) + " bytes");
+    Expected<GatherDesc> D =
+        onnxGather(tensor(Type, {Rows, Cols}), tensor(DataType::Int64, {Ids}), 0);
+    ASSERT_TRUE(D.isOk());
+    Expected<ValidDesc> V = validate(*D);
+    ASSERT_TRUE(V.isOk());
+    EXPECT_EQ(planKernel(canonicalize(*V), Facts).AlignLoads,
+              Facts.PermuteBytes == 64 && Facts.VectorBytes == 64);
+    Expected<Kernel> K = RT->compile(*V);
+    ASSERT_TRUE(K.isOk());
+    const std::vector<char> Table = patternBuffer(Rows * Cols, Elem);
+    std::vector<int64_t> Idx(Ids);
+    for (uint64_t I = 0; I < Ids; ++I) // The first and the last row among them.
+      Idx[I] = static_cast<int64_t>((I * 13) % Rows) - (I % 4 == 3 ? int64_t(Rows) : 0);
+    Idx[1] = int64_t(Rows) - 1;
+    std::vector<char> Ref(Ids * RowBytes);
+    ASSERT_TRUE(interpret(*V, Table.data(), Idx.data(), Ref.data()).isOk());
+    std::vector<char> InBuffer(Table.size() + 128), OutBuffer(Ref.size() + 128);
+    auto Aligned = [](std::vector<char> &Buf) {
+      return Buf.data() + (64 - reinterpret_cast<uintptr_t>(Buf.data()) % 64);
+    };
+    for (size_t InSkew : {0, 4, 8, 16, 20, 32, 44, 48, 60, 1, 2, 3, 17, 62})
+      for (size_t OutSkew : {0, 16}) {
+        SCOPED_TRACE("input 64-byte aligned + " + std::to_string(InSkew) + ", output + " +
+                     std::to_string(OutSkew));
+        char *In = Aligned(InBuffer) + InSkew, *Out = Aligned(OutBuffer) + OutSkew;
+        std::memcpy(In, Table.data(), Table.size());
+        std::memset(OutBuffer.data(), 0x5a, OutBuffer.size());
+        ASSERT_TRUE(K->run(In, Idx.data(), Out).isOk());
+        ASSERT_EQ(0, std::memcmp(Ref.data(), Out, Ref.size()));
+        EXPECT_EQ(std::string(Out - OutBuffer.data(), 0x5a), std::string(OutBuffer.data(), Out));
+        EXPECT_EQ(std::string(OutBuffer.data() + OutBuffer.size() - (Out + Ref.size()), 0x5a),
+                  std::string(Out + Ref.size(), OutBuffer.data() + OutBuffer.size()));
+      }
+  }
+}
+
 TEST(Runtime, StreamedBlockRowsMatchTheInterpreterAtAnyOutputAlignment) {
   // Over 16 MiB of output: each row's whole 64-byte lines are written with
   // non-temporal stores, the bytes before and after them plainly, whatever

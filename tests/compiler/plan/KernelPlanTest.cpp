@@ -108,6 +108,33 @@ TEST(KernelPlan, BlockRowsAlignTheirStoresWhereMaskedStoresAreCheap) {
     EXPECT_FALSE(planOfCase(Name, Masked).AlignStores) << Name;
 }
 
+TEST(KernelPlan, BlockRowsOfAKibibyteOrMoreAlignTheirLoadsWithATwoRegisterPermute) {
+  TargetFacts Avx512;
+  Avx512.PermuteBytes = 64;
+  auto Rows = [&](uint64_t Cols, uint64_t Ids, const TargetFacts &F) {
+    TensorDesc Table, Idx;
+    Table.Sizes = {50000, Cols};
+    Idx.Type = DataType::Int64;
+    Idx.Sizes = {Ids};
+    Expected<ValidDesc> V = validate(*onnxGather(Table, Idx, 0));
+    EXPECT_TRUE(V.isOk());
+    return planKernel(canonicalize(*V), F);
+  };
+  EXPECT_EQ(Rows(256, 1000, Avx512).describe(),
+            "row=block prefetch-rows(ahead=8,bytes=1024) align-loads");
+  EXPECT_TRUE(Rows(768, 300, Avx512).AlignLoads);
+  EXPECT_FALSE(Rows(255, 1000, Avx512).AlignLoads); // Under 1 KiB.
+  EXPECT_FALSE(Rows(256, 1000, {}).AlignLoads);     // No permute.
+  TargetFacts Narrow = Avx512;
+  Narrow.VectorBytes = 32;
+  EXPECT_FALSE(Rows(256, 1000, Narrow).AlignLoads); // Vectors other than a line.
+  // Streamed rows (over 16 MiB of output) store whole lines already.
+  EXPECT_TRUE(Rows(256, 100000, Avx512).NonTemporal);
+  EXPECT_FALSE(Rows(256, 100000, Avx512).AlignLoads);
+  // Element rows copy no block.
+  EXPECT_FALSE(planOfCase("GE1", Avx512).AlignLoads);
+}
+
 TEST(KernelPlan, RowsGatheringWordsAreVectorizedWideWhereTheTargetSaysSo) {
   TargetFacts Wide;
   Wide.WideLoopBytes = 64;
