@@ -241,12 +241,13 @@ constexpr uint64_t GpuIndex32Elements = uint64_t(1) << 31;
 constexpr uint64_t AlignStoresFromBytes = 256;
 /// Block rows of at least this many bytes load a skewed input's lines
 /// aligned (KernelPlan::AlignLoads). A large numpy array's buffer starts 16
-/// bytes past a line, so every vector load of its rows spans two lines. In
-/// C on a 2-core Zen 4, 1,000 rows from a 51 MB table 16 bytes past a
-/// line into an aligned output, each variant alternating in one process:
-/// 1 KiB rows 27.8-29.2 -> 24.5-25.5 us a call, 3 KiB rows (333 a call)
-/// 25.3-25.5 -> 23.9-24.1 us; 512-byte rows moved both ways with the
-/// machine's load, 256-byte rows 38.8 -> 40.3 (slower).
+/// bytes past a line, so every vector load of its rows spans two lines.
+/// From Python on a 2-core Zen 4, a take from such a table repeated, the
+/// builds without and with it in turn, three runs each: 1,000 rows of
+/// 1 KiB 29.3-31.0 -> 27.0-27.6 us a call, 300 rows 8.2 -> 7.5 us, 333
+/// rows of 3 KiB 26.4-26.9 -> 25.4-25.6 us. The same copy in C: 512-byte
+/// rows moved both ways with the machine's load, 256-byte rows went
+/// 38.8 -> 40.3 us (4,000 a call).
 constexpr uint64_t AlignLoadsFromBytes = 1024;
 /// Loops of at most this many iterations, of constant count, are unrolled
 /// (the pipeline has no unroller; a tiny kernel's row pays no loop
