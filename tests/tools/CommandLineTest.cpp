@@ -11,6 +11,7 @@
 using namespace gatherjit;
 using namespace gatherjit::test;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 namespace {
@@ -36,6 +37,20 @@ TEST_F(CommandLine, GatherElementsOnnxExample2) {
   std::vector<uint64_t> Shape;
   EXPECT_EQ(readArray<float>(Dir / "out.npy", &Shape), (std::vector<float>{4, 8, 3, 7, 2, 3}));
   EXPECT_EQ(Shape, (std::vector<uint64_t>{2, 3}));
+}
+
+TEST_F(CommandLine, HelpNamesTheProgramUsersRun) {
+  // gatherjit hands --help to gatherjit-llvm, which prints it: the usage
+  // lines still name gatherjit.
+  for (const auto &[Args, Usage] :
+       {std::pair<std::string, std::string>{"--help", "Usage: gatherjit [OPTIONS] SUBCOMMAND"},
+        {"gather --help", "Usage: gatherjit gather [OPTIONS]"},
+        {"ir gather-elements --help", "Usage: gatherjit ir gather-elements [OPTIONS]"}}) {
+    CliResult R = runCli(Dir, Args);
+    ASSERT_EQ(R.Exit, 0) << Args << ": " << R.Err;
+    EXPECT_THAT(R.Out, HasSubstr(Usage)) << Args;
+    EXPECT_THAT(R.Out, Not(HasSubstr("gatherjit-llvm"))) << Args;
+  }
 }
 
 TEST_F(CommandLine, SpecializeChoosesTheTierAndStatsNameIt) {

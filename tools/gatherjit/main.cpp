@@ -194,7 +194,9 @@ Status execOnnxTest(const std::vector<std::string> &Dirs) {
 }
 
 int run(int Argc, char **Argv) {
-  CLI::App App{"gatherjit: gather operators compiled to native code"};
+  // Named for the program users run, whichever of the three parses it
+  // (each is started with its own name as argv[0]).
+  CLI::App App{"gatherjit: gather operators compiled to native code", "gatherjit"};
   App.require_subcommand(1);
   struct Command {
     OperandFlags Operands;
