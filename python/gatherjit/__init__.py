@@ -418,20 +418,31 @@ def _index(axis):
 
 def _wrapped(op, data, indices, axis):
     """mode="wrap": `indices` taken modulo the sizes they index (numpy's
-    rule), as int64."""
+    rule), as int64, and the mode to gather them with."""
     ids = _np.asarray(indices)
     if not _np.issubdtype(ids.dtype, _np.integer):
         raise _IndexTypeError(f"indices must be integers, not {ids.dtype}")
     if op != "gather_nd" and not -data.ndim <= axis < data.ndim:
-        return indices  # the gather names the bad axis
+        return indices, "raise"  # the gather names the bad axis
     ids = ids.astype(_np.int64)
+    shape = data.shape
     if op == "gather_nd":
-        sizes = _np.array(data.shape[axis:axis + ids.shape[-1]], dtype=_np.int64)
+        if ids.ndim == 0 or not 0 <= axis < ids.ndim:
+            return ids, "raise"  # the gather names the bad shape or batch_dims
+        k = ids.shape[-1]
+        sizes = _np.array(shape[axis:axis + k], dtype=_np.int64)
+        rest = shape[:axis] + shape[axis + k:]
     else:
-        sizes = _np.int64(data.shape[axis])
+        axis %= data.ndim
+        sizes = _np.int64(shape[axis])
+        rest = shape[:axis] + shape[axis + 1:]
     if _np.any(sizes == 0) and ids.size:
-        raise IndexError("cannot do a non-empty take from an empty axis (mode='wrap')")
-    return ids % _np.maximum(sizes, 1)
+        # numpy's rule: an error where the result has elements; an empty
+        # result reads nothing, which clip's kernel gives.
+        if 0 not in rest:
+            raise IndexError("cannot do a non-empty take from an empty axis (mode='wrap')")
+        return _np.zeros_like(ids), "clip"
+    return ids % _np.maximum(sizes, 1), "raise"
 
 
 def _range(size):

@@ -274,9 +274,11 @@ py::array objectsOf(const py::array &Words) {
 py::object gatherArrays(const std::string &Op, py::array Data, py::array Indices,
                         py::handle AxisObj, std::optional<py::array> Out, const std::string &Mode,
                         const std::optional<py::tuple> &Fused, bool Broadcast) {
-  if (Mode == "wrap")
-    return gatherArrays(Op, Data, package("_wrapped")(Op, Data, Indices, AxisObj), AxisObj, Out,
-                        "raise", Fused, Broadcast);
+  if (Mode == "wrap") {
+    const py::tuple Wrapped = package("_wrapped")(Op, Data, Indices, AxisObj);
+    return gatherArrays(Op, Data, Wrapped[0], AxisObj, Out, Wrapped[1].cast<std::string>(), Fused,
+                        Broadcast);
+  }
   if (holdsReferences(Data.dtype())) {
     // Elements holding references: the result holds a new reference to
     // each object gathered (numpy's take does the same), and numpy counts

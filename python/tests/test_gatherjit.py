@@ -636,22 +636,33 @@ def test_a_dtype_of_no_bytes_is_a_clean_error():
             gj.take(data, [0])
 
 
-def test_clip_into_an_empty_axis_raises_as_numpy_does():
-    # numpy's clip has no element to clip to: a non-empty result is an
-    # IndexError, an empty one is not.
+@pytest.mark.parametrize("mode", ["clip", "wrap"])
+def test_clip_and_wrap_into_an_empty_axis_raise_as_numpy_does(mode):
+    # numpy's clip and wrap have no element to clip or wrap to: a non-empty
+    # result is an IndexError, an empty one is not.
     for data, ids, axis in [(np.zeros((0, 3)), np.array([0]), 0),
                             (np.zeros((2, 0)), np.array([0, 5]), 1)]:
         with pytest.raises(IndexError):
-            np.take(data, ids, axis, mode="clip")
-        with pytest.raises(IndexError, match="empty axis \\(mode='clip'\\)"):
-            gj.take(data, ids, axis, mode="clip")
+            np.take(data, ids, axis, mode=mode)
+        with pytest.raises(IndexError, match=f"empty axis \\(mode='{mode}'\\)"):
+            gj.take(data, ids, axis, mode=mode)
     with pytest.raises(IndexError, match="empty axis"):
-        gj.take_along_axis(np.zeros((0, 3)), np.zeros((2, 3), np.int64), 0, mode="clip")
+        gj.take_along_axis(np.zeros((0, 3)), np.zeros((2, 3), np.int64), 0, mode=mode)
     with pytest.raises(IndexError, match="empty axis"):
-        gj.gather_nd(np.zeros((3, 0)), np.array([[1, 0]]), mode="clip")
-    assert gj.take(np.zeros((0, 0)), np.array([0]), 1, mode="clip").shape == (0, 1)
+        gj.gather_nd(np.zeros((3, 0)), np.array([[1, 0]]), mode=mode)
+    for data, ids, axis in [(np.zeros((0, 0)), np.array([0]), 1),
+                            (np.zeros((0, 3, 0, 2)), np.array(4), 2)]:
+        want = np.take(data, ids, axis, mode=mode)  # returns: no dimension before the axis
+        assert gj.take(data, ids, axis, mode=mode).shape == want.shape == (0, *want.shape[1:])
+    # (numpy 1.24's wrap never returns where dimensions before the empty
+    # axis hold elements; the result is empty all the same.)
+    assert gj.take(np.zeros((2, 0, 0)), np.array([1]), 1, mode=mode).shape == (2, 1, 0)
     assert gj.take_along_axis(np.zeros((0, 3)), np.zeros((0, 3), np.int64), 0,
-                              mode="clip").shape == (0, 3)
+                              mode=mode).shape == (0, 3)
+    assert gj.take_along_axis(np.zeros((0, 0)), np.ones((0, 2), np.int64), 1,
+                              mode=mode).shape == (0, 2)
+    assert gj.gather_nd(np.zeros((0, 0, 0)), np.zeros((2, 3, 2), np.int64), batch_dims=0,
+                        mode=mode).shape == (2, 3, 0)
 
 
 @pytest.mark.parametrize("index_dtype", [np.int64, np.int32, np.uint32, np.int8])
