@@ -20,6 +20,7 @@
 #include "gatherjit/Compile.h"
 #include "gatherjit/Runtime.h"
 #include "gatherjit/Validate.h"
+#include "runtime/System.h"
 
 #include <cstdint>
 #include <memory>
@@ -116,19 +117,24 @@ Expected<std::optional<int>> parseDevice(const std::string &Text);
 /// return after the stream's synchronize (microseconds, wall clock).
 struct DeviceRun {
   std::string Device; ///< e.g. "cuda:0 (sm_90)"
+  /// The kernel's descriptor: with an epilogue, the fused one, whose
+  /// output the run's output buffer holds.
+  ValidDesc Desc;
   double PtxMs = 0, LoadMs = 0, KernelUs = 0, CopyUs = 0, CallUs = 0;
   /// The median of as many empty kernels' calls (CudaDevice::emptyCallsUs).
   double EmptyCallUs = 0;
 };
 
 /// Runs \p V on CUDA device \p Ordinal \p Repeat times, in a runtime of
-/// mode \p Mode (Never: its family's kernel; AtCompile: its own): \p Input
-/// and \p Indices are host buffers, copied to the device and the output
-/// copied back into \p Output. An out-of-range index under Check is the
-/// interpreter's error for it.
+/// mode \p Mode (Never: its family's kernel; AtCompile: its own), with
+/// the element epilogue \p Fused fused in (none where its Function is
+/// empty; \p RowOut as Runtime::compile takes it): \p Input and \p Indices
+/// are host buffers, copied to the device, and the output is copied back
+/// into \p Output, allocated to the kernel's output (DeviceRun::Desc). An
+/// out-of-range index under Check is the interpreter's error for it.
 Expected<DeviceRun> runOnCuda(const ValidDesc &V, int Ordinal, OptLevel Level, Specialize Mode,
-                              const void *Input, const void *Indices, void *Output,
-                              unsigned Repeat = 1);
+                              const void *Input, const void *Indices, ByteBuffer &Output,
+                              unsigned Repeat = 1, const Epilogue &Fused = {}, uint64_t RowOut = 0);
 
 /// Runs \p V (under Check) on CUDA device \p Ordinal, in a runtime of mode
 /// \p Mode, with one index made
@@ -141,11 +147,13 @@ Expected<DeviceRun> runOnCuda(const ValidDesc &V, int Ordinal, OptLevel Level, S
 Expected<unsigned> checkBadIndicesOnCuda(const ValidDesc &V, int Ordinal, Specialize Mode,
                                          const void *Input, const void *Indices);
 
-/// The PTX of \p V's kernel, named \p Name, for the architecture of CUDA
-/// device \p Ordinal when a driver and the device are there, else for
-/// sm_80.
+/// The PTX of \p V's kernel, named \p Name, with the element epilogue
+/// \p Fused fused in (none where its Function is empty), for the
+/// architecture of CUDA device \p Ordinal when a driver and the device are
+/// there, else for sm_80: the module `gatherjit aot` writes for it.
 Expected<std::string> ptxFor(const ValidDesc &V, std::optional<int> Ordinal, OptLevel Level,
-                             const std::string &Name);
+                             const std::string &Name, const Epilogue &Fused = {},
+                             uint64_t RowOut = 0);
 
 } // namespace gatherjit
 

@@ -2,7 +2,6 @@
 
 #include "runtime/CudaDriver.h"
 
-#include "compiler/backend/Backend.h"
 #include "compiler/backend/Target.h"
 #include "compiler/pipeline/Pipeline.h"
 #include "gatherjit/Interpreter.h"
@@ -16,7 +15,7 @@
 namespace gatherjit {
 
 Expected<std::string> ptxFor(const ValidDesc &V, std::optional<int> Ordinal, OptLevel Level,
-                             const std::string &Name) {
+                             const std::string &Name, const Epilogue &Epi, uint64_t RowOut) {
   std::string Arch = DefaultGpuArch;
   if (Ordinal)
     if (Expected<std::shared_ptr<CudaDevice>> D = CudaDevice::open(*Ordinal))
@@ -25,7 +24,11 @@ Expected<std::string> ptxFor(const ValidDesc &V, std::optional<int> Ordinal, Opt
       createCodeGenerator({"nvptx64-nvidia-cuda", Arch, ""}, Level);
   if (!Gen)
     return Gen.status();
-  Expected<PipelineResult> R = runPipeline({{canonicalize(V), Name}}, *backendFor(**Gen), Level);
+  ValidDesc Fused = V;
+  Expected<PipelineKernel> K = fusedKernel(Fused, Epi, RowOut, (*Gen)->targetMachine(), Name);
+  if (!K)
+    return K.status();
+  Expected<PipelineResult> R = runPipeline({K.take()}, *backendFor(**Gen), Level);
   if (!R)
     return R.status();
   return std::string(R->Bytes.begin(), R->Bytes.end());
@@ -46,9 +49,8 @@ struct DeviceSetup {
 };
 
 Expected<DeviceSetup> setUp(const ValidDesc &V, int Ordinal, OptLevel Level, Specialize Mode,
-                            const void *Input, const void *Indices) {
-  if (V.Epilogue.Kind != EpilogueKind::None)
-    return Status::unsupported("fused epilogues run on the CPU only for now (no --device cuda)");
+                            const void *Input, const void *Indices, const Epilogue &Fused = {},
+                            uint64_t RowOut = 0) {
   RuntimeOptions Options;
   Options.Device = "cuda:" + std::to_string(Ordinal);
   Options.Opt = Level;
@@ -63,13 +65,15 @@ Expected<DeviceSetup> setUp(const ValidDesc &V, int Ordinal, OptLevel Level, Spe
   if (!D)
     return D.status();
   Set.D = D.take();
-  Expected<Kernel> K = Set.RT->compile(V);
+  Expected<Kernel> K =
+      Fused.Function.empty() ? Set.RT->compile(V) : Set.RT->compile(V, Fused, RowOut);
   if (!K)
     return K.status();
   Set.K = K.take();
+  const TensorDesc &Output = Set.K.desc().Output; // An epilogue's type and rows.
   const uint64_t Bytes[3] = {requiredElements(V.Input) * V.Input.elementBytes(),
                              requiredElements(V.Indices) * V.Indices.elementBytes(),
-                             requiredElements(V.Output) * V.Output.elementBytes()};
+                             requiredElements(Output) * Output.elementBytes()};
   for (int B = 0; B < 3; ++B) {
     Set.Bytes[B] = Bytes[B];
     Expected<std::shared_ptr<void>> Made = Set.D->allocate(Bytes[B]);
@@ -94,13 +98,17 @@ double median(std::vector<double> Us) {
 } // namespace
 
 Expected<DeviceRun> runOnCuda(const ValidDesc &V, int Ordinal, OptLevel Level, Specialize Mode,
-                              const void *Input, const void *Indices, void *Output,
-                              unsigned Repeat) {
-  Expected<DeviceSetup> Set = setUp(V, Ordinal, Level, Mode, Input, Indices);
+                              const void *Input, const void *Indices, ByteBuffer &Output,
+                              unsigned Repeat, const Epilogue &Fused, uint64_t RowOut) {
+  Expected<DeviceSetup> Set = setUp(V, Ordinal, Level, Mode, Input, Indices, Fused, RowOut);
   if (!Set)
     return Set.status();
   DeviceRun Run;
   Run.Device = Set->D->name();
+  Run.Desc = Set->K.desc();
+  Expected<ByteBuffer> Out = ByteBuffer::allocate(Set->Bytes[2], "the output");
+  if (!Out)
+    return Out.status();
   const CompileTimes &Times = Set->K.compileTimes();
   Run.PtxMs = Times.Emit + Times.Optimize + Times.Codegen;
   Run.LoadMs = Times.Link;
@@ -141,8 +149,9 @@ Expected<DeviceRun> runOnCuda(const ValidDesc &V, int Ordinal, OptLevel Level, S
   Run.CallUs = median(Call);
   Run.EmptyCallUs = median(*Empty);
   if (OutBytes)
-    if (Status S = Set->D->copyToHost(Output, Set->Buffers[2].get(), OutBytes); !S)
+    if (Status S = Set->D->copyToHost(Out->data(), Set->Buffers[2].get(), OutBytes); !S)
       return S;
+  Output = Out.take();
   return Run;
 }
 

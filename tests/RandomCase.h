@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -220,6 +221,75 @@ private:
 
   std::mt19937_64 Rng;
 };
+
+/// C's name of a type an epilogue may take; null for the others.
+inline const char *epilogueCName(DataType T) {
+  switch (T) {
+  case DataType::Float64:
+    return "double";
+  case DataType::Float32:
+    return "float";
+  case DataType::Float16:
+    return "float16_t";
+  case DataType::BFloat16:
+    return "bfloat16_t";
+  case DataType::Int64:
+    return "int64_t";
+  case DataType::Int32:
+    return "int32_t";
+  case DataType::Int16:
+    return "int16_t";
+  case DataType::Int8:
+    return "int8_t";
+  case DataType::UInt64:
+    return "uint64_t";
+  case DataType::UInt32:
+    return "uint32_t";
+  case DataType::UInt16:
+    return "uint16_t";
+  case DataType::UInt8:
+    return "uint8_t";
+  case DataType::Bool:
+    return "bool";
+  default:
+    return nullptr;
+  }
+}
+
+/// An element epilogue `OUT f(IN x)` and its output type.
+struct RandomEpilogue {
+  std::string Source;
+  DataType Out;
+};
+
+/// A random element epilogue for elements of type \p In, whose result is
+/// defined for every input (no float to integer, which NaN leaves
+/// undefined, and arithmetic that rounds once); none for types an
+/// epilogue cannot take.
+inline std::optional<RandomEpilogue> randomElementEpilogue(DataType In, std::mt19937_64 &Rng) {
+  auto Float = [](DataType T) {
+    return T == DataType::Float64 || T == DataType::Float32 || T == DataType::Float16 ||
+           T == DataType::BFloat16;
+  };
+  const char *InName = epilogueCName(In);
+  if (!InName)
+    return std::nullopt;
+  const DataType Outs[] = {DataType::Float64, DataType::Float32, DataType::Int64,
+                           DataType::UInt16,  DataType::Int8,    DataType::Float16};
+  DataType Out = Outs[Rng() % std::size(Outs)];
+  std::string Body;
+  if (Float(In)) {
+    if (!Float(Out) || (In == DataType::BFloat16 && Out == DataType::Float16))
+      Out = DataType::Float64;
+    Body = std::string("return (") + epilogueCName(Out) + ")(-x * 2);";
+  } else if (In == DataType::Bool) {
+    Body = "return x ? 3 : 7;";
+  } else {
+    Body = std::string("return (") + epilogueCName(Out) + ")(x ^ (" + InName + ")0x5a);";
+  }
+  return RandomEpilogue{std::string(epilogueCName(Out)) + " f(" + InName + " x) { " + Body + " }",
+                        Out};
+}
 
 } // namespace gatherjit::test
 

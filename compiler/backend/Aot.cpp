@@ -203,22 +203,10 @@ Expected<AotResult> compileAot(const std::vector<AotKernel> &Kernels, const AotT
   std::vector<AotKernel> Fused = Kernels;
   std::vector<PipelineKernel> Specs;
   for (AotKernel &K : Fused) {
-    std::shared_ptr<const EpilogueCode> Code;
-    if (!K.Fused.Function.empty()) {
-      const uint64_t RowIn = K.Desc.Input.Sizes.back();
-      const uint64_t RowOut = K.RowOut ? K.RowOut : RowIn;
-      Expected<std::shared_ptr<const EpilogueCode>> Compiled =
-          compileEpilogue(K.Fused, epilogueTarget(TM, RowIn, RowOut));
-      if (!Compiled)
-        return Compiled.status();
-      Code = Compiled.take();
-      Expected<ValidDesc> V = withEpilogue(K.Desc, Code->Signature, RowOut);
-      if (!V)
-        return V.status();
-      K.Desc = V.take();
-    }
-    Specs.push_back({canonicalize(K.Desc), K.Name});
-    Specs.back().Spec.Code = Code;
+    Expected<PipelineKernel> Spec = fusedKernel(K.Desc, K.Fused, K.RowOut, TM, K.Name);
+    if (!Spec)
+      return Spec.status();
+    Specs.push_back(Spec.take());
   }
   std::unique_ptr<Backend> Target = backendFor(**Gen);
   Expected<PipelineResult> Object = runPipeline(Specs, *Target, Level);

@@ -77,6 +77,26 @@ Expected<PipelineResult> runPipeline(const std::vector<PipelineKernel> &Kernels,
   return finish(M, std::move(R), T0, Target, Level, Output, Cache, Key);
 }
 
+Expected<PipelineKernel> fusedKernel(ValidDesc &Plain, const Epilogue &Fused, uint64_t RowOut,
+                                     const llvm::TargetMachine &TM, const std::string &Name) {
+  std::shared_ptr<const EpilogueCode> Code;
+  if (!Fused.Function.empty()) {
+    const uint64_t RowIn = Plain.Input.Sizes.back();
+    Expected<std::shared_ptr<const EpilogueCode>> Compiled =
+        compileEpilogue(Fused, epilogueTarget(TM, RowIn, RowOut ? RowOut : RowIn));
+    if (!Compiled)
+      return Compiled.status();
+    Code = Compiled.take();
+    Expected<ValidDesc> V = withEpilogue(Plain, Code->Signature, RowOut);
+    if (!V)
+      return V.status();
+    Plain = V.take();
+  }
+  PipelineKernel K{canonicalize(Plain), Name};
+  K.Spec.Code = std::move(Code);
+  return K;
+}
+
 Expected<PipelineResult> runEpiloguePipeline(const EpilogueCode &Code, const std::string &Name,
                                              Backend &Target, OptLevel Level) {
   llvm::LLVMContext Ctx;

@@ -51,6 +51,14 @@ struct PipelineResult {
   bool Stored = false;
 };
 
+/// \p Plain's kernel named \p Name, with the C epilogue \p Fused compiled
+/// for \p TM and fused in (none where its Function is empty; \p RowOut as
+/// withEpilogue takes it, 0 for the input's row): what ahead-of-time
+/// compilation and a device's PTX printer give the pipeline. \p Plain
+/// becomes the fused descriptor.
+Expected<PipelineKernel> fusedKernel(ValidDesc &Plain, const Epilogue &Fused, uint64_t RowOut,
+                                     const llvm::TargetMachine &TM, const std::string &Name);
+
 /// Compiles \p Kernels into one module for \p Target at \p Level (one
 /// module at a time per backend). Only a single-kernel object is cached.
 /// Fails only on a bug (a module that does not verify, in builds with

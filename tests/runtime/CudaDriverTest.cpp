@@ -158,6 +158,50 @@ TEST_F(CudaDriver, IrPrintsPtxForTheDevice) {
   EXPECT_THAT(NoDriver.Out, HasSubstr(".target sm_80"));
 }
 
+TEST_F(CudaDriver, ElementEpiloguesRunOnTheDeviceAndRowEpiloguesAreRefused) {
+  if (!epiloguesSupported())
+    GTEST_SKIP() << "built without clang's libraries";
+  ::setenv("GATHERJIT_FAKE_CUDA", "ok", 1);
+  spit(Dir / "floor.c", "float floor2(float x) { return x > 2.0f ? x : 2.0f; }\n");
+  spit(Dir / "widen.c", "float widen(_Float16 x) { return (float)x * 0.5f; }\n");
+  spit(Dir / "sum.c", "void sum(const float *row, float *out) { out[0] = row[0] + row[1]; }\n");
+  const std::string Operands =
+      " --axis 1 --data " + Dir / "d.npy" + " --indices " + Dir / "i.npy" + " --device cuda";
+  // Its PTX holds the epilogue's instruction, in the kernel's entry.
+  CliResult R = runCli(Dir, "ir gather-elements" + Operands + " --epilogue " + Dir / "floor.c" +
+                                " --epilogue-fn floor2");
+  ASSERT_EQ(R.Exit, 0) << R.Err;
+  EXPECT_THAT(R.Out, HasSubstr(".visible .entry gj_gather("));
+  EXPECT_THAT(R.Out, HasSubstr("max.f32"));
+  // A run writes the fused output: FLOAT16 in, FLOAT32 out (zeros: the
+  // fake device runs nothing), after its kernel's launch.
+  std::vector<uint16_t> Half(12, 0x3c00);
+  writeArray<uint16_t>(Dir / "h.npy", "<f2", {3, 4}, Half);
+  R = runCli(Dir, "gather-elements --axis 1 --data " + Dir / "h.npy" + " --indices " +
+                      Dir / "i.npy" + " --device cuda --specialize compile --epilogue " +
+                      Dir / "widen.c" + " --epilogue-fn widen -o " + Dir / "o.npy");
+  ASSERT_EQ(R.Exit, 0) << R.Err;
+  EXPECT_THAT(slurp(Dir / "o.npy"), HasSubstr("'descr': '<f4'"));
+  std::vector<uint64_t> Shape;
+  EXPECT_EQ(readArray<float>(Dir / "o.npy", &Shape), std::vector<float>(12, 0.0f));
+  EXPECT_EQ(Shape, (std::vector<uint64_t>{3, 4}));
+  // (An epilogue's rows are not staged: one block for the 12 elements.)
+  EXPECT_THAT(slurp(Dir / "driver.log"),
+              ::testing::ContainsRegex("launch gj_b2_[a-z0-9_]+ grid=1 block=256 shared=0\n"));
+  // Row epilogues and checked ones run on the CPU alone: one error line,
+  // exit 2, no output file.
+  std::filesystem::remove(Dir / "o.npy");
+  const std::string Rows = "gather --axis 0 --data " + Dir / "d.npy" + " --indices " +
+                           Dir / "i.npy" + " --device cuda -o " + Dir / "o.npy";
+  expectOneErrorLine(runCli(Dir, Rows + " --epilogue " + Dir / "sum.c" +
+                                     " --epilogue-fn sum --epilogue-row-out 1"),
+                     2, "row epilogues and checked epilogues run on the CPU only");
+  expectOneErrorLine(runCli(Dir, Rows + " --epilogue " + Dir / "floor.c" +
+                                     " --epilogue-fn floor2 --epilogue-checked"),
+                     2, "row epilogues and checked epilogues run on the CPU only");
+  EXPECT_FALSE(std::filesystem::exists(Dir / "o.npy"));
+}
+
 TEST_F(CudaDriver, NewShapesOfAFamilyRunItsKernelUntilTheyAreHot) {
   ::setenv("GATHERJIT_FAKE_CUDA", "ok", 1);
   RuntimeOptions Options;

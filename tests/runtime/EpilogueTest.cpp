@@ -334,45 +334,6 @@ TEST(Epilogue, SignatureAndParametersMustMatchTheTensors) {
   EXPECT_THAT(Error(Strided, epilogue(Row)), HasSubstr("must be contiguous, stride 1"));
 }
 
-/// C's name of a type an epilogue may take.
-const char *cName(DataType T) {
-  switch (T) {
-  case DataType::Float64:
-    return "double";
-  case DataType::Float32:
-    return "float";
-  case DataType::Float16:
-    return "float16_t";
-  case DataType::BFloat16:
-    return "bfloat16_t";
-  case DataType::Int64:
-    return "int64_t";
-  case DataType::Int32:
-    return "int32_t";
-  case DataType::Int16:
-    return "int16_t";
-  case DataType::Int8:
-    return "int8_t";
-  case DataType::UInt64:
-    return "uint64_t";
-  case DataType::UInt32:
-    return "uint32_t";
-  case DataType::UInt16:
-    return "uint16_t";
-  case DataType::UInt8:
-    return "uint8_t";
-  case DataType::Bool:
-    return "bool";
-  default:
-    return nullptr;
-  }
-}
-
-bool isFloat(DataType T) {
-  return T == DataType::Float64 || T == DataType::Float32 || T == DataType::Float16 ||
-         T == DataType::BFloat16;
-}
-
 /// Runs \p K and the interpreter with its epilogue; same bytes or the same
 /// error.
 void compareWithInterpreter(Runtime &RT, const Kernel &K, const RandomCase &C) {
@@ -400,32 +361,17 @@ TEST(Epilogue, ElementEpiloguesOnRandomConfigurations) {
   ASSERT_TRUE(RT.isOk());
   CaseGenerator Gen(20261123);
   std::mt19937_64 Rng(5);
-  const DataType Outs[] = {DataType::Float64, DataType::Float32, DataType::Int64,
-                           DataType::UInt16,  DataType::Int8,    DataType::Float16};
   int Ran = 0;
   for (int I = 0; I < 400 && Ran < 120; ++I) {
     RandomCase C = Gen.next();
-    const DataType In = C.Desc.Input.Type;
-    if (!cName(In))
+    const std::optional<RandomEpilogue> E = randomElementEpilogue(C.Desc.Input.Type, Rng);
+    if (!E)
       continue;
-    DataType Out = Outs[Rng() % std::size(Outs)];
-    // Only conversions defined for every input: no float to integer (NaN),
-    // and arithmetic that rounds once.
-    std::string Body;
-    if (isFloat(In)) {
-      if (!isFloat(Out) || (In == DataType::BFloat16 && Out == DataType::Float16))
-        Out = DataType::Float64;
-      Body = std::string("return (") + cName(Out) + ")(-x * 2);";
-    } else if (In == DataType::Bool) {
-      Body = "return x ? 3 : 7;";
-    } else {
-      Body = std::string("return (") + cName(Out) + ")(x ^ (" + cName(In) + ")0x5a);";
-    }
-    const std::string Src = std::string(cName(Out)) + " f(" + cName(In) + " x) { " + Body + " }";
+    const std::string &Src = E->Source;
     // The plain gather retyped by the epilogue (withEpilogue).
     Expected<Kernel> K = (*RT)->compile(C.Desc, epilogue(Src));
     ASSERT_TRUE(K.isOk()) << Src << "\n" << C.Summary << "\n" << K.status().message();
-    ASSERT_EQ(K->desc().Output.Type, Out);
+    ASSERT_EQ(K->desc().Output.Type, E->Out);
     RandomCase Adapted = C;
     Adapted.Desc = K->desc();
     compareWithInterpreter(**RT, *K, Adapted);

@@ -69,18 +69,16 @@ using Clock = std::chrono::steady_clock;
 Status executeOnDevice(Problem &P, const EngineFlags &E, int Ordinal, AtomicFile &File) {
   if (E.Engine != "jit")
     return Status::invalidArgument("--device " + E.Device + " runs the jit engine only");
-  if (!P.Fused.Function.empty())
-    return Status::unsupported("fused epilogues run on the CPU only for now (no --device)");
-  Expected<ByteBuffer> Out = P.outputBuffer();
-  if (!Out)
-    return Out.status();
   Specialize Mode = Specialize::Adaptive;
   (void)parseSpecialize(E.Specialize, Mode); // Checked by the parser.
+  ByteBuffer Out;
   Expected<DeviceRun> Run = runOnCuda(P.Desc, Ordinal, *parseOptLevel(E.Opt), Mode, P.Input.data(),
-                                      P.Indices.data(), Out->data(), E.Repeat);
+                                      P.Indices.data(), Out, E.Repeat, P.Fused, P.RowOut);
   if (!Run)
     return P.inUserTerms(Run.status());
-  if (Status S = P.writeOutput(File, *Out); !S)
+  if (!P.Fused.Function.empty())
+    P.fuse(Run->Desc);
+  if (Status S = P.writeOutput(File, Out); !S)
     return S;
   if (E.Stats)
     std::fprintf(stderr,
@@ -146,9 +144,8 @@ Status printIR(const Problem &P, const EngineFlags &E, bool Asm, const std::stri
   if (!Device)
     return Device.status();
   if (*Device) { // The kernel's PTX, for the device's architecture if it is there.
-    if (!P.Fused.Function.empty())
-      return Status::unsupported("fused epilogues run on the CPU only for now (no --device)");
-    Expected<std::string> Ptx = ptxFor(P.Desc, *Device, *parseOptLevel(E.Opt), "gj_gather");
+    Expected<std::string> Ptx =
+        ptxFor(P.Desc, *Device, *parseOptLevel(E.Opt), "gj_gather", P.Fused, P.RowOut);
     if (!Ptx)
       return Ptx.status();
     if (OutPath.empty()) {

@@ -9,8 +9,9 @@
 //  - so does the family kernel of each (KernelSpec::Family: every size and
 //    stride from its shape argument), one kernel run for every shape of
 //    its family that the configurations hold;
-//  - the PTX it generates for those configurations and their families is
-//    accepted by ptxas
+//  - so does the thread body with an element epilogue fused in;
+//  - the PTX it generates for those configurations, their families and
+//    some with an element epilogue is accepted by ptxas
 //    for sm_80 and sm_90 where ptxas is found ($CUDA_HOME/bin, PATH,
 //    /usr/local/cuda/bin), with no spill and no stack frame.
 //
@@ -26,6 +27,7 @@
 #include "compiler/plan/KernelPlan.h"
 #include "gatherjit/Interpreter.h"
 #include "gatherjit/Onnx.h"
+#include "gatherjit/Runtime.h"
 #include "runtime/FamilyCode.h"
 
 #include <llvm/IR/LLVMContext.h>
@@ -267,6 +269,58 @@ TEST_F(GpuBackend, SimulatedFamilyGridsMatchTheInterpreter) {
   EXPECT_GT(Errors, 10u) << "too few configurations exercise Check";
   EXPECT_GE(Shared, 6u) << "too few shapes ran a family kernel compiled for another shape";
   EXPECT_GT(BlockRows, 10u) << "too few configurations copy block rows";
+}
+
+TEST_F(GpuBackend, SimulatedGridsWithElementEpiloguesMatchTheInterpreter) {
+  // An element epilogue compiled for the grid's target and fused into the
+  // thread body, on random configurations: the interpreter applies the
+  // same C function, compiled for the CPU, to each element it gathers.
+  if (!epiloguesSupported())
+    GTEST_SKIP() << "built without clang's libraries";
+  RuntimeOptions Options;
+  Options.Specialization = Specialize::AtCompile;
+  Options.Threads = 1;
+  Expected<std::unique_ptr<Runtime>> RT = Runtime::create(Options);
+  ASSERT_TRUE(RT.isOk()) << RT.status().message();
+  CaseGenerator Cases(20261127);
+  std::mt19937_64 Rng(7);
+  unsigned Ran = 0, Errors = 0;
+  for (int I = 0; I < 300 && Ran < 80; ++I) {
+    const RandomCase C = Cases.next();
+    const std::optional<RandomEpilogue> E = randomElementEpilogue(C.Desc.Input.Type, Rng);
+    if (!E)
+      continue;
+    SCOPED_TRACE(std::to_string(I) + ": " + C.Summary + "; " + E->Source);
+    Epilogue Fn;
+    Fn.Source = E->Source;
+    Fn.Function = "f";
+    // The reference: the CPU's fused descriptor and its epilogue alone.
+    Expected<Kernel> Cpu = (*RT)->compile(C.Desc, Fn);
+    ASSERT_TRUE(Cpu.isOk()) << Cpu.status().message();
+    Expected<EpilogueApply> Apply = (*RT)->epilogueFunction(*Cpu);
+    ASSERT_TRUE(Apply.isOk()) << Apply.status().message();
+    const ValidDesc &V = Cpu->desc();
+    const size_t OutBytes = requiredElements(V.Output) * V.Output.elementBytes();
+    std::vector<char> Ref(OutBytes, '\xab'), Dev;
+    const Status RS = interpret(V, C.Input.data(), C.Indices.data(), Ref.data(), *Apply);
+    // The grid's kernel, as a device's PTX printer fuses it.
+    ValidDesc Fused = C.Desc;
+    const std::string Name = "e" + std::to_string(I);
+    Expected<PipelineKernel> K = fusedKernel(Fused, Fn, 0, Gen->targetMachine(), Name);
+    ASSERT_TRUE(K.isOk()) << K.status().message();
+    ASSERT_EQ(Fused.Output.Type, E->Out);
+    Expected<PipelineResult> R = runPipeline({K.take()}, *Grid, OptLevel::O1);
+    ASSERT_TRUE(R.isOk()) << R.status().message();
+    Expected<std::shared_ptr<const Executable>> Code = Jit->link(Name, R->Bytes);
+    ASSERT_TRUE(Code.isOk()) << Code.status().message();
+    expectInterpreters(RS, Ref, runGuarded(**Code, C, OutBytes, Dev), Dev);
+    if (HasFailure())
+      return;
+    ++Ran;
+    Errors += !RS;
+  }
+  EXPECT_GE(Ran, 80u);
+  EXPECT_GT(Errors, 3u) << "too few configurations exercise Check";
 }
 
 TEST_F(GpuBackend, WidePiecesOfRowsNameTheBadRow) {
@@ -549,14 +603,28 @@ TEST_F(GpuBackend, PtxOfRandomConfigurationsAssemblesWithoutSpills) {
     std::unique_ptr<Backend> Gpu = backendFor(**Nvptx);
     ASSERT_TRUE(Gpu->facts().Gpu);
     // 500 configurations, 50 to a module.
+    std::mt19937_64 Rng(11);
     for (int Module = 0; Module < 10; ++Module) {
       std::vector<PipelineKernel> Kernels;
       for (int K = 0; K < 50; ++K) {
-        const KernelSpec Spec = canonicalize(Cases.next().Desc);
+        const RandomCase C = Cases.next();
+        const KernelSpec Spec = canonicalize(C.Desc);
         Kernels.push_back({Spec, "k" + std::to_string(K)});
         // Every other configuration's family kernel too.
         if (const std::optional<KernelSpec> Family = familyOf(Spec, true); Family && K % 2)
           Kernels.push_back({*Family, "f" + std::to_string(K)});
+        // Every fifth with an element epilogue fused in.
+        if (K % 5 == 0 && epiloguesSupported())
+          if (std::optional<RandomEpilogue> E = randomElementEpilogue(C.Desc.Input.Type, Rng)) {
+            Epilogue Fn;
+            Fn.Source = E->Source;
+            Fn.Function = "f";
+            ValidDesc Fused = C.Desc;
+            Expected<PipelineKernel> Epi =
+                fusedKernel(Fused, Fn, 0, (*Nvptx)->targetMachine(), "e" + std::to_string(K));
+            ASSERT_TRUE(Epi.isOk()) << Epi.status().message();
+            Kernels.push_back(Epi.take());
+          }
       }
       Expected<PipelineResult> R = runPipeline(Kernels, *Gpu, OptLevel::O2);
       ASSERT_TRUE(R.isOk()) << R.status().message();
