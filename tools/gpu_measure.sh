@@ -8,12 +8,14 @@
 #       gpu-pack/, ignored by git), checked to be under 64 MiB and, where
 #       the test suite's fake driver is built, smoke-tested through it;
 #       with a GatherElements whose index is out of range and the CPU's
-#       error for it, and examples/cuda's program where build/ has it.
+#       error for it, and examples/cuda's program and PTX (with an
+#       epilogue fused) where build/ has them.
 #   tools/gpu_measure.sh run [DIR]    there, from the repository root:
 #       `gatherjit bench --device cuda` with the packed programs (PyTorch
 #       CUDA columns from that machine's python3), writing
 #       bench/results/<date>-cuda.json and .md; then the bad index on the
-#       device (its error must be the CPU's) and the ahead-of-time example.
+#       device (its error must be the CPU's) and the ahead-of-time example
+#       (a lookup, and one with an element epilogue, against plain loops).
 #
 # The Python package on the GPU machine's Python (whose version this
 # machine's Debian does not have), in three steps:
@@ -70,7 +72,9 @@ PY
     exit 1
   }
   if [ -x "$root/build/examples/cuda/cuda_example" ]; then
+    # With fused.ptx where build/ has epilogues: the lookup with an epilogue.
     cp "$root/build/examples/cuda/cuda_example" "$root/build/examples/cuda/kernels.ptx" "$dir/bin/"
+    cp "$root/build/examples/cuda/fused.ptx" "$dir/bin/" 2>/dev/null || true
   fi
   bytes=$(du -sb "$dir" | cut -f1)
   echo "packed $dir: $((bytes / 1048576)) MiB"
@@ -101,7 +105,7 @@ run)
     echo "bad index on the device: exit $code, $(cat "$dir/oob/device.txt") (CPU: $(cat "$dir/oob/expected.txt"))"
   fi
   if [ -x "$dir/bin/cuda_example" ]; then
-    "$dir/bin/cuda_example" "$dir/bin/kernels.ptx"
+    "$dir/bin/cuda_example" "$dir/bin/kernels.ptx" "$dir/bin/fused.ptx"
   fi
   ;;
 headers)

@@ -1,11 +1,16 @@
-/* A C program running a kernel that `gatherjit aot` compiled for CUDA
+/* A C program running kernels that `gatherjit aot` compiled for CUDA
  * devices (see CMakeLists.txt) through the CUDA driver API alone: the
  * driver (libcuda.so.1, or the library $GATHERJIT_CUDA_DRIVER names) is
- * opened at run time, the PTX module loaded, the operands copied to the
- * device, the kernel launched as kernels.h says, and the output checked
- * against a plain loop. Exits 0 if it matches, 1 if not, 77 where there is
- * no driver or device (a skip). */
+ * opened at run time, each PTX module loaded, the operands copied to the
+ * device, the kernel launched as its header says, and the output checked
+ * against a plain loop: an embedding lookup, and where gatherjit was built
+ * with epilogues the same lookup from a FLOAT16 table with an epilogue
+ * fused in. Exits 0 if they match, 1 if not, 77 where there is no driver
+ * or device (a skip). */
 #include "kernels.h"
+#ifdef FUSED_PTX
+#include "fused.h"
+#endif
 
 #include <dlfcn.h>
 #include <stdint.h>
@@ -52,8 +57,50 @@ static char *slurp(const char *path) {
   return text;
 }
 
+/* Loads the PTX module at PATH and its kernel ENTRY into *FN. */
+static int load(const char *path, const char *entry, void **fn) {
+  char *ptx = slurp(path);
+  if (!ptx) {
+    fprintf(stderr, "cannot read %s\n", path);
+    return 1;
+  }
+  void *module;
+  CHECK(cuModuleLoadDataEx(&module, ptx, 0, NULL, NULL));
+  free(ptx);
+  CHECK(cuModuleGetFunction(fn, module, entry));
+  return 0;
+}
+
+/* Runs FN (a header's NAME_ENTRY, launched on GRID blocks of BLOCK
+ * threads) on the operands, copied to the device, and copies its output
+ * back into OUT; fails if it reports an index out of range. */
+static int launch(void *fn, unsigned grid, unsigned block, const void *in, size_t in_bytes,
+                  const void *ids, size_t ids_bytes, void *out, size_t out_bytes) {
+  CUdeviceptr d_in, d_ids, d_out, d_status;
+  const uint64_t none = UINT64_MAX;
+  uint64_t key = 0;
+  CHECK(cuMemAlloc(&d_in, in_bytes));
+  CHECK(cuMemAlloc(&d_ids, ids_bytes));
+  CHECK(cuMemAlloc(&d_out, out_bytes));
+  CHECK(cuMemAlloc(&d_status, sizeof none));
+  CHECK(cuMemcpyHtoD(d_in, in, in_bytes));
+  CHECK(cuMemcpyHtoD(d_ids, ids, ids_bytes));
+  CHECK(cuMemcpyHtoD(d_status, &none, sizeof none));
+  void *args[] = {&d_in, &d_ids, &d_out, &d_status}; /* NAME_PARAMS, in order */
+  CHECK(cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, NULL, args, NULL));
+  CHECK(cuCtxSynchronize());
+  CHECK(cuMemcpyDtoH(out, d_out, out_bytes));
+  CHECK(cuMemcpyDtoH(&key, d_status, sizeof key));
+  if (key != UINT64_MAX) {
+    printf("an index is out of range: key %llu\n", (unsigned long long)key);
+    return 1;
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
-  /* The PTX beside the program's build, or the file named first. */
+  /* The PTX beside the program's build, or the files named: kernels.ptx,
+   * then fused.ptx. */
   const char *ptx_path = argc > 1 ? argv[1] : KERNELS_PTX;
   const char *named = getenv("GATHERJIT_CUDA_DRIVER");
   void *lib = dlopen(named && *named ? named : "libcuda.so.1", RTLD_NOW);
@@ -77,19 +124,12 @@ int main(int argc, char **argv) {
     fprintf(stderr, "not a CUDA driver\n");
     return 1;
   }
-  int dev;
-  void *ctx, *module, *fn;
+  int dev, rc;
+  void *ctx, *fn;
   CHECK(cuInit(0));
   CHECK(cuDeviceGet(&dev, 0));
   CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
   CHECK(cuCtxSetCurrent(ctx));
-  char *ptx = slurp(ptx_path);
-  if (!ptx) {
-    fprintf(stderr, "cannot read %s\n", ptx_path);
-    return 1;
-  }
-  CHECK(cuModuleLoadDataEx(&module, ptx, 0, NULL, NULL));
-  CHECK(cuModuleGetFunction(&fn, module, embedding_ENTRY));
 
   /* 4096 rows of a 1000 x 64 table, some ids negative (from the end). */
   static float table[1000 * 64], rows[4096 * 64], want[4096 * 64];
@@ -100,27 +140,31 @@ int main(int argc, char **argv) {
     ids[i] = (i * 379 + 11) % 1000 - (i % 3 == 0 ? 1000 : 0);
   for (int i = 0; i < 4096; ++i)
     memcpy(&want[i * 64], &table[(ids[i] < 0 ? ids[i] + 1000 : ids[i]) * 64], 64 * sizeof(float));
-
-  CUdeviceptr in, idx, out, status;
-  const uint64_t none = UINT64_MAX;
-  uint64_t key = 0;
-  CHECK(cuMemAlloc(&in, embedding_INPUT_BYTES));
-  CHECK(cuMemAlloc(&idx, embedding_INDICES_BYTES));
-  CHECK(cuMemAlloc(&out, embedding_OUTPUT_BYTES));
-  CHECK(cuMemAlloc(&status, sizeof none));
-  CHECK(cuMemcpyHtoD(in, table, embedding_INPUT_BYTES));
-  CHECK(cuMemcpyHtoD(idx, ids, embedding_INDICES_BYTES));
-  CHECK(cuMemcpyHtoD(status, &none, sizeof none));
-  void *args[] = {&in, &idx, &out, &status}; /* embedding_PARAMS, in order */
-  CHECK(cuLaunchKernel(fn, embedding_GRID, 1, 1, embedding_BLOCK, 1, 1, 0, NULL, args, NULL));
-  CHECK(cuCtxSynchronize());
-  CHECK(cuMemcpyDtoH(rows, out, embedding_OUTPUT_BYTES));
-  CHECK(cuMemcpyDtoH(&key, status, sizeof key));
-  if (key != UINT64_MAX) {
-    printf("an index is out of range: key %llu\n", (unsigned long long)key);
-    return 1;
-  }
-  const int same = memcmp(rows, want, sizeof want) == 0;
+  if ((rc = load(ptx_path, embedding_ENTRY, &fn)) ||
+      (rc = launch(fn, embedding_GRID, embedding_BLOCK, table, embedding_INPUT_BYTES, ids,
+                   embedding_INDICES_BYTES, rows, embedding_OUTPUT_BYTES)))
+    return rc;
+  int same = memcmp(rows, want, sizeof want) == 0;
   printf("embedding on the device: %s\n", same ? "matches" : "DIFFERS");
+  if (!same)
+    return 1;
+
+#ifdef FUSED_PTX
+  /* The same lookup from a FLOAT16 table (its values exact in both
+   * formats), each element scaled by a quarter in the kernel. */
+  static _Float16 halves[1000 * 64];
+  for (int i = 0; i < 1000 * 64; ++i)
+    halves[i] = (_Float16)table[i];
+  for (int i = 0; i < 4096 * 64; ++i)
+    want[i] *= 0.25f;
+  memset(rows, 0, sizeof rows);
+  if ((rc = load(argc > 2 ? argv[2] : FUSED_PTX, dequantized_ENTRY, &fn)) ||
+      (rc = launch(fn, dequantized_GRID, dequantized_BLOCK, halves, dequantized_INPUT_BYTES, ids,
+                   dequantized_INDICES_BYTES, rows, dequantized_OUTPUT_BYTES)))
+    return rc;
+  same = memcmp(rows, want, sizeof want) == 0;
+  printf("dequantized embedding (an epilogue fused) on the device: %s\n",
+         same ? "matches" : "DIFFERS");
+#endif
   return same ? 0 : 1;
 }
