@@ -48,6 +48,10 @@ cmake -S "$source/examples" -B "$work/build" "${generator[@]}" \
   -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$work/build" >/dev/null
 
+# Where the package compiles epilogues, the CUDA example fuses one too.
+if grep -q '^set(gatherjit_EPILOGUES ON)' "$work/prefix/lib/cmake/gatherjit/gatherjitConfig.cmake"; then
+  grep -q 'cvt.f32.f16' "$work/build/cuda/fused.ptx"
+fi
 "$work/build/embed/embed_cpp"
 "$work/build/embed/embed_c"
 "$work/build/aot/aot_example" > "$work/aot.txt"
