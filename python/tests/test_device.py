@@ -183,3 +183,24 @@ def test_broken_protocol_objects_are_errors_that_name_the_argument(gj):
     holey = type("Holey", (), {"__cuda_array_interface__": {"shape": (2,)}})()
     with pytest.raises(TypeError, match=r"data\.__cuda_array_interface__ is not.*typestr"):
         gj.take(holey, DeviceArray(np.arange(2)), 0, out=out, device="cuda")
+
+
+@pytest.mark.skipif(not __import__("gatherjit").EPILOGUES,
+                    reason="built without clang's libraries")
+def test_element_epilogues_are_fused_into_the_device_kernel(gj, tmp_path):
+    # FLOAT16 in, the epilogue's FLOAT32 out: out= must have the fused type;
+    # row epilogues run on the CPU alone.
+    data = DeviceArray(np.arange(12, dtype=np.float16).reshape(3, 4))
+    idx = DeviceArray(np.array([[3, 2], [0, 1], [1, 1]], dtype=np.int64))
+    half = gj.Epilogue("float f(float16_t x) { return (float)x * 0.5f; }", "f")
+    out = DeviceArray(np.full((3, 2), -1, dtype=np.float32))
+    assert gj.take_along_axis(data, idx, 1, out=out, device="cuda", epilogue=half) is out
+    assert "launch gj_b2_" in (tmp_path / "driver.log").read_text()
+    with pytest.raises(ValueError, match="float32 array of shape \\(3, 2\\) \\(the epilogue's"):
+        gj.take_along_axis(data, idx, 1, out=DeviceArray(np.zeros((3, 2), np.float16)),
+                           device="cuda", epilogue=half)
+    first = gj.Epilogue("void r(const float16_t *row, float *out) { out[0] = row[0]; }", "r",
+                        row_out=1)
+    with pytest.raises(ValueError, match="row epilogues and checked epilogues run on the CPU"):
+        gj.take(data, DeviceArray(np.array([0, 2])), 0,
+                out=DeviceArray(np.zeros((2, 1), np.float32)), device="cuda", epilogue=first)
