@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <string_view>
 
 namespace gatherjit {
 namespace {
@@ -105,7 +106,7 @@ Status readTensor(const json &Root, const char *Name, TensorDesc &T) {
   const std::string P = std::string(Name) + ".";
   if (!Obj.is_object())
     return fieldError(Name, "must be an object");
-  if (Status S = checkKeys(Obj, P, {"data_type", "sizes", "strides"}); !S)
+  if (Status S = checkKeys(Obj, P, {"data_type", "sizes", "strides", "dimension_count"}); !S)
     return S;
   auto Type = Obj.find("data_type");
   if (Type == Obj.end() || !Type->is_string())
@@ -119,11 +120,81 @@ Status readTensor(const json &Root, const char *Name, TensorDesc &T) {
     return fieldError(P + "sizes", "is missing");
   if (Status S = readUIntArray(*Sizes, P + "sizes", T.Sizes); !S)
     return S;
+  if (auto Count = Obj.find("dimension_count"); Count != Obj.end()) {
+    uint64_t N;
+    if (Status S = readUInt(*Count, P + "dimension_count", UINT32_MAX, N); !S)
+      return S;
+    if (N != T.Sizes.size())
+      return fieldError(P + "dimension_count", "= " + std::to_string(N) + " but \"" + P +
+                                                   "sizes\" has " + std::to_string(T.Sizes.size()) +
+                                                   " entries");
+  }
   if (auto Strides = Obj.find("strides"); Strides != Obj.end()) {
     T.Strides.emplace();
     if (Status S = readUIntArray(*Strides, P + "strides", *T.Strides); !S)
       return S;
   }
+  return Status::ok();
+}
+
+/// DirectML's own names of the fields (its operator descs' members and
+/// DML_BUFFER_TENSOR_DESC's), as a descriptor serialized from those
+/// structs has them, and this format's.
+constexpr std::pair<const char *, const char *> DmlFields[] = {
+    {"Axis", "axis"},
+    {"IndexDimensions", "index_dimensions"},
+    {"InputDimensionCount", "input_dimension_count"},
+    {"IndicesDimensionCount", "indices_dimension_count"},
+    {"BatchDimensionCount", "batch_dimension_count"},
+    {"InputTensor", "input"},
+    {"IndicesTensor", "indices"},
+    {"OutputTensor", "output"}};
+constexpr std::pair<const char *, const char *> DmlTensorFields[] = {
+    {"DataType", "data_type"},
+    {"Sizes", "sizes"},
+    {"Strides", "strides"},
+    {"DimensionCount", "dimension_count"}};
+
+/// Renames \p Object's fields spelled as DirectML spells them (\p Names)
+/// to this format's; a field given both ways is an error.
+template <size_t N>
+Status renameFields(json &Object, const std::string &Where,
+                    const std::pair<const char *, const char *> (&Names)[N]) {
+  for (const auto &[Dml, Ours] : Names) {
+    auto It = Object.find(Dml);
+    if (It == Object.end())
+      continue;
+    if (Object.contains(Ours))
+      return Status::invalidArgument("descriptor JSON: " + quote(Where + Dml, 200, '"') + " and " +
+                                     quote(Where + Ours, 200, '"') +
+                                     " are the same field, given twice");
+    json Value = std::move(*It);
+    Object.erase(It);
+    Object[Ours] = std::move(Value);
+  }
+  return Status::ok();
+}
+
+/// \p Value without \p Prefix, where it is a string that begins with it.
+void dropPrefix(json &Value, std::string_view Prefix) {
+  if (Value.is_string() && Value.get_ref<const std::string &>().rfind(Prefix, 0) == 0)
+    Value = Value.get<std::string>().substr(Prefix.size());
+}
+
+/// A descriptor written with DirectML's names (DmlFields, DmlTensorFields,
+/// and DML_OPERATOR_* and DML_TENSOR_DATA_TYPE_* values) in this format's.
+Status fromDmlSpelling(json &Root) {
+  if (Status S = renameFields(Root, "", DmlFields); !S)
+    return S;
+  for (const char *Tensor : {"input", "indices", "output"})
+    if (auto It = Root.find(Tensor); It != Root.end() && It->is_object()) {
+      if (Status S = renameFields(*It, std::string(Tensor) + ".", DmlTensorFields); !S)
+        return S;
+      if (auto Type = It->find("data_type"); Type != It->end())
+        dropPrefix(*Type, "DML_TENSOR_DATA_TYPE_");
+    }
+  if (auto Op = Root.find("operator"); Op != Root.end())
+    dropPrefix(*Op, "DML_OPERATOR_");
   return Status::ok();
 }
 
@@ -258,7 +329,9 @@ Expected<JsonDescriptor> parseDescriptorJson(std::string_view Text) {
   Expected<json> Parsed = parseStrict(Text);
   if (!Parsed)
     return Parsed.status();
-  const json &Root = *Parsed;
+  json &Root = *Parsed;
+  if (Status S = fromDmlSpelling(Root); !S)
+    return S;
   if (Status S = checkKeys(Root, "",
                            {"operator", "axis", "index_dimensions", "input_dimension_count",
                             "indices_dimension_count", "batch_dimension_count", "feature_level",

@@ -46,6 +46,46 @@ TEST(DescJson, OptionalFields) {
   EXPECT_EQ(D->Options.Level, FeatureLevel::L3_0);
 }
 
+TEST(DescJson, DirectMLsOwnFieldNamesAndEnumNames) {
+  // A descriptor serialized from DirectML's structs: the same descriptor.
+  const char *Dml = R"({"operator": "DML_OPERATOR_GATHER", "Axis": 0, "IndexDimensions": 1,
+    "InputTensor": {"DataType": "DML_TENSOR_DATA_TYPE_FLOAT32", "DimensionCount": 2,
+                    "Sizes": [3, 2]},
+    "IndicesTensor": {"DataType": "UINT32", "Sizes": [1, 4]},
+    "OutputTensor": {"DataType": "FLOAT32", "Sizes": [4, 2], "Strides": [2, 1]}})";
+  Expected<JsonDescriptor> D = parseDescriptorJson(Dml), Ours = parseDescriptorJson(Good);
+  ASSERT_TRUE(D.isOk()) << D.status().message();
+  ASSERT_TRUE(Ours.isOk());
+  EXPECT_EQ(D->Op, OpKind::Gather);
+  EXPECT_EQ(D->Gather.IndexDimensions, 1u);
+  EXPECT_EQ(D->Gather.Input.Type, DataType::Float32);
+  EXPECT_EQ(D->Gather.Input.Sizes, Ours->Gather.Input.Sizes);
+  EXPECT_EQ(D->Gather.Indices.Type, DataType::UInt32);
+  EXPECT_EQ(*D->Gather.Output.Strides, *Ours->Gather.Output.Strides);
+  EXPECT_TRUE(D->validate().isOk());
+  const std::string Nd1 = R"({"operator": "GATHER_ND1", "BatchDimensionCount": 1,
+    "InputDimensionCount": 3, "IndicesDimensionCount": 3,
+    "InputTensor": {"DataType": "FLOAT32", "Sizes": [2, 3, 4]},
+    "IndicesTensor": {"DataType": "INT64", "Sizes": [2, 5, 1]},
+    "OutputTensor": {"DataType": "FLOAT32", "Sizes": [2, 5, 4]}})";
+  Expected<JsonDescriptor> N = parseDescriptorJson(Nd1);
+  ASSERT_TRUE(N.isOk()) << N.status().message();
+  EXPECT_EQ(N->GatherND.BatchDimensionCount, 1u);
+  EXPECT_TRUE(N->validate().isOk()) << N->validate().status().message();
+  // A field both ways, a dimension count that is not the sizes', and names
+  // of neither spelling are errors.
+  EXPECT_THAT(errorOf(replace(Dml, "\"Axis\": 0", "\"Axis\": 0, \"axis\": 0")),
+              HasSubstr("\"Axis\" and \"axis\" are the same field, given twice"));
+  EXPECT_THAT(errorOf(replace(Dml, "\"Sizes\": [1, 4]", "\"Sizes\": [1, 4], \"sizes\": [1, 4]")),
+              HasSubstr("\"indices.Sizes\" and \"indices.sizes\" are the same field"));
+  EXPECT_THAT(errorOf(replace(Dml, "\"DimensionCount\": 2", "\"DimensionCount\": 3")),
+              HasSubstr("\"input.dimension_count\" = 3 but \"input.sizes\" has 2 entries"));
+  EXPECT_THAT(errorOf(replace(Dml, "\"Axis\"", "\"AXIS\"")),
+              HasSubstr("\"AXIS\" is not a known field"));
+  EXPECT_THAT(errorOf(replace(Dml, "DML_OPERATOR_GATHER", "DML_OPERATOR_SCATTER")),
+              HasSubstr("\"SCATTER\""));
+}
+
 TEST(DescJson, GatherNDAndGatherND1) {
   const std::string Nd1 = R"({"operator": "GATHER_ND1", "batch_dimension_count": 1,
     "input_dimension_count": 3, "indices_dimension_count": 3,
