@@ -53,6 +53,18 @@ TEST_F(CommandLine, HelpNamesTheProgramUsersRun) {
   }
 }
 
+TEST_F(CommandLine, VersionAndUnknownCommands) {
+  CliResult R = runCli(Dir, "--version");
+  ASSERT_EQ(R.Exit, 0) << R.Err;
+  EXPECT_THAT(R.Out, ::testing::MatchesRegex(
+                         "gatherjit [0-9]+\\.[0-9]+\\.[0-9]+ \\(LLVM 19\\.[0-9.]+\\)\n"));
+  // No command, or a word that is none: one error line listing them.
+  expectOneErrorLine(runCli(Dir, ""), 2,
+                     "no command given; the commands are gather-elements, gather");
+  expectOneErrorLine(runCli(Dir, "gather_elements --data x.npy"), 2,
+                     "'gather_elements' is not a command; the commands are gather-elements");
+}
+
 TEST_F(CommandLine, SpecializeChoosesTheTierAndStatsNameIt) {
   const std::string Args = "gather-elements --data " + Dir / "data.npy" + " --indices " +
                            Dir / "idx.npy" + " --axis 0 -o " + Dir / "out.npy" +

@@ -225,13 +225,31 @@ int run(int Argc, char **Argv) {
   OnnxTestSub->add_option("dirs", OnnxDirs, "test directories (model.onnx, test_data_set_N/)")
       ->required();
 
+  App.set_version_flag("--version",
+                       "gatherjit " GATHERJIT_VERSION " (LLVM " GATHERJIT_LLVM_VERSION ")");
+
   try {
     App.parse(Argc, Argv);
+  } catch (const CLI::CallForVersion &E) {
+    std::cout << E.what() << "\n";
+    return 0;
   } catch (const CLI::ParseError &E) {
     if (E.get_exit_code() == 0) {
       std::cout << App.help();
       return 0;
     }
+    // No command, or a first word that names none: say which there are.
+    std::string Names;
+    bool Known = false;
+    for (const CLI::App *Sub : App.get_subcommands({})) {
+      Names += (Names.empty() ? "" : ", ") + Sub->get_name();
+      Known |= Argc > 1 && Sub->get_name() == Argv[1];
+    }
+    if (Argc == 1)
+      return report(Status::invalidArgument("no command given; the commands are " + Names));
+    if (Argv[1][0] != '-' && !Known)
+      return report(
+          Status::invalidArgument(quote(Argv[1]) + " is not a command; the commands are " + Names));
     return report(Status::invalidArgument(E.what()));
   }
   if (DemoSub->parsed())
