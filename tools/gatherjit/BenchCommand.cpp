@@ -302,16 +302,16 @@ Expected<WalkTimes> deviceWalk(int Ordinal, Specialize Mode) {
   return W;
 }
 
-/// The fewest bytes a case must move through device memory (its indices
-/// read, its output written, and of its input at most as many bytes as
-/// the output has, each once) at the rate of a device-to-device copy of
-/// its output (\p CopyUs, which reads and writes the output's bytes): the
-/// time no kernel of the case beats by much.
 /// A device run's output is \p Want, byte for byte.
 bool same(const ByteBuffer &Got, const std::vector<char> &Want) {
   return Got.size() == Want.size() && std::equal(Want.begin(), Want.end(), Got.data());
 }
 
+/// The fewest bytes a case must move through device memory (its indices
+/// read, its output written, and of its input at most as many bytes as
+/// the output has, each once) at the rate of a device-to-device copy of
+/// its output (\p CopyUs, which reads and writes the output's bytes): the
+/// time no kernel of the case beats by much.
 double floorUs(const bench::BenchData &Data, double CopyUs) {
   if (Data.OutputBytes == 0)
     return 0;
