@@ -63,6 +63,11 @@ TEST_F(CommandLine, VersionAndUnknownCommands) {
                      "no command given; the commands are gather-elements, gather");
   expectOneErrorLine(runCli(Dir, "gather_elements --data x.npy"), 2,
                      "'gather_elements' is not a command; the commands are gather-elements");
+  expectOneErrorLine(runCli(Dir, "ir"), 2,
+                     "no command given after 'gatherjit ir'; its commands are gather-elements, "
+                     "gather, gather-nd, run");
+  expectOneErrorLine(runCli(Dir, "ir elements"), 2,
+                     "'elements' is not a command of 'gatherjit ir'; its commands are");
 }
 
 TEST_F(CommandLine, SpecializeChoosesTheTierAndStatsNameIt) {

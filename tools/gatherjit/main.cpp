@@ -190,6 +190,39 @@ Status execOnnxTest(const std::vector<std::string> &Dirs) {
   return execSibling(OnnxTestProgram, std::move(Argv));
 }
 
+/// Where \p Argv names no command at a level that needs one (\p App's, or
+/// a command's such as `ir`'s), or a word that is none there: the error
+/// that says so and lists that level's commands; empty otherwise.
+std::string missingCommand(CLI::App &App, int Argc, char **Argv) {
+  CLI::App *At = &App;
+  std::string Path;
+  for (int I = 1;; ++I) {
+    std::string Names;
+    CLI::App *Next = nullptr;
+    for (CLI::App *Sub : At->get_subcommands({})) {
+      Names += (Names.empty() ? "" : ", ") + Sub->get_name();
+      if (I < Argc && Sub->get_name() == Argv[I])
+        Next = Sub;
+    }
+    if (Names.empty())
+      return "";
+    if (Next) {
+      At = Next;
+      Path += " " + Next->get_name();
+      continue;
+    }
+    const std::string Level = Path.empty() ? "" : " of 'gatherjit" + Path + "'";
+    const std::string Its = Path.empty() ? "the" : "its";
+    if (I >= Argc)
+      return (Path.empty() ? "no command given"
+                           : "no command given after 'gatherjit" + Path + "'") +
+             "; " + Its + " commands are " + Names;
+    if (Argv[I][0] != '-')
+      return quote(Argv[I]) + " is not a command" + Level + "; " + Its + " commands are " + Names;
+    return ""; // An option before the command: the parser's own message.
+  }
+}
+
 int run(int Argc, char **Argv) {
   // Named for the program users run, whichever of the three parses it
   // (each is started with its own name as argv[0]).
@@ -238,18 +271,8 @@ int run(int Argc, char **Argv) {
       std::cout << App.help();
       return 0;
     }
-    // No command, or a first word that names none: say which there are.
-    std::string Names;
-    bool Known = false;
-    for (const CLI::App *Sub : App.get_subcommands({})) {
-      Names += (Names.empty() ? "" : ", ") + Sub->get_name();
-      Known |= Argc > 1 && Sub->get_name() == Argv[1];
-    }
-    if (Argc == 1)
-      return report(Status::invalidArgument("no command given; the commands are " + Names));
-    if (Argv[1][0] != '-' && !Known)
-      return report(
-          Status::invalidArgument(quote(Argv[1]) + " is not a command; the commands are " + Names));
+    if (std::string Missing = missingCommand(App, Argc, Argv); !Missing.empty())
+      return report(Status::invalidArgument(Missing));
     return report(Status::invalidArgument(E.what()));
   }
   if (DemoSub->parsed())
