@@ -106,7 +106,11 @@ Status readTensor(const json &Root, const char *Name, TensorDesc &T) {
   const std::string P = std::string(Name) + ".";
   if (!Obj.is_object())
     return fieldError(Name, "must be an object");
-  if (Status S = checkKeys(Obj, P, {"data_type", "sizes", "strides", "dimension_count"}); !S)
+  if (Status S =
+          checkKeys(Obj, P,
+                    {"data_type", "sizes", "strides", "dimension_count",
+                     "total_tensor_size_in_bytes", "flags", "guaranteed_base_offset_alignment"});
+      !S)
     return S;
   auto Type = Obj.find("data_type");
   if (Type == Obj.end() || !Type->is_string())
@@ -134,6 +138,28 @@ Status readTensor(const json &Root, const char *Name, TensorDesc &T) {
     if (Status S = readUIntArray(*Strides, P + "strides", *T.Strides); !S)
       return S;
   }
+  // DML_BUFFER_TENSOR_DESC's other members: the buffer's size, which the
+  // sizes and strides must stay inside (validation checks it), and two
+  // that change nothing here but must be what DirectML allows.
+  if (auto Total = Obj.find("total_tensor_size_in_bytes"); Total != Obj.end()) {
+    uint64_t Bytes;
+    if (Status S = readUInt(*Total, P + "total_tensor_size_in_bytes", UINT64_MAX, Bytes); !S)
+      return S;
+    T.TotalBytes = Bytes;
+  }
+  if (auto Flags = Obj.find("flags"); Flags != Obj.end()) {
+    uint64_t F;
+    if (Status S = readUInt(*Flags, P + "flags", 1, F); !S)
+      return S; // DML_TENSOR_FLAG_NONE (0) or DML_TENSOR_FLAG_OWNED_BY_DML (1).
+  }
+  if (auto Align = Obj.find("guaranteed_base_offset_alignment"); Align != Obj.end()) {
+    uint64_t A;
+    if (Status S = readUInt(*Align, P + "guaranteed_base_offset_alignment", UINT64_MAX, A); !S)
+      return S;
+    if (A & (A - 1))
+      return fieldError(P + "guaranteed_base_offset_alignment",
+                        "= " + std::to_string(A) + " must be 0 or a power of two");
+  }
   return Status::ok();
 }
 
@@ -153,7 +179,10 @@ constexpr std::pair<const char *, const char *> DmlTensorFields[] = {
     {"DataType", "data_type"},
     {"Sizes", "sizes"},
     {"Strides", "strides"},
-    {"DimensionCount", "dimension_count"}};
+    {"DimensionCount", "dimension_count"},
+    {"TotalTensorSizeInBytes", "total_tensor_size_in_bytes"},
+    {"Flags", "flags"},
+    {"GuaranteedBaseOffsetAlignment", "guaranteed_base_offset_alignment"}};
 
 /// Renames \p Object's fields spelled as DirectML spells them (\p Names)
 /// to this format's; a field given both ways is an error.
@@ -182,7 +211,8 @@ void dropPrefix(json &Value, std::string_view Prefix) {
 }
 
 /// A descriptor written with DirectML's names (DmlFields, DmlTensorFields,
-/// and DML_OPERATOR_* and DML_TENSOR_DATA_TYPE_* values) in this format's.
+/// and DML_OPERATOR_*, DML_TENSOR_DATA_TYPE_* and DML_TENSOR_FLAG_* values)
+/// in this format's.
 Status fromDmlSpelling(json &Root) {
   if (Status S = renameFields(Root, "", DmlFields); !S)
     return S;
@@ -192,6 +222,12 @@ Status fromDmlSpelling(json &Root) {
         return S;
       if (auto Type = It->find("data_type"); Type != It->end())
         dropPrefix(*Type, "DML_TENSOR_DATA_TYPE_");
+      if (auto Flags = It->find("flags"); Flags != It->end() && Flags->is_string()) {
+        if (*Flags == "DML_TENSOR_FLAG_NONE")
+          *Flags = 0;
+        else if (*Flags == "DML_TENSOR_FLAG_OWNED_BY_DML")
+          *Flags = 1;
+      }
     }
   if (auto Op = Root.find("operator"); Op != Root.end())
     dropPrefix(*Op, "DML_OPERATOR_");

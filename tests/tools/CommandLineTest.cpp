@@ -270,6 +270,16 @@ TEST_F(CommandLine, RunChecksBuffersAgainstTheDescriptor) {
   expectBadInput(runCli(Dir, "run " + Dir / "d.json" + " --input " + Dir / "idx.npy" +
                                  " --indices " + Dir / "idx.npy" + " -o " + Dir / "out.npy"),
                  "does not match input.data_type FLOAT32");
+  // A descriptor's own buffer size (DirectML's TotalTensorSizeInBytes)
+  // must fit in the file, and bounds the tensor within it.
+  spit(Dir / "t.json", R"({"operator": "GATHER_ELEMENTS", "Axis": 0,
+      "InputTensor": {"DataType": "FLOAT32", "Sizes": [3, 3], "TotalTensorSizeInBytes": 40},
+      "IndicesTensor": {"DataType": "INT64", "Sizes": [2, 3]},
+      "OutputTensor": {"DataType": "FLOAT32", "Sizes": [2, 3]}})");
+  expectBadInput(runCli(Dir, "run " + Dir / "t.json" + " --input " + Dir / "data.npy" +
+                                 " --indices " + Dir / "idx.npy" + " -o " + Dir / "out.npy"),
+                 "--input: the file holds 36 bytes, fewer than "
+                 "input.total_tensor_size_in_bytes = 40");
   spit(Dir / "e.json", R"({"operator": "GATHER_ELEMENTS", "axis": 0, "feature_level": "9_9"})");
   expectBadInput(runCli(Dir, "run " + Dir / "e.json" + " --input " + Dir / "data.npy" +
                                  " --indices " + Dir / "idx.npy" + " -o " + Dir / "out.npy"),

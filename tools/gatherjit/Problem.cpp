@@ -13,7 +13,14 @@ Status checkBuffer(const NpyArray &A, TensorDesc &T, const char *Flag, const cha
     return Status::invalidArgument(std::string(Flag) + ": the file's dtype '" + A.Descr + "' (" +
                                    dataTypeName(A.Type) + ") does not match " + Field +
                                    ".data_type " + dataTypeName(T.Type));
-  T.TotalBytes = A.Data.size();
+  // The file is the buffer; a descriptor's own size of it must fit there.
+  if (T.TotalBytes && *T.TotalBytes > A.Data.size())
+    return Status::invalidArgument(
+        std::string(Flag) + ": the file holds " + std::to_string(A.Data.size()) +
+        " bytes, fewer than " + Field +
+        ".total_tensor_size_in_bytes = " + std::to_string(*T.TotalBytes));
+  if (!T.TotalBytes)
+    T.TotalBytes = A.Data.size();
   return Status::ok();
 }
 

@@ -84,6 +84,25 @@ TEST(DescJson, DirectMLsOwnFieldNamesAndEnumNames) {
               HasSubstr("\"AXIS\" is not a known field"));
   EXPECT_THAT(errorOf(replace(Dml, "DML_OPERATOR_GATHER", "DML_OPERATOR_SCATTER")),
               HasSubstr("\"SCATTER\""));
+  // DML_BUFFER_TENSOR_DESC's other members: the buffer's size bounds the
+  // tensor (validation checks it); flags and the alignment hint must be
+  // what DirectML allows.
+  const std::string Buffer =
+      replace(Dml, "\"Sizes\": [3, 2]",
+              "\"Sizes\": [3, 2], \"Flags\": \"DML_TENSOR_FLAG_NONE\", "
+              "\"TotalTensorSizeInBytes\": 24, \"GuaranteedBaseOffsetAlignment\": 16");
+  Expected<JsonDescriptor> B = parseDescriptorJson(Buffer);
+  ASSERT_TRUE(B.isOk()) << B.status().message();
+  EXPECT_EQ(B->Gather.Input.TotalBytes, 24u);
+  EXPECT_TRUE(B->validate().isOk());
+  Expected<JsonDescriptor> Small = parseDescriptorJson(replace(Buffer, ": 24", ": 20"));
+  ASSERT_TRUE(Small.isOk());
+  EXPECT_THAT(Small->validate().status().message(),
+              HasSubstr("address 24 bytes, outside the buffer of TotalBytes = 20"));
+  EXPECT_THAT(errorOf(replace(Buffer, "\"DML_TENSOR_FLAG_NONE\"", "2")),
+              HasSubstr("\"input.flags\" = 2 exceeds 1"));
+  EXPECT_THAT(errorOf(replace(Buffer, ": 16", ": 24")),
+              HasSubstr("\"input.guaranteed_base_offset_alignment\" = 24 must be 0 or a power"));
 }
 
 TEST(DescJson, GatherNDAndGatherND1) {
