@@ -19,7 +19,7 @@ Expected<std::string> ptxFor(const ValidDesc &V, std::optional<int> Ordinal, Opt
   std::string Arch = DefaultGpuArch;
   if (Ordinal)
     if (Expected<std::shared_ptr<CudaDevice>> D = CudaDevice::open(*Ordinal))
-      Arch = (*D)->arch();
+      Arch = ptxArchFor((*D)->arch());
   Expected<std::unique_ptr<CodeGenerator>> Gen =
       createCodeGenerator({"nvptx64-nvidia-cuda", Arch, ""}, Level);
   if (!Gen)

@@ -175,8 +175,8 @@ Expected<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions &Options
     if (!Device)
       return Device.status();
     I->Device = Device.take();
-    Expected<std::unique_ptr<CodeGenerator>> DeviceGen =
-        createCodeGenerator({"nvptx64-nvidia-cuda", I->Device->arch(), ""}, Options.Opt);
+    Expected<std::unique_ptr<CodeGenerator>> DeviceGen = createCodeGenerator(
+        {"nvptx64-nvidia-cuda", ptxArchFor(I->Device->arch()), ""}, Options.Opt);
     if (!DeviceGen)
       return DeviceGen.status();
     I->DeviceGen = DeviceGen.take();

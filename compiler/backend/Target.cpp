@@ -4,6 +4,7 @@
 
 #include <llvm/ADT/StringExtras.h>
 #include <llvm/ADT/StringMap.h>
+#include <llvm/Config/llvm-config.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/IR/Instructions.h>
 #include <llvm/IR/LLVMContext.h>
@@ -20,6 +21,7 @@
 #include <mutex>
 #include <pthread.h>
 #include <thread>
+#include <vector>
 
 namespace gatherjit {
 
@@ -52,6 +54,44 @@ static void initializeGpuTargets() {
     LLVMInitializeNVPTXTargetMC();
     LLVMInitializeNVPTXAsmPrinter();
   });
+}
+
+/// The number NN of an architecture "sm_NN" (-1 for other names, and for
+/// the arch-specific "sm_NNa").
+static int smNumber(llvm::StringRef Arch) {
+  int N = -1;
+  if (!Arch.consume_front("sm_") || Arch.getAsInteger(10, N))
+    return -1;
+  return N;
+}
+
+/// The sm_NN names this LLVM's NVPTX target generates PTX for.
+static std::vector<std::string> nvptxArchs() {
+  initializeGpuTargets();
+  std::string Err;
+  const llvm::Target *T = llvm::TargetRegistry::lookupTarget("nvptx64-nvidia-cuda", Err);
+  std::vector<std::string> Names;
+  if (!T)
+    return Names;
+  std::unique_ptr<llvm::MCSubtargetInfo> STI(
+      T->createMCSubtargetInfo("nvptx64-nvidia-cuda", "", ""));
+  if (STI)
+    for (const llvm::SubtargetSubTypeKV &P : STI->getAllProcessorDescriptions())
+      if (smNumber(P.Key) >= 0)
+        Names.push_back(P.Key);
+  return Names;
+}
+
+std::string ptxArchFor(const std::string &DeviceArch) {
+  const int Device = smNumber(DeviceArch);
+  std::string Best;
+  int BestN = -1;
+  for (const std::string &Arch : nvptxArchs())
+    if (const int N = smNumber(Arch); N <= Device && N > BestN) {
+      Best = Arch;
+      BestN = N;
+    }
+  return Best.empty() ? DeviceArch : Best; // Below every one: its own name, refused later.
 }
 
 /// The PTX ISA version that \p Cpu (sm_NN) needs: the lowest the
@@ -185,8 +225,16 @@ Expected<std::unique_ptr<llvm::TargetMachine>> createTargetMachine(const TargetD
     if (!Cpu.empty()) {
       const llvm::Target *Tgt = llvm::TargetRegistry::lookupTarget(T.str(), Err);
       std::unique_ptr<llvm::MCSubtargetInfo> STI(Tgt->createMCSubtargetInfo(T.str(), "", ""));
-      if (!STI || !STI->isCPUStringValid(Cpu))
-        return Status::invalidArgument("unknown CPU '" + Cpu + "' for target '" + T.str() + "'");
+      if (!STI || !STI->isCPUStringValid(Cpu)) {
+        // A GPU newer than this LLVM knows runs the newest PTX it makes.
+        const std::string Newest = Gpu ? ptxArchFor("sm_999") : "";
+        return Status::invalidArgument("unknown CPU '" + Cpu + "' for target '" + T.str() + "'" +
+                                       (Gpu && smNumber(Cpu) > smNumber(Newest)
+                                            ? "; LLVM " LLVM_VERSION_STRING " makes PTX up to " +
+                                                  Newest + ", which newer devices run (--cpu " +
+                                                  Newest + ")"
+                                            : std::string()));
+      }
       Builder->setCPU(Cpu);
     }
   }

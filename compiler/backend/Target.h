@@ -30,6 +30,15 @@ void initializeTargets();
 /// The GPU architecture an nvptx64 target without a CPU gets.
 constexpr const char *DefaultGpuArch = "sm_80";
 
+/// The architecture (sm_NN) whose PTX a CUDA device of architecture
+/// \p DeviceArch (from its compute capability) is given: its own where
+/// this LLVM generates PTX for it, else the newest below it that LLVM
+/// has (the driver compiles PTX of an older architecture for a newer
+/// device; LLVM 19 stops at sm_90, so sm_100 and sm_120 devices get
+/// sm_90), never an arch-specific "a" variant, which runs on its own
+/// architecture alone.
+std::string ptxArchFor(const std::string &DeviceArch);
+
 /// True for AMD's Zen cores (LLVM's znver*): their gathers measured slower
 /// than Intel's, and their row prefetcher otherwise (gathersPay in
 /// Target.cpp, targetFacts in CpuBackend.cpp).

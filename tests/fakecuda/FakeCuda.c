@@ -5,6 +5,7 @@
  *   stub      cuInit answers CUDA_ERROR_STUB_LIBRARY (the toolkit's stub)
  *   nodevice  cuInit answers CUDA_ERROR_NO_DEVICE
  *   old       one device of compute capability 6.1
+ *   new       as ok, of compute capability 12.6 (newer than LLVM 19 knows)
  *   oldptx    cuModuleLoadDataEx answers CUDA_ERROR_UNSUPPORTED_PTX_VERSION
  *   nojit     cuModuleLoadDataEx answers CUDA_ERROR_JIT_COMPILER_NOT_FOUND
  *   ok        one sm_86 device whose memory is host memory; a launch runs
@@ -57,7 +58,7 @@ CUresult cuDeviceGet(int *Dev, int Ordinal) {
 }
 CUresult cuDeviceGetAttribute(int *Value, int Attr, int Dev) {
   (void)Dev;
-  *Value = Attr == 75 ? (is("old") ? 6 : 8) : Attr == 76 ? (is("old") ? 1 : 6) : 0;
+  *Value = Attr == 75 ? (is("old") ? 6 : is("new") ? 12 : 8) : Attr == 76 ? (is("old") ? 1 : 6) : 0;
   return 0;
 }
 static int Context;

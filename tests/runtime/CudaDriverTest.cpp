@@ -95,6 +95,25 @@ TEST_F(CudaDriver, ARunLoadsPtxForTheDeviceAndLaunchesThePlansGrid) {
   EXPECT_EQ(readArray<float>(Dir / "o.npy"), std::vector<float>(12, 0.0f));
 }
 
+TEST_F(CudaDriver, ADeviceNewerThanLlvmKnowsRunsTheNewestPtxItMakes) {
+  // Compute capability 12.6: the run and `ir` make sm_90's PTX (LLVM 19's
+  // newest), which the driver compiles for the device.
+  const CliResult R = run("new");
+  ASSERT_EQ(R.Exit, 0) << R.Err;
+  EXPECT_THAT(R.Err, HasSubstr("\"device\": \"cuda:0 (sm_126)\""));
+  EXPECT_THAT(slurp(Dir / "driver.log"), HasSubstr(".target sm_90\n"));
+  const CliResult Ir = runCli(Dir, "ir gather-elements --axis 1 --data " + Dir / "d.npy" +
+                                       " --indices " + Dir / "i.npy" + " --device cuda");
+  ASSERT_EQ(Ir.Exit, 0) << Ir.Err;
+  EXPECT_THAT(Ir.Out, HasSubstr(".target sm_90\n"));
+  // Ahead of time the architecture is the user's to name: one LLVM does
+  // not know is an error that says which to name instead.
+  expectOneErrorLine(runCli(Dir, "aot gather --data-shape 100,8 --indices-shape 16 --target "
+                                 "nvptx64-nvidia-cuda --cpu sm_100 -o " +
+                                     Dir / "k.ptx"),
+                     2, "makes PTX up to sm_90, which newer devices run (--cpu sm_90)");
+}
+
 TEST_F(CudaDriver, TheDevicesBadIndexIsTheInterpretersError) {
   // Index 9 at row 1 column 2 (output element 6): the CPU's error for it,
   // and the device's when it reports key 6, are the same line.

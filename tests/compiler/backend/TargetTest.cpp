@@ -158,3 +158,22 @@ TEST(Target, AProcessForkedWhileTheHostGeneratorIsMadeMakesOne) {
       << (WIFSIGNALED(Raw) ? "signal " + std::to_string(WTERMSIG(Raw))
                            : "exit " + std::to_string(WEXITSTATUS(Raw)));
 }
+
+TEST(Target, ADeviceGetsPtxOfItsOwnArchitectureOrTheNewestBelowIt) {
+  // LLVM 19's NVPTX target stops at sm_90 (and sm_90a): newer devices run
+  // sm_90's PTX, which their driver compiles forward; an architecture
+  // LLVM skips gets the one below it; "a" variants are never chosen.
+  EXPECT_EQ(ptxArchFor("sm_70"), "sm_70");
+  EXPECT_EQ(ptxArchFor("sm_86"), "sm_86");
+  EXPECT_EQ(ptxArchFor("sm_89"), "sm_89");
+  EXPECT_EQ(ptxArchFor("sm_90"), "sm_90");
+  EXPECT_EQ(ptxArchFor("sm_88"), "sm_87");
+  for (const char *Newer : {"sm_100", "sm_103", "sm_120", "sm_121"})
+    EXPECT_EQ(ptxArchFor(Newer), "sm_90") << Newer;
+  // What it names, LLVM generates.
+  for (const char *Device : {"sm_75", "sm_120"}) {
+    Expected<std::unique_ptr<CodeGenerator>> Gen =
+        createCodeGenerator({"nvptx64-nvidia-cuda", ptxArchFor(Device), ""}, OptLevel::O2);
+    EXPECT_TRUE(Gen.isOk()) << Device << ": " << Gen.status().message();
+  }
+}
