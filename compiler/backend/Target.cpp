@@ -18,6 +18,7 @@
 #include <llvm/TargetParser/Host.h>
 #include <llvm/TargetParser/SubtargetFeature.h>
 
+#include <climits>
 #include <mutex>
 #include <pthread.h>
 #include <thread>
@@ -82,16 +83,19 @@ static std::vector<std::string> nvptxArchs() {
   return Names;
 }
 
-std::string ptxArchFor(const std::string &DeviceArch) {
-  const int Device = smNumber(DeviceArch);
+/// The newest sm_NN this LLVM generates PTX for with NN at most \p Limit;
+/// empty if none.
+static std::string newestArchUpTo(int Limit) {
   std::string Best;
-  int BestN = -1;
   for (const std::string &Arch : nvptxArchs())
-    if (const int N = smNumber(Arch); N <= Device && N > BestN) {
+    if (const int N = smNumber(Arch); N <= Limit && N > smNumber(Best))
       Best = Arch;
-      BestN = N;
-    }
-  return Best.empty() ? DeviceArch : Best; // Below every one: its own name, refused later.
+  return Best;
+}
+
+std::string ptxArchFor(const std::string &DeviceArch) {
+  const std::string Arch = newestArchUpTo(smNumber(DeviceArch));
+  return Arch.empty() ? DeviceArch : Arch; // Below every one: its own name, refused later.
 }
 
 /// The PTX ISA version that \p Cpu (sm_NN) needs: the lowest the
@@ -227,7 +231,7 @@ Expected<std::unique_ptr<llvm::TargetMachine>> createTargetMachine(const TargetD
       std::unique_ptr<llvm::MCSubtargetInfo> STI(Tgt->createMCSubtargetInfo(T.str(), "", ""));
       if (!STI || !STI->isCPUStringValid(Cpu)) {
         // A GPU newer than this LLVM knows runs the newest PTX it makes.
-        const std::string Newest = Gpu ? ptxArchFor("sm_999") : "";
+        const std::string Newest = Gpu ? newestArchUpTo(INT_MAX) : "";
         return Status::invalidArgument("unknown CPU '" + Cpu + "' for target '" + T.str() + "'" +
                                        (Gpu && smNumber(Cpu) > smNumber(Newest)
                                             ? "; LLVM " LLVM_VERSION_STRING " makes PTX up to " +
