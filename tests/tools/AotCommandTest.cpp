@@ -191,6 +191,6 @@ TEST(AotCommand, ElementEpilogueFusedIntoPtx) {
   expectOneErrorLine(runCli(Dir, "aot gather --data-shape 100,8 --indices-shape 16 --target "
                                  "nvptx64-nvidia-cuda -o " +
                                      (Dir / "r.ptx") + " --epilogue " + (Dir / "row.c") +
-                                     " --epilogue-fn r --epilogue-row-out 1"),
-                     2, "row epilogues and checked epilogues run on the CPU only");
+                                     " --epilogue-fn r --epilogue-row-out 1 --name rows"),
+                     2, "error: rows: row epilogues and checked epilogues run on the CPU only");
 }
