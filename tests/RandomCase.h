@@ -258,7 +258,7 @@ inline const char *epilogueCName(DataType T) {
 
 /// An element epilogue `OUT f(IN x)` and its output type.
 struct RandomEpilogue {
-  std::string Source;
+  Epilogue Fn;
   DataType Out;
 };
 
@@ -287,8 +287,10 @@ inline std::optional<RandomEpilogue> randomElementEpilogue(DataType In, std::mt1
   } else {
     Body = std::string("return (") + epilogueCName(Out) + ")(x ^ (" + InName + ")0x5a);";
   }
-  return RandomEpilogue{std::string(epilogueCName(Out)) + " f(" + InName + " x) { " + Body + " }",
-                        Out};
+  RandomEpilogue E{{}, Out};
+  E.Fn.Source = std::string(epilogueCName(Out)) + " f(" + InName + " x) { " + Body + " }";
+  E.Fn.Function = "f";
+  return E;
 }
 
 } // namespace gatherjit::test

@@ -9,7 +9,6 @@
 #include "gatherjit/Aot.h"
 
 #include "compiler/backend/Target.h"
-#include "compiler/epilogue/Epilogue.h"
 #include "compiler/pipeline/Pipeline.h"
 
 #include <llvm/Config/llvm-config.h>

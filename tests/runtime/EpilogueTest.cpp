@@ -367,9 +367,9 @@ TEST(Epilogue, ElementEpiloguesOnRandomConfigurations) {
     const std::optional<RandomEpilogue> E = randomElementEpilogue(C.Desc.Input.Type, Rng);
     if (!E)
       continue;
-    const std::string &Src = E->Source;
+    const std::string &Src = E->Fn.Source;
     // The plain gather retyped by the epilogue (withEpilogue).
-    Expected<Kernel> K = (*RT)->compile(C.Desc, epilogue(Src));
+    Expected<Kernel> K = (*RT)->compile(C.Desc, E->Fn);
     ASSERT_TRUE(K.isOk()) << Src << "\n" << C.Summary << "\n" << K.status().message();
     ASSERT_EQ(K->desc().Output.Type, E->Out);
     RandomCase Adapted = C;

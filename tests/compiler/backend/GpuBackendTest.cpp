@@ -290,10 +290,8 @@ TEST_F(GpuBackend, SimulatedGridsWithElementEpiloguesMatchTheInterpreter) {
     const std::optional<RandomEpilogue> E = randomElementEpilogue(C.Desc.Input.Type, Rng);
     if (!E)
       continue;
-    SCOPED_TRACE(std::to_string(I) + ": " + C.Summary + "; " + E->Source);
-    Epilogue Fn;
-    Fn.Source = E->Source;
-    Fn.Function = "f";
+    SCOPED_TRACE(std::to_string(I) + ": " + C.Summary + "; " + E->Fn.Source);
+    const Epilogue &Fn = E->Fn;
     // The reference: the CPU's fused descriptor and its epilogue alone.
     Expected<Kernel> Cpu = (*RT)->compile(C.Desc, Fn);
     ASSERT_TRUE(Cpu.isOk()) << Cpu.status().message();
@@ -616,12 +614,9 @@ TEST_F(GpuBackend, PtxOfRandomConfigurationsAssemblesWithoutSpills) {
         // Every fifth with an element epilogue fused in.
         if (K % 5 == 0 && epiloguesSupported())
           if (std::optional<RandomEpilogue> E = randomElementEpilogue(C.Desc.Input.Type, Rng)) {
-            Epilogue Fn;
-            Fn.Source = E->Source;
-            Fn.Function = "f";
             ValidDesc Fused = C.Desc;
             Expected<PipelineKernel> Epi =
-                fusedKernel(Fused, Fn, 0, (*Nvptx)->targetMachine(), "e" + std::to_string(K));
+                fusedKernel(Fused, E->Fn, 0, (*Nvptx)->targetMachine(), "e" + std::to_string(K));
             ASSERT_TRUE(Epi.isOk()) << Epi.status().message();
             Kernels.push_back(Epi.take());
           }
