@@ -2,20 +2,24 @@
 # The GPU measurement in two steps, for a GPU machine that has a driver and
 # PyTorch with CUDA but neither LLVM nor oneTBB nor a package archive:
 #
-#   tools/gpu_measure.sh pack [DIR]   here: a Release build without clang's
-#       libraries (build-gpu/), its command line stripped and copied with
-#       the shared libraries the GPU machine lacks into DIR (default
-#       gpu-pack/, ignored by git), checked to be under 64 MiB and, where
-#       the test suite's fake driver is built, smoke-tested through it;
-#       with a GatherElements whose index is out of range and the CPU's
-#       error for it, and examples/cuda's program and PTX (with an
-#       epilogue fused) where build/ has them.
+#   tools/gpu_measure.sh pack [DIR]   here: a Release build (build-gpu/),
+#       its command line stripped and copied with the shared libraries the
+#       GPU machine lacks into DIR (default gpu-pack/, ignored by git),
+#       checked to be under 64 MiB and, where the test suite's fake driver
+#       is built, smoke-tested through it; with a GatherElements whose
+#       index is out of range and the CPU's error for it, examples/cuda's
+#       program and PTX (with an epilogue fused) where build/ has them,
+#       and, unless GATHERJIT_EPILOGUES=OFF (which leaves clang's libraries
+#       out), three gathers with element epilogues and the programs
+#       xz-compressed (about 45 MB; `run` unpacks them).
 #   tools/gpu_measure.sh run [DIR]    there, from the repository root:
 #       `gatherjit bench --device cuda` with the packed programs (PyTorch
 #       CUDA columns from that machine's python3), writing
 #       bench/results/<date>-cuda.json and .md; then the bad index on the
-#       device (its error must be the CPU's) and the ahead-of-time example
-#       (a lookup, and one with an element epilogue, against plain loops).
+#       device (its error must be the CPU's), the ahead-of-time example
+#       (a lookup, and one with an element epilogue, against plain loops)
+#       and, where packed, the gathers with epilogues fused on the device
+#       against the interpreter (`--engine interp`), byte for byte.
 #
 # The Python package on the GPU machine's Python (whose version this
 # machine's Debian does not have), in three steps:
@@ -35,13 +39,20 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 
 case "$mode" in
 pack)
+  epilogues=${GATHERJIT_EPILOGUES:-ON}
   cmake -S "$root" -B "$root/build-gpu" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DGATHERJIT_EPILOGUES=OFF -DGATHERJIT_BUILD_TESTS=OFF -DGATHERJIT_BUILD_BENCH=OFF \
+    -DGATHERJIT_EPILOGUES="$epilogues" -DGATHERJIT_BUILD_TESTS=OFF -DGATHERJIT_BUILD_BENCH=OFF \
     -DGATHERJIT_BUILD_EXAMPLES=OFF -DGATHERJIT_PYTHON=OFF >/dev/null
-  cmake --build "$root/build-gpu" --target gatherjit_cli gatherjit_cli_llvm
+  programs=(gatherjit gatherjit-llvm)
+  targets=(gatherjit_cli gatherjit_cli_llvm)
+  if [ "$epilogues" = ON ]; then
+    programs+=(gatherjit-clang gatherjit-epilogue)
+    targets+=(gatherjit_cli_clang gatherjit_epilogue)
+  fi
+  cmake --build "$root/build-gpu" --target "${targets[@]}"
   rm -rf "$dir"
   mkdir -p "$dir/bin" "$dir/lib"
-  for program in gatherjit gatherjit-llvm; do
+  for program in "${programs[@]}"; do
     strip -o "$dir/bin/$program" "$root/build-gpu/$program"
   done
   # oneTBB is not on the GPU machine; glibc, libstdc++, zlib and zstd are.
@@ -66,6 +77,38 @@ index[3000 * 64 + 17] = 64
 save(sys.argv[1] + "/d.npy", "<f4", (4096, 64), "f", [float(v) for v in range(4096 * 64)])
 save(sys.argv[1] + "/i.npy", "<i8", (4096, 64), "q", index)
 PY
+  if [ "$epilogues" = ON ]; then
+    # Gathers with element epilogues: each run on the device must give the
+    # interpreter's bytes (the epilogue compiled for the host by clang).
+    mkdir -p "$dir/epi"
+    python3 - "$dir/epi" <<'PY'
+import random, struct, sys
+def save(path, descr, shape, fmt, values):
+    header = "{'descr': '%s', 'fortran_order': False, 'shape': %r, }" % (descr, shape)
+    header += " " * (63 - (10 + len(header)) % 64) + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
+        f.write(struct.pack("<%d%s" % (len(values), fmt), *values))
+rng = random.Random(2)
+d = sys.argv[1]
+# FLOAT16 [512, 256] by INT64 [512, 64] on axis 1, negative indices too.
+save(d + "/h.npy", "<f2", (512, 256), "e", [rng.uniform(-60000, 60000) for _ in range(512 * 256)])
+save(d + "/hi.npy", "<i8", (512, 64), "q", [rng.randrange(-256, 256) for _ in range(512 * 64)])
+# FLOAT32 [1000, 64] rows by INT32 [300] on axis 0.
+save(d + "/f.npy", "<f4", (1000, 64), "f", [rng.uniform(-1e6, 1e6) for _ in range(1000 * 64)])
+save(d + "/fi.npy", "<i4", (300,), "i", [rng.randrange(-1000, 1000) for _ in range(300)])
+# INT8 [40, 30, 20] by INT64 [25, 2] tuples (GatherND).
+save(d + "/b.npy", "|i1", (40, 30, 20), "b", [rng.randrange(-128, 128) for _ in range(24000)])
+save(d + "/bi.npy", "<i8", (25, 2), "q",
+     [v for _ in range(25) for v in (rng.randrange(40), rng.randrange(-30, 30))])
+PY
+    cp "$root/examples/cuda/dequantize.c" "$dir/epi/"
+    printf '%s\n' '/* Division, a branch and a contracted multiply-add. */' \
+      'float scale(float x) { return x > 0.0f ? x / 3.0f + 0.5f : -x * 1.25f - 7.0f; }' \
+      >"$dir/epi/scale.c"
+    printf '%s\n' '/* INT8 into INT32. */' 'int32_t square(int8_t x) { return x * x - 7; }' \
+      >"$dir/epi/square.c"
+  fi
   LD_LIBRARY_PATH="$dir/lib" "$dir/bin/gatherjit" gather-elements --data "$dir/oob/d.npy" \
     --indices "$dir/oob/i.npy" --axis 1 -o "$dir/oob/o.npy" 2>"$dir/oob/expected.txt" && {
     echo "error: the CPU accepted the bad index" >&2
@@ -76,21 +119,38 @@ PY
     cp "$root/build/examples/cuda/cuda_example" "$root/build/examples/cuda/kernels.ptx" "$dir/bin/"
     cp "$root/build/examples/cuda/fused.ptx" "$dir/bin/" 2>/dev/null || true
   fi
+  fake="$root/build/tests/libgatherjit_fake_cuda.so"
+  if [ -f "$fake" ]; then
+    GATHERJIT_CUDA_DRIVER=$fake LD_LIBRARY_PATH="$dir/lib" \
+      "$dir/bin/gatherjit" bench --device cuda --cases G4 --quiet --results "$dir/smoke" >/dev/null
+    if [ "$epilogues" = ON ]; then
+      GATHERJIT_CUDA_DRIVER=$fake LD_LIBRARY_PATH="$dir/lib" "$dir/bin/gatherjit" gather \
+        --data "$dir/epi/f.npy" --indices "$dir/epi/fi.npy" --axis 0 --epilogue "$dir/epi/scale.c" \
+        --epilogue-fn scale --device cuda --no-cache -o "$dir/smoke/o.npy"
+    fi
+    echo "smoke test through the fake driver: ok"
+    rm -rf "$dir/smoke"
+  fi
+  if [ "$epilogues" = ON ]; then
+    # With clang's libraries the programs are about 130 MB: compressed,
+    # and `run` unpacks them.
+    tar cf - -C "$dir" bin | xz -T0 -6 >"$dir/bin.tar.xz"
+    rm -r "$dir/bin"
+  fi
   bytes=$(du -sb "$dir" | cut -f1)
   echo "packed $dir: $((bytes / 1048576)) MiB"
   if [ "$bytes" -ge $((64 << 20)) ]; then
     echo "error: $dir is over 64 MiB" >&2
     exit 1
   fi
-  fake="$root/build/tests/libgatherjit_fake_cuda.so"
-  if [ -f "$fake" ]; then
-    GATHERJIT_CUDA_DRIVER=$fake LD_LIBRARY_PATH="$dir/lib" \
-      "$dir/bin/gatherjit" bench --device cuda --cases G4 --quiet --results "$dir/smoke" >/dev/null
-    echo "smoke test through the fake driver: ok"
-    rm -rf "$dir/smoke"
-  fi
   ;;
 run)
+  if [ -f "$dir/bin.tar.xz" ] && [ ! -d "$dir/bin" ]; then
+    # xz, or Python's lzma where the machine has no xz.
+    tar xJf "$dir/bin.tar.xz" -C "$dir" 2>/dev/null ||
+      python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+        "$dir/bin.tar.xz" "$dir"
+  fi
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
   LD_LIBRARY_PATH="$dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
     "$dir/bin/gatherjit" bench --device cuda --results "$root/bench/results"
@@ -106,6 +166,20 @@ run)
   fi
   if [ -x "$dir/bin/cuda_example" ]; then
     "$dir/bin/cuda_example" "$dir/bin/kernels.ptx" "$dir/bin/fused.ptx"
+  fi
+  if [ -d "$dir/epi" ]; then
+    e="$dir/epi"
+    matched=0
+    for run in \
+      "gather-elements --data $e/h.npy --indices $e/hi.npy --axis 1 --epilogue $e/dequantize.c --epilogue-fn dequantize" \
+      "gather --data $e/f.npy --indices $e/fi.npy --axis 0 --epilogue $e/scale.c --epilogue-fn scale" \
+      "gather-nd --data $e/b.npy --indices $e/bi.npy --epilogue $e/square.c --epilogue-fn square"; do
+      # shellcheck disable=SC2086 # a run is its words
+      LD_LIBRARY_PATH="$dir/lib" "$dir/bin/gatherjit" $run --engine interp --no-cache -o "$e/want.npy" &&
+        LD_LIBRARY_PATH="$dir/lib" "$dir/bin/gatherjit" $run --device cuda --no-cache -o "$e/got.npy" &&
+        cmp "$e/want.npy" "$e/got.npy" && matched=$((matched + 1))
+    done
+    echo "epilogues fused on the device: $matched of 3 gathers matched the interpreter"
   fi
   ;;
 headers)
