@@ -59,11 +59,12 @@ pack)
   ldd "$root/build-gpu/gatherjit-llvm" | awk '/libtbb/ {print $3}' | while read -r lib; do
     cp -L "$lib" "$dir/lib/"
   done
-  # A bad index: the device must name it as the CPU does.
-  mkdir -p "$dir/oob"
-  python3 - "$dir/oob" <<'PY'
-# Plain .npy files (no numpy needed): data 4096 x 64 FLOAT32, indices
-# 4096 x 64 INT64 with one out of range at [3000, 17].
+  # A bad index: the device must name it as the CPU does. With epilogues,
+  # gathers with element epilogues: each run on the device must give the
+  # interpreter's bytes (the epilogue compiled for the host by clang).
+  mkdir -p "$dir/oob" "$dir/epi"
+  python3 - "$dir" "$epilogues" <<'PY'
+# Plain .npy files (no numpy needed).
 import random, struct, sys
 def save(path, descr, shape, fmt, values):
     header = "{'descr': '%s', 'fortran_order': False, 'shape': %r, }" % (descr, shape)
@@ -71,37 +72,26 @@ def save(path, descr, shape, fmt, values):
     with open(path, "wb") as f:
         f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
         f.write(struct.pack("<%d%s" % (len(values), fmt), *values))
+d = sys.argv[1]
 rng = random.Random(1)
+# FLOAT32 [4096, 64] by INT64 [4096, 64] with one out of range at [3000, 17].
 index = [rng.randrange(64) for _ in range(4096 * 64)]
 index[3000 * 64 + 17] = 64
-save(sys.argv[1] + "/d.npy", "<f4", (4096, 64), "f", [float(v) for v in range(4096 * 64)])
-save(sys.argv[1] + "/i.npy", "<i8", (4096, 64), "q", index)
+save(d + "/oob/d.npy", "<f4", (4096, 64), "f", [float(v) for v in range(4096 * 64)])
+save(d + "/oob/i.npy", "<i8", (4096, 64), "q", index)
+if sys.argv[2] == "ON":
+    # FLOAT16 [512, 256] by INT64 [512, 64] on axis 1, negative indices too.
+    save(d + "/epi/h.npy", "<f2", (512, 256), "e", [rng.uniform(-6e4, 6e4) for _ in range(512 * 256)])
+    save(d + "/epi/hi.npy", "<i8", (512, 64), "q", [rng.randrange(-256, 256) for _ in range(512 * 64)])
+    # FLOAT32 [1000, 64] rows by INT32 [300] on axis 0.
+    save(d + "/epi/f.npy", "<f4", (1000, 64), "f", [rng.uniform(-1e6, 1e6) for _ in range(64000)])
+    save(d + "/epi/fi.npy", "<i4", (300,), "i", [rng.randrange(-1000, 1000) for _ in range(300)])
+    # INT8 [40, 30, 20] by INT64 [25, 2] tuples (GatherND).
+    save(d + "/epi/b.npy", "|i1", (40, 30, 20), "b", [rng.randrange(-128, 128) for _ in range(24000)])
+    save(d + "/epi/bi.npy", "<i8", (25, 2), "q",
+         [v for _ in range(25) for v in (rng.randrange(40), rng.randrange(-30, 30))])
 PY
   if [ "$epilogues" = ON ]; then
-    # Gathers with element epilogues: each run on the device must give the
-    # interpreter's bytes (the epilogue compiled for the host by clang).
-    mkdir -p "$dir/epi"
-    python3 - "$dir/epi" <<'PY'
-import random, struct, sys
-def save(path, descr, shape, fmt, values):
-    header = "{'descr': '%s', 'fortran_order': False, 'shape': %r, }" % (descr, shape)
-    header += " " * (63 - (10 + len(header)) % 64) + "\n"
-    with open(path, "wb") as f:
-        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
-        f.write(struct.pack("<%d%s" % (len(values), fmt), *values))
-rng = random.Random(2)
-d = sys.argv[1]
-# FLOAT16 [512, 256] by INT64 [512, 64] on axis 1, negative indices too.
-save(d + "/h.npy", "<f2", (512, 256), "e", [rng.uniform(-60000, 60000) for _ in range(512 * 256)])
-save(d + "/hi.npy", "<i8", (512, 64), "q", [rng.randrange(-256, 256) for _ in range(512 * 64)])
-# FLOAT32 [1000, 64] rows by INT32 [300] on axis 0.
-save(d + "/f.npy", "<f4", (1000, 64), "f", [rng.uniform(-1e6, 1e6) for _ in range(1000 * 64)])
-save(d + "/fi.npy", "<i4", (300,), "i", [rng.randrange(-1000, 1000) for _ in range(300)])
-# INT8 [40, 30, 20] by INT64 [25, 2] tuples (GatherND).
-save(d + "/b.npy", "|i1", (40, 30, 20), "b", [rng.randrange(-128, 128) for _ in range(24000)])
-save(d + "/bi.npy", "<i8", (25, 2), "q",
-     [v for _ in range(25) for v in (rng.randrange(40), rng.randrange(-30, 30))])
-PY
     cp "$root/examples/cuda/dequantize.c" "$dir/epi/"
     printf '%s\n' '/* Division, a branch and a contracted multiply-add. */' \
       'float scale(float x) { return x > 0.0f ? x / 3.0f + 0.5f : -x * 1.25f - 7.0f; }' \
@@ -167,7 +157,7 @@ run)
   if [ -x "$dir/bin/cuda_example" ]; then
     "$dir/bin/cuda_example" "$dir/bin/kernels.ptx" "$dir/bin/fused.ptx"
   fi
-  if [ -d "$dir/epi" ]; then
+  if [ -f "$dir/epi/dequantize.c" ]; then
     e="$dir/epi"
     matched=0
     for run in \
