@@ -255,6 +255,12 @@ void KernelEmitter::emitDeviceEntry(const std::string &Name, Function *Body, Fun
       MDNode::get(Ctx, {ValueAsMetadata::get(F), MDString::get(Ctx, "maxntidx"),
                         ConstantAsMetadata::get(B.getInt32(P.ThreadsPerBlock))}));
   B.SetInsertPoint(BasicBlock::Create(Ctx, "entry", F));
+  // The buffers are global memory: their accesses become ld.global (.nc
+  // where only read) and st.global once address spaces are inferred, by
+  // kernelPipeline at O0 and O1 and by NVPTX's code generator above.
+  Value *Arg[4];
+  for (unsigned A = 0; A < 4; ++A)
+    Arg[A] = B.CreateAddrSpaceCast(B.CreateAddrSpaceCast(F->getArg(A), B.getPtrTy(1)), PtrTy);
   auto Reg = [&](Intrinsic::ID Id) { return B.CreateZExt(B.CreateIntrinsic(Id, {}, {}), I64); };
   Value *Block = Reg(Intrinsic::nvvm_read_ptx_sreg_ctaid_x);
   Value *Threads = Reg(Intrinsic::nvvm_read_ptx_sreg_ntid_x);
@@ -268,22 +274,21 @@ void KernelEmitter::emitDeviceEntry(const std::string &Name, Function *Body, Fun
                            Name + ".staged", nullptr, GlobalValue::NotThreadLocal,
                            /*AddressSpace=*/3);
     Shared->setAlignment(Align(16));
-    In = F->getArg(0);
-    Idx = F->getArg(1);
-    Out = F->getArg(2);
+    In = Arg[0];
+    Idx = Arg[1];
+    Out = Arg[2];
     Value *Tid = Reg(Intrinsic::nvvm_read_ptx_sreg_tid_x);
     emitStridedLoop(Block, c(stagedUnits()), Reg(Intrinsic::nvvm_read_ptx_sreg_nctaid_x), "unit",
                     [&](Value *Unit) {
                       const StagedUnit U = stagedUnit(Unit);
                       stageUnit(U, Tid, Threads, Shared);
                       B.CreateIntrinsic(Intrinsic::nvvm_barrier0, {}, {});
-                      gatherUnit(U, Tid, Threads, Shared, F->getArg(3));
+                      gatherUnit(U, Tid, Threads, Shared, Arg[3]);
                       // Every read of the unit before the next one's copy.
                       B.CreateIntrinsic(Intrinsic::nvvm_barrier0, {}, {});
                     });
   } else {
-    SmallVector<Value *, 7> Args{F->getArg(0), F->getArg(1), F->getArg(2),
-                                 F->getArg(3), First,        Stride};
+    SmallVector<Value *, 7> Args{Arg[0], Arg[1], Arg[2], Arg[3], First, Stride};
     if (S.Family)
       Args.push_back(Shape);
     callThreadBody(Body, Wide, Args);

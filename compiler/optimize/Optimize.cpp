@@ -44,6 +44,7 @@
 #include <llvm/Transforms/InstCombine/InstCombine.h>
 #include <llvm/Transforms/Scalar/EarlyCSE.h>
 #include <llvm/Transforms/Scalar/IndVarSimplify.h>
+#include <llvm/Transforms/Scalar/InferAddressSpaces.h>
 #include <llvm/Transforms/Scalar/LICM.h>
 #include <llvm/Transforms/Scalar/LoopPassManager.h>
 #include <llvm/Transforms/Scalar/LoopRotation.h>
@@ -148,6 +149,13 @@ llvm::ModulePassManager kernelPipeline(const llvm::Module &M, OptLevel Level) {
       MPM.addPass(AlwaysInlinerPass(/*InsertLifetimeIntrinsics=*/Level != OptLevel::O0));
       break;
     }
+  if (Triple(M.getTargetTriple()).isNVPTX() && Level <= OptLevel::O1)
+    // The device entry casts its buffers to global memory and back: their
+    // accesses become global ones (ld.global, .nc where only read), as
+    // NVPTX's code generator makes them at O2 and O3 but not at the
+    // levels it runs without optimization (codeGenLevel), and before
+    // InstCombine folds the casts away.
+    MPM.addPass(createModuleToFunctionPassAdaptor(InferAddressSpacesPass()));
   if (Level == OptLevel::O0)
     return MPM;
   auto CleanUp = [](FunctionPassManager &FPM) {

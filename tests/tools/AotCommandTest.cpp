@@ -5,6 +5,8 @@
 
 #include <gmock/gmock.h>
 
+#include <regex>
+
 using namespace gatherjit::test;
 using ::testing::HasSubstr;
 
@@ -144,6 +146,31 @@ TEST(AotCommand, DescriptorsAsPositionalOperandsLikeRun) {
     ASSERT_EQ(R.Exit, 0) << R.Err;
     EXPECT_THAT(symbols(Dir, Dir / "k.o"), HasSubstr(" dml_ge_range\n"));
   }
+}
+
+// At every level: O0 and O1 generate code without NVPTX's optimizations,
+// which would leave generic loads and stores where the kernel pipeline did
+// not infer the buffers' global address space.
+TEST(AotCommand, PtxReadsAndWritesGlobalMemoryAtEveryLevel) {
+  ScratchDir Dir;
+  // A row family's rows staged in shared memory, and single elements.
+  for (const std::string &Shape :
+       {std::string(GeFlags), std::string("--data-shape 7,5 --data-type INT16 --indices-shape 7,3 "
+                                          "--indices-type INT64 --axis 0")})
+    for (const char *Level : {"O0", "O1", "O2", "O3"}) {
+      SCOPED_TRACE(Shape + " " + Level);
+      CliResult R =
+          runCli(Dir, "aot " + Shape + " --target nvptx64-nvidia-cuda --cpu sm_80 --opt " + Level +
+                          " -o " + (Dir / "k.ptx"));
+      ASSERT_EQ(R.Exit, 0) << R.Err;
+      const std::string Ptx = slurp(Dir / "k.ptx");
+      EXPECT_THAT(Ptx, HasSubstr("ld.global.nc."));
+      EXPECT_THAT(Ptx, HasSubstr("atom.global.min.u64"));
+      // ld.u32, st.v4.u32 and the like name no state space: generic.
+      EXPECT_FALSE(
+          std::regex_search(Ptx, std::regex(R"(\s(ld|st)\.(v[248]\.)?[bsuf](8|16|32|64)\s)")))
+          << Ptx;
+    }
 }
 
 TEST(AotCommand, PtxModuleAndLaunchHeaderForNvptx) {
