@@ -11,7 +11,7 @@
 #       program and PTX (with an epilogue fused) where build/ has them,
 #       and, unless GATHERJIT_EPILOGUES=OFF (which leaves clang's libraries
 #       out), three gathers with element epilogues and the programs
-#       xz-compressed (about 45 MB; `run` unpacks them).
+#       xz-compressed (a 44 MiB pack; `run` unpacks them).
 #   tools/gpu_measure.sh run [DIR]    there, from the repository root:
 #       `gatherjit bench --device cuda` with the packed programs (PyTorch
 #       CUDA columns from that machine's python3), writing
