@@ -310,12 +310,14 @@ Expected<Kernel> Runtime::compileDesc(const ValidDesc &Desc, ValidDesc *Owned) {
   return K;
 }
 
-/// The optimized IR or assembly of \p Spec's kernel (not cached).
+/// The optimized IR or assembly of \p Spec's kernel (not cached), at the
+/// level its first compile has (a device's kernels have no quick tier).
 static Expected<std::string> render(Runtime::Impl &I, const Expected<KernelSpec> &Spec,
                                     PipelineOutput Output) {
   if (!Spec)
     return Spec.status();
-  Expected<PipelineResult> R = I.objectFor(*Spec, firstLevel(*Spec, I.Options), Output);
+  const OptLevel Level = I.Device ? I.Options.Opt : firstLevel(*Spec, I.Options);
+  Expected<PipelineResult> R = I.objectFor(*Spec, Level, Output);
   if (!R)
     return R.status();
   return std::string(R->Bytes.begin(), R->Bytes.end());

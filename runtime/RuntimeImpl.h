@@ -148,7 +148,9 @@ struct Runtime::Impl {
   // The tiers (runtime/Tiers.cpp).
 
   /// Compiles and links a 2x8 FLOAT32 GatherElements at the quick tier and
-  /// at the runtime's level, caching and storing nothing.
+  /// at the runtime's level, caching and storing nothing; on a device, its
+  /// first kernel (its family's) at the runtime's level, loaded by the
+  /// driver.
   void warmUp();
   /// Produces the object for \p Spec: from the persistent cache if it holds
   /// a valid entry, else through the whole pipeline (and stored); with

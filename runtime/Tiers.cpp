@@ -37,6 +37,22 @@ void Runtime::Impl::warmUp() {
   if (!V)
     return;
   const KernelSpec Spec = canonicalize(*V);
+  if (Device) {
+    // A device's first compile: its family's kernel (its own, where every
+    // kernel is specialized at compile), at the runtime's level, loaded by
+    // the driver, whose first module load in a process costs the most.
+    const std::optional<KernelSpec> Family = Options.Specialization == Specialize::AtCompile
+                                                 ? std::nullopt
+                                                 : familyOf(Spec, /*BlockRows=*/true);
+    const KernelSpec &First = Family ? *Family : Spec;
+    if (Stopping)
+      return;
+    Expected<PipelineResult> Object =
+        objectFor(First, Options.Opt, PipelineOutput::Object, /*UseDisk=*/false);
+    if (Object)
+      (void)DeviceTarget->load(First.symbolName(), Object->Bytes, First);
+    return;
+  }
   for (OptLevel Level : {kernelLevel(Spec, Options.Opt), Options.Opt}) {
     if (Stopping)
       return;

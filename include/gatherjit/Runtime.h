@@ -102,10 +102,13 @@ struct RuntimeOptions {
   /// Pays a process's one-time compile costs (code paged in, the target's
   /// subtarget tables, the passes' first runs) on a background thread that
   /// create() starts: it compiles and links a small kernel at the quick
-  /// tier and at Opt, then drops them (nothing is cached or stored). A
-  /// process that creates its runtime ahead of its first kernel then
-  /// compiles that kernel in about the time of any later one; a compile
-  /// asked for meanwhile waits for the warm-up step in progress.
+  /// tier and at Opt, then drops them (nothing is cached or stored); a
+  /// device runtime compiles its small kernel's family kernel (its own
+  /// under Specialize::AtCompile) at Opt and loads it through the driver,
+  /// which pays the driver's first module load too. A process that creates
+  /// its runtime ahead of its first kernel then compiles that kernel in
+  /// about the time of any later one; a compile asked for meanwhile waits
+  /// for the warm-up step in progress.
   bool WarmUp = false;
   /// How epilogues' compiles are confined (a helper process, its time and
   /// memory; see EpilogueLimits).
@@ -113,9 +116,10 @@ struct RuntimeOptions {
   /// Where kernels run: "cpu", or "cuda" / "cuda:N", a CUDA device through
   /// its driver (loaded at run time; create() answers Unsupported without
   /// one). A device runtime's kernels take device pointers, run on the
-  /// calling thread's stream (Kernel::runOnStream) and wait for it; they
-  /// are specialized at compile() (no generic tier on a device), element
-  /// epilogues fused, row and checked epilogues Unsupported.
+  /// calling thread's stream (Kernel::runOnStream) and wait for it; a new
+  /// shape runs its family's kernel (see Specialize; there is no generic
+  /// loop on a device), element epilogues are fused, row and checked
+  /// epilogues Unsupported.
   std::string Device = "cpu";
 };
 
@@ -269,8 +273,9 @@ public:
   /// element or row, without the gather: the interpreter's reference.
   Expected<EpilogueApply> epilogueFunction(const Kernel &K);
 
-  /// The optimized LLVM IR, or the machine code as assembly, of the kernel
-  /// for \p Desc (not cached).
+  /// The optimized LLVM IR, or the machine code as assembly (a device's
+  /// PTX), of the kernel for \p Desc (not cached), at the level its first
+  /// compile has: the quick tier's for a small kernel on the host.
   Expected<std::string> optimizedIR(const ValidDesc &Desc);
   Expected<std::string> assembly(const ValidDesc &Desc);
   /// The same for a kernel, with its epilogue if it has one.

@@ -12,8 +12,9 @@
  *             nothing, and with $GATHERJIT_FAKE_CUDA_KEY set stores that
  *             number in the status word (a bad index's key)
  * Each load and launch is appended to $GATHERJIT_FAKE_CUDA_LOG if set: the
- * PTX's .target line, the entry's name, the grid and block, and a family
- * kernel's first two sizes.
+ * PTX's .target line and the entry taken from it ("function NAME"); the
+ * launched entry's name, the grid and block, and a family kernel's first
+ * two sizes.
  *===----------------------------------------------------------------------===*/
 
 #include <stdint.h>
@@ -85,7 +86,10 @@ CUresult cuModuleLoadDataEx(void **Mod, const void *Image, unsigned N, int *Opti
   return 0;
 }
 CUresult cuModuleGetFunction(void **Fn, void *Mod, const char *Name) {
+  char Line[256];
   (void)Mod;
+  snprintf(Line, sizeof Line, "function %s", Name);
+  logLine(Line);
   *Fn = strdup(Name); /* The entry's name, for the log; a test's few leak. */
   return *Fn ? 0 : 2;
 }

@@ -295,6 +295,60 @@ TEST_F(CudaDriver, NewShapesOfAFamilyRunItsKernelUntilTheyAreHot) {
   EXPECT_THAT(LastLaunch(), HasSubstr("grid=8192 block=256")) << "a staged row a block, capped";
 }
 
+TEST_F(CudaDriver, AWarmUpLoadsTheFirstKernelsKindThroughTheDriverAndKeepsNothing) {
+  ::setenv("GATHERJIT_FAKE_CUDA", "ok", 1);
+  for (const Specialize Mode : {Specialize::Adaptive, Specialize::AtCompile}) {
+    SCOPED_TRACE(specializeName(Mode));
+    std::filesystem::remove(Dir / "driver.log");
+    RuntimeOptions Options;
+    Options.Device = "cuda";
+    Options.WarmUp = true;
+    Options.Specialization = Mode;
+    Expected<std::unique_ptr<Runtime>> RT = Runtime::create(Options);
+    ASSERT_TRUE(RT.isOk()) << RT.status().message();
+    // PTX for the device, taken by the driver: the family's kernel where a
+    // new shape runs one, else a specialized kernel.
+    std::string Log;
+    for (int Wait = 0; Wait < 3000 && Log.find("function ") == std::string::npos; ++Wait) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      Log = std::filesystem::exists(Dir / "driver.log") ? slurp(Dir / "driver.log") : "";
+    }
+    const CacheStats Stats = (*RT)->stats();
+    EXPECT_EQ(Stats.FamilyKernels, 0u);
+    EXPECT_EQ(Stats.Entries, 0u);
+    EXPECT_THAT(Log, HasSubstr(".target sm_86\n"));
+    if (Mode == Specialize::Adaptive)
+      EXPECT_THAT(Log, ::testing::ContainsRegex("function gj_family_b4_i64_r2_[a-z0-9_]+\n"));
+    else
+      EXPECT_THAT(Log, ::testing::ContainsRegex("function gj_b4_i64_r2_[a-z0-9_]+\n"));
+  }
+}
+
+TEST_F(CudaDriver, ADeviceRuntimesAssemblyIsThePtxItsKernelsRun) {
+  // A small kernel: on the host the quick tier's; a device has none, and
+  // prints the runtime's level.
+  ::setenv("GATHERJIT_FAKE_CUDA", "ok", 1);
+  TensorDesc Data, Ids;
+  Data.Sizes = {3, 4};
+  Ids.Type = DataType::Int64;
+  Ids.Sizes = {3, 4};
+  Expected<ValidDesc> V = validateOnnx({OpKind::GatherElements, Data, Ids, 1}, OobPolicy::Check);
+  ASSERT_TRUE(V.isOk()) << V.status().message();
+  std::string Ptx[2];
+  for (const bool Quick : {true, false}) {
+    RuntimeOptions Options;
+    Options.Device = "cuda";
+    Options.QuickTier = Quick;
+    Expected<std::unique_ptr<Runtime>> RT = Runtime::create(Options);
+    ASSERT_TRUE(RT.isOk()) << RT.status().message();
+    Expected<std::string> Text = (*RT)->assembly(*V);
+    ASSERT_TRUE(Text.isOk()) << Text.status().message();
+    Ptx[Quick] = Text.take();
+  }
+  EXPECT_THAT(Ptx[1], HasSubstr(".target sm_86"));
+  EXPECT_TRUE(Ptx[1] == Ptx[0]) << "the quick tier's PTX, not the runtime's level's";
+}
+
 TEST_F(CudaDriver, ThreadsRunAndLaunchShapesOfOneFamilyAtOnce) {
   // Four threads, each its own shape of one family (one module, one pool
   // of status words) and its own stream: runs, launches and finishes
