@@ -123,16 +123,19 @@ struct DeviceRun {
   double PtxMs = 0, LoadMs = 0, KernelUs = 0, CopyUs = 0, CallUs = 0;
   /// The median of as many empty kernels' calls (CudaDevice::emptyCallsUs).
   double EmptyCallUs = 0;
+  /// The PTX came from the options' CacheDir (no PtxMs).
+  bool FromDisk = false;
 };
 
 /// Runs \p V on CUDA device \p Ordinal \p Repeat times, in a runtime of
-/// mode \p Mode (Never: its family's kernel; AtCompile: its own), with
+/// \p Options (its Device and Threads set here; Specialize::Never: the
+/// family's kernel, AtCompile: its own; a CacheDir keeps the PTX), with
 /// the element epilogue \p Fused fused in (none where its Function is
 /// empty; \p RowOut as Runtime::compile takes it): \p Input and \p Indices
 /// are host buffers, copied to the device, and the output is copied back
 /// into \p Output, allocated to the kernel's output (DeviceRun::Desc). An
 /// out-of-range index under Check is the interpreter's error for it.
-Expected<DeviceRun> runOnCuda(const ValidDesc &V, int Ordinal, OptLevel Level, Specialize Mode,
+Expected<DeviceRun> runOnCuda(const ValidDesc &V, int Ordinal, const RuntimeOptions &Options,
                               const void *Input, const void *Indices, ByteBuffer &Output,
                               unsigned Repeat = 1, const Epilogue &Fused = {}, uint64_t RowOut = 0);
 

@@ -48,13 +48,10 @@ struct DeviceSetup {
   Status run() const { return K.run(Buffers[0].get(), Buffers[1].get(), Buffers[2].get()); }
 };
 
-Expected<DeviceSetup> setUp(const ValidDesc &V, int Ordinal, OptLevel Level, Specialize Mode,
+Expected<DeviceSetup> setUp(const ValidDesc &V, int Ordinal, RuntimeOptions Options,
                             const void *Input, const void *Indices, const Epilogue &Fused = {},
                             uint64_t RowOut = 0) {
-  RuntimeOptions Options;
   Options.Device = "cuda:" + std::to_string(Ordinal);
-  Options.Opt = Level;
-  Options.Specialization = Mode;
   Options.Threads = 1;
   DeviceSetup Set;
   Expected<std::unique_ptr<Runtime>> RT = Runtime::create(Options);
@@ -97,10 +94,10 @@ double median(std::vector<double> Us) {
 
 } // namespace
 
-Expected<DeviceRun> runOnCuda(const ValidDesc &V, int Ordinal, OptLevel Level, Specialize Mode,
+Expected<DeviceRun> runOnCuda(const ValidDesc &V, int Ordinal, const RuntimeOptions &Options,
                               const void *Input, const void *Indices, ByteBuffer &Output,
                               unsigned Repeat, const Epilogue &Fused, uint64_t RowOut) {
-  Expected<DeviceSetup> Set = setUp(V, Ordinal, Level, Mode, Input, Indices, Fused, RowOut);
+  Expected<DeviceSetup> Set = setUp(V, Ordinal, Options, Input, Indices, Fused, RowOut);
   if (!Set)
     return Set.status();
   DeviceRun Run;
@@ -112,6 +109,7 @@ Expected<DeviceRun> runOnCuda(const ValidDesc &V, int Ordinal, OptLevel Level, S
   const CompileTimes &Times = Set->K.compileTimes();
   Run.PtxMs = Times.Emit + Times.Optimize + Times.Codegen;
   Run.LoadMs = Times.Link;
+  Run.FromDisk = Set->K.fromDiskCache();
   // The kernel's time by events; then the whole call's, untimed.
   std::vector<double> Kernel, Copy, Call;
   for (unsigned I = 0; I < std::max(1u, Repeat); ++I) {
@@ -157,7 +155,9 @@ Expected<DeviceRun> runOnCuda(const ValidDesc &V, int Ordinal, OptLevel Level, S
 
 Expected<unsigned> checkBadIndicesOnCuda(const ValidDesc &V, int Ordinal, Specialize Mode,
                                          const void *Input, const void *Indices) {
-  Expected<DeviceSetup> Set = setUp(V, Ordinal, OptLevel::O2, Mode, Input, Indices);
+  RuntimeOptions Options;
+  Options.Specialization = Mode;
+  Expected<DeviceSetup> Set = setUp(V, Ordinal, Options, Input, Indices);
   if (!Set)
     return Set.status();
   const uint64_t Bytes = Set->Bytes[1], Size = V.Indices.elementBytes();

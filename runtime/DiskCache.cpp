@@ -41,9 +41,10 @@ uint64_t checksum(std::string_view KeyAndObject) { return hash64(KeyAndObject); 
 
 } // namespace
 
-std::string cacheEnvironment(OptLevel RuntimeLevel) {
+std::string cacheEnvironment(OptLevel RuntimeLevel, const std::string &DeviceTarget) {
   return std::string("gatherjit kernel cache\ncompiler " GATHERJIT_COMPILER_ID "\nhost ") +
-         hostCpuId() + "\nopt " + optLevelName(RuntimeLevel) + "\n";
+         hostCpuId() + "\nopt " + optLevelName(RuntimeLevel) + "\n" +
+         (DeviceTarget.empty() ? "" : "device " + DeviceTarget + "\n");
 }
 
 std::string DiskCache::key(const KernelSpec &Spec, OptLevel Level) const {

@@ -37,8 +37,10 @@
 
 namespace gatherjit {
 
-/// The key lines every kernel of a runtime at \p RuntimeLevel shares.
-std::string cacheEnvironment(OptLevel RuntimeLevel);
+/// The key lines every kernel of a runtime at \p RuntimeLevel shares; for
+/// a device runtime, whose kernels are PTX, also \p DeviceTarget, the
+/// target they are generated for ("nvptx64-nvidia-cuda sm_90 +ptx78").
+std::string cacheEnvironment(OptLevel RuntimeLevel, const std::string &DeviceTarget = "");
 
 class DiskCache : public ObjectCache {
 public:

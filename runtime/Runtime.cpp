@@ -13,6 +13,8 @@
 
 #include "runtime/System.h"
 
+#include <llvm/Target/TargetMachine.h>
+
 #include <cstdio>
 
 namespace gatherjit {
@@ -152,9 +154,6 @@ Expected<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions &Options
   I->Cache.reserve(std::min<uint64_t>(
       {I->Options.CacheCapacity, I->Options.CacheBytes / EntryBytes + 1, 1u << 16}));
   I->Log = envFlag("GATHERJIT_LOG");
-  if (!Options.CacheDir.empty())
-    I->Disk =
-        DiskCache::open(Options.CacheDir, cacheEnvironment(Options.Opt), Options.CacheDirLimit);
   Expected<std::shared_ptr<JitEngine>> Jit = JitEngine::create({Options.PerfMap, Options.Debugger});
   if (!Jit)
     return Jit.status();
@@ -181,6 +180,18 @@ Expected<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions &Options
       return DeviceGen.status();
     I->DeviceGen = DeviceGen.take();
     I->DeviceTarget = backendFor(*I->DeviceGen, I->Device.get());
+  }
+  if (!Options.CacheDir.empty()) {
+    // A device's kernels are PTX for its architecture, kept beside the
+    // host's under keys of their own.
+    std::string DeviceTarget;
+    if (I->DeviceGen) {
+      const llvm::TargetMachine &TM = I->DeviceGen->targetMachine();
+      DeviceTarget = TM.getTargetTriple().str() + " " + TM.getTargetCPU().str() + " " +
+                     TM.getTargetFeatureString().str();
+    }
+    I->Disk = DiskCache::open(Options.CacheDir, cacheEnvironment(Options.Opt, DeviceTarget),
+                              Options.CacheDirLimit);
   }
   // Its background thread, if it will compile in the background: a new
   // shape's compile() would otherwise create it (tens of microseconds).

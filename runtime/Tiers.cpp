@@ -66,10 +66,9 @@ void Runtime::Impl::warmUp() {
 Expected<PipelineResult> Runtime::Impl::objectFor(const KernelSpec &Spec, OptLevel Level,
                                                   PipelineOutput Output, bool UseDisk) {
   std::lock_guard<std::mutex> Lock(CompileMutex);
-  // A device runtime's kernels are PTX (the driver keeps its own cache).
-  if (Device)
-    return runPipeline({{Spec, Spec.symbolName()}}, *DeviceTarget, Level, Output);
-  return runPipeline({{Spec, Spec.symbolName()}}, *Target, Level, Output,
+  // A device runtime's kernels are PTX, which the driver compiles for the
+  // device (keeping what it compiled in a cache of its own).
+  return runPipeline({{Spec, Spec.symbolName()}}, Device ? *DeviceTarget : *Target, Level, Output,
                      UseDisk && Disk ? &*Disk : nullptr);
 }
 

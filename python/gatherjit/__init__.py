@@ -700,15 +700,20 @@ def set_output_pool(bytes, linger=None):
     return _native.set_output_pool(bytes, linger)
 
 
-def stats():
+def stats(device="cpu"):
     """The process's kernel cache: hits, misses, entries, evictions,
     compile_ms, generic_entries (kernels running the generic loop now),
     family_entries (running a family kernel now), family_kernels (compiled,
     each for every shape of its family), specializations (made in the
-    background), specialized_at_compile, upgrades (quick tier to O2) and
-    cache_bytes; and output_pool_bytes, the idle memory kept for results
-    (set_output_pool)."""
-    return _native.stats()
+    background), specialized_at_compile, upgrades (quick tier to O2),
+    cache_bytes, disk_loads and disk_stores (kernels loaded from and stored
+    in the cache directory); and output_pool_bytes, the idle memory kept
+    for results (set_output_pool). With device="cuda" or "cuda:N", the
+    kernels of that device's gathers (device=...)."""
+    dev = "cuda" if device is True else str(device)
+    if not (dev in ("cpu", "cuda") or dev.startswith("cuda:")):
+        raise ValueError(f"device = {device!r} is not 'cpu', 'cuda' or 'cuda:N'")
+    return _native.stats(dev)
 
 
 import atexit as _atexit

@@ -159,24 +159,27 @@ PYBIND11_MODULE(_native, M) {
     py::gil_scoped_release Release;
     runtime().stopBackground();
   });
-  M.def("stats", [] {
-    const CacheStats S = runtime().stats();
-    py::dict D;
-    D["hits"] = S.Hits;
-    D["misses"] = S.Misses;
-    D["entries"] = S.Entries;
-    D["evictions"] = S.Evictions;
-    D["compile_ms"] = S.CompileMs;
-    D["generic_entries"] = S.GenericEntries;
-    D["specializations"] = S.Specializations;
-    D["specialized_at_compile"] = S.SpecializedAtCompile;
-    D["upgrades"] = S.Upgrades;
-    D["cache_bytes"] = S.CacheBytes;
-    D["family_kernels"] = S.FamilyKernels;
-    D["family_entries"] = S.FamilyEntries;
-    D["disk_loads"] = S.DiskLoads;
-    D["disk_stores"] = S.DiskStores;
-    D["output_pool_bytes"] = outputPoolIdleBytes();
-    return D;
-  });
+  M.def(
+      "stats",
+      [](const std::string &Device) {
+        const CacheStats S = Device == "cpu" ? runtime().stats() : deviceRuntime(Device).stats();
+        py::dict D;
+        D["hits"] = S.Hits;
+        D["misses"] = S.Misses;
+        D["entries"] = S.Entries;
+        D["evictions"] = S.Evictions;
+        D["compile_ms"] = S.CompileMs;
+        D["generic_entries"] = S.GenericEntries;
+        D["specializations"] = S.Specializations;
+        D["specialized_at_compile"] = S.SpecializedAtCompile;
+        D["upgrades"] = S.Upgrades;
+        D["cache_bytes"] = S.CacheBytes;
+        D["family_kernels"] = S.FamilyKernels;
+        D["family_entries"] = S.FamilyEntries;
+        D["disk_loads"] = S.DiskLoads;
+        D["disk_stores"] = S.DiskStores;
+        D["output_pool_bytes"] = outputPoolIdleBytes();
+        return D;
+      },
+      py::arg("device"));
 }

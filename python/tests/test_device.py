@@ -204,3 +204,25 @@ def test_element_epilogues_are_fused_into_the_device_kernel(gj, tmp_path):
     with pytest.raises(ValueError, match="^row epilogues and checked epilogues run on the CPU"):
         gj.take(data, DeviceArray(np.array([0, 2])), 0,
                 out=DeviceArray(np.zeros((2, 1), np.float32)), device="cuda", epilogue=first)
+
+
+def test_a_second_process_loads_device_kernels_from_the_cache_directory(gj, tmp_path):
+    import subprocess
+    import sys
+    script = (
+        "import numpy as np, gatherjit as gj, test_device as t\n"
+        "data = t.DeviceArray(np.zeros((3, 4), np.float32))\n"
+        "ids = t.DeviceArray(np.zeros((3, 2), np.int64))\n"
+        "gj.take_along_axis(data, ids, 1, out=t.DeviceArray(np.zeros((3, 2), np.float32)),\n"
+        "                   device='cuda')\n"
+        "s = gj.stats(device='cuda'); c = gj.stats()\n"
+        "print(s['family_kernels'], s['disk_loads'], s['disk_stores'], c['disk_stores'])\n")
+    env = dict(os.environ, GATHERJIT_CACHE_DIR=str(tmp_path / "kernels"),
+               PYTHONPATH=os.pathsep.join([os.path.dirname(__file__)] + sys.path))
+    env.pop("GATHERJIT_NO_CACHE", None)
+    runs = [subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                           text=True, check=True).stdout.split() for _ in range(2)]
+    assert runs[0] == ["1", "0", "1", "0"]  # the family's PTX compiled and stored
+    assert runs[1] == ["1", "1", "0", "0"]  # loaded: no LLVM
+    with pytest.raises(ValueError, match="'gpu'"):
+        gj.stats(device="gpu")

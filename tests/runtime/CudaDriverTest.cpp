@@ -349,6 +349,54 @@ TEST_F(CudaDriver, ADeviceRuntimesAssemblyIsThePtxItsKernelsRun) {
   EXPECT_TRUE(Ptx[1] == Ptx[0]) << "the quick tier's PTX, not the runtime's level's";
 }
 
+TEST_F(CudaDriver, ACacheDirectoryKeepsADevicesPtxUnderKeysOfItsOwn) {
+  TensorDesc Data, Ids;
+  Data.Sizes = {3, 4};
+  Ids.Type = DataType::Int64;
+  Ids.Sizes = {3, 4};
+  Expected<ValidDesc> V = validateOnnx({OpKind::GatherElements, Data, Ids, 1}, OobPolicy::Check);
+  ASSERT_TRUE(V.isOk()) << V.status().message();
+  // A new runtime on \p Device (and the fake driver's \p Mode) compiles
+  // the kernel: from the directory where it holds it.
+  auto Compile = [&](const std::string &Device, const char *Mode) {
+    ::setenv("GATHERJIT_FAKE_CUDA", Mode, 1);
+    RuntimeOptions Options;
+    Options.Device = Device;
+    Options.CacheDir = Dir / "cache";
+    Options.Specialization = Specialize::AtCompile;
+    Expected<std::unique_ptr<Runtime>> RT = Runtime::create(Options);
+    EXPECT_TRUE(RT.isOk()) << RT.status().message();
+    Expected<Kernel> K = (*RT)->compile(*V);
+    EXPECT_TRUE(K.isOk()) << K.status().message();
+    return std::pair{K->fromDiskCache(), K->compileTimes()};
+  };
+  auto [FirstFromDisk, First] = Compile("cuda", "ok");
+  EXPECT_FALSE(FirstFromDisk);
+  EXPECT_GT(First.Codegen, 0.0);
+  std::filesystem::remove(Dir / "driver.log");
+  auto [AgainFromDisk, Again] = Compile("cuda", "ok");
+  EXPECT_TRUE(AgainFromDisk);
+  EXPECT_EQ(Again.Emit + Again.Optimize + Again.Codegen, 0.0) << "LLVM ran for a kept kernel";
+  EXPECT_THAT(slurp(Dir / "driver.log"), HasSubstr(".target sm_86\n")) << "not loaded";
+  // Neither the host's kernel of the same spec nor another architecture's
+  // PTX is the same entry.
+  EXPECT_FALSE(Compile("cpu", "ok").first);
+  std::filesystem::remove(Dir / "driver.log");
+  EXPECT_FALSE(Compile("cuda", "new").first);
+  EXPECT_THAT(slurp(Dir / "driver.log"), HasSubstr(".target sm_90\n"));
+  EXPECT_TRUE(Compile("cuda", "new").first);
+  EXPECT_TRUE(Compile("cpu", "ok").first);
+  EXPECT_TRUE(Compile("cuda", "ok").first);
+  // The command line's device runs keep theirs in its cache directory.
+  const std::string Cache = " --cache-dir " + Dir / "cli-cache";
+  for (const char *Expect : {"\"cache\": \"miss\"", "\"cache\": \"hit\""}) {
+    const CliResult R = run("ok", "cuda", Cache);
+    ASSERT_EQ(R.Exit, 0) << R.Err;
+    EXPECT_THAT(R.Err, HasSubstr(Expect));
+  }
+  EXPECT_THAT(run("ok", "cuda", Cache + " --no-cache").Err, HasSubstr("\"cache\": \"miss\""));
+}
+
 TEST_F(CudaDriver, ThreadsRunAndLaunchShapesOfOneFamilyAtOnce) {
   // Four threads, each its own shape of one family (one module, one pool
   // of status words) and its own stream: runs, launches and finishes

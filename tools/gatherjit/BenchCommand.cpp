@@ -348,12 +348,15 @@ Status runDeviceBench(const BenchFlags &F, int Ordinal) {
     ByteBuffer Out, Family;
     // The case's own kernel (jit), and its family's (generic: every size
     // from the launch, the kernel a new shape of a loaded family runs).
-    Expected<DeviceRun> Run = runOnCuda(*V, Ordinal, OptLevel::O2, Specialize::AtCompile,
-                                        Data.Input.data(), Data.Indices.data(), Out, Repeat);
+    RuntimeOptions Own, OfFamily;
+    Own.Specialization = Specialize::AtCompile;
+    OfFamily.Specialization = Specialize::Never;
+    Expected<DeviceRun> Run =
+        runOnCuda(*V, Ordinal, Own, Data.Input.data(), Data.Indices.data(), Out, Repeat);
     if (!Run)
       return Run.status();
-    Expected<DeviceRun> Generic = runOnCuda(*V, Ordinal, OptLevel::O2, Specialize::Never,
-                                            Data.Input.data(), Data.Indices.data(), Family, Repeat);
+    Expected<DeviceRun> Generic =
+        runOnCuda(*V, Ordinal, OfFamily, Data.Input.data(), Data.Indices.data(), Family, Repeat);
     if (!Generic)
       return Generic.status();
     DeviceName = Run->Device;

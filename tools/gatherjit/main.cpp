@@ -69,11 +69,12 @@ using Clock = std::chrono::steady_clock;
 Status executeOnDevice(Problem &P, const EngineFlags &E, int Ordinal, AtomicFile &File) {
   if (E.Engine != "jit")
     return Status::invalidArgument("--device " + E.Device + " runs the jit engine only");
-  Specialize Mode = Specialize::Adaptive;
-  (void)parseSpecialize(E.Specialize, Mode); // Checked by the parser.
+  Expected<RuntimeOptions> Options = runtimeOptions(E);
+  if (!Options)
+    return Options.status();
   ByteBuffer Out;
-  Expected<DeviceRun> Run = runOnCuda(P.Desc, Ordinal, *parseOptLevel(E.Opt), Mode, P.Input.data(),
-                                      P.Indices.data(), Out, E.Repeat, P.Fused, P.RowOut);
+  Expected<DeviceRun> Run = runOnCuda(P.Desc, Ordinal, *Options, P.Input.data(), P.Indices.data(),
+                                      Out, E.Repeat, P.Fused, P.RowOut);
   if (!Run)
     return P.inUserTerms(Run.status());
   if (!P.Fused.Function.empty())
@@ -83,11 +84,12 @@ Status executeOnDevice(Problem &P, const EngineFlags &E, int Ordinal, AtomicFile
   if (E.Stats)
     std::fprintf(stderr,
                  "{\"engine\": \"jit\", \"device\": \"%s\", \"opt_level\": \"%s\", "
-                 "\"ptx_ms\": %.4f, \"load_ms\": %.4f, \"kernel_us\": %.3f, "
+                 "\"ptx_ms\": %.4f, \"load_ms\": %.4f, \"cache\": \"%s\", \"kernel_us\": %.3f, "
                  "\"copy_us\": %.3f, \"call_us\": %.3f, \"empty_call_us\": %.3f, "
                  "\"repeat\": %u}\n",
-                 Run->Device.c_str(), E.Opt.c_str(), Run->PtxMs, Run->LoadMs, Run->KernelUs,
-                 Run->CopyUs, Run->CallUs, Run->EmptyCallUs, E.Repeat);
+                 Run->Device.c_str(), E.Opt.c_str(), Run->PtxMs, Run->LoadMs,
+                 Run->FromDisk ? "hit" : "miss", Run->KernelUs, Run->CopyUs, Run->CallUs,
+                 Run->EmptyCallUs, E.Repeat);
   return Status::ok();
 }
 
