@@ -29,6 +29,19 @@ using ::testing::HasSubstr;
 
 namespace {
 
+/// ONNX's GatherElements along axis 1 of FLOAT32 [Rows, 4] by INT64
+/// [Rows, 4].
+ValidDesc rowsOfFour(uint64_t Rows, OobPolicy Policy = OobPolicy::Check) {
+  TensorDesc Data, Ids;
+  Data.Type = DataType::Float32;
+  Data.Sizes = {Rows, 4};
+  Ids.Type = DataType::Int64;
+  Ids.Sizes = {Rows, 4};
+  Expected<ValidDesc> V = validateOnnx({OpKind::GatherElements, Data, Ids, 1}, Policy);
+  EXPECT_TRUE(V.isOk()) << V.status().message();
+  return V.isOk() ? V.take() : ValidDesc();
+}
+
 class CudaDriver : public ::testing::Test {
 protected:
   void SetUp() override {
@@ -133,16 +146,10 @@ TEST_F(CudaDriver, TheBadIndexCheckCatchesADeviceThatMissesThem) {
   // The fake device runs nothing and so reports no bad index: the check
   // the device benchmark makes names the first run it got wrong.
   ::setenv("GATHERJIT_FAKE_CUDA", "ok", 1);
-  TensorDesc Data, Ids;
-  Data.Type = DataType::Float32;
-  Data.Sizes = {3, 4};
-  Ids.Type = DataType::Int64;
-  Ids.Sizes = {3, 4};
-  Expected<ValidDesc> V = validateOnnx({OpKind::GatherElements, Data, Ids, 1}, OobPolicy::Check);
-  ASSERT_TRUE(V.isOk()) << V.status().message();
+  const ValidDesc V = rowsOfFour(3);
   const float In[12] = {};
   const int64_t Idx[12] = {0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3};
-  Expected<unsigned> Runs = checkBadIndicesOnCuda(*V, 0, Specialize::AtCompile, In, Idx);
+  Expected<unsigned> Runs = checkBadIndicesOnCuda(V, 0, Specialize::AtCompile, In, Idx);
   ASSERT_FALSE(Runs.isOk());
   EXPECT_EQ(Runs.status().code(), ErrorCode::Internal);
   EXPECT_THAT(Runs.status().message(),
@@ -150,14 +157,11 @@ TEST_F(CudaDriver, TheBadIndexCheckCatchesADeviceThatMissesThem) {
   // With the device reporting key 11 every time, the last element's run
   // is right and the first's is not.
   ::setenv("GATHERJIT_FAKE_CUDA_KEY", "11", 1);
-  Runs = checkBadIndicesOnCuda(*V, 0, Specialize::AtCompile, In, Idx);
+  Runs = checkBadIndicesOnCuda(V, 0, Specialize::AtCompile, In, Idx);
   ASSERT_FALSE(Runs.isOk());
   EXPECT_THAT(Runs.status().message(), HasSubstr("indices element 0 made bad"));
   // Clamp: nothing to check.
-  Expected<ValidDesc> Clamped =
-      validateOnnx({OpKind::GatherElements, Data, Ids, 1}, OobPolicy::Clamp);
-  ASSERT_TRUE(Clamped.isOk());
-  Runs = checkBadIndicesOnCuda(*Clamped, 0, Specialize::AtCompile, In, Idx);
+  Runs = checkBadIndicesOnCuda(rowsOfFour(3, OobPolicy::Clamp), 0, Specialize::AtCompile, In, Idx);
   ASSERT_TRUE(Runs.isOk()) << Runs.status().message();
   EXPECT_EQ(*Runs, 0u);
 }
@@ -229,14 +233,7 @@ TEST_F(CudaDriver, NewShapesOfAFamilyRunItsKernelUntilTheyAreHot) {
   Expected<std::unique_ptr<Runtime>> RT = Runtime::create(Options);
   ASSERT_TRUE(RT.isOk()) << RT.status().message();
   auto CompileRows = [&](uint64_t Rows) {
-    TensorDesc Data, Ids;
-    Data.Type = DataType::Float32;
-    Data.Sizes = {Rows, 4};
-    Ids.Type = DataType::Int64;
-    Ids.Sizes = {Rows, 4};
-    Expected<ValidDesc> V = validateOnnx({OpKind::GatherElements, Data, Ids, 1}, OobPolicy::Check);
-    EXPECT_TRUE(V.isOk()) << V.status().message();
-    Expected<Kernel> K = (*RT)->compile(*V);
+    Expected<Kernel> K = (*RT)->compile(rowsOfFour(Rows));
     EXPECT_TRUE(K.isOk()) << K.status().message();
     return K.take();
   };
@@ -328,12 +325,7 @@ TEST_F(CudaDriver, ADeviceRuntimesAssemblyIsThePtxItsKernelsRun) {
   // A small kernel: on the host the quick tier's; a device has none, and
   // prints the runtime's level.
   ::setenv("GATHERJIT_FAKE_CUDA", "ok", 1);
-  TensorDesc Data, Ids;
-  Data.Sizes = {3, 4};
-  Ids.Type = DataType::Int64;
-  Ids.Sizes = {3, 4};
-  Expected<ValidDesc> V = validateOnnx({OpKind::GatherElements, Data, Ids, 1}, OobPolicy::Check);
-  ASSERT_TRUE(V.isOk()) << V.status().message();
+  const ValidDesc V = rowsOfFour(3);
   std::string Ptx[2];
   for (const bool Quick : {true, false}) {
     RuntimeOptions Options;
@@ -341,7 +333,7 @@ TEST_F(CudaDriver, ADeviceRuntimesAssemblyIsThePtxItsKernelsRun) {
     Options.QuickTier = Quick;
     Expected<std::unique_ptr<Runtime>> RT = Runtime::create(Options);
     ASSERT_TRUE(RT.isOk()) << RT.status().message();
-    Expected<std::string> Text = (*RT)->assembly(*V);
+    Expected<std::string> Text = (*RT)->assembly(V);
     ASSERT_TRUE(Text.isOk()) << Text.status().message();
     Ptx[Quick] = Text.take();
   }
@@ -350,12 +342,7 @@ TEST_F(CudaDriver, ADeviceRuntimesAssemblyIsThePtxItsKernelsRun) {
 }
 
 TEST_F(CudaDriver, ACacheDirectoryKeepsADevicesPtxUnderKeysOfItsOwn) {
-  TensorDesc Data, Ids;
-  Data.Sizes = {3, 4};
-  Ids.Type = DataType::Int64;
-  Ids.Sizes = {3, 4};
-  Expected<ValidDesc> V = validateOnnx({OpKind::GatherElements, Data, Ids, 1}, OobPolicy::Check);
-  ASSERT_TRUE(V.isOk()) << V.status().message();
+  const ValidDesc V = rowsOfFour(3);
   // A new runtime on \p Device (and the fake driver's \p Mode) compiles
   // the kernel: from the directory where it holds it.
   auto Compile = [&](const std::string &Device, const char *Mode) {
@@ -366,7 +353,7 @@ TEST_F(CudaDriver, ACacheDirectoryKeepsADevicesPtxUnderKeysOfItsOwn) {
     Options.Specialization = Specialize::AtCompile;
     Expected<std::unique_ptr<Runtime>> RT = Runtime::create(Options);
     EXPECT_TRUE(RT.isOk()) << RT.status().message();
-    Expected<Kernel> K = (*RT)->compile(*V);
+    Expected<Kernel> K = (*RT)->compile(V);
     EXPECT_TRUE(K.isOk()) << K.status().message();
     return std::pair{K->fromDiskCache(), K->compileTimes()};
   };
@@ -410,13 +397,7 @@ TEST_F(CudaDriver, ThreadsRunAndLaunchShapesOfOneFamilyAtOnce) {
   ASSERT_TRUE(RT.isOk()) << RT.status().message();
   std::vector<Kernel> Kernels;
   for (uint64_t Rows : {3, 5, 7, 9}) {
-    TensorDesc Data, Ids;
-    Data.Type = DataType::Float32;
-    Data.Sizes = {Rows, 4};
-    Ids.Type = DataType::Int64;
-    Ids.Sizes = {Rows, 4};
-    Expected<Kernel> K =
-        (*RT)->compile(*validateOnnx({OpKind::GatherElements, Data, Ids, 1}, OobPolicy::Check));
+    Expected<Kernel> K = (*RT)->compile(rowsOfFour(Rows));
     ASSERT_TRUE(K.isOk()) << K.status().message();
     ASSERT_EQ(K->tier(), KernelTier::Family);
     Kernels.push_back(K.take());
@@ -450,12 +431,7 @@ TEST_F(CudaDriver, ConcurrentRequestsForASpecWhoseCompileFailsEachGetItsError) {
   Options.Device = "cuda";
   Expected<std::unique_ptr<Runtime>> RT = Runtime::create(Options);
   ASSERT_TRUE(RT.isOk()) << RT.status().message();
-  TensorDesc Data, Ids;
-  Data.Type = DataType::Float32;
-  Data.Sizes = {6, 4};
-  Ids.Type = DataType::Int64;
-  Ids.Sizes = {6, 4};
-  const ValidDesc V = *validateOnnx({OpKind::GatherElements, Data, Ids, 1}, OobPolicy::Check);
+  const ValidDesc V = rowsOfFour(6);
   std::vector<std::string> Errors(8);
   std::vector<std::thread> Threads;
   for (size_t T = 0; T < Errors.size(); ++T)
