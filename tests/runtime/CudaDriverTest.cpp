@@ -98,12 +98,12 @@ TEST_F(CudaDriver, ARunLoadsPtxForTheDeviceAndLaunchesThePlansGrid) {
   // passed with the launch.
   EXPECT_THAT(Log, ::testing::ContainsRegex(
                        "launch gj_[a-z0-9_]*family[a-z0-9_]+ grid=1 block=256 shared=0 sizes=3,4"));
-  // Its own kernel: 3 rows of 4, each reading one input row, a block of
-  // 256 threads a row.
+  // Its own kernel: 3 rows of 4, each reading one input row of 16 bytes
+  // (read from L1 as it is, not staged): a thread an element, one block.
   std::filesystem::remove(Dir / "o.npy");
   ASSERT_EQ(run("ok", "cuda", " --specialize compile").Exit, 0);
   Log = slurp(Dir / "driver.log");
-  EXPECT_THAT(Log, ::testing::ContainsRegex("launch gj_b[a-z0-9_]+ grid=3 block=256 shared=0\n"));
+  EXPECT_THAT(Log, ::testing::ContainsRegex("launch gj_b[a-z0-9_]+ grid=1 block=256 shared=0\n"));
   // The fake device ran nothing: the output is its zeroed memory, copied back.
   EXPECT_EQ(readArray<float>(Dir / "o.npy"), std::vector<float>(12, 0.0f));
 }
@@ -289,7 +289,7 @@ TEST_F(CudaDriver, NewShapesOfAFamilyRunItsKernelUntilTheyAreHot) {
   EXPECT_TRUE(Large.finishStream(nullptr).isOk()) << "a finished launch is reported once";
   ASSERT_TRUE(Large.run(In.data(), Idx.data(), Out.data()).isOk());
   EXPECT_THAT(LastLaunch(), ::testing::Not(HasSubstr("family")));
-  EXPECT_THAT(LastLaunch(), HasSubstr("grid=8192 block=256")) << "a staged row a block, capped";
+  EXPECT_THAT(LastLaunch(), HasSubstr("grid=1024 block=256")) << "a thread an element";
 }
 
 TEST_F(CudaDriver, AWarmUpLoadsTheFirstKernelsKindThroughTheDriverAndKeepsNothing) {

@@ -10,8 +10,9 @@
 //    stride from its shape argument), one kernel run for every shape of
 //    its family that the configurations hold;
 //  - so does the thread body with an element epilogue fused in;
-//  - the PTX it generates for those configurations, their families and
-//    some with an element epilogue is accepted by ptxas
+//  - the PTX it generates for those configurations, their families, some
+//    with an element epilogue and some with rows it stages is accepted by
+//    ptxas
 //    for sm_80 and sm_90 where ptxas is found ($CUDA_HOME/bin, PATH,
 //    /usr/local/cuda/bin), with no spill and no stack frame.
 //
@@ -143,12 +144,61 @@ int64_t runGuarded(const Executable &Code, const RandomCase &C, size_t OutBytes,
   return R;
 }
 
+/// \p V with random input bytes and indices in [0, \p Axis), but for
+/// about a fraction \p Bad of them, which are \p Axis.
+RandomCase caseOf(const ValidDesc &V, uint64_t Axis, uint64_t Seed, double Bad) {
+  std::mt19937_64 Rng(Seed);
+  RandomCase C;
+  C.Desc = V;
+  C.Summary = V.describe();
+  C.Input.resize(requiredElements(V.Input) * V.Input.elementBytes());
+  for (char &Byte : C.Input)
+    Byte = static_cast<char>(Rng());
+  const size_t Size = V.Indices.elementBytes();
+  C.Indices.resize(requiredElements(V.Indices) * Size);
+  for (size_t I = 0; I < C.Indices.size(); I += Size) {
+    const int64_t Index = std::uniform_real_distribution<>(0, 1)(Rng) < Bad
+                              ? static_cast<int64_t>(Axis)
+                              : static_cast<int64_t>(Rng() % Axis);
+    std::memcpy(&C.Indices[I], &Index, Size); // Little-endian: the low bytes.
+  }
+  return C;
+}
+
+/// GatherElements along the last axis of rows longer than an L1 line (up
+/// to 32 KiB: the rows a GPU kernel stages in shared memory where their
+/// outputs read enough of them), of random element and index types,
+/// policies, row counts, outputs per row and input row padding, about 1%
+/// of the indices bad in every third.
+RandomCase wideRowCase(std::mt19937_64 &Rng) {
+  static constexpr DataType Types[] = {DataType::Int8, DataType::Float16, DataType::Float32,
+                                       DataType::Float64};
+  static constexpr DataType IndexTypes[] = {DataType::Int32, DataType::Int64, DataType::UInt32,
+                                            DataType::UInt64};
+  TensorDesc Data, Ids;
+  Data.Type = Types[Rng() % 4];
+  const uint64_t Elem = Data.elementBytes();
+  const uint64_t Row = 128 / Elem + 1 + Rng() % (Rng() % 2 ? 64 : 2000);
+  Data.Sizes = {1 + Rng() % 3, 1 + Rng() % 4, std::min(Row, (uint64_t(32) << 10) / Elem)};
+  if (Rng() % 3 == 0)
+    Data.Strides = std::vector<uint64_t>{Data.Sizes[1] * (Data.Sizes[2] + 8), Data.Sizes[2] + 8, 1};
+  Ids.Type = IndexTypes[Rng() % 4];
+  Ids.Sizes = {Data.Sizes[0], Data.Sizes[1], 1 + Rng() % 300};
+  const OobPolicy Policies[] = {OobPolicy::Check, OobPolicy::Clamp, OobPolicy::Clip};
+  Expected<ValidDesc> V =
+      validateOnnx({OpKind::GatherElements, Data, Ids, -1}, Policies[Rng() % 3]);
+  EXPECT_TRUE(V.isOk()) << V.status().message();
+  return caseOf(*V, Data.Sizes[2], Rng(), Rng() % 3 == 0 ? 0.01 : 0.0);
+}
+
 TEST_F(GpuBackend, SimulatedGridMatchesTheInterpreter) {
   ASSERT_TRUE(Grid->facts().Gpu);
+  // The random configurations, then rows long enough to stage.
   CaseGenerator Cases(20261125);
+  std::mt19937_64 Rng(5);
   unsigned Errors = 0, Wide = 0, Staged = 0, StagedPieces = 0, Strips = 0;
-  for (int I = 0; I < 500; ++I) {
-    const RandomCase C = Cases.next();
+  for (int I = 0; I < 560; ++I) {
+    const RandomCase C = I < 500 ? Cases.next() : wideRowCase(Rng);
     SCOPED_TRACE(std::to_string(I) + ": " + C.Summary);
     const KernelSpec Spec = canonicalize(C.Desc);
     const KernelPlan Plan = planKernel(Spec, gpuFacts());
@@ -182,27 +232,6 @@ TEST_F(GpuBackend, SimulatedGridMatchesTheInterpreter) {
   EXPECT_GT(Staged, 10u) << "too few configurations stage rows in shared memory";
   EXPECT_GT(StagedPieces, 3u) << "too few configurations stage rows in 16-byte pieces";
   EXPECT_GE(Strips, 3u) << "too few configurations stage strips of region rows";
-}
-
-/// \p V with random input bytes and indices in [0, \p Axis), but for
-/// about a fraction \p Bad of them, which are \p Axis.
-RandomCase caseOf(const ValidDesc &V, uint64_t Axis, uint64_t Seed, double Bad) {
-  std::mt19937_64 Rng(Seed);
-  RandomCase C;
-  C.Desc = V;
-  C.Summary = V.describe();
-  C.Input.resize(requiredElements(V.Input) * V.Input.elementBytes());
-  for (char &Byte : C.Input)
-    Byte = static_cast<char>(Rng());
-  const size_t Size = V.Indices.elementBytes();
-  C.Indices.resize(requiredElements(V.Indices) * Size);
-  for (size_t I = 0; I < C.Indices.size(); I += Size) {
-    const int64_t Index = std::uniform_real_distribution<>(0, 1)(Rng) < Bad
-                              ? static_cast<int64_t>(Axis)
-                              : static_cast<int64_t>(Rng() % Axis);
-    std::memcpy(&C.Indices[I], &Index, Size); // Little-endian: the low bytes.
-  }
-  return C;
 }
 
 TEST_F(GpuBackend, SimulatedFamilyGridsMatchTheInterpreter) {
@@ -600,9 +629,10 @@ TEST_F(GpuBackend, PtxOfRandomConfigurationsAssemblesWithoutSpills) {
     ASSERT_TRUE(Nvptx.isOk()) << Nvptx.status().message();
     std::unique_ptr<Backend> Gpu = backendFor(**Nvptx);
     ASSERT_TRUE(Gpu->facts().Gpu);
-    // 500 configurations, 50 to a module; the last module at O1 (code
-    // generation without NVPTX's optimizations).
-    std::mt19937_64 Rng(11);
+    // 500 configurations, 50 to a module, and 5 with rows long enough to
+    // stage; the last module at O1 (code generation without NVPTX's
+    // optimizations).
+    std::mt19937_64 Rng(11), Rows(12);
     for (int Module = 0; Module < 10; ++Module) {
       const OptLevel Level = Module == 9 ? OptLevel::O1 : OptLevel::O2;
       std::vector<PipelineKernel> Kernels;
@@ -623,6 +653,8 @@ TEST_F(GpuBackend, PtxOfRandomConfigurationsAssemblesWithoutSpills) {
             Kernels.push_back(Epi.take());
           }
       }
+      for (int K = 0; K < 5; ++K)
+        Kernels.push_back({canonicalize(wideRowCase(Rows).Desc), "w" + std::to_string(K)});
       Expected<PipelineResult> R = runPipeline(Kernels, *Gpu, Level);
       ASSERT_TRUE(R.isOk()) << R.status().message();
       const std::string Ptx(R->Bytes.begin(), R->Bytes.end());
