@@ -92,7 +92,8 @@ struct RuntimeOptions {
   bool Debugger = false;
   /// If set, a directory where compiled kernels persist across processes
   /// (created 0700 if missing). A later runtime with the same LLVM, CPU and
-  /// optimization level loads them without optimizing or generating code.
+  /// optimization level loads them without optimizing or generating code;
+  /// a device runtime's are PTX, for the same device architecture too.
   /// Off by default: an embedder chooses (the command line keeps one in
   /// $XDG_CACHE_HOME/gatherjit).
   std::string CacheDir;
