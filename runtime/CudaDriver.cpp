@@ -12,10 +12,12 @@
 #include <cassert>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <dlfcn.h>
 #include <memory>
 #include <mutex>
+#include <string_view>
 
 namespace gatherjit {
 namespace {
@@ -144,6 +146,25 @@ Status failed(const Api &A, CUresult R, const std::string &What) {
   default:
     return Status::unsupported(What + " failed: " + errorName(A, R));
   }
+}
+
+/// Loads \p Ptx (a C string) into the current context as \p Module; a
+/// failure's message ends with the first line of the driver's compiler's
+/// error log, which names what it refused.
+Status loadModule(const Api &A, const char *Ptx, Handle &Module) {
+  constexpr int ErrorLogBuffer = 5, ErrorLogBufferBytes = 6; // CUjit_option
+  char Log[1024] = {};
+  int Options[] = {ErrorLogBuffer, ErrorLogBufferBytes};
+  void *Values[] = {Log, reinterpret_cast<void *>(uintptr_t(sizeof(Log) - 1))};
+  const CUresult R = A.ModuleLoadDataEx(&Module, Ptx, 2, Options, Values);
+  if (R == Success)
+    return Status::ok();
+  Status S = failed(A, R, "cuModuleLoadDataEx");
+  const std::string_view Text(Log, strnlen(Log, sizeof(Log)));
+  const std::string_view Line = Text.substr(0, Text.find('\n'));
+  if (Line.empty())
+    return S;
+  return Status::unsupported(S.message() + "; the driver's PTX compiler: " + std::string(Line));
 }
 
 thread_local void *CurrentStream = nullptr;
@@ -452,8 +473,8 @@ Expected<std::shared_ptr<const Executable>> CudaDevice::load(const std::string &
   // The loading thread may not be the one that opened the device.
   if (CUresult R = Cu.CtxSetCurrent(Context); R != Success)
     return failed(Cu, R, "cuCtxSetCurrent");
-  if (CUresult R = Cu.ModuleLoadDataEx(&Module, Ptx.c_str(), 0, nullptr, nullptr); R != Success)
-    return failed(Cu, R, "cuModuleLoadDataEx");
+  if (Status S = loadModule(Cu, Ptx.c_str(), Module); !S)
+    return S;
   if (CUresult R = Cu.ModuleGetFunction(&Fn, Module, Name.c_str()); R != Success) {
     Cu.ModuleUnload(Module);
     return failed(Cu, R, "cuModuleGetFunction");
@@ -515,8 +536,8 @@ Expected<std::vector<double>> CudaDevice::emptyCallsUs(unsigned Repeat) const {
   Handle Module = nullptr, Fn = nullptr;
   if (CUresult R = Cu.CtxSetCurrent(Context); R != Success)
     return failed(Cu, R, "cuCtxSetCurrent");
-  if (CUresult R = Cu.ModuleLoadDataEx(&Module, Ptx, 0, nullptr, nullptr); R != Success)
-    return failed(Cu, R, "cuModuleLoadDataEx");
+  if (Status S = loadModule(Cu, Ptx, Module); !S)
+    return S;
   CUresult R = Cu.ModuleGetFunction(&Fn, Module, "gj_empty");
   std::vector<double> Us;
   // One untimed call first: the first launch of a module costs more.

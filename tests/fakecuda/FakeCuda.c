@@ -8,6 +8,8 @@
  *   new       as ok, of compute capability 12.6 (newer than LLVM 19 knows)
  *   oldptx    cuModuleLoadDataEx answers CUDA_ERROR_UNSUPPORTED_PTX_VERSION
  *   nojit     cuModuleLoadDataEx answers CUDA_ERROR_JIT_COMPILER_NOT_FOUND
+ *   badptx    cuModuleLoadDataEx answers CUDA_ERROR_INVALID_PTX, with a
+ *             line in the error log buffer its options give
  *   ok        one sm_86 device whose memory is host memory; a launch runs
  *             nothing, and with $GATHERJIT_FAKE_CUDA_KEY set stores that
  *             number in the status word (a bad index's key)
@@ -72,7 +74,21 @@ CUresult cuCtxSetCurrent(void *Ctx) { return Ctx == &Context ? 0 : 201; }
 static int Module;
 CUresult cuModuleLoadDataEx(void **Mod, const void *Image, unsigned N, int *Options,
                             void **Values) {
-  (void)N, (void)Options, (void)Values;
+  if (is("badptx")) {
+    char *Log = NULL;
+    size_t Size = 0;
+    for (unsigned I = 0; I < N; ++I) {
+      if (Options[I] == 5) /* CU_JIT_ERROR_LOG_BUFFER */
+        Log = (char *)Values[I];
+      if (Options[I] == 6) /* CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES */
+        Size = (size_t)(uintptr_t)Values[I];
+    }
+    if (Log && Size)
+      snprintf(Log, Size,
+               "ptxas application ptx input, line 3; error   : Unknown target\n"
+               "ptxas fatal   : Ptx assembly aborted due to errors");
+    return 218;
+  }
   if (is("oldptx"))
     return 222;
   if (is("nojit"))
@@ -183,6 +199,8 @@ CUresult cuEventDestroy_v2(void *E) {
   return 0;
 }
 CUresult cuGetErrorName(CUresult R, const char **Name) {
-  *Name = R == 222 ? "CUDA_ERROR_UNSUPPORTED_PTX_VERSION" : "CUDA_ERROR_FAKE";
+  *Name = R == 222   ? "CUDA_ERROR_UNSUPPORTED_PTX_VERSION"
+          : R == 218 ? "CUDA_ERROR_INVALID_PTX"
+                     : "CUDA_ERROR_FAKE";
   return 0;
 }

@@ -72,7 +72,9 @@ TEST_F(CudaDriver, EachFailureIsItsOwnCleanError) {
       {"nodevice", "no CUDA device"},
       {"old", "is sm_61; gatherjit's GPU kernels need sm_70 or later"},
       {"oldptx", "the CUDA driver is too old for gatherjit's PTX"},
-      {"nojit", "the CUDA driver has no PTX compiler"}};
+      {"nojit", "the CUDA driver has no PTX compiler"},
+      {"badptx", "cuModuleLoadDataEx failed: CUDA_ERROR_INVALID_PTX; the driver's PTX compiler: "
+                 "ptxas application ptx input, line 3; error   : Unknown target"}};
   for (const auto &[Mode, Message] : Cases) {
     SCOPED_TRACE(Mode);
     expectOneErrorLine(run(Mode), 2, Message);
