@@ -148,15 +148,22 @@ Status failed(const Api &A, CUresult R, const std::string &What) {
   }
 }
 
+thread_local double LastJitMs = 0;
+
 /// Loads \p Ptx (a C string) into the current context as \p Module; a
 /// failure's message ends with the first line of the driver's compiler's
-/// error log, which names what it refused.
+/// error log, which names what it refused. The driver's compile time
+/// becomes lastJitMs().
 Status loadModule(const Api &A, const char *Ptx, Handle &Module) {
-  constexpr int ErrorLogBuffer = 5, ErrorLogBufferBytes = 6; // CUjit_option
+  constexpr int WallTime = 2, ErrorLogBuffer = 5, ErrorLogBufferBytes = 6; // CUjit_option
   char Log[1024] = {};
-  int Options[] = {ErrorLogBuffer, ErrorLogBufferBytes};
-  void *Values[] = {Log, reinterpret_cast<void *>(uintptr_t(sizeof(Log) - 1))};
-  const CUresult R = A.ModuleLoadDataEx(&Module, Ptx, 2, Options, Values);
+  int Options[] = {WallTime, ErrorLogBuffer, ErrorLogBufferBytes};
+  void *Values[] = {nullptr, Log, reinterpret_cast<void *>(uintptr_t(sizeof(Log) - 1))};
+  const CUresult R = A.ModuleLoadDataEx(&Module, Ptx, 3, Options, Values);
+  // The wall time comes back as a float in its value's slot.
+  float Ms = 0;
+  std::memcpy(&Ms, &Values[0], sizeof(Ms));
+  LastJitMs = Ms;
   if (R == Success)
     return Status::ok();
   Status S = failed(A, R, "cuModuleLoadDataEx");
@@ -559,6 +566,7 @@ Expected<std::vector<double>> CudaDevice::emptyCallsUs(unsigned Repeat) const {
 
 std::string lastDeviceError() { return LastError; }
 double lastKernelUs() { return LastKernelUs; }
+double lastJitMs() { return LastJitMs; }
 
 KernelTiming::KernelTiming() : Saved(TimeKernels) { TimeKernels = true; }
 KernelTiming::~KernelTiming() { TimeKernels = Saved; }

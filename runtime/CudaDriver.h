@@ -83,6 +83,9 @@ std::string lastDeviceError();
 /// How long the last device kernel this thread launched in a KernelTiming
 /// scope ran (CUDA events); 0 outside one.
 double lastKernelUs();
+/// The driver's compile time of the last module this thread loaded (its
+/// CU_JIT_WALL_TIME, milliseconds): part of the load's time.
+double lastJitMs();
 
 /// Launches of device kernels on this thread are timed by CUDA events
 /// while the scope lives (two events a launch: about 3 µs of a tiny call).
@@ -121,6 +124,8 @@ struct DeviceRun {
   /// output the run's output buffer holds.
   ValidDesc Desc;
   double PtxMs = 0, LoadMs = 0, KernelUs = 0, CopyUs = 0, CallUs = 0;
+  /// Of LoadMs, the driver's compile (lastJitMs).
+  double JitMs = 0;
   /// The median of as many empty kernels' calls (CudaDevice::emptyCallsUs).
   double EmptyCallUs = 0;
   /// The PTX came from the options' CacheDir (no PtxMs).

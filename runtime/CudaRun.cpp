@@ -44,6 +44,7 @@ struct DeviceSetup {
   Kernel K;
   uint64_t Bytes[3] = {};
   std::shared_ptr<void> Buffers[3];
+  double JitMs = 0; ///< The driver's compile of the kernel's module.
 
   Status run() const { return K.run(Buffers[0].get(), Buffers[1].get(), Buffers[2].get()); }
 };
@@ -67,6 +68,7 @@ Expected<DeviceSetup> setUp(const ValidDesc &V, int Ordinal, RuntimeOptions Opti
   if (!K)
     return K.status();
   Set.K = K.take();
+  Set.JitMs = lastJitMs();                        // Loaded on this thread.
   const TensorDesc &Output = Set.K.desc().Output; // An epilogue's type and rows.
   const uint64_t Bytes[3] = {requiredElements(V.Input) * V.Input.elementBytes(),
                              requiredElements(V.Indices) * V.Indices.elementBytes(),
@@ -109,6 +111,7 @@ Expected<DeviceRun> runOnCuda(const ValidDesc &V, int Ordinal, const RuntimeOpti
   const CompileTimes &Times = Set->K.compileTimes();
   Run.PtxMs = Times.Emit + Times.Optimize + Times.Codegen;
   Run.LoadMs = Times.Link;
+  Run.JitMs = Set->JitMs;
   Run.FromDisk = Set->K.fromDiskCache();
   // The kernel's time by events; then the whole call's, untimed.
   std::vector<double> Kernel, Copy, Call;

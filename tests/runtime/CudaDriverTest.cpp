@@ -90,6 +90,8 @@ TEST_F(CudaDriver, ARunLoadsPtxForTheDeviceAndLaunchesThePlansGrid) {
   ASSERT_EQ(R.Exit, 0) << R.Err;
   EXPECT_THAT(R.Err, HasSubstr("\"device\": \"cuda:0 (sm_86)\""));
   EXPECT_THAT(R.Err, HasSubstr("\"kernel_us\": 250.000"));
+  // Of the module's load, the driver's compile (CU_JIT_WALL_TIME).
+  EXPECT_THAT(R.Err, HasSubstr("\"jit_ms\": 1.5000"));
   std::string Log = slurp(Dir / "driver.log");
   EXPECT_THAT(Log, HasSubstr(".target sm_86"));
   // Beside the call, an empty kernel's: one thread, its own module.
@@ -535,6 +537,9 @@ TEST_F(CudaDriver, TheDeviceBenchSetsEachCaseBesideItsCopyLineAndItsFloor) {
       Json = slurp(E.path().string());
   EXPECT_THAT(Json, HasSubstr("\"floor_us\": 475.0"));
   EXPECT_THAT(Json, HasSubstr("\"floor_us\": 500.0"));
+  // Each kernel's module load, of which the driver's compile took 1.5 ms.
+  EXPECT_THAT(Json, HasSubstr("\"jit_ms\": 1.5"));
+  EXPECT_THAT(R.Out, ::testing::ContainsRegex("\\| G4 \\|.* \\| [0-9.]+ \\(1.50\\) \\| "));
 }
 
 } // namespace

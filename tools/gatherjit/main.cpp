@@ -84,10 +84,11 @@ Status executeOnDevice(Problem &P, const EngineFlags &E, int Ordinal, AtomicFile
   if (E.Stats)
     std::fprintf(stderr,
                  "{\"engine\": \"jit\", \"device\": \"%s\", \"opt_level\": \"%s\", "
-                 "\"ptx_ms\": %.4f, \"load_ms\": %.4f, \"cache\": \"%s\", \"kernel_us\": %.3f, "
+                 "\"ptx_ms\": %.4f, \"load_ms\": %.4f, \"jit_ms\": %.4f, \"cache\": \"%s\", "
+                 "\"kernel_us\": %.3f, "
                  "\"copy_us\": %.3f, \"call_us\": %.3f, \"empty_call_us\": %.3f, "
                  "\"repeat\": %u}\n",
-                 Run->Device.c_str(), E.Opt.c_str(), Run->PtxMs, Run->LoadMs,
+                 Run->Device.c_str(), E.Opt.c_str(), Run->PtxMs, Run->LoadMs, Run->JitMs,
                  Run->FromDisk ? "hit" : "miss", Run->KernelUs, Run->CopyUs, Run->CallUs,
                  Run->EmptyCallUs, E.Repeat);
   return Status::ok();
