@@ -68,7 +68,8 @@ Expected<DeviceSetup> setUp(const ValidDesc &V, int Ordinal, RuntimeOptions Opti
   if (!K)
     return K.status();
   Set.K = K.take();
-  Set.JitMs = lastJitMs();                        // Loaded on this thread.
+  // Loaded on this thread (an empty output loads no module).
+  Set.JitMs = Set.K.symbolName().empty() ? 0 : lastJitMs();
   const TensorDesc &Output = Set.K.desc().Output; // An epilogue's type and rows.
   const uint64_t Bytes[3] = {requiredElements(V.Input) * V.Input.elementBytes(),
                              requiredElements(V.Indices) * V.Indices.elementBytes(),

@@ -11,6 +11,29 @@
 using namespace gatherjit;
 using namespace gatherjit::binding;
 
+/// The cache statistics of the process's runtime for \p Device ("cpu",
+/// "cuda" or "cuda:N"), as Python's stats() returns them.
+static py::dict statsOf(const std::string &Device) {
+  const CacheStats S = Device == "cpu" ? runtime().stats() : deviceRuntime(Device).stats();
+  py::dict D;
+  D["hits"] = S.Hits;
+  D["misses"] = S.Misses;
+  D["entries"] = S.Entries;
+  D["evictions"] = S.Evictions;
+  D["compile_ms"] = S.CompileMs;
+  D["generic_entries"] = S.GenericEntries;
+  D["specializations"] = S.Specializations;
+  D["specialized_at_compile"] = S.SpecializedAtCompile;
+  D["upgrades"] = S.Upgrades;
+  D["cache_bytes"] = S.CacheBytes;
+  D["family_kernels"] = S.FamilyKernels;
+  D["family_entries"] = S.FamilyEntries;
+  D["disk_loads"] = S.DiskLoads;
+  D["disk_stores"] = S.DiskStores;
+  D["output_pool_bytes"] = outputPoolIdleBytes();
+  return D;
+}
+
 PYBIND11_MODULE(_native, M) {
   M.doc() = "gatherjit's native binding (use the gatherjit package)";
   // The runtime's code generator is made while Python imports the rest.
@@ -159,27 +182,5 @@ PYBIND11_MODULE(_native, M) {
     py::gil_scoped_release Release;
     runtime().stopBackground();
   });
-  M.def(
-      "stats",
-      [](const std::string &Device) {
-        const CacheStats S = Device == "cpu" ? runtime().stats() : deviceRuntime(Device).stats();
-        py::dict D;
-        D["hits"] = S.Hits;
-        D["misses"] = S.Misses;
-        D["entries"] = S.Entries;
-        D["evictions"] = S.Evictions;
-        D["compile_ms"] = S.CompileMs;
-        D["generic_entries"] = S.GenericEntries;
-        D["specializations"] = S.Specializations;
-        D["specialized_at_compile"] = S.SpecializedAtCompile;
-        D["upgrades"] = S.Upgrades;
-        D["cache_bytes"] = S.CacheBytes;
-        D["family_kernels"] = S.FamilyKernels;
-        D["family_entries"] = S.FamilyEntries;
-        D["disk_loads"] = S.DiskLoads;
-        D["disk_stores"] = S.DiskStores;
-        D["output_pool_bytes"] = outputPoolIdleBytes();
-        return D;
-      },
-      py::arg("device"));
+  M.def("stats", &statsOf, py::arg("device"));
 }
