@@ -308,6 +308,15 @@ def _run_on_device(k, op, data, indices, axis, d_ptr, i_ptr, o_ptr, stream):
         raise IndexError(_out_of_range(op, data, indices.cpu(), axis, e.position)) from None
 
 
+def _device_name(device):
+    """A device= argument as the native layer names it: "cpu", "cuda" (also
+    for True) or "cuda:N"; a ValueError for anything else."""
+    dev = "cuda" if device is True else str(device)
+    if not (dev in ("cpu", "cuda") or dev.startswith("cuda:")):
+        raise ValueError(f"device = {device!r} is not 'cpu', 'cuda' or 'cuda:N'")
+    return dev
+
+
 def _gather_on_device(op, data, indices, axis, out, mode, epilogue, device):
     """A gather of arrays on a CUDA device, in place on the device: no copy
     of the operands; the result is `out`, or a new PyTorch tensor beside a
@@ -328,9 +337,7 @@ def _gather_on_device(op, data, indices, axis, out, mode, epilogue, device):
             _run_on_device(k, op, data, indices, axis, data.data_ptr(), indices.data_ptr(),
                            out.data_ptr(), _torch_stream(torch, data))
             return out
-    dev = "cuda" if device is True else str(device)
-    if not (dev == "cuda" or dev.startswith("cuda:")):
-        raise ValueError(f"device = {device!r} is not 'cpu', 'cuda' or 'cuda:N'")
+    dev = _device_name(device)
     d_spec, d_ptr, stream, d_keep = _device_operand(data, "data")
     i_spec, i_ptr, _, i_keep = _device_operand(indices, "indices")
     if not _np.issubdtype(i_spec[1], _np.integer):
@@ -710,10 +717,7 @@ def stats(device="cpu"):
     in the cache directory); and output_pool_bytes, the idle memory kept
     for results (set_output_pool). With device="cuda" or "cuda:N", the
     kernels of that device's gathers (device=...)."""
-    dev = "cuda" if device is True else str(device)
-    if not (dev in ("cpu", "cuda") or dev.startswith("cuda:")):
-        raise ValueError(f"device = {device!r} is not 'cpu', 'cuda' or 'cuda:N'")
-    return _native.stats(dev)
+    return _native.stats(_device_name(device))
 
 
 import atexit as _atexit

@@ -10,10 +10,10 @@
  *   nojit     cuModuleLoadDataEx answers CUDA_ERROR_JIT_COMPILER_NOT_FOUND
  *   badptx    cuModuleLoadDataEx answers CUDA_ERROR_INVALID_PTX, with a
  *             line in the error log buffer its options give
- * A module loaded took the driver 1.5 ms to compile (CU_JIT_WALL_TIME).
  *   ok        one sm_86 device whose memory is host memory; a launch runs
  *             nothing, and with $GATHERJIT_FAKE_CUDA_KEY set stores that
  *             number in the status word (a bad index's key)
+ * A module loaded took the driver 1.5 ms to compile (CU_JIT_WALL_TIME).
  * Each load and launch is appended to $GATHERJIT_FAKE_CUDA_LOG if set: the
  * PTX's .target line and the entry taken from it ("function NAME"); the
  * launched entry's name, the grid and block, and a family kernel's first
