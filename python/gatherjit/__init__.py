@@ -309,9 +309,10 @@ def _run_on_device(k, op, data, indices, axis, d_ptr, i_ptr, o_ptr, stream):
 
 
 def _device_name(device):
-    """A device= argument as the native layer names it: "cpu", "cuda" (also
-    for True) or "cuda:N"; a ValueError for anything else."""
-    dev = "cuda" if device is True else str(device)
+    """A device= argument as the native layer names it: "cpu" (also for
+    None, the gathers' default), "cuda" (also for True) or "cuda:N"; a
+    ValueError for anything else."""
+    dev = "cuda" if device is True else "cpu" if device is None else str(device)
     if not (dev in ("cpu", "cuda") or dev.startswith("cuda:")):
         raise ValueError(f"device = {device!r} is not 'cpu', 'cuda' or 'cuda:N'")
     return dev

@@ -226,3 +226,4 @@ def test_a_second_process_loads_device_kernels_from_the_cache_directory(gj, tmp_
     assert runs[1] == ["1", "1", "0", "0"]  # loaded: no LLVM
     with pytest.raises(ValueError, match="'gpu'"):
         gj.stats(device="gpu")
+    assert gj.stats(device=None).keys() == gj.stats().keys()  # the CPU's, as gathers take None
