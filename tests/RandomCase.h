@@ -10,6 +10,7 @@
 #include "gatherjit/Validate.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <optional>
@@ -18,6 +19,15 @@
 #include <vector>
 
 namespace gatherjit::test {
+
+/// A random test's seed: GATHERJIT_SEED where set (to replay a failure, or
+/// to run the test over other configurations), else the test's own. A test
+/// that draws from several generators numbers them (`Stream`), so that one
+/// seed from the environment does not make them draw alike.
+inline uint64_t seedFromEnv(uint64_t Default, uint64_t Stream = 0) {
+  const char *S = std::getenv("GATHERJIT_SEED");
+  return S ? std::strtoull(S, nullptr, 0) + Stream * 0x9e3779b97f4a7c15ULL : Default;
+}
 
 struct RandomCase {
   ValidDesc Desc;

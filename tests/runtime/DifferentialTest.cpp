@@ -21,11 +21,6 @@ using namespace gatherjit::test;
 
 namespace {
 
-uint64_t seedFromEnv(uint64_t Default) {
-  const char *S = std::getenv("GATHERJIT_SEED");
-  return S ? std::strtoull(S, nullptr, 0) : Default;
-}
-
 void compareEngines(Runtime &RT, const RandomCase &C, const std::string &Trace) {
   SCOPED_TRACE(Trace);
   Expected<Kernel> K = RT.compile(C.Desc);

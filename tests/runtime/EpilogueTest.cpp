@@ -359,8 +359,8 @@ TEST(Epilogue, ElementEpiloguesOnRandomConfigurations) {
   Options.QuickTier = false;
   Expected<std::unique_ptr<Runtime>> RT = Runtime::create(Options);
   ASSERT_TRUE(RT.isOk());
-  CaseGenerator Gen(20261123);
-  std::mt19937_64 Rng(5);
+  CaseGenerator Gen(seedFromEnv(20261123));
+  std::mt19937_64 Rng(seedFromEnv(5, 1));
   int Ran = 0;
   for (int I = 0; I < 400 && Ran < 120; ++I) {
     RandomCase C = Gen.next();
@@ -387,7 +387,7 @@ TEST(Epilogue, ElementEpiloguesOnRandomConfigurations) {
 TEST(Epilogue, RowEpiloguesOnRandomGathers) {
   REQUIRE_EPILOGUES();
   auto RT = makeRuntime(64);
-  std::mt19937_64 Rng(11);
+  std::mt19937_64 Rng(seedFromEnv(11));
   auto Pick = [&](uint64_t N) { return Rng() % N; };
   int Ran = 0;
   for (int I = 0; I < 60; ++I) {

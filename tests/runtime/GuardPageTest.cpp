@@ -36,11 +36,6 @@ using namespace gatherjit::test;
 
 namespace {
 
-uint64_t seedFromEnv(uint64_t Default) {
-  const char *S = std::getenv("GATHERJIT_SEED");
-  return S ? std::strtoull(S, nullptr, 0) : Default;
-}
-
 using RangeFn = int64_t (*)(const void *, const void *, void *, int64_t, int64_t);
 
 /// The kernels of one AOT object, linked into this process.

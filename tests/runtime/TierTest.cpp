@@ -207,7 +207,7 @@ TEST(Runtime, TheCacheHoldsBytesNotEntries) {
 
 TEST(Runtime, TheGenericTierMatchesTheInterpreterOnRandomConfigurations) {
   auto RT = runtimeIn(Specialize::Never);
-  CaseGenerator Gen(20261125);
+  CaseGenerator Gen(seedFromEnv(20261125));
   int Generic = 0;
   for (int I = 0; I < 600; ++I) {
     RandomCase C = Gen.next();

@@ -194,8 +194,8 @@ RandomCase wideRowCase(std::mt19937_64 &Rng) {
 TEST_F(GpuBackend, SimulatedGridMatchesTheInterpreter) {
   ASSERT_TRUE(Grid->facts().Gpu);
   // The random configurations, then rows long enough to stage.
-  CaseGenerator Cases(20261125);
-  std::mt19937_64 Rng(5);
+  CaseGenerator Cases(seedFromEnv(20261125));
+  std::mt19937_64 Rng(seedFromEnv(5, 1));
   unsigned Errors = 0, Wide = 0, Staged = 0, StagedPieces = 0, Strips = 0;
   for (int I = 0; I < 560; ++I) {
     const RandomCase C = I < 500 ? Cases.next() : wideRowCase(Rng);
@@ -240,7 +240,7 @@ TEST_F(GpuBackend, SimulatedFamilyGridsMatchTheInterpreter) {
   // whose batch changes (block rows, which a device's family copies
   // element by element).
   std::vector<RandomCase> Cases;
-  CaseGenerator Random(20261126);
+  CaseGenerator Random(seedFromEnv(20261126));
   for (int I = 0; I < 300; ++I)
     Cases.push_back(Random.next());
   for (uint64_t L : {3, 17, 300}) {
@@ -311,8 +311,8 @@ TEST_F(GpuBackend, SimulatedGridsWithElementEpiloguesMatchTheInterpreter) {
   Options.Threads = 1;
   Expected<std::unique_ptr<Runtime>> RT = Runtime::create(Options);
   ASSERT_TRUE(RT.isOk()) << RT.status().message();
-  CaseGenerator Cases(20261127);
-  std::mt19937_64 Rng(7);
+  CaseGenerator Cases(seedFromEnv(20261127));
+  std::mt19937_64 Rng(seedFromEnv(7, 1));
   unsigned Ran = 0, Errors = 0;
   for (int I = 0; I < 300 && Ran < 80; ++I) {
     const RandomCase C = Cases.next();
@@ -493,7 +493,7 @@ TEST_F(GpuBackend, TiledGridsOfRandomShapesMatchTheInterpreter) {
   // several element and index types, both policies, some bad indices,
   // positions in 32 and in 64 bits: the grid of 1024-thread blocks agrees
   // with the interpreter.
-  std::mt19937_64 Rng(20261126);
+  std::mt19937_64 Rng(seedFromEnv(20261126));
   const DataType Types[] = {DataType::Float32, DataType::UInt8, DataType::Float16, DataType::Int64};
   unsigned Ragged = 0, Errors = 0, Strips = 0;
   for (int I = 0; I < 40; ++I) {
@@ -560,7 +560,7 @@ TEST_F(GpuBackend, AGridSmallerThanTheOutputStrides) {
   // A hand-made plan: 1 block of 3 threads, so that each thread takes
   // many elements; every other Check case with a bad index past its first
   // elements; half the cases' positions in 32 bits, half in 64.
-  CaseGenerator Cases(7);
+  CaseGenerator Cases(seedFromEnv(7));
   unsigned LateErrors = 0;
   for (int I = 0; I < 120; ++I) {
     RandomCase C = Cases.next();
@@ -621,7 +621,7 @@ TEST_F(GpuBackend, PtxOfRandomConfigurationsAssemblesWithoutSpills) {
   const std::filesystem::path Dir =
       std::filesystem::temp_directory_path() / ("gatherjit-ptx-" + std::to_string(::getpid()));
   std::filesystem::create_directories(Dir);
-  CaseGenerator Cases(20261125);
+  CaseGenerator Cases(seedFromEnv(20261125));
   for (const char *Arch : {"sm_80", "sm_90"}) {
     SCOPED_TRACE(Arch);
     Expected<std::unique_ptr<CodeGenerator>> Nvptx =
@@ -632,7 +632,7 @@ TEST_F(GpuBackend, PtxOfRandomConfigurationsAssemblesWithoutSpills) {
     // 500 configurations, 50 to a module, and 5 with rows long enough to
     // stage; the last module at O1 (code generation without NVPTX's
     // optimizations).
-    std::mt19937_64 Rng(11), Rows(12);
+    std::mt19937_64 Rng(seedFromEnv(11, 1)), Rows(seedFromEnv(12, 2));
     for (int Module = 0; Module < 10; ++Module) {
       const OptLevel Level = Module == 9 ? OptLevel::O1 : OptLevel::O2;
       std::vector<PipelineKernel> Kernels;
