@@ -181,7 +181,12 @@ def _result(array, like):
 _ndarray = _np.ndarray
 
 
-_DL_CUDA = 2  # DLPack's kDLCUDA
+# DLPack's device types whose memory a CUDA kernel reads where it lies:
+# kDLCUDA and kDLCUDAManaged; and the names of the others, for the error.
+_DL_ON_DEVICE = (2, 13)
+_DL_DEVICES = {1: "the host's memory", 3: "pinned host memory", 4: "an OpenCL device",
+               7: "a Vulkan device", 8: "a Metal device", 10: "a ROCm device",
+               11: "ROCm's pinned host memory", 14: "a oneAPI device"}
 # DLPack's type codes (int, uint, float, bfloat, complex, bool) as numpy's
 # kinds; bfloat16 is gatherjit's two-byte void, as from PyTorch.
 _DL_KINDS = {0: "i", 1: "u", 2: "f", 4: "V", 5: "c", 6: "b"}
@@ -222,13 +227,13 @@ def _dlpack_operand(x, name):
                     ("byte_offset", ctypes.c_uint64)]
 
     try:
-        kind, _ = x.__dlpack_device__()
-        kind = int(kind)
+        kind, ordinal = (int(v) for v in x.__dlpack_device__())
     except Exception as e:
         raise TypeError(f"{name}.__dlpack_device__() did not give (device type, device id): "
                         f"{e}") from e
-    if kind != _DL_CUDA:
-        raise _not_on_device(x, name, f" in DLPack device type {kind}")
+    if kind not in _DL_ON_DEVICE:
+        where = _DL_DEVICES.get(kind, "memory")
+        raise _not_on_device(x, name, f" in {where} (DLPack device type {kind})")
     # Stream 1, the legacy default stream, where the launch goes: the
     # producer orders its own work before it.
     try:
@@ -249,14 +254,16 @@ def _dlpack_operand(x, name):
     dtype = _np.dtype("?" if letter == "b" else f"{letter}{t.dtype.bits // 8}")
     shape = tuple(t.shape[d] for d in range(t.ndim))
     elems = [t.strides[d] for d in range(t.ndim)] if t.strides else _row_major(shape)
-    return (shape, dtype, elems), (t.data or 0) + t.byte_offset, None, capsule
+    return (shape, dtype, elems), (t.data or 0) + t.byte_offset, None, capsule, ordinal
 
 
 def _device_operand(x, name):
     """(shape, dtype, strides in elements) and the pointer of an object on a
     CUDA device (its __cuda_array_interface__: a PyTorch CUDA tensor,
-    CuPy, Numba; or its DLPack capsule), the stream it names, and what must
-    live until the launch is over."""
+    CuPy, Numba; or its DLPack capsule), the stream it names, what must
+    live until the launch is over, and the device's ordinal where the
+    object says it (DLPack's device id, a PyTorch tensor's or CuPy array's
+    `device`; the CUDA array interface itself has none), else None."""
     iface = getattr(x, "__cuda_array_interface__", None)
     if iface is None and hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__"):
         return _dlpack_operand(x, name)
@@ -276,7 +283,37 @@ def _device_operand(x, name):
         if any(st % dtype.itemsize for st in strides):
             raise ValueError(f"{name}'s strides {tuple(strides)} are not whole elements")
         elems = [st // dtype.itemsize for st in strides]
-    return (shape, dtype, elems), data, iface.get("stream"), None
+    return (shape, dtype, elems), data, iface.get("stream"), None, _ordinal_of(x)
+
+
+def _ordinal_of(x):
+    """The CUDA device of an array with __cuda_array_interface__, where its
+    `device` names it (PyTorch's torch.device, CuPy's Device), else None."""
+    dev = getattr(x, "device", None)
+    for attr in ("index", "id"):
+        ordinal = getattr(dev, attr, None)
+        if isinstance(ordinal, int) and not isinstance(ordinal, bool):
+            return ordinal
+    return None
+
+
+def _device_of_operands(device, ordinals):
+    """The device a gather runs on: device= ("cuda" is the operands' own
+    device where they name one, else cuda:0); a ValueError where the
+    operands are on different devices, or device= names another."""
+    named = {n: o for n, o in ordinals.items() if o is not None}
+    if len(set(named.values())) > 1:
+        where = ", ".join(f"{n} on cuda:{o}" for n, o in named.items())
+        raise ValueError(f"the operands are on different devices ({where}); a gather's data, "
+                         "indices and out must be on one device")
+    if not named:
+        return device
+    name, ordinal = next(iter(named.items()))
+    if device == "cuda":
+        return f"cuda:{ordinal}"
+    if device[5:].isdigit() and int(device[5:]) != ordinal:
+        raise ValueError(f"device = {device!r}, but {name} is on cuda:{ordinal}")
+    return device
 
 
 # PyTorch CUDA tensors' layouts seen before (op, axis, mode, device and each
@@ -327,9 +364,9 @@ def _gather_on_device(op, data, indices, axis, out, mode, epilogue, device):
     key = None
     if (tensor is not None and type(data) is tensor and type(indices) is tensor
             and (out is None or type(out) is tensor) and epilogue is None and type(axis) is int):
-        key = (op, axis, mode, device, data.dtype, data.shape, data.stride(), indices.dtype,
-               indices.shape, indices.stride(),
-               None if out is None else (out.dtype, out.shape, out.stride()))
+        key = (op, axis, mode, device, data.device, data.dtype, data.shape, data.stride(),
+               indices.device, indices.dtype, indices.shape, indices.stride(),
+               None if out is None else (out.device, out.dtype, out.shape, out.stride()))
         seen = _device_layouts.get(key)
         if seen is not None and data.is_cuda:
             k, dtype = seen
@@ -339,8 +376,8 @@ def _gather_on_device(op, data, indices, axis, out, mode, epilogue, device):
                            out.data_ptr(), _torch_stream(torch, data))
             return out
     dev = _device_name(device)
-    d_spec, d_ptr, stream, d_keep = _device_operand(data, "data")
-    i_spec, i_ptr, _, i_keep = _device_operand(indices, "indices")
+    d_spec, d_ptr, stream, d_keep, d_at = _device_operand(data, "data")
+    i_spec, i_ptr, _, i_keep, i_at = _device_operand(indices, "indices")
     if not _np.issubdtype(i_spec[1], _np.integer):
         raise TypeError(f"indices must be integers, not {i_spec[1]}")
     if axis is None:
@@ -348,9 +385,10 @@ def _gather_on_device(op, data, indices, axis, out, mode, epilogue, device):
     if isinstance(axis, bool) or not isinstance(axis, int):
         axis = _index(axis)
     o_spec = None
-    o_keep = None
+    o_keep = o_at = None
     if out is not None:
-        o_spec, o_ptr, _, o_keep = _device_operand(out, "out")
+        o_spec, o_ptr, _, o_keep, o_at = _device_operand(out, "out")
+    dev = _device_of_operands(dev, {"data": d_at, "indices": i_at, "out": o_at})
     k = _native.compile_device(op, d_spec, i_spec, axis, mode, _fused(epilogue), dev,
                                o_spec)
     dtype = None
@@ -359,7 +397,7 @@ def _gather_on_device(op, data, indices, axis, out, mode, epilogue, device):
             raise TypeError("device='cuda' needs out= unless data is a PyTorch tensor")
         dtype = torch.from_numpy(_np.empty(0, k.output_dtype)).dtype
         out = torch.empty(k.output_shape, dtype=dtype, device=data.device)
-        _, o_ptr, _, _ = _device_operand(out, "out")
+        o_ptr = _device_operand(out, "out")[1]
         if stream is None:
             stream = _torch_stream(torch, data)
     try:

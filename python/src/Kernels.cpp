@@ -58,12 +58,13 @@ Runtime &runtime() {
 }
 
 /// The process's runtime for CUDA device \p Device ("cuda" or "cuda:N"),
-/// created on its first use with the process's options.
+/// created on its first use with the process's options. "cuda" is device
+/// 0's, so that its kernels and stats() are those of "cuda:0".
 Runtime &deviceRuntime(const std::string &Device) {
   static std::mutex Mutex;
   static std::map<std::string, std::unique_ptr<Runtime>> Runtimes;
   std::lock_guard<std::mutex> Lock(Mutex);
-  std::unique_ptr<Runtime> &RT = Runtimes[Device];
+  std::unique_ptr<Runtime> &RT = Runtimes[Device == "cuda" ? "cuda:0" : Device];
   if (!RT) {
     RuntimeOptions O = runtimeOptions();
     O.Device = Device;

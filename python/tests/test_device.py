@@ -6,6 +6,7 @@ with the plan's grid, a bad index the device reports is an IndexError
 naming it, and host arrays are refused rather than copied."""
 
 import os
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -33,10 +34,11 @@ class DLPackArray:
     """A numpy array exported as a DLPack capsule of CUDA memory, as JAX or
     CuPy export theirs (strides in elements, as DLPack counts them)."""
 
-    def __init__(self, a, code):
+    def __init__(self, a, code, device=(2, 0)):
         import ctypes
         self.a = a
         self.code = code
+        self.device = device
         self.streams = []
 
         class Device(ctypes.Structure):
@@ -56,13 +58,13 @@ class DLPackArray:
         # The base pointer 16 bytes early, put right by byte_offset.
         self.shape = (ctypes.c_int64 * a.ndim)(*a.shape)
         self.strides = (ctypes.c_int64 * a.ndim)(*(st // a.itemsize for st in a.strides))
-        self.managed = Managed(a.ctypes.data - 16, Device(2, 0), a.ndim,
+        self.managed = Managed(a.ctypes.data - 16, Device(*device), a.ndim,
                                DataType(code, a.itemsize * 8, 1), self.shape, self.strides, 16,
                                None, None)
         self.ctypes = ctypes
 
     def __dlpack_device__(self):
-        return (2, 0)
+        return self.device
 
     def __dlpack__(self, stream=None):
         self.streams.append(stream)
@@ -125,8 +127,56 @@ def test_dlpack_exporters_of_cuda_memory_are_taken_where_they_lie(gj, monkeypatc
     monkeypatch.delenv("GATHERJIT_FAKE_CUDA_KEY")
     assert gj.take_along_axis(DLPackArray(data, 2), idx, 1, out=out, device="cuda") is out
     # DLPack memory on the host is refused, not copied.
-    with pytest.raises(TypeError, match="ndarray in DLPack device type 1, not an array on a CUDA"):
+    with pytest.raises(TypeError, match=r"ndarray in the host's memory \(DLPack device type 1\), "
+                                        "not an array on a CUDA"):
         gj.take(np.arange(4.0), np.arange(2), 0, out=out, device="cuda")
+
+
+def test_operands_run_on_their_own_device_and_never_on_another(gj, tmp_path):
+    data = np.arange(12, dtype=np.float32).reshape(3, 4)
+    idx = np.array([[3, 2], [0, 1], [1, 1]], dtype=np.int64)
+    out = np.zeros((3, 2), np.float32)
+
+    def on(device, a, code=2):
+        return DLPackArray(a, code, device)
+
+    # Operands on two devices, or on another than device= names: refused
+    # before anything is compiled or launched.
+    with pytest.raises(ValueError,
+                       match=r"\(data on cuda:0, indices on cuda:1, out on cuda:0\); a gather"):
+        gj.take_along_axis(on((2, 0), data), on((2, 1), idx, 0), 1, out=on((2, 0), out),
+                           device="cuda")
+    with pytest.raises(ValueError, match=r"data on cuda:0, out on cuda:1"):
+        gj.take_along_axis(on((2, 0), data), DeviceArray(idx), 1, out=on((2, 1), out),
+                           device="cuda:0")
+    with pytest.raises(ValueError, match=r"device = 'cuda:0', but data is on cuda:1"):
+        gj.take_along_axis(on((2, 1), data), on((2, 1), idx, 0), 1, out=on((2, 1), out),
+                           device="cuda:0")
+    # An array of the CUDA array interface names its device as PyTorch's
+    # tensors (device.index) or CuPy's arrays (device.id) do.
+    for device in (SimpleNamespace(type="cuda", index=1), SimpleNamespace(id=1)):
+        tensor = DeviceArray(idx)
+        tensor.device = device
+        with pytest.raises(ValueError, match=r"device = 'cuda:0', but indices is on cuda:1"):
+            gj.take_along_axis(DeviceArray(data), tensor, 1, out=DeviceArray(out),
+                               device="cuda:0")
+    assert not (tmp_path / "driver.log").exists()
+    # device="cuda" is the operands' device: here device 1, which the fake
+    # driver does not have.
+    with pytest.raises(ValueError, match="no CUDA device 1: the driver has 1"):
+        gj.take_along_axis(on((2, 1), data), on((2, 1), idx, 0), 1, out=on((2, 1), out),
+                           device="cuda")
+    # Managed memory (kDLCUDAManaged) is read where it lies, as device
+    # memory is; the interface's arrays name no device and go with the rest.
+    got = gj.take_along_axis(on((13, 0), data), DeviceArray(idx), 1, out=on((13, 0), out),
+                             device="cuda")
+    assert "launch" in (tmp_path / "driver.log").read_text() and got.a is out
+    # One runtime answers for "cuda" and "cuda:0", the one that ran it.
+    assert gj.stats(device="cuda") == gj.stats(device="cuda:0")
+    assert gj.stats(device="cuda")["misses"] >= 1
+    with pytest.raises(TypeError, match=r"in pinned host memory \(DLPack device type 3\)"):
+        gj.take_along_axis(on((3, 0), data), DeviceArray(idx), 1, out=DeviceArray(out),
+                           device="cuda")
 
 
 def test_host_arrays_and_bad_devices_are_refused(gj):
