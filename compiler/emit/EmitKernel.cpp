@@ -35,15 +35,24 @@ namespace gatherjit {
 namespace emit {
 
 void KernelEmitter::emitLoop(Value *Lo, Value *Hi, const Twine &Name,
-                             const std::function<void(Value *)> &Body) {
+                             const std::function<void(Value *)> &Body, uint64_t BodyCopies) {
   // A few iterations of constant count are straight-line code: a tiny
-  // kernel's row pays no loop overhead (the pipeline has no unroller).
+  // kernel's row pays no loop overhead (the pipeline has no unroller). The
+  // copies multiply down a nest of such loops, so a nest is straight-line
+  // from the inside out while it makes at most MaxStraightCopies copies of
+  // any code (8 nested loops of 4 would be 65,536 copies).
   auto *CLo = dyn_cast<ConstantInt>(Lo), *CHi = dyn_cast<ConstantInt>(Hi);
-  if (CLo && CHi && CHi->getZExtValue() - CLo->getZExtValue() <= P.MaxStraightLoop &&
-      CLo->getZExtValue() <= CHi->getZExtValue()) {
-    for (uint64_t I = CLo->getZExtValue(); I < CHi->getZExtValue(); ++I)
-      Body(c(I));
-    return;
+  if (CLo && CHi && CLo->getZExtValue() <= CHi->getZExtValue()) {
+    const uint64_t Count = CHi->getZExtValue() - CLo->getZExtValue();
+    if (Count <= P.MaxStraightLoop &&
+        StraightCopies * std::max<uint64_t>(Count, 1) * BodyCopies <= P.MaxStraightCopies) {
+      const uint64_t Outer = StraightCopies;
+      StraightCopies *= std::max<uint64_t>(Count, 1);
+      for (uint64_t I = CLo->getZExtValue(); I < CHi->getZExtValue(); ++I)
+        Body(c(I));
+      StraightCopies = Outer;
+      return;
+    }
   }
   BasicBlock *Pre = B.GetInsertBlock();
   BasicBlock *Header = BasicBlock::Create(Ctx, Name + ".body", F);
@@ -222,14 +231,31 @@ void KernelEmitter::emitLevel(unsigned D, const Offsets &O, Value *Lo, Value *Hi
   // fetches its share of the next region.
   if (D + 2 == S.Rank && P.TouchRegion)
     emitTouch(O.In, P.RegionElements * S.ElemBytes);
-  emitLoop(Lo, Hi, "d" + Twine(D), [&](Value *IV) {
-    if (Block && D + 2 == S.Rank && P.PrefetchRowsAhead)
-      emitAhead(IV, Hi, P.PrefetchRowsAhead, [&](Value *Ahead) { emitPrefetchRow(O, Ahead, D); });
-    if (D + 2 == S.Rank && P.PrefetchNextRegion)
-      emitShare(B.CreateAdd(O.In, c(S.InStride[D - 1]), "", true, true), P.RegionElements, IV,
-                S.Sizes[D], P.MaxRegionShareLines);
-    emitLevel(D + 1, advance(O, IV, D), c(0), sizeAt(D + 1));
-  });
+  emitLoop(
+      Lo, Hi, "d" + Twine(D),
+      [&](Value *IV) {
+        if (Block && D + 2 == S.Rank && P.PrefetchRowsAhead)
+          emitAhead(IV, Hi, P.PrefetchRowsAhead,
+                    [&](Value *Ahead) { emitPrefetchRow(O, Ahead, D); });
+        if (D + 2 == S.Rank && P.PrefetchNextRegion)
+          emitShare(B.CreateAdd(O.In, c(S.InStride[D - 1]), "", true, true), P.RegionElements, IV,
+                    S.Sizes[D], P.MaxRegionShareLines);
+        emitLevel(D + 1, advance(O, IV, D), c(0), sizeAt(D + 1));
+      },
+      straightCopiesBelow(D));
+}
+
+uint64_t KernelEmitter::straightCopiesBelow(unsigned D) const {
+  // Inside out, as emitLoop decides: each dimension short enough is
+  // straight-line while the copies stay within the plan's bound. A block
+  // row is one copy, whatever its length.
+  uint64_t Copies = 1;
+  for (unsigned L = P.Row == RowKind::Block ? S.Rank - 1 : S.Rank; L-- > D + 1;) {
+    const uint64_t N = std::max<uint64_t>(S.Sizes[L], 1);
+    if (N <= P.MaxStraightLoop && Copies * N <= P.MaxStraightCopies)
+      Copies *= N;
+  }
+  return Copies;
 }
 
 void KernelEmitter::emitTiledRows(const Offsets &O, Value *Lo, Value *Hi) {

@@ -79,8 +79,15 @@ private:
             mulAdd(O.Out, IV, outStride(D)), mulAdd(O.Pos, IV, posStride(D))};
   }
 
-  /// for (IV = Lo; IV < Hi; ++IV) Body(IV). Leaves the builder after it.
-  void emitLoop(Value *Lo, Value *Hi, const Twine &Name, const std::function<void(Value *)> &Body);
+  /// for (IV = Lo; IV < Hi; ++IV) Body(IV), straight-line code where the
+  /// plan allows (MaxStraightLoop, MaxStraightCopies: \p BodyCopies is how
+  /// many copies of its code Body's own inner loops will make, unrolled).
+  /// Leaves the builder after it.
+  void emitLoop(Value *Lo, Value *Hi, const Twine &Name, const std::function<void(Value *)> &Body,
+                uint64_t BodyCopies = 1);
+  /// The copies of its code that the dimensions inside \p D make, emitted
+  /// as emitLoop emits them (emitLevel's BodyCopies).
+  uint64_t straightCopiesBelow(unsigned D) const;
 
   /// The index at element offset \p Off, extended to i64 and wrapped for
   /// component \p C's axis (not under Clip).
@@ -338,6 +345,9 @@ private:
   /// The thread body is a device kernel's (emitThreads), not the host's
   /// simulation of its grid.
   bool OnDevice = false;
+  /// How many copies of the code being emitted the loops around it, emitted
+  /// as straight-line code, make (emitLoop).
+  uint64_t StraightCopies = 1;
 };
 
 } // namespace gatherjit::emit

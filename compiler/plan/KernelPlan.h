@@ -137,8 +137,10 @@ struct KernelPlan {
   /// (TargetFacts::GathersOnlyFromMemory).
   bool ScalarGathers = false;
   /// Loops of at most this many iterations, of constant count, are emitted
-  /// as straight-line code.
+  /// as straight-line code, while the loops so emitted around them make at
+  /// most MaxStraightCopies copies of any code.
   uint64_t MaxStraightLoop = 0;
+  uint64_t MaxStraightCopies = 0;
   /// The target's line and copy vector (TargetFacts).
   unsigned LineBytes = 64;
   unsigned VectorBytes = 64;

@@ -10,6 +10,7 @@
 #include "compiler/emit/EmitKernel.h"
 #include "Cases.h"
 #include "RandomCase.h"
+#include "gatherjit/Descriptor.h"
 
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
@@ -91,6 +92,54 @@ TEST(EmitKernel, RandomConfigurationsVerify) {
     if (HasFatalFailure())
       return;
   }
+}
+
+/// How many times \p Text occurs in \p IR.
+size_t count(const std::string &IR, const std::string &Text) {
+  size_t N = 0;
+  for (size_t At = IR.find(Text); At != std::string::npos; At = IR.find(Text, At + 1))
+    ++N;
+  return N;
+}
+
+TEST(EmitKernel, NestsOfShortLoopsAreStraightLineOnlyUpToABound) {
+  // GatherElements along axis 0 with broadcast indices, every dimension
+  // short; data strides of 9 (rows overlapping) keep the dimensions apart.
+  auto SpecOf = [](std::vector<uint64_t> Sizes) {
+    TensorDesc Data, Ids;
+    Data.Type = DataType::Float32;
+    Data.Sizes = Sizes;
+    Data.Strides = std::vector<uint64_t>(Sizes.size(), 9);
+    Ids.Type = DataType::Int64;
+    Ids.Sizes = Sizes;
+    Ids.Strides = std::vector<uint64_t>(Sizes.size(), 0);
+    Expected<GatherElementsDesc> D = onnxGatherElements(Data, Ids, 0);
+    EXPECT_TRUE(D.isOk()) << D.status().message();
+    Expected<ValidDesc> V = validate(*D);
+    EXPECT_TRUE(V.isOk()) << V.status().message();
+    return canonicalize(*V);
+  };
+  // 8 dimensions of 4: 16,384 copies of the element's code in each of the
+  // 4 rows (the outermost dimension, run by a loop) unrolled whole; within
+  // the bound, the innermost dimensions' copies inside loops.
+  const KernelSpec Deep = SpecOf(std::vector<uint64_t>(8, 4));
+  ASSERT_EQ(Deep.Rank, 8u) << Deep.describe();
+  const KernelPlan Plan = planKernel(Deep);
+  ASSERT_GE(Plan.MaxStraightCopies, 4u);
+  const Emitted E = emit(Deep, Plan);
+  ASSERT_TRUE(E.Verifies) << E.Problems;
+  EXPECT_LE(count(E.IR, "store i32"), std::min<uint64_t>(Plan.MaxStraightCopies, 256))
+      << "one store a copy";
+  EXPECT_GE(count(E.IR, "store i32"), 4u) << "the innermost dimension straight-line";
+  EXPECT_TRUE(has(E.IR, "%d1.iv = phi")) << "the outer dimensions loop";
+  // A row of at most MaxStraightCopies elements stays straight-line code.
+  const KernelSpec Tiny = SpecOf({2, 2, 3});
+  ASSERT_EQ(Tiny.Rank, 3u) << Tiny.describe();
+  ASSERT_LE(Tiny.elements() / Tiny.rows(), Plan.MaxStraightCopies);
+  const Emitted T = emit(Tiny, planKernel(Tiny));
+  ASSERT_TRUE(T.Verifies) << T.Problems;
+  EXPECT_FALSE(has(T.IR, "%d1.iv = phi"));
+  EXPECT_EQ(count(T.IR, "store i32"), 6u);
 }
 
 } // namespace
