@@ -316,10 +316,11 @@ def _device_of_operands(device, ordinals):
     return device
 
 
-# PyTorch CUDA tensors' layouts seen before (op, axis, mode, device and each
-# tensor's dtype, shape and strides) -> (kernel, the result's dtype): such a
-# call reads the tensors' pointers alone, where describing them through
-# __cuda_array_interface__ and finding the kernel cost more than the launch.
+# PyTorch CUDA tensors' layouts seen before (op, axis, mode, device= and
+# each tensor's device, dtype, shape and strides) -> (kernel, the result's
+# dtype): such a call reads the tensors' pointers alone, where describing
+# them through __cuda_array_interface__ and finding the kernel cost more
+# than the launch.
 _device_layouts = {}
 _MAX_DEVICE_LAYOUTS = 1024
 
