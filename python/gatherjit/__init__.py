@@ -302,6 +302,9 @@ def _device_of_operands(device, ordinals):
     device where they name one, else cuda:0); a ValueError where the
     operands are on different devices, or device= names another."""
     named = {n: o for n, o in ordinals.items() if o is not None}
+    for n, o in named.items():
+        if o < 0:
+            raise ValueError(f"{n} names device {o}, which is no CUDA device's number")
     if len(set(named.values())) > 1:
         where = ", ".join(f"{n} on cuda:{o}" for n, o in named.items())
         raise ValueError(f"the operands are on different devices ({where}); a gather's data, "
@@ -311,7 +314,7 @@ def _device_of_operands(device, ordinals):
     name, ordinal = next(iter(named.items()))
     if device == "cuda":
         return f"cuda:{ordinal}"
-    if device[5:].isdigit() and int(device[5:]) != ordinal:
+    if int(device[5:]) != ordinal:
         raise ValueError(f"device = {device!r}, but {name} is on cuda:{ordinal}")
     return device
 
@@ -351,7 +354,9 @@ def _device_name(device):
     None, the gathers' default), "cuda" (also for True) or "cuda:N"; a
     ValueError for anything else."""
     dev = "cuda" if device is True else "cpu" if device is None else str(device)
-    if not (dev in ("cpu", "cuda") or dev.startswith("cuda:")):
+    number = dev[5:]
+    if not (dev in ("cpu", "cuda") or (dev[:5] == "cuda:" and 0 < len(number) <= 3
+                                       and all(c in "0123456789" for c in number))):
         raise ValueError(f"device = {device!r} is not 'cpu', 'cuda' or 'cuda:N'")
     return dev
 

@@ -160,6 +160,9 @@ def test_operands_run_on_their_own_device_and_never_on_another(gj, tmp_path):
         with pytest.raises(ValueError, match=r"device = 'cuda:0', but indices is on cuda:1"):
             gj.take_along_axis(DeviceArray(data), tensor, 1, out=DeviceArray(out),
                                device="cuda:0")
+    with pytest.raises(ValueError, match=r"data names device -1, which is no CUDA device's"):
+        gj.take_along_axis(on((2, -1), data), DeviceArray(idx), 1, out=DeviceArray(out),
+                           device="cuda")
     assert not (tmp_path / "driver.log").exists()
     # device="cuda" is the operands' device: here device 1, which the fake
     # driver does not have.
@@ -188,6 +191,12 @@ def test_host_arrays_and_bad_devices_are_refused(gj):
         gj.take(DeviceArray(data), DeviceArray(idx), 0, device="cuda")
     with pytest.raises(ValueError, match="'gpu'"):
         gj.take(DeviceArray(data), DeviceArray(idx), 0, device="gpu")
+    # Named in Python's words, not the native layer's options.
+    for bad in ("cuda:x", "cuda:-1", "cuda:", "cuda:1234", "cuda:\u0663"):
+        with pytest.raises(ValueError, match=r"device = '.*' is not 'cpu', 'cuda' or 'cuda:N'"):
+            gj.take(DeviceArray(data), DeviceArray(idx), 0, device=bad)
+        with pytest.raises(ValueError, match=r"is not 'cpu', 'cuda' or 'cuda:N'"):
+            gj.stats(device=bad)
     with pytest.raises(ValueError, match="out has shape"):
         gj.take(DeviceArray(data), DeviceArray(idx), 0,
                 out=DeviceArray(np.zeros(3, np.float32)), device="cuda")
