@@ -44,8 +44,7 @@ void KernelEmitter::emitLoop(Value *Lo, Value *Hi, const Twine &Name,
   auto *CLo = dyn_cast<ConstantInt>(Lo), *CHi = dyn_cast<ConstantInt>(Hi);
   if (CLo && CHi && CLo->getZExtValue() <= CHi->getZExtValue()) {
     const uint64_t Count = CHi->getZExtValue() - CLo->getZExtValue();
-    if (Count <= P.MaxStraightLoop &&
-        StraightCopies * std::max<uint64_t>(Count, 1) * BodyCopies <= P.MaxStraightCopies) {
+    if (straightLine(Count, StraightCopies * BodyCopies)) {
       const uint64_t Outer = StraightCopies;
       StraightCopies *= std::max<uint64_t>(Count, 1);
       for (uint64_t I = CLo->getZExtValue(); I < CHi->getZExtValue(); ++I)
@@ -250,12 +249,14 @@ uint64_t KernelEmitter::straightCopiesBelow(unsigned D) const {
   // straight-line while the copies stay within the plan's bound. A block
   // row is one copy, whatever its length.
   uint64_t Copies = 1;
-  for (unsigned L = P.Row == RowKind::Block ? S.Rank - 1 : S.Rank; L-- > D + 1;) {
-    const uint64_t N = std::max<uint64_t>(S.Sizes[L], 1);
-    if (N <= P.MaxStraightLoop && Copies * N <= P.MaxStraightCopies)
-      Copies *= N;
-  }
+  for (unsigned L = P.Row == RowKind::Block ? S.Rank - 1 : S.Rank; L-- > D + 1;)
+    if (straightLine(S.Sizes[L], Copies))
+      Copies *= std::max<uint64_t>(S.Sizes[L], 1);
   return Copies;
+}
+
+bool KernelEmitter::straightLine(uint64_t Count, uint64_t Copies) const {
+  return Count <= P.MaxStraightLoop && Copies * std::max<uint64_t>(Count, 1) <= P.MaxStraightCopies;
 }
 
 void KernelEmitter::emitTiledRows(const Offsets &O, Value *Lo, Value *Hi) {

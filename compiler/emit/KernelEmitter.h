@@ -88,6 +88,11 @@ private:
   /// The copies of its code that the dimensions inside \p D make, emitted
   /// as emitLoop emits them (emitLevel's BodyCopies).
   uint64_t straightCopiesBelow(unsigned D) const;
+  /// Whether a loop of \p Count iterations is straight-line code where,
+  /// unrolled, each of its iterations would be \p Copies copies of code
+  /// (the loops around it times those inside): the one rule of emitLoop
+  /// and straightCopiesBelow.
+  bool straightLine(uint64_t Count, uint64_t Copies) const;
 
   /// The index at element offset \p Off, extended to i64 and wrapped for
   /// component \p C's axis (not under Clip).
