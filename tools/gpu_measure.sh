@@ -10,7 +10,8 @@
 #       index is out of range and the CPU's error for it, examples/cuda's
 #       program and PTX (with an epilogue fused) where build/ has them,
 #       and, unless GATHERJIT_EPILOGUES=OFF (which leaves clang's libraries
-#       out), three gathers with element epilogues and the programs
+#       out), three gathers with element epilogues, one with a row epilogue
+#       (FBGEMM's rowwise dequantization) and the programs
 #       xz-compressed (a 44 MiB pack; `run` unpacks them).
 #   tools/gpu_measure.sh run [DIR]    there, from the repository root:
 #       `gatherjit bench --device cuda` with the packed programs (PyTorch
@@ -19,7 +20,8 @@
 #       device (its error must be the CPU's), the ahead-of-time example
 #       (a lookup, and one with an element epilogue, against plain loops)
 #       and, where packed, the gathers with epilogues fused on the device
-#       against the interpreter (`--engine interp`), byte for byte.
+#       against the interpreter (`--engine interp`), byte for byte, and the
+#       row epilogue's kernel time beside a device copy of its output.
 #
 # The Python package on the GPU machine's Python (whose version this
 # machine's Debian does not have), in three steps:
@@ -90,6 +92,16 @@ if sys.argv[2] == "ON":
     save(d + "/epi/b.npy", "|i1", (40, 30, 20), "b", [rng.randrange(-128, 128) for _ in range(24000)])
     save(d + "/epi/bi.npy", "<i8", (25, 2), "q",
          [v for _ in range(25) for v in (rng.randrange(40), rng.randrange(-30, 30))])
+    # UINT8 [5000, 136] rows in FBGEMM's rowwise layout (128 bytes, then a
+    # FLOAT32 scale and bias, a power of two and a small integer: exact
+    # however the multiply-add rounds) by INT64 [4096] ids, for a row
+    # epilogue.
+    rows = []
+    for _ in range(5000):
+        rows += [rng.randrange(256) for _ in range(128)]
+        rows += struct.pack("<ff", 2.0 ** rng.randrange(-3, 3), float(rng.randrange(-2, 3)))
+    save(d + "/epi/q.npy", "|u1", (5000, 136), "B", rows)
+    save(d + "/epi/qi.npy", "<i8", (4096,), "q", [rng.randrange(-5000, 5000) for _ in range(4096)])
 PY
   if [ "$epilogues" = ON ]; then
     cp "$root/examples/cuda/dequantize.c" "$dir/epi/"
@@ -98,6 +110,10 @@ PY
       >"$dir/epi/scale.c"
     printf '%s\n' '/* INT8 into INT32. */' 'int32_t square(int8_t x) { return x * x - 7; }' \
       >"$dir/epi/square.c"
+    printf '%s\n' '/* A row: 128 bytes, then a FLOAT32 scale and bias. */' \
+      'void dequant(const uint8_t *row, float *out) {' \
+      '  float scale = gj_load_f32(row + 128), bias = gj_load_f32(row + 132);' \
+      '  for (int j = 0; j < 128; ++j) out[j] = row[j] * scale + bias;' '}' >"$dir/epi/rowwise.c"
   fi
   LD_LIBRARY_PATH="$dir/lib" "$dir/bin/gatherjit" gather-elements --data "$dir/oob/d.npy" \
     --indices "$dir/oob/i.npy" --axis 1 -o "$dir/oob/o.npy" 2>"$dir/oob/expected.txt" && {
@@ -117,6 +133,9 @@ PY
       GATHERJIT_CUDA_DRIVER=$fake LD_LIBRARY_PATH="$dir/lib" "$dir/bin/gatherjit" gather \
         --data "$dir/epi/f.npy" --indices "$dir/epi/fi.npy" --axis 0 --epilogue "$dir/epi/scale.c" \
         --epilogue-fn scale --device cuda --no-cache -o "$dir/smoke/o.npy"
+      GATHERJIT_CUDA_DRIVER=$fake LD_LIBRARY_PATH="$dir/lib" "$dir/bin/gatherjit" gather \
+        --data "$dir/epi/q.npy" --indices "$dir/epi/qi.npy" --axis 0 --epilogue "$dir/epi/rowwise.c" \
+        --epilogue-fn dequant --epilogue-row-out 128 --device cuda --no-cache -o "$dir/smoke/o.npy"
     fi
     echo "smoke test through the fake driver: ok"
     rm -rf "$dir/smoke"
@@ -159,17 +178,24 @@ run)
   fi
   if [ -f "$dir/epi/dequantize.c" ]; then
     e="$dir/epi"
+    rowwise="gather --data $e/q.npy --indices $e/qi.npy --axis 0 --epilogue $e/rowwise.c --epilogue-fn dequant --epilogue-row-out 128"
     matched=0
     for run in \
       "gather-elements --data $e/h.npy --indices $e/hi.npy --axis 1 --epilogue $e/dequantize.c --epilogue-fn dequantize" \
       "gather --data $e/f.npy --indices $e/fi.npy --axis 0 --epilogue $e/scale.c --epilogue-fn scale" \
-      "gather-nd --data $e/b.npy --indices $e/bi.npy --epilogue $e/square.c --epilogue-fn square"; do
+      "gather-nd --data $e/b.npy --indices $e/bi.npy --epilogue $e/square.c --epilogue-fn square" \
+      "$rowwise"; do
       # shellcheck disable=SC2086 # a run is its words
       LD_LIBRARY_PATH="$dir/lib" "$dir/bin/gatherjit" $run --engine interp --no-cache -o "$e/want.npy" &&
         LD_LIBRARY_PATH="$dir/lib" "$dir/bin/gatherjit" $run --device cuda --no-cache -o "$e/got.npy" &&
         cmp "$e/want.npy" "$e/got.npy" && matched=$((matched + 1))
     done
-    echo "epilogues fused on the device: $matched of 3 gathers matched the interpreter"
+    echo "epilogues fused on the device: $matched of 4 gathers matched the interpreter"
+    # The row epilogue's kernel (a thread to each row) beside a device copy
+    # of its output's bytes, medians of 50 runs.
+    # shellcheck disable=SC2086 # a run is its words
+    LD_LIBRARY_PATH="$dir/lib" "$dir/bin/gatherjit" $rowwise --device cuda --no-cache --stats \
+      --repeat 50 -o "$e/got.npy" 2>&1 | sed 's/^/rowwise dequantization on the device: /'
   fi
   ;;
 headers)

@@ -119,7 +119,7 @@ struct RuntimeOptions {
   /// one). A device runtime's kernels take device pointers, run on the
   /// calling thread's stream (Kernel::runOnStream) and wait for it; a new
   /// shape runs its family's kernel (see Specialize; there is no generic
-  /// loop on a device), element epilogues are fused, row and checked
+  /// loop on a device), element and row epilogues are fused, checked
   /// epilogues Unsupported.
   std::string Device = "cpu";
 };

@@ -246,9 +246,9 @@ def test_broken_protocol_objects_are_errors_that_name_the_argument(gj):
 
 @pytest.mark.skipif(not __import__("gatherjit").EPILOGUES,
                     reason="built without clang's libraries")
-def test_element_epilogues_are_fused_into_the_device_kernel(gj, tmp_path):
+def test_element_and_row_epilogues_are_fused_into_the_device_kernel(gj, tmp_path):
     # FLOAT16 in, the epilogue's FLOAT32 out: out= must have the fused type;
-    # row epilogues run on the CPU alone.
+    # row epilogues too; checked epilogues run on the CPU alone.
     data = DeviceArray(np.arange(12, dtype=np.float16).reshape(3, 4))
     idx = DeviceArray(np.array([[3, 2], [0, 1], [1, 1]], dtype=np.int64))
     half = gj.Epilogue("float f(float16_t x) { return (float)x * 0.5f; }", "f")
@@ -258,11 +258,20 @@ def test_element_epilogues_are_fused_into_the_device_kernel(gj, tmp_path):
     with pytest.raises(ValueError, match="float32 array of shape \\(3, 2\\) \\(the epilogue's"):
         gj.take_along_axis(data, idx, 1, out=DeviceArray(np.zeros((3, 2), np.float16)),
                            device="cuda", epilogue=half)
+    # A row epilogue: rows of 4 FLOAT16 into rows of 1 FLOAT32.
     first = gj.Epilogue("void r(const float16_t *row, float *out) { out[0] = row[0]; }", "r",
                         row_out=1)
-    with pytest.raises(ValueError, match="^row epilogues and checked epilogues run on the CPU"):
-        gj.take(data, DeviceArray(np.array([0, 2])), 0,
-                out=DeviceArray(np.zeros((2, 1), np.float32)), device="cuda", epilogue=first)
+    rows = DeviceArray(np.full((2, 1), -1, np.float32))
+    assert gj.take(data, DeviceArray(np.array([0, 2])), 0, out=rows, device="cuda",
+                   epilogue=first) is rows
+    assert "launch gj_b2_" in (tmp_path / "driver.log").read_text().split(".target")[-1]
+    with pytest.raises(ValueError, match="float32 array of shape \\(2, 1\\) \\(the epilogue's"):
+        gj.take(data, DeviceArray(np.array([0, 2])), 0, device="cuda", epilogue=first,
+                out=DeviceArray(np.zeros((2, 4), np.float32)))
+    checked = gj.Epilogue("float f(float16_t x) { return (float)x; }", "f", checked=True)
+    with pytest.raises(ValueError, match="^checked epilogues run on the CPU only"):
+        gj.take_along_axis(data, idx, 1, out=DeviceArray(np.zeros((3, 2), np.float32)),
+                           device="cuda", epilogue=checked)
 
 
 def test_a_second_process_loads_device_kernels_from_the_cache_directory(gj, tmp_path):

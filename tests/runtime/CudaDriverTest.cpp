@@ -185,7 +185,7 @@ TEST_F(CudaDriver, IrPrintsPtxForTheDevice) {
   EXPECT_THAT(NoDriver.Out, HasSubstr(".target sm_80"));
 }
 
-TEST_F(CudaDriver, ElementEpiloguesRunOnTheDeviceAndRowEpiloguesAreRefused) {
+TEST_F(CudaDriver, ElementAndRowEpiloguesRunOnTheDeviceAndCheckedOnesAreRefused) {
   if (!epiloguesSupported())
     GTEST_SKIP() << "built without clang's libraries";
   ::setenv("GATHERJIT_FAKE_CUDA", "ok", 1);
@@ -215,18 +215,25 @@ TEST_F(CudaDriver, ElementEpiloguesRunOnTheDeviceAndRowEpiloguesAreRefused) {
   // (An epilogue's rows are not staged: one block for the 12 elements.)
   EXPECT_THAT(slurp(Dir / "driver.log"),
               ::testing::ContainsRegex("launch gj_b2_[a-z0-9_]+ grid=1 block=256 shared=0\n"));
-  // Row epilogues and checked ones run on the CPU alone: one error line,
-  // exit 2, no output file.
+  // A row epilogue runs there too, a thread to each row it gathers: the
+  // 3 x 4 rows of 4 into rows of 1, in one block.
   std::filesystem::remove(Dir / "o.npy");
+  std::filesystem::remove(Dir / "driver.log");
   const std::string Rows = "gather --axis 0 --data " + Dir / "d.npy" + " --indices " +
-                           Dir / "i.npy" + " --device cuda -o " + Dir / "o.npy";
-  // (The runtime's own kernel name, gj_..., is no part of it.)
-  expectOneErrorLine(runCli(Dir, Rows + " --epilogue " + Dir / "sum.c" +
-                                     " --epilogue-fn sum --epilogue-row-out 1"),
-                     2, "error: row epilogues and checked epilogues run on the CPU only");
+                           Dir / "i.npy" + " --device cuda --no-cache -o " + Dir / "o.npy";
+  R = runCli(Dir,
+             Rows + " --epilogue " + Dir / "sum.c" + " --epilogue-fn sum --epilogue-row-out 1");
+  ASSERT_EQ(R.Exit, 0) << R.Err;
+  EXPECT_EQ(readArray<float>(Dir / "o.npy", &Shape), std::vector<float>(12, 0.0f));
+  EXPECT_EQ(Shape, (std::vector<uint64_t>{3, 4, 1}));
+  EXPECT_THAT(slurp(Dir / "driver.log"),
+              ::testing::ContainsRegex("launch gj_b4_[a-z0-9_]+ grid=1 block=256 shared=0\n"));
+  // Checked epilogues run on the CPU alone: one error line, exit 2, no
+  // output file. (The runtime's own kernel name, gj_..., is no part of it.)
+  std::filesystem::remove(Dir / "o.npy");
   expectOneErrorLine(runCli(Dir, Rows + " --epilogue " + Dir / "floor.c" +
                                      " --epilogue-fn floor2 --epilogue-checked"),
-                     2, "row epilogues and checked epilogues run on the CPU only");
+                     2, "error: checked epilogues run on the CPU only");
   EXPECT_FALSE(std::filesystem::exists(Dir / "o.npy"));
 }
 

@@ -220,7 +220,7 @@ TEST(AotCommand, PtxModuleAndLaunchHeaderForNvptx) {
                      2, "unknown CPU 'sm_5'");
 }
 
-TEST(AotCommand, ElementEpilogueFusedIntoPtx) {
+TEST(AotCommand, ElementAndRowEpiloguesFusedIntoPtx) {
   if (!gatherjit::epiloguesSupported())
     GTEST_SKIP() << "built without clang's libraries";
   ScratchDir Dir;
@@ -232,9 +232,18 @@ TEST(AotCommand, ElementEpilogueFusedIntoPtx) {
   CliResult R = runCli(Dir, Common + " --epilogue " + (Dir / "relu.c") + " --epilogue-fn relu");
   ASSERT_EQ(R.Exit, 0) << R.Err;
   EXPECT_THAT(slurp(Dir / "k.ptx"), HasSubstr("max.f32"));
+  // A row epilogue's kernel: an entry whose threads each take a row.
+  R = runCli(Dir, "aot gather --data-shape 100,8 --indices-shape 16 --target "
+                  "nvptx64-nvidia-cuda -o " +
+                      (Dir / "r.ptx") + " --header " + (Dir / "r.h") + " --epilogue " +
+                      (Dir / "row.c") + " --epilogue-fn r --epilogue-row-out 1 --name rows");
+  ASSERT_EQ(R.Exit, 0) << R.Err;
+  EXPECT_THAT(slurp(Dir / "r.ptx"), HasSubstr(".visible .entry rows("));
+  EXPECT_THAT(slurp(Dir / "r.h"), HasSubstr("#define rows_OUTPUT_BYTES 64u"));
   expectOneErrorLine(runCli(Dir, "aot gather --data-shape 100,8 --indices-shape 16 --target "
                                  "nvptx64-nvidia-cuda -o " +
-                                     (Dir / "r.ptx") + " --epilogue " + (Dir / "row.c") +
-                                     " --epilogue-fn r --epilogue-row-out 1 --name rows"),
-                     2, "error: rows: row epilogues and checked epilogues run on the CPU only");
+                                     (Dir / "c.ptx") + " --epilogue " + (Dir / "relu.c") +
+                                     " --epilogue-fn relu --epilogue-checked --name checked"),
+                     2, "error: checked: checked epilogues run on the CPU only");
+  EXPECT_FALSE(std::filesystem::exists(Dir / "c.ptx"));
 }

@@ -9,12 +9,13 @@
 //  - so does the family kernel of each (KernelSpec::Family: every size and
 //    stride from its shape argument), one kernel run for every shape of
 //    its family that the configurations hold;
-//  - so does the thread body with an element epilogue fused in;
+//  - so does the thread body with an element epilogue fused in, and with a
+//    row epilogue (a thread per row);
 //  - the PTX it generates for those configurations, their families, some
-//    with an element epilogue and some with rows it stages is accepted by
-//    ptxas
-//    for sm_80 and sm_90 where ptxas is found ($CUDA_HOME/bin, PATH,
-//    /usr/local/cuda/bin), with no spill and no stack frame.
+//    with an element or row epilogue and some with rows it stages is
+//    accepted by ptxas for sm_80 and sm_90 where ptxas is found
+//    ($CUDA_HOME/bin, PATH, /usr/local/cuda/bin), with no spill and no
+//    stack frame.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +25,7 @@
 #include "compiler/backend/Jit.h"
 #include "compiler/backend/Target.h"
 #include "compiler/emit/EmitKernel.h"
+#include "compiler/epilogue/Epilogue.h"
 #include "compiler/pipeline/Pipeline.h"
 #include "compiler/plan/KernelPlan.h"
 #include "gatherjit/Interpreter.h"
@@ -350,6 +352,129 @@ TEST_F(GpuBackend, SimulatedGridsWithElementEpiloguesMatchTheInterpreter) {
   EXPECT_GT(Errors, 3u) << "too few configurations exercise Check";
 }
 
+/// A random Gather (not along the rows) or batched GatherND of UINT16 rows
+/// of R into FLOAT32 rows of W written \p Pad apart beyond W, for a row
+/// epilogue: input [A, V, R] by indices of 1 or 2 dimensions (Gather) or
+/// input [A, V, R] by tuples [A, Q, 1] (GatherND, one batch dimension).
+AnyDesc rowEpilogueDesc(std::mt19937_64 &Rng, uint64_t R, uint64_t W) {
+  auto Pick = [&](uint64_t N) { return Rng() % N; };
+  const uint64_t A = 1 + Pick(3), V = 1 + Pick(6), Q0 = 1 + Pick(3), Q1 = 1 + Pick(40),
+                 Pad = Pick(3);
+  const DataType IdxType = Pick(2) ? DataType::Int32 : DataType::Int64;
+  // Packed output sizes but for the rows, Pad elements apart beyond them.
+  auto Padded = [&](std::vector<uint64_t> Sizes) {
+    std::vector<uint64_t> Strides(Sizes.size());
+    uint64_t Stride = 1;
+    for (size_t D = Sizes.size(); D-- > 0;) {
+      Strides[D] = Stride;
+      Stride *= Sizes[D] + (D + 1 == Sizes.size() ? Pad : 0);
+    }
+    return tensor(DataType::Float32, std::move(Sizes), std::move(Strides));
+  };
+  AnyDesc D;
+  if (Pick(3) == 0) {
+    D.Op = OpKind::GatherND;
+    D.GatherND = {tensor(DataType::UInt16, {A, V, R}),
+                  tensor(IdxType, {A, Q1, 1}),
+                  Padded({A, Q1, W}),
+                  3,
+                  3,
+                  1};
+    return D;
+  }
+  // Gather along 0 or 1 of [1, A, V, R] by [1, 1, Q0, Q1] (one rank for all).
+  const unsigned Axis = 1 + static_cast<unsigned>(Pick(2));
+  D.Op = OpKind::Gather;
+  D.Gather = {
+      tensor(DataType::UInt16, {1, A, V, R}), tensor(IdxType, {1, 1, Q0, Q1}),
+      Padded(Axis == 1 ? std::vector<uint64_t>{Q0, Q1, V, W} : std::vector<uint64_t>{A, Q0, Q1, W}),
+      Axis, 2};
+  return D;
+}
+
+/// The row epilogue every row-epilogue test fuses: UINT16 rows into FLOAT32
+/// rows of another length.
+Epilogue rowEpilogue() {
+  Epilogue Fn;
+  Fn.Source = "void f(const uint16_t *row, float *out) {\n"
+              "  for (int j = 0; j < GJ_ROW_OUT; ++j)\n"
+              "    out[j] = row[(j * 5) % GJ_ROW_IN] * 0.5f - j;\n"
+              "}\n";
+  Fn.Function = "f";
+  return Fn;
+}
+
+/// \p D (a row epilogue's descriptor: its output the fused one) under
+/// \p Policy, with \p Fn compiled for \p TM: the kernel \p Name.
+Expected<PipelineKernel> rowEpilogueKernel(AnyDesc D, OobPolicy Policy, const Epilogue &Fn,
+                                           const llvm::TargetMachine &TM, const std::string &Name) {
+  Expected<std::shared_ptr<const EpilogueCode>> Code =
+      compileEpilogue(Fn, epilogueTarget(TM, D.input().Sizes.back(), D.output().Sizes.back()));
+  if (!Code)
+    return Code.status();
+  ValidateOptions O;
+  O.Policy = Policy;
+  O.Epilogue = (*Code)->Signature;
+  Expected<ValidDesc> V = D.validate(O);
+  if (!V)
+    return V.status();
+  PipelineKernel K{canonicalize(*V), Name};
+  K.Spec.Code = Code.take();
+  return K;
+}
+
+TEST_F(GpuBackend, SimulatedGridsWithRowEpiloguesMatchTheInterpreter) {
+  // A row epilogue compiled for the grid's target and fused into the
+  // thread body, each thread's "element" a row it gathers and hands to the
+  // epilogue, on random Gathers and GatherNDs with padded output rows: the
+  // interpreter applies the same C function, compiled for the CPU, to each
+  // row it gathers.
+  if (!epiloguesSupported())
+    GTEST_SKIP() << "built without clang's libraries";
+  RuntimeOptions Options;
+  Options.Specialization = Specialize::AtCompile;
+  Options.Threads = 1;
+  Expected<std::unique_ptr<Runtime>> RT = Runtime::create(Options);
+  ASSERT_TRUE(RT.isOk()) << RT.status().message();
+  std::mt19937_64 Rng(seedFromEnv(13, 1));
+  const Epilogue Fn = rowEpilogue();
+  unsigned Errors = 0, NDs = 0;
+  for (int I = 0; I < 60; ++I) {
+    const uint64_t R = 1 + Rng() % 40, W = 1 + Rng() % 20;
+    const AnyDesc D = rowEpilogueDesc(Rng, R, W);
+    ValidateOptions O;
+    O.Policy = Rng() % 2 ? OobPolicy::Check : OobPolicy::Clamp;
+    Expected<Kernel> Cpu = D.Op == OpKind::Gather ? (*RT)->compile(D.Gather, O, Fn)
+                                                  : (*RT)->compile(D.GatherND, O, Fn);
+    ASSERT_TRUE(Cpu.isOk()) << Cpu.status().message();
+    const ValidDesc &V = Cpu->desc();
+    SCOPED_TRACE(std::to_string(I) + ": " + V.describe());
+    Expected<EpilogueApply> Apply = (*RT)->epilogueFunction(*Cpu);
+    ASSERT_TRUE(Apply.isOk()) << Apply.status().message();
+    // About one index in 5 bad in every third case.
+    const uint64_t Axis = D.Op == OpKind::Gather ? V.Input.Sizes[V.Axis] : V.Input.Sizes[1];
+    const RandomCase C = caseOf(V, Axis, Rng(), I % 3 == 0 ? 0.2 : 0.0);
+    const size_t OutBytes = requiredElements(V.Output) * V.Output.elementBytes();
+    std::vector<char> Ref(OutBytes, '\xab'), Dev;
+    const Status RS = interpret(V, C.Input.data(), C.Indices.data(), Ref.data(), *Apply);
+    // The grid's kernel: the same descriptor, the epilogue compiled for it.
+    const std::string Name = "r" + std::to_string(I);
+    Expected<PipelineKernel> K = rowEpilogueKernel(D, O.Policy, Fn, Gen->targetMachine(), Name);
+    ASSERT_TRUE(K.isOk()) << K.status().message();
+    ASSERT_EQ(K->Spec.Epilogue.Kind, EpilogueKind::Row);
+    const KernelSpec &Spec = K->Spec;
+    const std::shared_ptr<const Executable> Grid = simulatedGrid(*this->Grid, *Jit, Spec, Name);
+    ASSERT_TRUE(Grid);
+    expectInterpreters(RS, Ref, runGuarded(*Grid, C, OutBytes, Dev), Dev);
+    if (HasFailure())
+      return;
+    Errors += !RS;
+    NDs += V.Op == OpKind::GatherND;
+  }
+  EXPECT_GT(Errors, 5u) << "too few configurations exercise Check";
+  EXPECT_GT(NDs, 5u) << "too few GatherNDs";
+}
+
 TEST_F(GpuBackend, WidePiecesOfRowsNameTheBadRow) {
   // Gather of 20 rows of 48 FLOAT32 (12 pieces of 16 bytes each): the bad
   // index at position 13 is named by both bodies, aligned or not.
@@ -655,6 +780,15 @@ TEST_F(GpuBackend, PtxOfRandomConfigurationsAssemblesWithoutSpills) {
       }
       for (int K = 0; K < 5; ++K)
         Kernels.push_back({canonicalize(wideRowCase(Rows).Desc), "w" + std::to_string(K)});
+      // And 3 with a row epilogue.
+      for (int K = 0; K < 3 && epiloguesSupported(); ++K) {
+        const AnyDesc D = rowEpilogueDesc(Rows, 1 + Rows() % 40, 1 + Rows() % 20);
+        Expected<PipelineKernel> Epi =
+            rowEpilogueKernel(D, K % 2 ? OobPolicy::Check : OobPolicy::Clamp, rowEpilogue(),
+                              (*Nvptx)->targetMachine(), "r" + std::to_string(K));
+        ASSERT_TRUE(Epi.isOk()) << Epi.status().message();
+        Kernels.push_back(Epi.take());
+      }
       Expected<PipelineResult> R = runPipeline(Kernels, *Gpu, Level);
       ASSERT_TRUE(R.isOk()) << R.status().message();
       const std::string Ptx(R->Bytes.begin(), R->Bytes.end());
