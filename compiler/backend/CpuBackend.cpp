@@ -112,6 +112,7 @@ TargetFacts targetFacts(const llvm::TargetMachine &TM) {
     F.PrefetcherFollowsRows = true;
     F.MaskedByteStores = !Zen && STI->checkFeatures("+avx512bw");
     F.WideLoopBytes = !Zen && STI->checkFeatures("+avx512fp16") ? 64 : 0;
+    F.NarrowLoopBytes = !Zen && STI->checkFeatures("+avx512fp16") ? 16 : 0;
     // Zen 4's gathers, where the target machine allows them and the user
     // did not ask for them everywhere (KernelPlan.cpp).
     F.GathersOnlyFromMemory = Zen && Avx512 && !STI->checkFeatures("+prefer-no-gather") &&

@@ -49,6 +49,11 @@ struct TargetFacts {
   /// Rapids on), whose 512-bit instructions keep the clock, where LLVM's
   /// default is 256 bits.
   unsigned WideLoopBytes = 0;
+  /// Nonzero where loops that gather elements narrower than 4 bytes by
+  /// 32-bit indices from the caches run faster vectorized at this many
+  /// bytes than at the code generator's default width (x86 cores with
+  /// AVX512-FP16: 16; KernelPlan.cpp).
+  unsigned NarrowLoopBytes = 0;
   /// The target's gather instructions beat scalar loads inserted into
   /// vectors only where the elements come from memory (AMD's Zen 4): a
   /// kernel whose operands the caches hold loads its elements one by one.
@@ -130,7 +135,8 @@ struct KernelPlan {
   unsigned PermuteRegisters = 0;
   unsigned PermuteBytes = 0;
   /// Nonzero: the kernel's loops are vectorized at this many bytes
-  /// (TargetFacts::WideLoopBytes), not the code generator's default.
+  /// (TargetFacts::WideLoopBytes or NarrowLoopBytes), not the code
+  /// generator's default.
   unsigned LoopVectorBytes = 0;
   /// The kernel's loops load gathered elements one by one into vectors,
   /// not with the target's gather instructions

@@ -75,6 +75,11 @@ TEST(Backend, VectorWidthIsTheCpusWidest) {
   EXPECT_EQ(factsOf("x86_64-unknown-linux-gnu", "znver4").WideLoopBytes, 0u);
   EXPECT_EQ(factsOf("x86_64-unknown-linux-gnu", "haswell").WideLoopBytes, 0u);
   EXPECT_EQ(factsOf("aarch64-unknown-linux-gnu", "neoverse-v1").WideLoopBytes, 0u);
+  // Narrow elements by 32-bit indices at 128 bits where it was measured.
+  EXPECT_EQ(factsOf("x86_64-unknown-linux-gnu", "sapphirerapids").NarrowLoopBytes, 16u);
+  EXPECT_EQ(factsOf("x86_64-unknown-linux-gnu", "skylake-avx512").NarrowLoopBytes, 0u);
+  EXPECT_EQ(factsOf("x86_64-unknown-linux-gnu", "znver4").NarrowLoopBytes, 0u);
+  EXPECT_EQ(factsOf("aarch64-unknown-linux-gnu", "neoverse-v1").NarrowLoopBytes, 0u);
 }
 
 TEST(Backend, TheHostsLineIsTheSystems) {

@@ -160,6 +160,46 @@ TEST(KernelPlan, RowsGatheringWordsAreVectorizedWideWhereTheTargetSaysSo) {
     }
 }
 
+TEST(KernelPlan, NarrowElementsByInt32IndicesFromTheCachesAreVectorizedNarrowWhereTheTargetSaysSo) {
+  TargetFacts Narrow;
+  Narrow.NarrowLoopBytes = 16;
+  Narrow.WideLoopBytes = 64;
+  // GatherElements on axis 1 of [Rows, 1024] of Type by Index.
+  auto Plan = [&](DataType Type, DataType Index, uint64_t Rows, bool Family = false) {
+    TensorDesc Data, Ids;
+    Data.Type = Type;
+    Data.Sizes = {Rows, 1024};
+    Ids.Type = Index;
+    Ids.Sizes = {Rows, 1024};
+    Expected<ValidDesc> V = validateOnnx({OpKind::GatherElements, Data, Ids, 1}, OobPolicy::Check);
+    EXPECT_TRUE(V.isOk()) << V.status().message();
+    KernelSpec S = canonicalize(*V);
+    if (Family)
+      S = *familyOf(S);
+    return planKernel(S, Narrow).LoopVectorBytes;
+  };
+  // Bytes and words by INT32 and UINT32, moving under 64 MiB (twice the
+  // output and the indices): 2048 rows of bytes 12 MiB, 8192 rows 48 MiB.
+  EXPECT_EQ(Plan(DataType::UInt8, DataType::Int32, 2048), 16u);
+  EXPECT_EQ(Plan(DataType::Int8, DataType::UInt32, 8192), 16u);
+  EXPECT_EQ(Plan(DataType::Float16, DataType::Int32, 2048), 16u);
+  // 96 and 64 MiB (GE4's 128 MiB too): the default width.
+  EXPECT_EQ(Plan(DataType::UInt8, DataType::Int32, 16384), 0u);
+  EXPECT_EQ(Plan(DataType::Float16, DataType::Int32, 8192), 0u);
+  EXPECT_EQ(planOfCase("GE4", Narrow).LoopVectorBytes, 0u);
+  // A family kernel, however large its shapes will be.
+  EXPECT_EQ(Plan(DataType::UInt8, DataType::Int32, 16384, /*Family=*/true), 16u);
+  // 64-bit indices, and wider elements, keep their widths.
+  EXPECT_EQ(Plan(DataType::UInt8, DataType::Int64, 2048), 0u);
+  EXPECT_EQ(Plan(DataType::Float16, DataType::UInt64, 2048), 0u);
+  EXPECT_EQ(Plan(DataType::Float32, DataType::Int32, 2048), 64u);
+  // Block rows gather nothing: no loop to widen.
+  EXPECT_EQ(planOfCase("GN1", Narrow).LoopVectorBytes, 0u);
+  // Where the target does not name a width.
+  Narrow.NarrowLoopBytes = 0;
+  EXPECT_EQ(Plan(DataType::UInt8, DataType::Int32, 2048), 0u);
+}
+
 TEST(KernelPlan, WhereGathersPayFromMemoryOnlyKernelsInTheCachesLoadElementsOneByOne) {
   TargetFacts FromMemory;
   FromMemory.GathersOnlyFromMemory = true;
