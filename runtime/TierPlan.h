@@ -37,30 +37,47 @@ inline uint64_t hotAfterRuns(const KernelSpec &Spec) {
   return std::clamp<uint64_t>((HotBytes + Bytes - 1) / Bytes, 1, HotRuns);
 }
 
-/// What the generic loop loses against the specialized kernel, in
-/// picoseconds per output byte, and what specializing a large kernel costs
-/// (LLVM at O2, emit to link), measured on a 2-core Zen 4 EPYC: `gatherjit
-/// bench --shapes` walk (c), element rows, 758 ms generic against 356 ms
-/// specialized over 1.64 GB written (246 ps/B); walk (b), embedding rows,
-/// 98.7 ms against 84.7 ms over 3.07 GB (4.6 ps/B); `gatherjit bench`'s
-/// O2 compile of a new kernel, 4.6 and 9.4 ms. The larger compile time is
-/// used, so a call is specialized first only where that surely pays.
+/// What the generic loop loses against the specialized kernel, and what
+/// specializing a large kernel costs (LLVM at O2, emit to link). Element
+/// rows lose per output byte: on a 2-core Zen 4 EPYC, `gatherjit bench
+/// --shapes` walk (c), 758 ms generic against 356 ms specialized over 1.64
+/// GB written (246 ps/B). Rows copied whole lose per row, whatever its
+/// length up to a kibibyte or so (the generic loop's offsets, index and
+/// memcpy call for each): walk (b)'s rows of 1 KiB 98.7 ms against 84.7 ms
+/// over 3.0 million rows (4.7 ns a row) on the Zen 4; on a 2-core Xeon,
+/// 4096 rows a call (`--repeat 200` medians of two runs), rows of 32 bytes
+/// 21.2-21.7 against 4.5-4.6 us (4.1 ns a row), of 64 bytes 23.1-26.7
+/// against 7.3 (3.9-4.7 ns), of 128 bytes 41.1-42.1 against 18.1-20.3
+/// (5.3-5.6 ns), of 1 KiB 382 against 341-350 (7.8-10 ns), of 4 KiB the
+/// same either way. `gatherjit bench`'s O2 compile of a new kernel, 4.6 and
+/// 9.4 ms on the Zen 4: the larger is used, so a call is specialized first
+/// only where that surely pays.
 constexpr uint64_t ElementRowLossPsPerByte = 246;
-constexpr uint64_t BlockRowLossPsPerByte = 5;
+constexpr uint64_t BlockRowLossPsPerRow = 4000;
 constexpr uint64_t SpecializeCostNs = 9'400'000;
+
+/// What one call of \p Spec loses to the generic loop, in picoseconds.
+inline uint64_t genericLossPs(const KernelSpec &Spec) {
+  if (!Spec.innerIsBlock())
+    return Spec.outputBytes() * ElementRowLossPsPerByte;
+  uint64_t Rows = 1; // Every dimension's but the rows' own.
+  for (unsigned D = 0; D + 1 < Spec.Rank; ++D)
+    Rows *= Spec.Sizes[D];
+  return Rows * BlockRowLossPsPerRow;
+}
 
 /// Runs of the generic loop (or the family of every size's kernel) before
 /// \p Spec moves on in the background: to its row family's kernel if that
 /// is compiled by then, else to its specialized kernel. Rows copied whole
 /// lose so little to the generic loop's memcpy that a compile of their own
-/// pays only once the rows written have lost it its cost (about 1.9 GB):
-/// the shapes of a walk before its row family's kernel keep the generic
-/// loop and leave the background thread, and the caller's caches, alone.
+/// pays only once the rows copied have lost it its cost (about 2.3 million
+/// rows): the shapes of a walk before its row family's kernel keep the
+/// generic loop and leave the background thread, and the caller's caches,
+/// alone.
 inline uint64_t specializeAfterRuns(const KernelSpec &Spec) {
-  const uint64_t Bytes = std::max<uint64_t>(1, Spec.outputBytes());
   if (Spec.innerIsBlock()) {
-    const uint64_t PaysAfter = SpecializeCostNs * 1000 / BlockRowLossPsPerByte;
-    return std::max<uint64_t>(1, (PaysAfter + Bytes - 1) / Bytes);
+    const uint64_t Loss = std::max<uint64_t>(1, genericLossPs(Spec));
+    return std::max<uint64_t>(1, (SpecializeCostNs * 1000 + Loss - 1) / Loss);
   }
   return hotAfterRuns(Spec);
 }
@@ -90,8 +107,7 @@ inline uint64_t deviceSpecializeAfterRuns(const KernelSpec &Spec) {
 /// specialized kernel takes to compile: compile() specializes it before
 /// returning, so a one-shot call of a large shape is as fast as ever.
 inline bool specializeAtCompile(const KernelSpec &Spec) {
-  const uint64_t Loss = Spec.innerIsBlock() ? BlockRowLossPsPerByte : ElementRowLossPsPerByte;
-  return Spec.outputBytes() / 1000 * Loss > SpecializeCostNs;
+  return genericLossPs(Spec) / 1000 > SpecializeCostNs;
 }
 
 /// True if a runtime in \p Mode starts \p Spec without compiling it in
