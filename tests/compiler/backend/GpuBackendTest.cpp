@@ -161,7 +161,7 @@ RandomCase caseOf(const ValidDesc &V, uint64_t Axis, uint64_t Seed, double Bad) 
   for (size_t I = 0; I < C.Indices.size(); I += Size) {
     const int64_t Index = std::uniform_real_distribution<>(0, 1)(Rng) < Bad
                               ? static_cast<int64_t>(Axis)
-                              : static_cast<int64_t>(Rng() % Axis);
+                              : static_cast<int64_t>(Axis ? Rng() % Axis : 0);
     std::memcpy(&C.Indices[I], &Index, Size); // Little-endian: the low bytes.
   }
   return C;
@@ -358,8 +358,9 @@ TEST_F(GpuBackend, SimulatedGridsWithElementEpiloguesMatchTheInterpreter) {
 /// input [A, V, R] by tuples [A, Q, 1] (GatherND, one batch dimension).
 AnyDesc rowEpilogueDesc(std::mt19937_64 &Rng, uint64_t R, uint64_t W) {
   auto Pick = [&](uint64_t N) { return Rng() % N; };
-  const uint64_t A = 1 + Pick(3), V = 1 + Pick(6), Q0 = 1 + Pick(3), Q1 = 1 + Pick(40),
-                 Pad = Pick(3);
+  // Now and then an empty table (V = 0) or no ids (Q1 = 0).
+  const uint64_t A = 1 + Pick(3), V = Pick(8) ? 1 + Pick(6) : 0, Q0 = 1 + Pick(3),
+                 Q1 = Pick(10) ? 1 + Pick(40) : 0, Pad = Pick(3);
   const DataType IdxType = Pick(2) ? DataType::Int32 : DataType::Int64;
   // Packed output sizes but for the rows, Pad elements apart beyond them.
   auto Padded = [&](std::vector<uint64_t> Sizes) {
@@ -438,8 +439,8 @@ TEST_F(GpuBackend, SimulatedGridsWithRowEpiloguesMatchTheInterpreter) {
   ASSERT_TRUE(RT.isOk()) << RT.status().message();
   std::mt19937_64 Rng(seedFromEnv(13, 1));
   const Epilogue Fn = rowEpilogue();
-  unsigned Errors = 0, NDs = 0;
-  for (int I = 0; I < 60; ++I) {
+  unsigned Errors = 0, NDs = 0, Empty = 0, ZeroRows = 0;
+  for (int I = 0; I < 100; ++I) {
     const uint64_t R = 1 + Rng() % 40, W = 1 + Rng() % 20;
     const AnyDesc D = rowEpilogueDesc(Rng, R, W);
     ValidateOptions O;
@@ -470,9 +471,13 @@ TEST_F(GpuBackend, SimulatedGridsWithRowEpiloguesMatchTheInterpreter) {
       return;
     Errors += !RS;
     NDs += V.Op == OpKind::GatherND;
+    Empty += OutBytes == 0;
+    ZeroRows += RS && OutBytes && Axis == 0; // Clamp into an empty table.
   }
   EXPECT_GT(Errors, 5u) << "too few configurations exercise Check";
   EXPECT_GT(NDs, 5u) << "too few GatherNDs";
+  EXPECT_GE(Empty, 2u) << "too few empty outputs";
+  EXPECT_GE(ZeroRows, 2u) << "too few clamps into an empty table";
 }
 
 TEST_F(GpuBackend, WidePiecesOfRowsNameTheBadRow) {
