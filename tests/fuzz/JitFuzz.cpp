@@ -5,12 +5,23 @@
 // policy) and then the index values and input bytes. A descriptor that
 // validates is compiled and run next to the interpreter: both must return
 // the same status, the same first bad position and the same output bytes,
-// or the target aborts.
+// or the target aborts. Where a last byte asks, the GPU's thread schedule
+// for it (its specialized kernel, or its family's) runs too, its grid
+// simulated on the host (tests/compiler/backend/GpuBackendTest.cpp), and
+// must agree the same way: under the sanitizers, no thread of it reads or
+// writes outside the buffers.
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/backend/Backend.h"
+#include "compiler/backend/Jit.h"
+#include "compiler/backend/Target.h"
+#include "compiler/pipeline/Pipeline.h"
 #include "gatherjit/Interpreter.h"
 #include "gatherjit/Runtime.h"
+#include "runtime/FamilyCode.h"
+
+#include <llvm/Target/TargetMachine.h>
 
 #include <fuzzer/FuzzedDataProvider.h>
 
@@ -49,6 +60,50 @@ Runtime &runtime() {
     return Created.take();
   }();
   return *RT;
+}
+
+/// The host's code generator, the simulated grid's backend on it, and a
+/// JIT that links its kernels.
+struct Grid {
+  std::unique_ptr<CodeGenerator> Gen;
+  std::unique_ptr<Backend> Simulated;
+  std::shared_ptr<JitEngine> Jit;
+};
+
+Grid &grid() {
+  static Grid G = [] {
+    Grid Made;
+    Expected<std::unique_ptr<llvm::TargetMachine>> TM = createTargetMachine({}, OptLevel::O1);
+    Expected<std::shared_ptr<JitEngine>> Jit = JitEngine::create({});
+    if (!TM || !Jit)
+      std::abort();
+    Made.Gen = std::make_unique<CodeGenerator>(TM.take());
+    Made.Simulated = simulatedGridBackend(*Made.Gen);
+    Made.Jit = Jit.take();
+    return Made;
+  }();
+  return G;
+}
+
+/// \p V's GPU kernel (or, with \p Family, its family's kernel run for its
+/// shape) on the simulated grid: the kernel's return (0, or 1 + the first
+/// bad position).
+int64_t runSimulatedGrid(const ValidDesc &V, bool Family, const char *In, const char *Idx,
+                         char *Out) {
+  static uint64_t Count = 0;
+  const std::string Name = "grid" + std::to_string(Count++);
+  const auto Spec = std::make_shared<const KernelSpec>(canonicalize(V));
+  const std::optional<KernelSpec> Of = Family ? familyOf(*Spec, /*BlockRows=*/true) : std::nullopt;
+  Grid &G = grid();
+  Expected<PipelineResult> R = runPipeline({{Of ? *Of : *Spec, Name}}, *G.Simulated, OptLevel::O1);
+  if (!R)
+    std::abort(); // Every valid descriptor has a GPU kernel.
+  Expected<std::shared_ptr<const Executable>> Code = G.Jit->link(Name, R->Bytes);
+  if (!Code)
+    std::abort();
+  if (Of)
+    return FamilyCode(Code.take(), Spec).runRows(In, Idx, Out, 0, 1);
+  return (*Code)->runRows(In, Idx, Out, 0, 1);
 }
 
 } // namespace
@@ -108,5 +163,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
     std::abort();
   if (RS && Ref != Jit)
     std::abort();
+  if (const int Gpu = P.ConsumeIntegralInRange<int>(0, 3); Gpu >= 2) {
+    // Exactly the buffers' bytes, so that the sanitizers see any stray
+    // access (a null pointer for an empty one, as callers may pass).
+    std::vector<char> Grid(OutBytes, '\x5a');
+    const std::unique_ptr<char[]> InCopy(InBytes ? new char[InBytes] : nullptr),
+        IdxCopy(IdxBytes ? new char[IdxBytes] : nullptr);
+    if (InBytes)
+      std::memcpy(InCopy.get(), Input.data(), InBytes);
+    if (IdxBytes)
+      std::memcpy(IdxCopy.get(), Indices.data(), IdxBytes);
+    const int64_t GR = runSimulatedGrid(*V, Gpu == 3, InCopy.get(), IdxCopy.get(),
+                                        OutBytes ? Grid.data() : nullptr);
+    if (RS ? GR != 0 : GR <= 0 || static_cast<uint64_t>(GR - 1) != *RS.position())
+      std::abort();
+    if (RS && Ref != Grid)
+      std::abort();
+  }
   return 0;
 }
