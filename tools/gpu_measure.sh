@@ -197,11 +197,13 @@ run)
     LD_LIBRARY_PATH="$dir/lib" "$dir/bin/gatherjit" $rowwise --device cuda --no-cache --stats \
       --repeat 50 -o "$e/got.npy" 2>&1 | sed 's/^/rowwise dequantization on the device: /'
     # PyTorch's same lookup and arithmetic, where python3 has it with CUDA.
-    python3 - "$e" <<'PY' || true
+    python3 - "$e" "$root/bench" <<'PY' || true
 import sys
 import numpy as np
 import torch
 e = sys.argv[1]
+sys.path.insert(0, sys.argv[2])
+from cuda_baselines import event_us
 q = torch.from_numpy(np.load(e + "/q.npy")).cuda()
 ids = torch.from_numpy(np.load(e + "/qi.npy")).cuda() % q.shape[0]
 def run():
@@ -209,16 +211,8 @@ def run():
     tail = rows[:, 128:].contiguous().view(torch.float32)
     return rows[:, :128].float() * tail[:, :1] + tail[:, 1:]
 same = run().cpu().numpy().tobytes() == np.load(e + "/got.npy").tobytes()
-times = []
-for _ in range(50):
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    run()
-    stop.record()
-    stop.synchronize()
-    times.append(start.elapsed_time(stop) * 1000.0)
 print("rowwise dequantization, PyTorch %s: %.1f us (median of 50), same output: %s"
-      % (torch.__version__, sorted(times)[25], same))
+      % (torch.__version__, event_us(torch, run, 50), same))
 PY
   fi
   ;;

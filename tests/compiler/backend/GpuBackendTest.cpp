@@ -84,6 +84,14 @@ protected:
     EXPECT_TRUE(Code.isOk()) << Code.status().message();
     return Code ? Code.take() : nullptr;
   }
+  /// A CPU runtime whose fused descriptors and epilogues (compiled for
+  /// the CPU) are the interpreter's reference.
+  static Expected<std::unique_ptr<Runtime>> referenceRuntime() {
+    RuntimeOptions Options;
+    Options.Specialization = Specialize::AtCompile;
+    Options.Threads = 1;
+    return Runtime::create(Options);
+  }
   std::unique_ptr<CodeGenerator> Gen;
   std::unique_ptr<Backend> Grid;
   std::shared_ptr<JitEngine> Jit;
@@ -308,10 +316,7 @@ TEST_F(GpuBackend, SimulatedGridsWithElementEpiloguesMatchTheInterpreter) {
   // same C function, compiled for the CPU, to each element it gathers.
   if (!epiloguesSupported())
     GTEST_SKIP() << "built without clang's libraries";
-  RuntimeOptions Options;
-  Options.Specialization = Specialize::AtCompile;
-  Options.Threads = 1;
-  Expected<std::unique_ptr<Runtime>> RT = Runtime::create(Options);
+  Expected<std::unique_ptr<Runtime>> RT = referenceRuntime();
   ASSERT_TRUE(RT.isOk()) << RT.status().message();
   CaseGenerator Cases(seedFromEnv(20261127));
   std::mt19937_64 Rng(seedFromEnv(7, 1));
@@ -432,10 +437,7 @@ TEST_F(GpuBackend, SimulatedGridsWithRowEpiloguesMatchTheInterpreter) {
   // row it gathers.
   if (!epiloguesSupported())
     GTEST_SKIP() << "built without clang's libraries";
-  RuntimeOptions Options;
-  Options.Specialization = Specialize::AtCompile;
-  Options.Threads = 1;
-  Expected<std::unique_ptr<Runtime>> RT = Runtime::create(Options);
+  Expected<std::unique_ptr<Runtime>> RT = referenceRuntime();
   ASSERT_TRUE(RT.isOk()) << RT.status().message();
   std::mt19937_64 Rng(seedFromEnv(13, 1));
   const Epilogue Fn = rowEpilogue();
