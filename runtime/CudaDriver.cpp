@@ -406,12 +406,14 @@ private:
   }
   /// 0 if the status word \p Word holds no key, else 1 + the position in
   /// the indices of the bad index its key names (its output element and
-  /// tuple component); the word is reset.
+  /// tuple component), or EpilogueFaulted; the word is reset.
   int64_t takeKey(uint64_t *Word) const {
     const uint64_t Key = __atomic_load_n(Word, __ATOMIC_ACQUIRE);
     if (Key == LoadedKernel::NoKey)
       return 0;
     __atomic_store_n(Word, LoadedKernel::NoKey, __ATOMIC_RELEASE);
+    if (Key >= DeviceEpilogueFaultBit)
+      return EpilogueFaulted;
     uint64_t E = Key / Tuple, Pos = Key % Tuple;
     for (unsigned D = Rank; D-- > 0;) {
       Pos += (E % Sizes[D]) * PosStride[D];

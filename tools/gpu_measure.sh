@@ -20,8 +20,10 @@
 #       device (its error must be the CPU's), the ahead-of-time example
 #       (a lookup, and one with an element epilogue, against plain loops)
 #       and, where packed, the gathers with epilogues fused on the device
-#       against the interpreter (`--engine interp`), byte for byte, and the
-#       row epilogue's kernel time beside a device copy of its output.
+#       against the interpreter (`--engine interp`), byte for byte (one of
+#       them checked), a checked epilogue's fault (its error must be the
+#       CPU's), and the row epilogue's kernel time beside a device copy of
+#       its output.
 #
 # The Python package on the GPU machine's Python (whose version this
 # machine's Debian does not have), in three steps:
@@ -114,6 +116,9 @@ PY
       'void dequant(const uint8_t *row, float *out) {' \
       '  float scale = gj_load_f32(row + 128), bias = gj_load_f32(row + 132);' \
       '  for (int j = 0; j < 128; ++j) out[j] = row[j] * scale + bias;' '}' >"$dir/epi/rowwise.c"
+    printf '%s\n' '/* Reads past its row: a fault, checked. */' \
+      'void past(const uint8_t *row, float *out) {' \
+      '  for (int j = 0; j < 128; ++j) out[j] = row[2 * j];' '}' >"$dir/epi/past.c"
   fi
   LD_LIBRARY_PATH="$dir/lib" "$dir/bin/gatherjit" gather-elements --data "$dir/oob/d.npy" \
     --indices "$dir/oob/i.npy" --axis 1 -o "$dir/oob/o.npy" 2>"$dir/oob/expected.txt" && {
@@ -184,13 +189,26 @@ run)
       "gather-elements --data $e/h.npy --indices $e/hi.npy --axis 1 --epilogue $e/dequantize.c --epilogue-fn dequantize" \
       "gather --data $e/f.npy --indices $e/fi.npy --axis 0 --epilogue $e/scale.c --epilogue-fn scale" \
       "gather-nd --data $e/b.npy --indices $e/bi.npy --epilogue $e/square.c --epilogue-fn square" \
-      "$rowwise"; do
+      "$rowwise" \
+      "gather --data $e/f.npy --indices $e/fi.npy --axis 0 --epilogue $e/scale.c --epilogue-fn scale --epilogue-checked"; do
       # shellcheck disable=SC2086 # a run is its words
       LD_LIBRARY_PATH="$dir/lib" "$dir/bin/gatherjit" $run --engine interp --no-cache -o "$e/want.npy" &&
         LD_LIBRARY_PATH="$dir/lib" "$dir/bin/gatherjit" $run --device cuda --no-cache -o "$e/got.npy" &&
         cmp "$e/want.npy" "$e/got.npy" && matched=$((matched + 1))
     done
-    echo "epilogues fused on the device: $matched of 4 gathers matched the interpreter"
+    echo "epilogues fused on the device: $matched of 5 gathers matched the interpreter"
+    # A checked epilogue that faults: the device's error must be the CPU's.
+    past="gather --data $e/q.npy --indices $e/qi.npy --axis 0 --epilogue $e/past.c --epilogue-fn past --epilogue-row-out 128 --epilogue-checked --no-cache -o $e/o.npy"
+    # shellcheck disable=SC2086 # a run is its words
+    LD_LIBRARY_PATH="$dir/lib" "$dir/bin/gatherjit" $past 2>"$e/fault-cpu.txt"
+    # shellcheck disable=SC2086
+    LD_LIBRARY_PATH="$dir/lib" "$dir/bin/gatherjit" $past --device cuda 2>"$e/fault-device.txt"
+    code=$?
+    if [ "$code" = 2 ] && cmp -s "$e/fault-cpu.txt" "$e/fault-device.txt"; then
+      echo "checked epilogue's fault on the device: exit 2, the CPU's message"
+    else
+      echo "checked epilogue's fault on the device: exit $code, $(cat "$e/fault-device.txt") (CPU: $(cat "$e/fault-cpu.txt"))"
+    fi
     # The row epilogue's kernel (a thread to each row) beside a device copy
     # of its output's bytes, medians of 50 runs.
     # shellcheck disable=SC2086 # a run is its words

@@ -137,7 +137,12 @@ void KernelEmitter::copyElement(Value *InOff, Value *OutOff, Value *Dst) {
       BasicBlock *Good = BasicBlock::Create(Ctx, "epilogue.ok", F);
       B.CreateCondBr(Faulted, Fault, Good, MDBuilder(Ctx).createBranchWeights(1, 1 << 20));
       B.SetInsertPoint(Fault);
-      emitReturn(c(EpilogueFaulted));
+      if (FaultStatus) {
+        foldBadKey(FaultStatus, FaultKey);
+        B.CreateBr(Good);
+      } else {
+        emitReturn(c(EpilogueFaulted));
+      }
       B.SetInsertPoint(Good);
     }
     return;

@@ -159,6 +159,12 @@ Function *KernelEmitter::emitThreadBody(const std::string &Name, const char *Suf
       B.CreateBr(Next);
     });
   }
+  if (S.Epilogue.Checked) {
+    // A fault is a key above every bad index's: a bad index anywhere is
+    // named first; else the smallest faulting element.
+    FaultStatus = Status;
+    FaultKey = B.CreateOr(B.CreateZExt(E, I64), c(DeviceEpilogueFaultBit));
+  }
   copyElement(tupleOffset(O.In, Tuple), O.Out);
   B.CreateBr(Next);
   B.SetInsertPoint(Next);
@@ -548,6 +554,14 @@ void KernelEmitter::emitSimulatedGrid(const std::string &Name, Function *Body, F
   B.SetInsertPoint(Good);
   B.CreateRet(c(0));
   B.SetInsertPoint(Bad);
+  if (S.Epilogue.Checked) {
+    BasicBlock *Index = BasicBlock::Create(Ctx, "bad.index", F);
+    BasicBlock *Fault = BasicBlock::Create(Ctx, "epilogue.fault", F);
+    B.CreateCondBr(B.CreateICmpUGE(Key, c(DeviceEpilogueFaultBit)), Fault, Index);
+    B.SetInsertPoint(Fault);
+    B.CreateRet(c(EpilogueFaulted));
+    B.SetInsertPoint(Index);
+  }
   const Offsets O = offsetsAt(B.CreateUDiv(Key, c(S.TupleSize)));
   B.CreateRet(B.CreateAdd(B.CreateAdd(O.Pos, B.CreateURem(Key, c(S.TupleSize))), c(1)));
   if (S.Family)

@@ -343,6 +343,11 @@ private:
   /// The linked epilogue and its parameter block (see linkEpilogue).
   Function *Epi = nullptr;
   Value *EpiParams = nullptr;
+  /// In a GPU thread body: the status word, and the key a checked
+  /// epilogue's fault folds into it (DeviceEpilogueFaultBit and the
+  /// element) before the thread goes on to its next element; elsewhere
+  /// null, and a fault returns EpilogueFaulted.
+  Value *FaultStatus = nullptr, *FaultKey = nullptr;
   /// A device kernel's index loads and output stores carry PTX's
   /// evict-first hint (streamedLoad, storeElement); the host's simulation
   /// of its grid has none.

@@ -56,14 +56,6 @@ Expected<PipelineResult> runPipeline(const std::vector<PipelineKernel> &Kernels,
   Clock::time_point T0 = Clock::now();
   llvm::Module M(Kernels.size() == 1 ? Kernels[0].Name : "gatherjit_aot", Ctx);
   for (const PipelineKernel &K : Kernels) {
-    // Named where the name is a user's (ahead of time); the runtime's own
-    // kernels are gj_..., a prefix users cannot give, and mean nothing to them.
-    // (A checked epilogue's regions are the host's: its kernel returns
-    // when one faults, where a GPU thread has no way out.)
-    if (Target.facts().Gpu && K.Spec.Epilogue.Checked)
-      return Status::unsupported((K.Name.rfind("gj_", 0) == 0 ? "" : K.Name + ": ") +
-                                 "checked epilogues run on the CPU only; element and row "
-                                 "epilogues run on GPUs too");
     if (Target.facts().Gpu && K.Spec.PlanRows)
       return Status::unsupported(K.Name + ": a row family kernel is CPU code (a device's "
                                           "family kernel takes every size from its shape)");

@@ -196,6 +196,13 @@ bool epiloguesSupported();
 /// out-of-range index under Check returns 1 + its position; success 0).
 constexpr int64_t EpilogueFaulted = -1;
 
+/// A GPU kernel's status word holds, after its launch, UINT64_MAX, the key
+/// of the first bad index (Check: output element * tuple size + component,
+/// below this bit), or, where no index was bad, a key with this bit set: a
+/// checked epilogue faulted, at the output element (row, for a row
+/// epilogue) of the bits below it, the first to fault.
+constexpr uint64_t DeviceEpilogueFaultBit = uint64_t(1) << 63;
+
 /// The largest epilogue source, and parameter block, compiled (bytes).
 constexpr uint64_t MaxEpilogueBytes = uint64_t(1) << 20;
 

@@ -119,8 +119,8 @@ struct RuntimeOptions {
   /// one). A device runtime's kernels take device pointers, run on the
   /// calling thread's stream (Kernel::runOnStream) and wait for it; a new
   /// shape runs its family's kernel (see Specialize; there is no generic
-  /// loop on a device), element and row epilogues are fused, checked
-  /// epilogues Unsupported.
+  /// loop on a device), and epilogues are fused (element, row and checked
+  /// ones).
   std::string Device = "cpu";
 };
 

@@ -246,9 +246,10 @@ def test_broken_protocol_objects_are_errors_that_name_the_argument(gj):
 
 @pytest.mark.skipif(not __import__("gatherjit").EPILOGUES,
                     reason="built without clang's libraries")
-def test_element_and_row_epilogues_are_fused_into_the_device_kernel(gj, tmp_path):
+def test_element_row_and_checked_epilogues_are_fused_into_the_device_kernel(gj, tmp_path,
+                                                                         monkeypatch):
     # FLOAT16 in, the epilogue's FLOAT32 out: out= must have the fused type;
-    # row epilogues too; checked epilogues run on the CPU alone.
+    # row epilogues and checked ones too.
     data = DeviceArray(np.arange(12, dtype=np.float16).reshape(3, 4))
     idx = DeviceArray(np.array([[3, 2], [0, 1], [1, 1]], dtype=np.int64))
     half = gj.Epilogue("float f(float16_t x) { return (float)x * 0.5f; }", "f")
@@ -268,10 +269,14 @@ def test_element_and_row_epilogues_are_fused_into_the_device_kernel(gj, tmp_path
     with pytest.raises(ValueError, match="float32 array of shape \\(2, 1\\) \\(the epilogue's"):
         gj.take(data, DeviceArray(np.array([0, 2])), 0, device="cuda", epilogue=first,
                 out=DeviceArray(np.zeros((2, 4), np.float32)))
+    # A checked epilogue; a fault the device reports (the fake device's
+    # status word: element 4 faulted) is the CPU's ValueError.
     checked = gj.Epilogue("float f(float16_t x) { return (float)x; }", "f", checked=True)
-    with pytest.raises(ValueError, match="^checked epilogues run on the CPU only"):
-        gj.take_along_axis(data, idx, 1, out=DeviceArray(np.zeros((3, 2), np.float32)),
-                           device="cuda", epilogue=checked)
+    out = DeviceArray(np.zeros((3, 2), np.float32))
+    assert gj.take_along_axis(data, idx, 1, out=out, device="cuda", epilogue=checked) is out
+    monkeypatch.setenv("GATHERJIT_FAKE_CUDA_KEY", str((1 << 63) | 4))
+    with pytest.raises(ValueError, match="^the checked epilogue read or wrote outside"):
+        gj.take_along_axis(data, idx, 1, out=out, device="cuda", epilogue=checked)
 
 
 def test_a_second_process_loads_device_kernels_from_the_cache_directory(gj, tmp_path):

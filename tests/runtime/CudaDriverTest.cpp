@@ -185,7 +185,7 @@ TEST_F(CudaDriver, IrPrintsPtxForTheDevice) {
   EXPECT_THAT(NoDriver.Out, HasSubstr(".target sm_80"));
 }
 
-TEST_F(CudaDriver, ElementAndRowEpiloguesRunOnTheDeviceAndCheckedOnesAreRefused) {
+TEST_F(CudaDriver, ElementRowAndCheckedEpiloguesRunOnTheDevice) {
   if (!epiloguesSupported())
     GTEST_SKIP() << "built without clang's libraries";
   ::setenv("GATHERJIT_FAKE_CUDA", "ok", 1);
@@ -228,12 +228,17 @@ TEST_F(CudaDriver, ElementAndRowEpiloguesRunOnTheDeviceAndCheckedOnesAreRefused)
   EXPECT_EQ(Shape, (std::vector<uint64_t>{3, 4, 1}));
   EXPECT_THAT(slurp(Dir / "driver.log"),
               ::testing::ContainsRegex("launch gj_b4_[a-z0-9_]+ grid=1 block=256 shared=0\n"));
-  // Checked epilogues run on the CPU alone: one error line, exit 2, no
-  // output file. (The runtime's own kernel name, gj_..., is no part of it.)
+  // A checked epilogue runs there too; a status word with the fault bit
+  // (the fake device's key: element 5 faulted) is the CPU's fault error,
+  // one line, exit 2, and no output file.
   std::filesystem::remove(Dir / "o.npy");
-  expectOneErrorLine(runCli(Dir, Rows + " --epilogue " + Dir / "floor.c" +
-                                     " --epilogue-fn floor2 --epilogue-checked"),
-                     2, "error: checked epilogues run on the CPU only");
+  const std::string Checked =
+      Rows + " --epilogue " + Dir / "floor.c" + " --epilogue-fn floor2 --epilogue-checked";
+  R = runCli(Dir, Checked);
+  ASSERT_EQ(R.Exit, 0) << R.Err;
+  std::filesystem::remove(Dir / "o.npy");
+  ::setenv("GATHERJIT_FAKE_CUDA_KEY", std::to_string(DeviceEpilogueFaultBit | 5).c_str(), 1);
+  expectOneErrorLine(runCli(Dir, Checked), 2, "error: the checked epilogue read or wrote outside");
   EXPECT_FALSE(std::filesystem::exists(Dir / "o.npy"));
 }
 

@@ -10,7 +10,8 @@
 //    stride from its shape argument), one kernel run for every shape of
 //    its family that the configurations hold;
 //  - so does the thread body with an element epilogue fused in, and with a
-//    row epilogue (a thread per row);
+//    row epilogue (a thread per row); with a checked one that faults, the
+//    grid names a bad index first, else the fault;
 //  - the PTX it generates for those configurations, their families, some
 //    with an element or row epilogue and some with rows it stages is
 //    accepted by ptxas for sm_80 and sm_90 where ptxas is found
@@ -410,6 +411,21 @@ Epilogue rowEpilogue() {
   return Fn;
 }
 
+/// A checked row epilogue that reads past its row (a fault) for about one
+/// row in 32: those whose first element is a multiple of 32.
+Epilogue faultingRowEpilogue() {
+  Epilogue Fn;
+  Fn.Source = "void f(const uint16_t *row, float *out) {\n"
+              "  int k = row[0] % 32 == 0 ? GJ_ROW_IN : 0;\n"
+              "  out[0] = row[k];\n"
+              "  for (int j = 1; j < GJ_ROW_OUT; ++j)\n"
+              "    out[j] = row[j % GJ_ROW_IN] * 0.5f;\n"
+              "}\n";
+  Fn.Function = "f";
+  Fn.Checked = true;
+  return Fn;
+}
+
 /// \p D (a row epilogue's descriptor: its output the fused one) under
 /// \p Policy, with \p Fn compiled for \p TM: the kernel \p Name.
 Expected<PipelineKernel> rowEpilogueKernel(AnyDesc D, OobPolicy Policy, const Epilogue &Fn,
@@ -480,6 +496,76 @@ TEST_F(GpuBackend, SimulatedGridsWithRowEpiloguesMatchTheInterpreter) {
   EXPECT_GT(NDs, 5u) << "too few GatherNDs";
   EXPECT_GE(Empty, 2u) << "too few empty outputs";
   EXPECT_GE(ZeroRows, 2u) << "too few clamps into an empty table";
+}
+
+TEST_F(GpuBackend, SimulatedGridsWithCheckedEpiloguesNameABadIndexElseAFault) {
+  // A checked row epilogue that faults on some rows, on random Gathers and
+  // GatherNDs: where an index is bad (Check) the grid names the first, as
+  // the interpreter does without the epilogue; else, where a row faulted,
+  // EpilogueFaulted, as the interpreter with it; else the interpreter's
+  // output. No thread touches a byte past the output (runGuarded).
+  if (!epiloguesSupported())
+    GTEST_SKIP() << "built without clang's libraries";
+  Expected<std::unique_ptr<Runtime>> RT = referenceRuntime();
+  ASSERT_TRUE(RT.isOk()) << RT.status().message();
+  std::mt19937_64 Rng(seedFromEnv(17, 1));
+  const Epilogue Fn = faultingRowEpilogue();
+  unsigned BadIndices = 0, Faults = 0, Clean = 0;
+  for (int I = 0; I < 100; ++I) {
+    const uint64_t R = 1 + Rng() % 20, W = 1 + Rng() % 8;
+    const AnyDesc D = rowEpilogueDesc(Rng, R, W);
+    ValidateOptions O;
+    O.Policy = Rng() % 2 ? OobPolicy::Check : OobPolicy::Clamp;
+    Expected<Kernel> Cpu = D.Op == OpKind::Gather ? (*RT)->compile(D.Gather, O, Fn)
+                                                  : (*RT)->compile(D.GatherND, O, Fn);
+    ASSERT_TRUE(Cpu.isOk()) << Cpu.status().message();
+    const ValidDesc &V = Cpu->desc();
+    SCOPED_TRACE(std::to_string(I) + ": " + V.describe());
+    Expected<EpilogueApply> Apply = (*RT)->epilogueFunction(*Cpu);
+    ASSERT_TRUE(Apply.isOk()) << Apply.status().message();
+    const uint64_t Axis = D.Op == OpKind::Gather ? V.Input.Sizes[V.Axis] : V.Input.Sizes[1];
+    const RandomCase C = caseOf(V, Axis, Rng(), I % 3 == 0 ? 0.05 : 0.0);
+    const size_t OutBytes = requiredElements(V.Output) * V.Output.elementBytes();
+    std::vector<char> Ref(OutBytes, '\xab'), Dev;
+    const Status RS = interpret(V, C.Input.data(), C.Indices.data(), Ref.data(), *Apply);
+    // The first bad index in the output's order is the first in the
+    // indices' (their dimensions lead the output's, or follow a batch or
+    // an outer dimension that every index serves): caseOf's bad value is
+    // Axis.
+    std::optional<uint64_t> FirstBad;
+    const size_t Size = V.Indices.elementBytes();
+    if (O.Policy == OobPolicy::Check && OutBytes)
+      for (size_t P = 0; P * Size < C.Indices.size() && !FirstBad; ++P) {
+        int64_t Value = 0;
+        std::memcpy(&Value, &C.Indices[P * Size], Size);
+        if (static_cast<uint64_t>(Value) == Axis)
+          FirstBad = P;
+      }
+    Expected<PipelineKernel> K =
+        rowEpilogueKernel(D, O.Policy, Fn, Gen->targetMachine(), "c" + std::to_string(I));
+    ASSERT_TRUE(K.isOk()) << K.status().message();
+    const std::shared_ptr<const Executable> Grid =
+        simulatedGrid(*this->Grid, *Jit, K->Spec, "c" + std::to_string(I));
+    ASSERT_TRUE(Grid);
+    const int64_t Got = runGuarded(*Grid, C, OutBytes, Dev);
+    if (FirstBad) {
+      EXPECT_EQ(Got, static_cast<int64_t>(*FirstBad) + 1);
+      ++BadIndices;
+    } else if (!RS) {
+      EXPECT_EQ(RS.code(), ErrorCode::InvalidArgument) << RS.message();
+      EXPECT_EQ(Got, EpilogueFaulted);
+      ++Faults;
+    } else {
+      EXPECT_EQ(Got, 0);
+      EXPECT_EQ(Ref, Dev) << "outputs differ";
+      ++Clean;
+    }
+    if (HasFailure())
+      return;
+  }
+  EXPECT_GE(BadIndices, 5u);
+  EXPECT_GE(Faults, 5u);
+  EXPECT_GE(Clean, 5u);
 }
 
 TEST_F(GpuBackend, WidePiecesOfRowsNameTheBadRow) {
@@ -787,11 +873,12 @@ TEST_F(GpuBackend, PtxOfRandomConfigurationsAssemblesWithoutSpills) {
       }
       for (int K = 0; K < 5; ++K)
         Kernels.push_back({canonicalize(wideRowCase(Rows).Desc), "w" + std::to_string(K)});
-      // And 3 with a row epilogue.
+      // And 3 with a row epilogue, the last checked.
       for (int K = 0; K < 3 && epiloguesSupported(); ++K) {
         const AnyDesc D = rowEpilogueDesc(Rows, 1 + Rows() % 40, 1 + Rows() % 20);
         Expected<PipelineKernel> Epi =
-            rowEpilogueKernel(D, K % 2 ? OobPolicy::Check : OobPolicy::Clamp, rowEpilogue(),
+            rowEpilogueKernel(D, K % 2 ? OobPolicy::Check : OobPolicy::Clamp,
+                              K == 2 ? faultingRowEpilogue() : rowEpilogue(),
                               (*Nvptx)->targetMachine(), "r" + std::to_string(K));
         ASSERT_TRUE(Epi.isOk()) << Epi.status().message();
         Kernels.push_back(Epi.take());
