@@ -93,6 +93,23 @@ protected:
     Options.Threads = 1;
     return Runtime::create(Options);
   }
+  /// One random row-epilogue gather for the grid tests: rowEpilogueDesc's
+  /// descriptor, rows of 1 to MaxIn elements in and 1 to MaxOut out, Check
+  /// or Clamp, fused with Fn by the reference runtime RT; its operands
+  /// (a fraction Bad of the indices bad in every third case, I), the
+  /// interpreter's status and output, and the grid's kernel named Name.
+  struct RowCase {
+    ValidateOptions O;
+    ValidDesc V;
+    uint64_t Axis = 0;
+    RandomCase C;
+    size_t OutBytes = 0;
+    std::vector<char> Ref;
+    Status RS;
+    std::shared_ptr<const Executable> Code;
+  };
+  void rowCase(Runtime &RT, std::mt19937_64 &Rng, const Epilogue &Fn, uint64_t MaxIn,
+               uint64_t MaxOut, int I, double Bad, const std::string &Name, RowCase &Out);
   std::unique_ptr<CodeGenerator> Gen;
   std::unique_ptr<Backend> Grid;
   std::shared_ptr<JitEngine> Jit;
@@ -445,6 +462,33 @@ Expected<PipelineKernel> rowEpilogueKernel(AnyDesc D, OobPolicy Policy, const Ep
   return K;
 }
 
+void GpuBackend::rowCase(Runtime &RT, std::mt19937_64 &Rng, const Epilogue &Fn, uint64_t MaxIn,
+                         uint64_t MaxOut, int I, double Bad, const std::string &Name,
+                         RowCase &Out) {
+  const uint64_t R = 1 + Rng() % MaxIn, W = 1 + Rng() % MaxOut;
+  const AnyDesc D = rowEpilogueDesc(Rng, R, W);
+  Out.O.Policy = Rng() % 2 ? OobPolicy::Check : OobPolicy::Clamp;
+  Expected<Kernel> Cpu =
+      D.Op == OpKind::Gather ? RT.compile(D.Gather, Out.O, Fn) : RT.compile(D.GatherND, Out.O, Fn);
+  ASSERT_TRUE(Cpu.isOk()) << Cpu.status().message();
+  Out.V = Cpu->desc();
+  const ValidDesc &V = Out.V;
+  SCOPED_TRACE(V.describe());
+  Expected<EpilogueApply> Apply = RT.epilogueFunction(*Cpu);
+  ASSERT_TRUE(Apply.isOk()) << Apply.status().message();
+  Out.Axis = D.Op == OpKind::Gather ? V.Input.Sizes[V.Axis] : V.Input.Sizes[1];
+  Out.C = caseOf(V, Out.Axis, Rng(), I % 3 == 0 ? Bad : 0.0);
+  Out.OutBytes = requiredElements(V.Output) * V.Output.elementBytes();
+  Out.Ref.assign(Out.OutBytes, '\xab');
+  Out.RS = interpret(V, Out.C.Input.data(), Out.C.Indices.data(), Out.Ref.data(), *Apply);
+  // The grid's kernel: the same descriptor, the epilogue compiled for it.
+  Expected<PipelineKernel> K = rowEpilogueKernel(D, Out.O.Policy, Fn, Gen->targetMachine(), Name);
+  ASSERT_TRUE(K.isOk()) << K.status().message();
+  ASSERT_EQ(K->Spec.Epilogue.Kind, EpilogueKind::Row);
+  Out.Code = simulatedGrid(*Grid, *Jit, K->Spec, Name);
+  ASSERT_TRUE(Out.Code);
+}
+
 TEST_F(GpuBackend, SimulatedGridsWithRowEpiloguesMatchTheInterpreter) {
   // A row epilogue compiled for the grid's target and fused into the
   // thread body, each thread's "element" a row it gathers and hands to the
@@ -459,38 +503,20 @@ TEST_F(GpuBackend, SimulatedGridsWithRowEpiloguesMatchTheInterpreter) {
   const Epilogue Fn = rowEpilogue();
   unsigned Errors = 0, NDs = 0, Empty = 0, ZeroRows = 0;
   for (int I = 0; I < 100; ++I) {
-    const uint64_t R = 1 + Rng() % 40, W = 1 + Rng() % 20;
-    const AnyDesc D = rowEpilogueDesc(Rng, R, W);
-    ValidateOptions O;
-    O.Policy = Rng() % 2 ? OobPolicy::Check : OobPolicy::Clamp;
-    Expected<Kernel> Cpu = D.Op == OpKind::Gather ? (*RT)->compile(D.Gather, O, Fn)
-                                                  : (*RT)->compile(D.GatherND, O, Fn);
-    ASSERT_TRUE(Cpu.isOk()) << Cpu.status().message();
-    const ValidDesc &V = Cpu->desc();
-    SCOPED_TRACE(std::to_string(I) + ": " + V.describe());
-    Expected<EpilogueApply> Apply = (*RT)->epilogueFunction(*Cpu);
-    ASSERT_TRUE(Apply.isOk()) << Apply.status().message();
+    SCOPED_TRACE(I);
     // About one index in 5 bad in every third case.
-    const uint64_t Axis = D.Op == OpKind::Gather ? V.Input.Sizes[V.Axis] : V.Input.Sizes[1];
-    const RandomCase C = caseOf(V, Axis, Rng(), I % 3 == 0 ? 0.2 : 0.0);
-    const size_t OutBytes = requiredElements(V.Output) * V.Output.elementBytes();
-    std::vector<char> Ref(OutBytes, '\xab'), Dev;
-    const Status RS = interpret(V, C.Input.data(), C.Indices.data(), Ref.data(), *Apply);
-    // The grid's kernel: the same descriptor, the epilogue compiled for it.
-    const std::string Name = "r" + std::to_string(I);
-    Expected<PipelineKernel> K = rowEpilogueKernel(D, O.Policy, Fn, Gen->targetMachine(), Name);
-    ASSERT_TRUE(K.isOk()) << K.status().message();
-    ASSERT_EQ(K->Spec.Epilogue.Kind, EpilogueKind::Row);
-    const KernelSpec &Spec = K->Spec;
-    const std::shared_ptr<const Executable> Grid = simulatedGrid(*this->Grid, *Jit, Spec, Name);
-    ASSERT_TRUE(Grid);
-    expectInterpreters(RS, Ref, runGuarded(*Grid, C, OutBytes, Dev), Dev);
+    RowCase Case;
+    rowCase(**RT, Rng, Fn, 40, 20, I, 0.2, "r" + std::to_string(I), Case);
+    if (HasFatalFailure())
+      return;
+    std::vector<char> Dev;
+    expectInterpreters(Case.RS, Case.Ref, runGuarded(*Case.Code, Case.C, Case.OutBytes, Dev), Dev);
     if (HasFailure())
       return;
-    Errors += !RS;
-    NDs += V.Op == OpKind::GatherND;
-    Empty += OutBytes == 0;
-    ZeroRows += RS && OutBytes && Axis == 0; // Clamp into an empty table.
+    Errors += !Case.RS;
+    NDs += Case.V.Op == OpKind::GatherND;
+    Empty += Case.OutBytes == 0;
+    ZeroRows += Case.RS && Case.OutBytes && Case.Axis == 0; // Clamp into an empty table.
   }
   EXPECT_GT(Errors, 5u) << "too few configurations exercise Check";
   EXPECT_GT(NDs, 5u) << "too few GatherNDs";
@@ -512,42 +538,28 @@ TEST_F(GpuBackend, SimulatedGridsWithCheckedEpiloguesNameABadIndexElseAFault) {
   const Epilogue Fn = faultingRowEpilogue();
   unsigned BadIndices = 0, Faults = 0, Clean = 0;
   for (int I = 0; I < 100; ++I) {
-    const uint64_t R = 1 + Rng() % 20, W = 1 + Rng() % 8;
-    const AnyDesc D = rowEpilogueDesc(Rng, R, W);
-    ValidateOptions O;
-    O.Policy = Rng() % 2 ? OobPolicy::Check : OobPolicy::Clamp;
-    Expected<Kernel> Cpu = D.Op == OpKind::Gather ? (*RT)->compile(D.Gather, O, Fn)
-                                                  : (*RT)->compile(D.GatherND, O, Fn);
-    ASSERT_TRUE(Cpu.isOk()) << Cpu.status().message();
-    const ValidDesc &V = Cpu->desc();
-    SCOPED_TRACE(std::to_string(I) + ": " + V.describe());
-    Expected<EpilogueApply> Apply = (*RT)->epilogueFunction(*Cpu);
-    ASSERT_TRUE(Apply.isOk()) << Apply.status().message();
-    const uint64_t Axis = D.Op == OpKind::Gather ? V.Input.Sizes[V.Axis] : V.Input.Sizes[1];
-    const RandomCase C = caseOf(V, Axis, Rng(), I % 3 == 0 ? 0.05 : 0.0);
-    const size_t OutBytes = requiredElements(V.Output) * V.Output.elementBytes();
-    std::vector<char> Ref(OutBytes, '\xab'), Dev;
-    const Status RS = interpret(V, C.Input.data(), C.Indices.data(), Ref.data(), *Apply);
+    SCOPED_TRACE(I);
+    RowCase Case;
+    rowCase(**RT, Rng, Fn, 20, 8, I, 0.05, "c" + std::to_string(I), Case);
+    if (HasFatalFailure())
+      return;
+    const RandomCase &C = Case.C;
+    const Status &RS = Case.RS;
     // The first bad index in the output's order is the first in the
     // indices' (their dimensions lead the output's, or follow a batch or
     // an outer dimension that every index serves): caseOf's bad value is
     // Axis.
     std::optional<uint64_t> FirstBad;
-    const size_t Size = V.Indices.elementBytes();
-    if (O.Policy == OobPolicy::Check && OutBytes)
+    const size_t Size = Case.V.Indices.elementBytes();
+    if (Case.O.Policy == OobPolicy::Check && Case.OutBytes)
       for (size_t P = 0; P * Size < C.Indices.size() && !FirstBad; ++P) {
         int64_t Value = 0;
         std::memcpy(&Value, &C.Indices[P * Size], Size);
-        if (static_cast<uint64_t>(Value) == Axis)
+        if (static_cast<uint64_t>(Value) == Case.Axis)
           FirstBad = P;
       }
-    Expected<PipelineKernel> K =
-        rowEpilogueKernel(D, O.Policy, Fn, Gen->targetMachine(), "c" + std::to_string(I));
-    ASSERT_TRUE(K.isOk()) << K.status().message();
-    const std::shared_ptr<const Executable> Grid =
-        simulatedGrid(*this->Grid, *Jit, K->Spec, "c" + std::to_string(I));
-    ASSERT_TRUE(Grid);
-    const int64_t Got = runGuarded(*Grid, C, OutBytes, Dev);
+    std::vector<char> Dev;
+    const int64_t Got = runGuarded(*Case.Code, C, Case.OutBytes, Dev);
     if (FirstBad) {
       EXPECT_EQ(Got, static_cast<int64_t>(*FirstBad) + 1);
       ++BadIndices;
@@ -557,7 +569,7 @@ TEST_F(GpuBackend, SimulatedGridsWithCheckedEpiloguesNameABadIndexElseAFault) {
       ++Faults;
     } else {
       EXPECT_EQ(Got, 0);
-      EXPECT_EQ(Ref, Dev) << "outputs differ";
+      EXPECT_EQ(Case.Ref, Dev) << "outputs differ";
       ++Clean;
     }
     if (HasFailure())
