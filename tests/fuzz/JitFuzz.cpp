@@ -166,7 +166,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
   if (const int Gpu = P.ConsumeIntegralInRange<int>(0, 3); Gpu >= 2) {
     // Exactly the buffers' bytes, so that the sanitizers see any stray
     // access (a null pointer for an empty one, as callers may pass).
-    std::vector<char> Grid(OutBytes, '\x5a');
+    std::vector<char> OnGrid(OutBytes, '\x5a');
     const std::unique_ptr<char[]> InCopy(InBytes ? new char[InBytes] : nullptr),
         IdxCopy(IdxBytes ? new char[IdxBytes] : nullptr);
     if (InBytes)
@@ -174,10 +174,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
     if (IdxBytes)
       std::memcpy(IdxCopy.get(), Indices.data(), IdxBytes);
     const int64_t GR = runSimulatedGrid(*V, Gpu == 3, InCopy.get(), IdxCopy.get(),
-                                        OutBytes ? Grid.data() : nullptr);
+                                        OutBytes ? OnGrid.data() : nullptr);
     if (RS ? GR != 0 : GR <= 0 || static_cast<uint64_t>(GR - 1) != *RS.position())
       std::abort();
-    if (RS && Ref != Grid)
+    if (RS && Ref != OnGrid)
       std::abort();
   }
   return 0;
