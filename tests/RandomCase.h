@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <numeric>
 #include <optional>
 #include <random>
@@ -26,8 +27,45 @@ namespace gatherjit::test {
 /// seed from the environment does not make them draw alike.
 inline uint64_t seedFromEnv(uint64_t Default, uint64_t Stream = 0) {
   const char *S = std::getenv("GATHERJIT_SEED");
-  return S ? std::strtoull(S, nullptr, 0) + Stream * 0x9e3779b97f4a7c15ULL : Default;
+  return S && *S ? std::strtoull(S, nullptr, 0) + Stream * 0x9e3779b97f4a7c15ULL : Default;
 }
+
+/// What a random test's cases covered, beside the least each count must
+/// reach. The test draws its usual number of cases, then, while a count is
+/// short of its floor, draws on up to a bound: so that any seed from
+/// GATHERJIT_SEED proves what the test's own does, and a count that no
+/// seed reaches (a generator that stopped making such cases) still fails.
+class Coverage {
+public:
+  /// A count of cases that must reach \p Min; \p What names them.
+  unsigned &floor(std::string What, unsigned Min) {
+    Floors.push_back({std::move(What), Min, 0});
+    return Floors.back().Count;
+  }
+
+  /// Whether to draw case \p Drawn (from 0): below \p Usual always, then
+  /// below \p Bound while a count is short.
+  bool drawMore(unsigned Drawn, unsigned Usual, unsigned Bound) const {
+    return Drawn < Usual || (Drawn < Bound && !unmet().empty());
+  }
+
+  /// The counts short of their floors, one line each; empty when none is.
+  std::string unmet() const {
+    std::string S;
+    for (const Floor &F : Floors)
+      if (F.Count < F.Min)
+        S += "too few " + F.What + ": " + std::to_string(F.Count) + " of at least " +
+             std::to_string(F.Min) + "\n";
+    return S;
+  }
+
+private:
+  struct Floor {
+    std::string What;
+    unsigned Min, Count;
+  };
+  std::deque<Floor> Floors; // A deque keeps each count where floor() returned it.
+};
 
 struct RandomCase {
   ValidDesc Desc;

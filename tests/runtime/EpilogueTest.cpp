@@ -361,8 +361,9 @@ TEST(Epilogue, ElementEpiloguesOnRandomConfigurations) {
   ASSERT_TRUE(RT.isOk());
   CaseGenerator Gen(seedFromEnv(20261123));
   std::mt19937_64 Rng(seedFromEnv(5, 1));
-  int Ran = 0;
-  for (int I = 0; I < 400 && Ran < 120; ++I) {
+  Coverage Covered;
+  unsigned &Ran = Covered.floor("configurations with an epilogue for their type", 120);
+  for (unsigned I = 0; Covered.drawMore(I, 0, 800); ++I) {
     RandomCase C = Gen.next();
     const std::optional<RandomEpilogue> E = randomElementEpilogue(C.Desc.Input.Type, Rng);
     if (!E)
@@ -381,7 +382,7 @@ TEST(Epilogue, ElementEpiloguesOnRandomConfigurations) {
     }
     ++Ran;
   }
-  EXPECT_GE(Ran, 100);
+  EXPECT_EQ(Covered.unmet(), "");
 }
 
 TEST(Epilogue, RowEpiloguesOnRandomGathers) {

@@ -111,7 +111,8 @@ TEST(Family, ARowFamilyVariesOnlyTheRowsAndIsPlannedAsItsFirstShape) {
 /// compares its bytes and first error with the interpreter's; \p Failing
 /// counts the cases with an error.
 static ::testing::AssertionResult agreesInTwoRanges(const FamilyCode &Bound, const RandomCase &C,
-                                                    uint64_t Rows, int64_t PastEnd, int &Failing) {
+                                                    uint64_t Rows, int64_t PastEnd,
+                                                    unsigned &Failing) {
   const size_t OutBytes = requiredElements(C.Desc.Output) * C.Desc.Output.elementBytes();
   std::vector<char> Ref(OutBytes, '\xab'), Got(OutBytes, '\xab');
   Status RS = interpret(C.Desc, C.Input.data(), C.Indices.data(), Ref.data());
@@ -156,8 +157,11 @@ TEST(Family, RowFamiliesOfRandomConfigurationsMatchTheInterpreter) {
   ASSERT_TRUE(Jit.isOk());
   const TargetFacts Facts = backendFor(**Gen)->facts();
   CaseGenerator Cases(seedFromEnv(20261126));
-  int Run = 0, Failing = 0, Blocks = 0;
-  for (int I = 0; I < 2000 && Run < 250; ++I) {
+  Coverage Covered;
+  unsigned &Run = Covered.floor("configurations with a row family", 250);
+  unsigned &Failing = Covered.floor("configurations with a bad index", 10);
+  unsigned &Blocks = Covered.floor("configurations copying rows whole (row families too)", 10);
+  for (unsigned I = 0; Covered.drawMore(I, 0, 3000); ++I) {
     RandomCase C = Cases.next();
     SCOPED_TRACE("case " + std::to_string(I) + ": " + C.Summary);
     if (C.Desc.outputElements() == 0)
@@ -183,9 +187,7 @@ TEST(Family, RowFamiliesOfRandomConfigurationsMatchTheInterpreter) {
                                   Spec.rows(), 5, Failing));
     ++Run;
   }
-  EXPECT_GE(Run, 250);
-  EXPECT_GE(Failing, 10);
-  EXPECT_GE(Blocks, 10) << "rows copied whole have row families too";
+  EXPECT_EQ(Covered.unmet(), "");
 }
 
 TEST(Family, RandomConfigurationsMatchTheInterpreter) {
@@ -195,8 +197,10 @@ TEST(Family, RandomConfigurationsMatchTheInterpreter) {
   ASSERT_TRUE(Jit.isOk());
   std::unordered_map<KernelSpec, std::shared_ptr<const Executable>, KernelSpecHash> Families;
   CaseGenerator Cases(seedFromEnv(20261125));
-  int Run = 0, Failing = 0;
-  for (int I = 0; I < 1500 && Run < 250; ++I) {
+  Coverage Covered;
+  unsigned &Run = Covered.floor("configurations with a family", 250);
+  unsigned &Failing = Covered.floor("configurations with a bad index", 10);
+  for (unsigned I = 0; Covered.drawMore(I, 0, 2500); ++I) {
     RandomCase C = Cases.next();
     SCOPED_TRACE("case " + std::to_string(I) + ": " + C.Summary);
     if (C.Desc.outputElements() == 0)
@@ -214,8 +218,7 @@ TEST(Family, RandomConfigurationsMatchTheInterpreter) {
                                   Spec.rows(), 0, Failing));
     ++Run;
   }
-  EXPECT_GE(Run, 250);
-  EXPECT_GE(Failing, 10);
+  EXPECT_EQ(Covered.unmet(), "");
 }
 
 TEST(Runtime, AHotFirstShapeCompilesItsRowFamilyBeforeItsOwnKernel) {

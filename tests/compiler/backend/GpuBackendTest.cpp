@@ -193,6 +193,32 @@ RandomCase caseOf(const ValidDesc &V, uint64_t Axis, uint64_t Seed, double Bad) 
   return C;
 }
 
+/// GatherElements on an axis other than the last, rows of 33 to 100
+/// columns, ranks 2 to 4, several element and index types, both policies:
+/// the axis 300 to 399 long where \p LongAxis (too long for strips to pay
+/// for 2 to 8 output rows), else 2 to 7; the indices' 2 to 8, about a
+/// fraction \p Bad of them bad.
+RandomCase tiledCase(std::mt19937_64 &Rng, bool LongAxis, double Bad) {
+  static constexpr DataType Types[] = {DataType::Float32, DataType::UInt8, DataType::Float16,
+                                       DataType::Int64};
+  const unsigned Rank = 2 + Rng() % 3;
+  TensorDesc Data, Ids;
+  Data.Type = Types[Rng() % 4];
+  Ids.Type = Rng() % 2 ? DataType::Int64 : DataType::Int32;
+  for (unsigned D = 0; D + 1 < Rank; ++D)
+    Data.Sizes.push_back(2 + Rng() % 6);
+  Data.Sizes.push_back(33 + Rng() % 68);
+  const int64_t Axis = static_cast<int64_t>(Rng() % (Rank - 1));
+  if (LongAxis)
+    Data.Sizes[Axis] = 300 + Rng() % 100;
+  Ids.Sizes = Data.Sizes;
+  Ids.Sizes[Axis] = 2 + Rng() % 7;
+  const OobPolicy Policy = Rng() % 2 ? OobPolicy::Check : OobPolicy::Clamp;
+  Expected<ValidDesc> V = validateOnnx({OpKind::GatherElements, Data, Ids, Axis}, Policy);
+  EXPECT_TRUE(V.isOk()) << V.status().message();
+  return caseOf(*V, Data.Sizes[Axis], Rng(), Bad);
+}
+
 /// GatherElements along the last axis of rows longer than an L1 line (up
 /// to 32 KiB: the rows a GPU kernel stages in shared memory where their
 /// outputs read enough of them), of random element and index types,
@@ -221,12 +247,20 @@ RandomCase wideRowCase(std::mt19937_64 &Rng) {
 
 TEST_F(GpuBackend, SimulatedGridMatchesTheInterpreter) {
   ASSERT_TRUE(Grid->facts().Gpu);
-  // The random configurations, then rows long enough to stage.
+  // The random configurations; every tenth case rows long enough to stage,
+  // every fiftieth short regions of rows to stage in strips.
   CaseGenerator Cases(seedFromEnv(20261125));
   std::mt19937_64 Rng(seedFromEnv(5, 1));
-  unsigned Errors = 0, Wide = 0, Staged = 0, StagedPieces = 0, Strips = 0;
-  for (int I = 0; I < 560; ++I) {
-    const RandomCase C = I < 500 ? Cases.next() : wideRowCase(Rng);
+  Coverage Covered;
+  unsigned &Errors = Covered.floor("configurations exercise Check", 11);
+  unsigned &Wide = Covered.floor("configurations copy block rows in wide pieces", 11);
+  unsigned &Staged = Covered.floor("configurations stage rows in shared memory", 11);
+  unsigned &StagedPieces = Covered.floor("configurations stage rows in 16-byte pieces", 4);
+  unsigned &Strips = Covered.floor("configurations stage strips of region rows", 3);
+  for (unsigned I = 0; Covered.drawMore(I, 560, 1500); ++I) {
+    const RandomCase C = I % 10 == 9   ? wideRowCase(Rng)
+                         : I % 50 == 4 ? tiledCase(Rng, false, 0.01)
+                                       : Cases.next();
     SCOPED_TRACE(std::to_string(I) + ": " + C.Summary);
     const KernelSpec Spec = canonicalize(C.Desc);
     const KernelPlan Plan = planKernel(Spec, gpuFacts());
@@ -255,11 +289,7 @@ TEST_F(GpuBackend, SimulatedGridMatchesTheInterpreter) {
     }
     Errors += !RS;
   }
-  EXPECT_GT(Errors, 10u) << "too few configurations exercise Check";
-  EXPECT_GT(Wide, 10u) << "too few configurations copy block rows in wide pieces";
-  EXPECT_GT(Staged, 10u) << "too few configurations stage rows in shared memory";
-  EXPECT_GT(StagedPieces, 3u) << "too few configurations stage rows in 16-byte pieces";
-  EXPECT_GE(Strips, 3u) << "too few configurations stage strips of region rows";
+  EXPECT_EQ(Covered.unmet(), "");
 }
 
 TEST_F(GpuBackend, SimulatedFamilyGridsMatchTheInterpreter) {
@@ -293,8 +323,13 @@ TEST_F(GpuBackend, SimulatedFamilyGridsMatchTheInterpreter) {
     Cases.push_back(caseOf(*V, 40, L, 0.1));
   }
   std::unordered_map<KernelSpec, std::shared_ptr<const Executable>, KernelSpecHash> Families;
-  unsigned Shared = 0, Errors = 0, BlockRows = 0;
-  for (size_t I = 0; I < Cases.size(); ++I) {
+  Coverage Covered;
+  unsigned &Errors = Covered.floor("configurations exercise Check", 11);
+  unsigned &Shared = Covered.floor("shapes ran a family kernel compiled for another shape", 6);
+  unsigned &BlockRows = Covered.floor("configurations copy block rows", 11);
+  for (unsigned I = 0; Covered.drawMore(I, Cases.size(), 1000); ++I) {
+    if (I == Cases.size())
+      Cases.push_back(Random.next());
     const RandomCase &C = Cases[I];
     SCOPED_TRACE(std::to_string(I) + ": " + C.Summary);
     const KernelSpec Spec = canonicalize(C.Desc);
@@ -323,9 +358,7 @@ TEST_F(GpuBackend, SimulatedFamilyGridsMatchTheInterpreter) {
       return;
     Errors += !RS;
   }
-  EXPECT_GT(Errors, 10u) << "too few configurations exercise Check";
-  EXPECT_GE(Shared, 6u) << "too few shapes ran a family kernel compiled for another shape";
-  EXPECT_GT(BlockRows, 10u) << "too few configurations copy block rows";
+  EXPECT_EQ(Covered.unmet(), "");
 }
 
 TEST_F(GpuBackend, SimulatedGridsWithElementEpiloguesMatchTheInterpreter) {
@@ -338,8 +371,10 @@ TEST_F(GpuBackend, SimulatedGridsWithElementEpiloguesMatchTheInterpreter) {
   ASSERT_TRUE(RT.isOk()) << RT.status().message();
   CaseGenerator Cases(seedFromEnv(20261127));
   std::mt19937_64 Rng(seedFromEnv(7, 1));
-  unsigned Ran = 0, Errors = 0;
-  for (int I = 0; I < 300 && Ran < 80; ++I) {
+  Coverage Covered;
+  unsigned &Ran = Covered.floor("configurations with an epilogue for their type", 80);
+  unsigned &Errors = Covered.floor("configurations exercise Check", 4);
+  for (unsigned I = 0; Covered.drawMore(I, 0, 600); ++I) {
     const RandomCase C = Cases.next();
     const std::optional<RandomEpilogue> E = randomElementEpilogue(C.Desc.Input.Type, Rng);
     if (!E)
@@ -371,8 +406,7 @@ TEST_F(GpuBackend, SimulatedGridsWithElementEpiloguesMatchTheInterpreter) {
     ++Ran;
     Errors += !RS;
   }
-  EXPECT_GE(Ran, 80u);
-  EXPECT_GT(Errors, 3u) << "too few configurations exercise Check";
+  EXPECT_EQ(Covered.unmet(), "");
 }
 
 /// A random Gather (not along the rows) or batched GatherND of UINT16 rows
@@ -501,8 +535,12 @@ TEST_F(GpuBackend, SimulatedGridsWithRowEpiloguesMatchTheInterpreter) {
   ASSERT_TRUE(RT.isOk()) << RT.status().message();
   std::mt19937_64 Rng(seedFromEnv(13, 1));
   const Epilogue Fn = rowEpilogue();
-  unsigned Errors = 0, NDs = 0, Empty = 0, ZeroRows = 0;
-  for (int I = 0; I < 100; ++I) {
+  Coverage Covered;
+  unsigned &Errors = Covered.floor("configurations exercise Check", 6);
+  unsigned &NDs = Covered.floor("GatherNDs", 6);
+  unsigned &Empty = Covered.floor("empty outputs", 2);
+  unsigned &ZeroRows = Covered.floor("clamps into an empty table", 2);
+  for (unsigned I = 0; Covered.drawMore(I, 100, 300); ++I) {
     SCOPED_TRACE(I);
     // About one index in 5 bad in every third case.
     RowCase Case;
@@ -518,10 +556,7 @@ TEST_F(GpuBackend, SimulatedGridsWithRowEpiloguesMatchTheInterpreter) {
     Empty += Case.OutBytes == 0;
     ZeroRows += Case.RS && Case.OutBytes && Case.Axis == 0; // Clamp into an empty table.
   }
-  EXPECT_GT(Errors, 5u) << "too few configurations exercise Check";
-  EXPECT_GT(NDs, 5u) << "too few GatherNDs";
-  EXPECT_GE(Empty, 2u) << "too few empty outputs";
-  EXPECT_GE(ZeroRows, 2u) << "too few clamps into an empty table";
+  EXPECT_EQ(Covered.unmet(), "");
 }
 
 TEST_F(GpuBackend, SimulatedGridsWithCheckedEpiloguesNameABadIndexElseAFault) {
@@ -536,8 +571,11 @@ TEST_F(GpuBackend, SimulatedGridsWithCheckedEpiloguesNameABadIndexElseAFault) {
   ASSERT_TRUE(RT.isOk()) << RT.status().message();
   std::mt19937_64 Rng(seedFromEnv(17, 1));
   const Epilogue Fn = faultingRowEpilogue();
-  unsigned BadIndices = 0, Faults = 0, Clean = 0;
-  for (int I = 0; I < 100; ++I) {
+  Coverage Covered;
+  unsigned &BadIndices = Covered.floor("configurations name a bad index", 5);
+  unsigned &Faults = Covered.floor("configurations fault in the epilogue", 5);
+  unsigned &Clean = Covered.floor("configurations run clean", 5);
+  for (unsigned I = 0; Covered.drawMore(I, 100, 300); ++I) {
     SCOPED_TRACE(I);
     RowCase Case;
     rowCase(**RT, Rng, Fn, 20, 8, I, 0.05, "c" + std::to_string(I), Case);
@@ -575,9 +613,7 @@ TEST_F(GpuBackend, SimulatedGridsWithCheckedEpiloguesNameABadIndexElseAFault) {
     if (HasFailure())
       return;
   }
-  EXPECT_GE(BadIndices, 5u);
-  EXPECT_GE(Faults, 5u);
-  EXPECT_GE(Clean, 5u);
+  EXPECT_EQ(Covered.unmet(), "");
 }
 
 TEST_F(GpuBackend, WidePiecesOfRowsNameTheBadRow) {
@@ -717,48 +753,36 @@ TEST_F(GpuBackend, StripsStayInsideTheirInput) {
 }
 
 TEST_F(GpuBackend, TiledGridsOfRandomShapesMatchTheInterpreter) {
-  // GatherElements on an axis other than the last, rows of 33 to 100
-  // columns (tiles of 32, the last mostly partly filled; on axis Rank-2,
-  // strips of 4 to 32 columns), ranks 2 to 4,
-  // several element and index types, both policies, some bad indices,
-  // positions in 32 and in 64 bits: the grid of 1024-thread blocks agrees
-  // with the interpreter.
+  // tiledCase's gathers (tiles of 32 columns, the last mostly partly
+  // filled; on axis Rank-2, strips of 4 to 32 columns), some with bad
+  // indices, positions in 32 and in 64 bits: the grid of 1024-thread
+  // blocks agrees with the interpreter.
   std::mt19937_64 Rng(seedFromEnv(20261126));
-  const DataType Types[] = {DataType::Float32, DataType::UInt8, DataType::Float16, DataType::Int64};
-  unsigned Ragged = 0, Errors = 0, Strips = 0;
-  for (int I = 0; I < 40; ++I) {
-    const unsigned Rank = 2 + Rng() % 3;
-    TensorDesc Data, Ids;
-    Data.Type = Types[Rng() % 4];
-    Ids.Type = Rng() % 2 ? DataType::Int64 : DataType::Int32;
-    for (unsigned D = 0; D + 1 < Rank; ++D)
-      Data.Sizes.push_back(2 + Rng() % 6);
-    Data.Sizes.push_back(33 + Rng() % 68);
-    const int64_t Axis = static_cast<int64_t>(Rng() % (Rank - 1));
-    // Every other axis too long for strips to pay for 2 to 8 output rows.
-    if (I % 2)
-      Data.Sizes[Axis] = 300 + Rng() % 100;
-    Ids.Sizes = Data.Sizes;
-    Ids.Sizes[Axis] = 2 + Rng() % 7;
-    const OobPolicy Policy = Rng() % 2 ? OobPolicy::Check : OobPolicy::Clamp;
-    Expected<ValidDesc> V = validateOnnx({OpKind::GatherElements, Data, Ids, Axis}, Policy);
-    ASSERT_TRUE(V.isOk()) << V.status().message();
-    const KernelSpec Spec = canonicalize(*V);
+  Coverage Covered;
+  unsigned &Ragged = Covered.floor("configurations with a partly filled last tile or strip", 31);
+  unsigned &Strips = Covered.floor("configurations staged in strips", 11);
+  unsigned &Errors = Covered.floor("configurations with a bad index under Check", 4);
+  unsigned I = 0;
+  for (; Covered.drawMore(I, 40, 120); ++I) {
+    // Every other axis too long for strips.
+    const RandomCase C = tiledCase(Rng, I % 2, I % 3 == 0 ? 0.001 : 0.0);
+    if (HasFatalFailure())
+      return;
+    const KernelSpec Spec = canonicalize(C.Desc);
     const KernelPlan Plan = planKernel(Spec, gpuFacts());
     SCOPED_TRACE(Spec.describe() + " " + Plan.describe());
     // Where the spec's rows of dimension Rank-2 read one short region each
     // (its axis, dimensions merged, is that dimension) strips, else tiles.
+    const uint64_t Columns = C.Desc.Input.Sizes.back();
     if (Spec.InStride[Spec.Rank - 2] == 0 && I % 2 == 0) {
       ASSERT_NE(Plan.StagedStripColumns, 0u);
       ++Strips;
-      Ragged += Data.Sizes.back() % Plan.StagedStripColumns != 0;
+      Ragged += Columns % Plan.StagedStripColumns != 0;
     } else {
       ASSERT_EQ(Plan.TileColumns, 32u);
       ASSERT_EQ(Plan.ThreadsPerBlock, 1024u);
-      Ragged += Data.Sizes.back() % 32 != 0;
+      Ragged += Columns % 32 != 0;
     }
-    const uint64_t Axis0 = Data.Sizes[Axis];
-    RandomCase C = caseOf(*V, Axis0, Rng(), I % 3 == 0 ? 0.001 : 0.0);
     const size_t OutBytes = requiredElements(C.Desc.Output) * C.Desc.Output.elementBytes();
     std::vector<char> Ref(OutBytes, '\xab'), Dev;
     const Status RS = interpret(C.Desc, C.Input.data(), C.Indices.data(), Ref.data());
@@ -780,10 +804,8 @@ TEST_F(GpuBackend, TiledGridsOfRandomShapesMatchTheInterpreter) {
       return;
     Errors += !RS;
   }
-  EXPECT_GT(Ragged, 30u);
-  EXPECT_GT(Strips, 10u);
-  EXPECT_LT(Strips, 30u);
-  EXPECT_GT(Errors, 3u) << "too few configurations with a bad index under Check";
+  EXPECT_EQ(Covered.unmet(), "");
+  EXPECT_LT(Strips, I * 3 / 4) << "too few configurations tiled";
 }
 
 TEST_F(GpuBackend, AGridSmallerThanTheOutputStrides) {
@@ -791,8 +813,9 @@ TEST_F(GpuBackend, AGridSmallerThanTheOutputStrides) {
   // many elements; every other Check case with a bad index past its first
   // elements; half the cases' positions in 32 bits, half in 64.
   CaseGenerator Cases(seedFromEnv(7));
-  unsigned LateErrors = 0;
-  for (int I = 0; I < 120; ++I) {
+  Coverage Covered;
+  unsigned &LateErrors = Covered.floor("bad indices past the threads' first elements", 11);
+  for (unsigned I = 0; Covered.drawMore(I, 120, 400); ++I) {
     RandomCase C = Cases.next();
     if (I % 2 && C.Desc.Policy == OobPolicy::Check && !C.Indices.empty()) {
       // The largest positive value at two thirds of the indices' buffer.
@@ -824,7 +847,7 @@ TEST_F(GpuBackend, AGridSmallerThanTheOutputStrides) {
       LateErrors += *RS.position() >= 3; // Past each thread's first element.
     }
   }
-  EXPECT_GT(LateErrors, 10u) << "too few bad indices past the threads' first elements";
+  EXPECT_EQ(Covered.unmet(), "");
 }
 
 std::string findPtxas() {
