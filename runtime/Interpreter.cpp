@@ -193,7 +193,7 @@ Status onnxIndexOutOfRangeError(const OnnxNode &Node, const void *Indices, uint6
 Status epilogueFaultError() {
   return Status::invalidArgument(
       "the checked epilogue read or wrote outside its row, output row, parameters and own "
-      "variables, or divided by zero (the run stopped there; the output is incomplete)");
+      "variables, or divided by zero; the output is incomplete");
 }
 
 Status indexOutOfRangeError(const ValidDesc &V, const void *Indices, uint64_t Position) {
