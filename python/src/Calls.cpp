@@ -176,68 +176,20 @@ std::shared_ptr<PyKernel> kernelForArrays(const std::string &Op, py::array &Data
   return K;
 }
 
-/// A CPU tensor's layout appended to \p Key and its data pointer, read
-/// through the tensor's attributes (no DLPack or numpy round trip), or
-/// false for a tensor the fast path does not take (on another device, or an
-/// output that requires grad, which the general path refuses).
+/// A PyTorch CPU tensor's layout appended to \p Key and its data pointer,
+/// or false for a tensor the fast path does not take (see readTorchTensor).
 bool tensorLayout(py::handle T, bool IsOut, std::string &Key, uintptr_t &Pointer) {
-  // torch.Tensor's own descriptors of what a call reads, found once and
-  // called directly: T is exactly a torch.Tensor (no subclass overrides
-  // them), and this runs on every call, where an attribute lookup per read
-  // (and pybind11's accessors more so) cost as much as a small run.
-  struct Descriptors {
-    PyObject *IsCpu, *RequiresGrad, *DataPtr, *Shape, *Stride, *Dtype;
-  };
-  static const Descriptors *Attrs = []() -> const Descriptors * {
-    py::object Tensor = py::module_::import("torch").attr("Tensor");
-    bool Usable = true;
-    auto Find = [&](const char *Name, bool Method) {
-      PyObject *P = py::object(Tensor.attr(Name)).release().ptr();
-      Usable &= Method ? PyCallable_Check(P) != 0 : Py_TYPE(P)->tp_descr_get != nullptr;
-      return P;
-    };
-    auto *Found =
-        new Descriptors{Find("is_cpu", false), Find("requires_grad", false), Find("data_ptr", true),
-                        Find("shape", false),  Find("stride", true),         Find("dtype", false)};
-    return Usable ? Found : nullptr; // A PyTorch of other ways: the general path.
-  }();
-  if (!Attrs)
+  const std::optional<TorchTensor> R = readTorchTensor(T, IsOut);
+  if (!R)
     return false;
-  auto Get = [&](PyObject *Descr) {
-    return py::reinterpret_steal<py::object>(Py_TYPE(Descr)->tp_descr_get(
-        Descr, T.ptr(), reinterpret_cast<PyObject *>(Py_TYPE(T.ptr()))));
-  };
-  auto Call = [&](PyObject *Descr) {
-    PyObject *Self = T.ptr();
-    return py::reinterpret_steal<py::object>(PyObject_Vectorcall(Descr, &Self, 1, nullptr));
-  };
-  const auto &[IsCpu, RequiresGrad, DataPtr, Shape, Stride, Dtype] = *Attrs;
-  if (Get(IsCpu).ptr() != Py_True || (IsOut && Get(RequiresGrad).ptr() == Py_True))
-    return false;
-  const py::object Data = Call(DataPtr), Sizes = Get(Shape), Steps = Call(Stride);
-  if (!Data || !Sizes || !Steps || !PyTuple_Check(Sizes.ptr()) || !PyTuple_Check(Steps.ptr()))
-    throw py::error_already_set();
-  Pointer = static_cast<uintptr_t>(PyLong_AsUnsignedLongLong(Data.ptr()));
-  const Py_ssize_t Rank = PyTuple_GET_SIZE(Sizes.ptr());
-  if (PyTuple_GET_SIZE(Steps.ptr()) != Rank)
-    return false;
-  auto Put = [&](int64_t V) { putInt(Key, V); };
-  Put(static_cast<int64_t>(Rank));
+  Pointer = R->Pointer;
+  const Py_ssize_t Rank = PyTuple_GET_SIZE(R->Sizes.ptr());
+  putInt(Key, static_cast<int64_t>(Rank));
   for (Py_ssize_t D = 0; D < Rank; ++D) {
-    Put(PyLong_AsLongLong(PyTuple_GET_ITEM(Sizes.ptr(), D)));
-    Put(PyLong_AsLongLong(PyTuple_GET_ITEM(Steps.ptr(), D)));
+    putInt(Key, PyLong_AsLongLong(PyTuple_GET_ITEM(R->Sizes.ptr(), D)));
+    putInt(Key, PyLong_AsLongLong(PyTuple_GET_ITEM(R->Strides.ptr(), D)));
   }
-  // torch's dtypes are singletons: the object names the type. A complex
-  // tensor may be a conjugated or negated view whose bits are not its
-  // values: those go through the general path (numpy() resolves them).
-  const py::object Type = Get(Dtype);
-  static auto *Complex = new std::unordered_map<PyObject *, bool>();
-  auto [It, New] = Complex->try_emplace(Type.ptr(), false);
-  if (New)
-    It->second = Type.attr("is_complex").ptr() == Py_True;
-  if (It->second)
-    return false;
-  Put(static_cast<int64_t>(reinterpret_cast<uintptr_t>(Type.ptr())));
+  putInt(Key, static_cast<int64_t>(reinterpret_cast<uintptr_t>(R->Dtype.ptr())));
   return true;
 }
 
@@ -355,27 +307,7 @@ py::object gatherTensors(const std::string &Op, py::handle DataObj, py::handle I
                reinterpret_cast<void *>(Dst));
     return py::reinterpret_borrow<py::object>(OutObj);
   }
-  // The result made as a DLPack capsule that PyTorch adopts (a third
-  // cheaper than a numpy array through from_numpy), where its dtype allows.
-  void *Memory = nullptr;
-  if (std::optional<py::capsule> Capsule = newDlpackResult(K->OutType, K->OutShape, Memory)) {
-    K->runInto(reinterpret_cast<const void *>(In), reinterpret_cast<const void *>(Idx), Memory);
-    static py::object *FromDlpack = [] {
-      py::module_ Torch = py::module_::import("torch");
-      // torch.from_dlpack's own step for a capsule, without its checks for
-      // an object that has __dlpack__.
-      py::object C = Torch.attr("_C");
-      return new py::object(py::hasattr(C, "_from_dlpack") ? C.attr("_from_dlpack")
-                                                           : Torch.attr("from_dlpack"));
-    }();
-    return (*FromDlpack)(*Capsule);
-  }
-  py::array Result = K->newOutput();
-  K->runInto(reinterpret_cast<const void *>(In), reinterpret_cast<const void *>(Idx),
-             Result.mutable_data());
-  if (Result.dtype().kind() == 'V') // bfloat16: viewed back by the package.
-    return package("_result")(Result, DataObj);
-  static py::object *FromNumpy = new py::object(py::module_::import("torch").attr("from_numpy"));
-  return (*FromNumpy)(Result);
+  return newTensorResult(*K, reinterpret_cast<const void *>(In),
+                         reinterpret_cast<const void *>(Idx), DataObj);
 }
 } // namespace gatherjit::binding

@@ -225,6 +225,9 @@ std::shared_ptr<PyKernel> compileDescriptor(const std::string &Json,
 py::object PyKernel::call(py::handle DataObj, py::handle IndicesObj, py::handle OutObj) {
   const ValidDesc &V = K.desc();
   const bool Arrays = py::isinstance<py::array>(DataObj);
+  if (!Arrays)
+    if (std::optional<py::object> Got = callOnTensors(DataObj, IndicesObj, OutObj))
+      return std::move(*Got);
   py::array Data = operand(DataObj, "data", false);
   py::array Indices = nativeIndices(operand(IndicesObj, "indices", false));
   expectLayout(Data, V.Input, "data", Seen[0]);
@@ -238,9 +241,53 @@ py::object PyKernel::call(py::handle DataObj, py::handle IndicesObj, py::handle 
                                   : std::nullopt);
   expectLayout(Result, V.Output, "out", Seen[2]);
   run(Data, Indices, Result);
+  if (!Arrays)
+    rememberTensorDtypes(DataObj, IndicesObj, OutObj, Data, Indices, Result);
   if (!OutObj.is_none())
     return py::reinterpret_borrow<py::object>(OutObj);
   return Arrays ? Result : package("_result")(Result, DataObj);
+}
+
+std::optional<py::object> PyKernel::callOnTensors(py::handle DataObj, py::handle IndicesObj,
+                                                  py::handle OutObj) {
+  if (!TorchSeen[0])
+    return std::nullopt; // No call on tensors has run yet: the general path checks the dtypes.
+  const ValidDesc &V = K.desc();
+  const std::optional<TorchTensor> Data = readTorchTensor(DataObj, false);
+  if (!Data || !Data->Dtype.is(TorchSeen[0]) || !Data->hasLayout(V.Input))
+    return std::nullopt;
+  const std::optional<TorchTensor> Indices = readTorchTensor(IndicesObj, false);
+  if (!Indices || !Indices->Dtype.is(TorchSeen[1]) || !Indices->hasLayout(V.Indices))
+    return std::nullopt;
+  const auto *In = reinterpret_cast<const void *>(Data->Pointer);
+  const auto *Idx = reinterpret_cast<const void *>(Indices->Pointer);
+  if (OutObj.is_none())
+    return newTensorResult(*this, In, Idx, DataObj);
+  const std::optional<TorchTensor> Out = readTorchTensor(OutObj, true);
+  if (!Out || !TorchSeen[2] || !Out->Dtype.is(TorchSeen[2]) || !Out->hasLayout(V.Output))
+    return std::nullopt;
+  runInto(In, Idx, reinterpret_cast<void *>(Out->Pointer));
+  return py::reinterpret_borrow<py::object>(OutObj);
+}
+
+void PyKernel::rememberTensorDtypes(py::handle DataObj, py::handle IndicesObj, py::handle OutObj,
+                                    const py::array &Data, const py::array &Indices,
+                                    const py::array &Out) {
+  auto InPlace = [](py::handle T, const py::array &View) -> py::object {
+    const std::optional<TorchTensor> R = readTorchTensor(T, false);
+    return R && R->Pointer == reinterpret_cast<uintptr_t>(View.data()) ? R->Dtype : py::object();
+  };
+  py::object D = InPlace(DataObj, Data), I = InPlace(IndicesObj, Indices);
+  if (!D || !I)
+    return;
+  if (!OutObj.is_none()) {
+    py::object O = InPlace(OutObj, Out);
+    if (!O)
+      return;
+    TorchSeen[2] = std::move(O);
+  }
+  TorchSeen[0] = std::move(D);
+  TorchSeen[1] = std::move(I);
 }
 
 void PyKernel::expectLayout(const py::array &A, const TensorDesc &T, const char *Name,

@@ -115,7 +115,8 @@ public:
 
   /// Checks \p Data, \p Indices and \p Out against the kernel's tensors
   /// (sizes, types and strides) and runs it without the GIL. numpy arrays
-  /// are taken as they are; anything else goes through gatherjit._array
+  /// are taken as they are, PyTorch CPU tensors of dtypes seen before read
+  /// directly (callOnTensors); anything else goes through gatherjit._array
   /// (PyTorch tensors, DLPack), and PyTorch data gives a PyTorch result.
   py::object call(py::handle DataObj, py::handle IndicesObj, py::handle OutObj);
 
@@ -186,6 +187,20 @@ private:
   };
   /// The dtypes of data, indices and out seen to be the kernel's.
   DtypeId Seen[3];
+  /// The same for PyTorch tensors: torch's dtype objects that a call on
+  /// tensors read in place (no copy of narrow indices) ran with.
+  py::object TorchSeen[3];
+
+  /// call() on PyTorch CPU tensors of the kernel's layouts and of dtypes
+  /// seen before, read directly; nullopt where the general path must serve
+  /// (and check) the call.
+  std::optional<py::object> callOnTensors(py::handle DataObj, py::handle IndicesObj,
+                                          py::handle OutObj);
+  /// After the general path ran on \p Data, \p Indices and \p Out, views of
+  /// \p DataObj, \p IndicesObj and \p OutObj: their dtypes join TorchSeen
+  /// where all are tensors whose own memory the views are.
+  void rememberTensorDtypes(py::handle DataObj, py::handle IndicesObj, py::handle OutObj,
+                            const py::array &Data, const py::array &Indices, const py::array &Out);
 
   /// ValueError unless \p A has \p T's sizes, strides and type.
   static void expectLayout(const py::array &A, const TensorDesc &T, const char *Name,
@@ -194,6 +209,29 @@ private:
   Kernel K;
   std::string Op;
 };
+
+// PyTorch CPU tensors read directly (Tensors.cpp).
+
+/// A PyTorch tensor as a call reads it, through torch.Tensor's own
+/// descriptors: its data's address, its sizes and strides (tuples of
+/// Python ints, the strides in elements) and its dtype (torch's dtypes are
+/// singletons: the object names the type).
+struct TorchTensor {
+  uintptr_t Pointer = 0;
+  py::object Sizes, Strides, Dtype;
+
+  /// Whether the sizes and strides are \p T's (which may pad with leading
+  /// ones); strides of dimensions of one element or none do not count.
+  bool hasLayout(const TensorDesc &T) const;
+};
+/// \p T read so where it is exactly a torch.Tensor on the CPU whose bits
+/// are its values (not a conjugated or negated complex view) and, as an
+/// output (\p IsOut), does not require grad; nullopt where the general path
+/// must serve it, and for anything else (also while torch is not imported).
+std::optional<TorchTensor> readTorchTensor(py::handle T, bool IsOut);
+/// \p K run on \p In and \p Idx into a new PyTorch tensor, as the general
+/// path's result for tensor data \p Like would be.
+py::object newTensorResult(PyKernel &K, const void *In, const void *Idx, py::handle Like);
 
 /// An epilogue from Python: (source, function, file name, parameter bytes,
 /// row_out, checked), as gatherjit.Epilogue passes it.

@@ -106,6 +106,14 @@ def test_errors_are_python_exceptions():
     data = torch.arange(6.).reshape(2, 3)
     with pytest.raises(IndexError, match="3"):
         torch.ops.gatherjit.gather_elements(data, torch.tensor([[0, 3]]), 1)
+    # The functions name a bad index in the caller's shapes, with or
+    # without autograd.
+    for d in (data, data.clone().requires_grad_()):
+        with pytest.raises(IndexError, match=r"^indices\[0, 1\] = 3 is out of range for axis 1 "
+                                             r"of size 3; valid indices are -3..2$"):
+            gjt.gather_elements(d, torch.tensor([[0, 3]]), 1)
+        with pytest.raises(IndexError, match=r"^indices\[1\] = 2 is out of range for axis 0 "):
+            gjt.gather(d, torch.tensor([0, 2]), 0)
     with pytest.raises(ValueError, match="mode"):
         torch.ops.gatherjit.gather(data, torch.tensor([0]), 0, "wrapp")
     clipped = torch.ops.gatherjit.gather_elements(data, torch.tensor([[7, -9]]), 1, "clip")
@@ -209,6 +217,42 @@ def test_repeated_layouts_run_on_each_calls_tensors():
         assert torch.equal(gj.take(data, narrow, 0), data[narrow.long()])
         half = data.to(torch.bfloat16)
         assert torch.equal(gj.take(half, torch.tensor([1, 7]), 0), half[[1, 7]])
+
+
+def test_a_compiled_kernel_runs_on_each_calls_tensors_and_checks_their_layouts():
+    # After its first call on tensors, a kernel reads later tensors of the
+    # same dtypes directly: each call must still see its own tensors, and a
+    # tensor of another layout or dtype must still be refused.
+    k = gj.compile("gather_elements", data=((4, 5), "float32", (1, 4)),
+                   indices=((4, 2), "int64"), axis=1)
+    for step in range(4):
+        data = (torch.arange(20, dtype=torch.float32).reshape(5, 4) * (step + 1)).t()
+        ids = torch.tensor([[4, 0], [1, 1], [2, -1], [0, 3]]) if step % 2 else \
+            torch.tensor([[3, 2], [0, 0], [1, 4], [4, 4]])
+        want = torch.gather(data, 1, ids % 5)
+        got = k(data, ids)
+        assert isinstance(got, torch.Tensor) and torch.equal(got, want)
+        out = torch.full((4, 2), -1.0)
+        assert k(data, ids, out=out) is out and torch.equal(out, want)
+    with pytest.raises(ValueError, match="data: the array's shape, dtype or strides differ"):
+        k(data.contiguous(), ids)  # the same shape and dtype, other strides
+    with pytest.raises(ValueError, match="data: the array's shape, dtype or strides differ"):
+        k(data.to(torch.int32), ids)  # the same layout, another dtype
+    with pytest.raises(ValueError, match="indices: the array's shape, dtype or strides differ"):
+        k(data, ids[:2])
+    with pytest.raises(ValueError, match="out: the array's shape, dtype or strides differ"):
+        k(data, ids, out=torch.empty(2, 4))
+    with pytest.raises(RuntimeError, match="requires grad"):
+        k(data, ids, out=torch.empty(4, 2, requires_grad=True))
+    with pytest.raises(IndexError, match="5"):
+        k(data, torch.tensor([[0, 0], [0, 5], [0, 0], [0, 0]]))
+    # Narrow indices are copied to the kernel's width: every call takes the
+    # general path, and reads its own indices.
+    narrow = gj.compile("gather", data=((6, 3), "float64"), indices=((2,), "int32"))
+    table = torch.arange(18, dtype=torch.float64).reshape(6, 3)
+    for ids in ([5, 0], [1, 2], [4, 3]):
+        ids = torch.tensor(ids, dtype=torch.int16)
+        assert torch.equal(narrow(table, ids), table[ids.long()])
 
 
 def test_a_large_tensor_result_keeps_its_buffer_while_it_lives():

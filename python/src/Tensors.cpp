@@ -1,0 +1,139 @@
+//===- python/src/Tensors.cpp - PyTorch CPU tensors read directly --------===//
+//
+// What a call reads of a PyTorch tensor, through torch.Tensor's own
+// descriptors rather than a numpy view or a DLPack capsule (which cost
+// several times a small run), and the new tensors results are written
+// into. The binding never imports torch: a tensor exists only once the
+// caller has.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Native.h"
+
+#include <unordered_map>
+
+namespace gatherjit::binding {
+
+namespace {
+
+/// torch.Tensor's descriptors of what a call reads, found once and called
+/// directly: a tensor that is exactly a torch.Tensor (no subclass
+/// overrides them). Null until torch is imported, or where its Tensor
+/// type has other ways (the general path then serves every tensor).
+struct Descriptors {
+  PyTypeObject *Tensor;
+  PyObject *IsCpu, *RequiresGrad, *DataPtr, *Shape, *Stride, *Dtype;
+};
+
+const Descriptors *descriptors() {
+  static const Descriptors *Found = nullptr;
+  static bool Looked = false;
+  if (Looked)
+    return Found;
+  py::object Torch = py::reinterpret_steal<py::object>(PyImport_GetModule(py::str("torch").ptr()));
+  if (!Torch) {
+    PyErr_Clear();
+    return nullptr; // Not imported yet: ask again on the next call.
+  }
+  Looked = true;
+  py::object Tensor = Torch.attr("Tensor");
+  bool Usable = PyType_Check(Tensor.ptr());
+  auto Find = [&](const char *Name, bool Method) {
+    PyObject *P = py::object(Tensor.attr(Name)).release().ptr();
+    Usable &= Method ? PyCallable_Check(P) != 0 : Py_TYPE(P)->tp_descr_get != nullptr;
+    return P;
+  };
+  auto *D = new Descriptors{reinterpret_cast<PyTypeObject *>(Tensor.ptr()),
+                            Find("is_cpu", false),
+                            Find("requires_grad", false),
+                            Find("data_ptr", true),
+                            Find("shape", false),
+                            Find("stride", true),
+                            Find("dtype", false)};
+  Tensor.release(); // Kept for the process's life, as the descriptors are.
+  Found = Usable ? D : nullptr;
+  return Found;
+}
+
+} // namespace
+
+std::optional<TorchTensor> readTorchTensor(py::handle T, bool IsOut) {
+  const Descriptors *Attrs = descriptors();
+  if (!Attrs || Py_TYPE(T.ptr()) != Attrs->Tensor)
+    return std::nullopt;
+  auto Get = [&](PyObject *Descr) {
+    return py::reinterpret_steal<py::object>(Py_TYPE(Descr)->tp_descr_get(
+        Descr, T.ptr(), reinterpret_cast<PyObject *>(Py_TYPE(T.ptr()))));
+  };
+  auto Call = [&](PyObject *Descr) {
+    PyObject *Self = T.ptr();
+    return py::reinterpret_steal<py::object>(PyObject_Vectorcall(Descr, &Self, 1, nullptr));
+  };
+  if (Get(Attrs->IsCpu).ptr() != Py_True || (IsOut && Get(Attrs->RequiresGrad).ptr() == Py_True))
+    return std::nullopt;
+  TorchTensor R;
+  const py::object Data = Call(Attrs->DataPtr);
+  R.Sizes = Get(Attrs->Shape);
+  R.Strides = Call(Attrs->Stride);
+  if (!Data || !R.Sizes || !R.Strides || !PyTuple_Check(R.Sizes.ptr()) ||
+      !PyTuple_Check(R.Strides.ptr()))
+    throw py::error_already_set();
+  if (PyTuple_GET_SIZE(R.Strides.ptr()) != PyTuple_GET_SIZE(R.Sizes.ptr()))
+    return std::nullopt;
+  R.Pointer = static_cast<uintptr_t>(PyLong_AsUnsignedLongLong(Data.ptr()));
+  // A complex tensor may be a conjugated or negated view whose bits are
+  // not its values: those go through the general path (numpy() resolves
+  // them).
+  R.Dtype = Get(Attrs->Dtype);
+  static auto *Complex = new std::unordered_map<PyObject *, bool>();
+  auto [It, New] = Complex->try_emplace(R.Dtype.ptr(), false);
+  if (New)
+    It->second = R.Dtype.attr("is_complex").ptr() == Py_True;
+  if (It->second)
+    return std::nullopt;
+  return R;
+}
+
+bool TorchTensor::hasLayout(const TensorDesc &T) const {
+  // The descriptor may pad with leading ones; compare what remains.
+  const size_t Rank = static_cast<size_t>(PyTuple_GET_SIZE(Sizes.ptr()));
+  if (Rank > T.rank())
+    return false;
+  const size_t Pad = T.rank() - Rank;
+  for (size_t D = 0; D < Rank; ++D) {
+    const uint64_t Size = T.Sizes[Pad + D];
+    const long long Got = PyLong_AsLongLong(PyTuple_GET_ITEM(Sizes.ptr(), D));
+    if (Got < 0 || static_cast<uint64_t>(Got) != Size)
+      return false;
+    if (Size > 1 && PyLong_AsLongLong(PyTuple_GET_ITEM(Strides.ptr(), D)) !=
+                        static_cast<long long>((*T.Strides)[Pad + D]))
+      return false;
+  }
+  return true;
+}
+
+py::object newTensorResult(PyKernel &K, const void *In, const void *Idx, py::handle Like) {
+  // Made as a DLPack capsule that PyTorch adopts (a third cheaper than a
+  // numpy array through from_numpy), where its dtype allows.
+  void *Memory = nullptr;
+  if (std::optional<py::capsule> Capsule = newDlpackResult(K.OutType, K.OutShape, Memory)) {
+    K.runInto(In, Idx, Memory);
+    static py::object *FromDlpack = [] {
+      py::module_ Torch = py::module_::import("torch");
+      // torch.from_dlpack's own step for a capsule, without its checks for
+      // an object that has __dlpack__.
+      py::object C = Torch.attr("_C");
+      return new py::object(py::hasattr(C, "_from_dlpack") ? C.attr("_from_dlpack")
+                                                           : Torch.attr("from_dlpack"));
+    }();
+    return (*FromDlpack)(*Capsule);
+  }
+  py::array Result = K.newOutput();
+  K.runInto(In, Idx, Result.mutable_data());
+  if (Result.dtype().kind() == 'V') // bfloat16: viewed back by the package.
+    return package("_result")(Result, Like);
+  static py::object *FromNumpy = new py::object(py::module_::import("torch").attr("from_numpy"));
+  return (*FromNumpy)(Result);
+}
+
+} // namespace gatherjit::binding
