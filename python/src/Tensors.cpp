@@ -71,14 +71,21 @@ std::optional<TorchTensor> readTorchTensor(py::handle T, bool IsOut) {
   };
   if (Get(Attrs->IsCpu).ptr() != Py_True || (IsOut && Get(Attrs->RequiresGrad).ptr() == Py_True))
     return std::nullopt;
+  // A tensor without strided storage (sparse, mkldnn) has no data
+  // pointer or strides: the general path names what it is.
   TorchTensor R;
   const py::object Data = Call(Attrs->DataPtr);
-  R.Sizes = Get(Attrs->Shape);
-  R.Strides = Call(Attrs->Stride);
-  if (!Data || !R.Sizes || !R.Strides || !PyTuple_Check(R.Sizes.ptr()) ||
-      !PyTuple_Check(R.Strides.ptr()))
-    throw py::error_already_set();
-  if (PyTuple_GET_SIZE(R.Strides.ptr()) != PyTuple_GET_SIZE(R.Sizes.ptr()))
+  if (Data)
+    R.Sizes = Get(Attrs->Shape);
+  if (R.Sizes)
+    R.Strides = Call(Attrs->Stride);
+  if (!R.Strides) {
+    PyErr_Clear();
+    return std::nullopt;
+  }
+  if (!PyLong_Check(Data.ptr()) || !PyTuple_Check(R.Sizes.ptr()) ||
+      !PyTuple_Check(R.Strides.ptr()) ||
+      PyTuple_GET_SIZE(R.Strides.ptr()) != PyTuple_GET_SIZE(R.Sizes.ptr()))
     return std::nullopt;
   R.Pointer = static_cast<uintptr_t>(PyLong_AsUnsignedLongLong(Data.ptr()));
   // A complex tensor may be a conjugated or negated view whose bits are

@@ -246,6 +246,13 @@ def test_a_compiled_kernel_runs_on_each_calls_tensors_and_checks_their_layouts()
         k(data, ids, out=torch.empty(4, 2, requires_grad=True))
     with pytest.raises(IndexError, match="5"):
         k(data, torch.tensor([[0, 0], [0, 5], [0, 0], [0, 0]]))
+    # A tensor without strided storage has no data pointer to read: the
+    # general path names its layout.
+    sparse = data.contiguous().to_sparse()
+    with pytest.raises(TypeError, match="Sparse layout"):
+        k(sparse, ids)
+    with pytest.raises(TypeError, match="Sparse layout"):
+        gjt.gather_elements(sparse, ids, 1)
     # Narrow indices are copied to the kernel's width: every call takes the
     # general path, and reads its own indices.
     narrow = gj.compile("gather", data=((6, 3), "float64"), indices=((2,), "int32"))
