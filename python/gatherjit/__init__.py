@@ -627,9 +627,16 @@ def compile(op, data=None, indices=None, axis=0, mode="raise", batch_dims=None, 
 def _layout_of(x):
     # An array (numpy's or anything with shape and dtype) stands for its
     # layout: its shape, dtype and, where they are not C-contiguous, its
-    # strides in elements.
+    # strides in elements. A PyTorch tensor's as the package views it
+    # (bfloat16 as 2-byte voids), its strides as it has them.
     if isinstance(x, tuple) or not (hasattr(x, "shape") and hasattr(x, "dtype")):
         return x
+    if _torch_tensor(x):
+        torch = _sys.modules["torch"]
+        dtype = _np.dtype("V2") if x.dtype == torch.bfloat16 else \
+            _np.dtype(str(x.dtype).replace("torch.", ""))
+        shape = tuple(x.shape)
+        return (shape, dtype) if x.is_contiguous() else (shape, dtype, tuple(x.stride()))
     dtype = _np.dtype(str(x.dtype).replace("torch.", "")) if not isinstance(x, _np.ndarray) else x.dtype
     shape = tuple(int(s) for s in x.shape)
     strides = getattr(x, "strides", None)

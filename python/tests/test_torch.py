@@ -2,6 +2,8 @@
 results as tensors, and the torch.ops.gatherjit operators against
 torch.gather and torch.index_select, eagerly and from torch.jit.script."""
 
+import pickle
+
 import numpy as np
 import pytest
 
@@ -260,6 +262,21 @@ def test_a_compiled_kernel_runs_on_each_calls_tensors_and_checks_their_layouts()
     for ids in ([5, 0], [1, 2], [4, 3]):
         ids = torch.tensor(ids, dtype=torch.int16)
         assert torch.equal(narrow(table, ids), table[ids.long()])
+
+
+def test_a_kernel_compiled_from_tensors_takes_their_layouts():
+    # compile() given tensors makes the kernel of their strides and dtypes
+    # (bfloat16 too), which then runs on them, pickled or not.
+    ids = torch.tensor([[1, 0], [2, 2], [0, 1]])
+    for data in (torch.arange(12.).reshape(4, 3).t(),
+                 torch.arange(9.).reshape(3, 3).to(torch.bfloat16),
+                 torch.arange(15.).reshape(3, 5)[:, 1:4],
+                 torch.arange(3.).expand(3, 3)):
+        k = gj.compile("gather_elements", data, ids, 1)
+        want = torch.gather(data, 1, ids)
+        for run in (k, pickle.loads(pickle.dumps(k))):
+            got = run(data, ids)
+            assert got.dtype == data.dtype and torch.equal(got, want)
 
 
 def test_a_large_tensor_result_keeps_its_buffer_while_it_lives():
