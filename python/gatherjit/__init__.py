@@ -619,7 +619,8 @@ def compile(op, data=None, indices=None, axis=0, mode="raise", batch_dims=None, 
     data, indices = _layout_of(data), _layout_of(indices)
     spec = (tuple(data), tuple(indices))
     axis = _index(axis)
-    kernel = _native.compile(op, _layout(data), _layout(indices), axis, mode, fused)
+    kernel = _native.compile(op, _layout(data, "data"), _layout(indices, "indices"), axis, mode,
+                             fused)
     kernel._spec = (op, spec[0], spec[1], axis, mode, epilogue)
     return kernel
 
@@ -645,21 +646,24 @@ def _layout_of(x):
     return (shape, dtype)
 
 
-def _layout(spec):
+def _layout(spec, name):
     spec = tuple(spec)
     if len(spec) not in (2, 3):
-        raise ValueError("a layout is (shape, dtype) or (shape, dtype, strides)")
-    out = (_counts(spec[0], "shape"), _np.dtype(spec[1]))
+        raise ValueError(f"{name}: a layout is (shape, dtype) or (shape, dtype, strides)")
+    out = (_counts(spec[0], name, "shape"), _np.dtype(spec[1]))
     if len(spec) == 3 and spec[2] is not None:
-        out += (_counts(spec[2], "strides"),)
+        out += (_counts(spec[2], name, "strides"),)
     return out
 
 
-def _counts(values, name):
+def _counts(values, name, field):
     got = tuple(_operator.index(v) for v in values)
     for v in got:
         if not 0 <= v < 1 << 63:
-            raise ValueError(f"a layout's {name} {got} holds {v}, which is not in 0..2**63-1")
+            hint = ("; a kernel reads strides of 0 or more (pass a copy of an array of negative "
+                    "strides, numpy.ascontiguousarray)" if field == "strides" and v < 0 else "")
+            raise ValueError(f"{name}: the layout's {field} {got} holds {v}, which is not in "
+                             f"0..2**63-1{hint}")
     return got
 
 

@@ -250,6 +250,12 @@ def test_compiled_kernels_check_layouts_and_pickle():
         k(data[:, ::2], idx)
     with pytest.raises(ValueError, match="compile a kernel for it"):
         k(data, idx.astype(np.int64))
+    # A layout a kernel cannot read is named with the operand it describes.
+    with pytest.raises(ValueError, match=r"^data: the layout's strides \(-8, 1\) holds -8.*"
+                                         r"negative strides"):
+        gj.compile("gather", data[::-1], idx, 0)
+    with pytest.raises(ValueError, match=r"^indices: the layout's shape \(-5,\) holds -5"):
+        gj.compile("gather", data, ((-5,), "int32"), 0)
     nd = gj.compile("gather_nd", data=((4, 5), "int16"), indices=((3, 2), "int64"))
     d = np.arange(20, dtype=np.int16).reshape(4, 5)
     t = np.array([[0, 0], [3, 4], [-1, -2]])
