@@ -294,7 +294,7 @@ void PyKernel::expectLayout(const py::array &A, const TensorDesc &T, const char 
                             DtypeId &Seen) {
   // The descriptor may pad with leading ones; compare what remains.
   const size_t Pad = T.rank() - static_cast<size_t>(A.ndim());
-  bool Same = static_cast<size_t>(A.ndim()) <= T.rank() && A.itemsize() == T.elementBytes();
+  bool Same = padsRank(T, static_cast<size_t>(A.ndim())) && A.itemsize() == T.elementBytes();
   for (py::ssize_t D = 0; Same && D < A.ndim(); ++D) {
     const uint64_t Size = T.Sizes[Pad + D];
     Same =

@@ -61,6 +61,18 @@ std::string dtypeString(const TensorDesc &T);
 /// NPY_ITEM_HASOBJECT): object arrays, and records with an object field.
 inline bool holdsReferences(const py::dtype &Type) { return Type.flags() & 0x01; }
 
+/// Whether an array of rank \p Rank may stand for \p T: \p T has that rank,
+/// or more where the dimensions before its last \p Rank are ones (a
+/// descriptor's padding), which the array's memory then holds as well.
+inline bool padsRank(const TensorDesc &T, size_t Rank) {
+  if (Rank > T.rank())
+    return false;
+  for (size_t D = 0; D + Rank < T.rank(); ++D)
+    if (T.Sizes[D] != 1)
+      return false;
+  return true;
+}
+
 // numpy arrays as tensors (Arrays.cpp).
 
 /// gatherjit's element type for a numpy dtype (\p OpaqueBytes set for
@@ -220,8 +232,8 @@ struct TorchTensor {
   uintptr_t Pointer = 0;
   py::object Sizes, Strides, Dtype;
 
-  /// Whether the sizes and strides are \p T's (which may pad with leading
-  /// ones); strides of dimensions of one element or none do not count.
+  /// Whether the sizes and strides are \p T's (see padsRank); strides of
+  /// dimensions of one element or none do not count.
   bool hasLayout(const TensorDesc &T) const;
 };
 /// \p T read so where it is exactly a torch.Tensor on the CPU whose bits

@@ -104,7 +104,7 @@ std::optional<TorchTensor> readTorchTensor(py::handle T, bool IsOut) {
 bool TorchTensor::hasLayout(const TensorDesc &T) const {
   // The descriptor may pad with leading ones; compare what remains.
   const size_t Rank = static_cast<size_t>(PyTuple_GET_SIZE(Sizes.ptr()));
-  if (Rank > T.rank())
+  if (!padsRank(T, Rank))
     return false;
   const size_t Pad = T.rank() - Rank;
   for (size_t D = 0; D < Rank; ++D) {

@@ -250,6 +250,13 @@ def test_compiled_kernels_check_layouts_and_pickle():
         k(data[:, ::2], idx)
     with pytest.raises(ValueError, match="compile a kernel for it"):
         k(data, idx.astype(np.int64))
+    # Only leading ones may be left out: an array of a lower rank holds
+    # fewer elements than the kernel would read.
+    with pytest.raises(ValueError, match="^data: the array's shape"):
+        k(data[0], idx)
+    with pytest.raises(ValueError, match="^indices: the array's shape"):
+        gj.compile("gather_elements", data=((2, 3), "float64"), indices=((2, 1), "int64"),
+                   axis=1)(np.arange(6.).reshape(2, 3), np.array([2]))
     # A layout a kernel cannot read is named with the operand it describes.
     with pytest.raises(ValueError, match=r"^data: the layout's strides \(-8, 1\) holds -8.*"
                                          r"negative strides"):
@@ -329,6 +336,8 @@ def test_descriptor_dicts_in_the_format_of_run():
     np.testing.assert_array_equal(pickle.loads(pickle.dumps(k))(data, idx), expected)
     # DirectML's default policy is clamp: 5 reads the last element.
     np.testing.assert_array_equal(k(data, np.full_like(idx, 5))[0, 0, 0], [3, 3])
+    # Arrays without the descriptor's leading ones stand for it too.
+    np.testing.assert_array_equal(k(data[0], idx[0]), expected)
     with pytest.raises(ValueError, match="operator"):
         gj.compile({"operator": "SCATTER"})
 

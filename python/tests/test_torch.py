@@ -242,6 +242,8 @@ def test_a_compiled_kernel_runs_on_each_calls_tensors_and_checks_their_layouts()
         k(data.to(torch.int32), ids)  # the same layout, another dtype
     with pytest.raises(ValueError, match="indices: the array's shape, dtype or strides differ"):
         k(data, ids[:2])
+    with pytest.raises(ValueError, match="indices: the array's shape, dtype or strides differ"):
+        k(data, ids[0])  # a lower rank, where the kernel's leading dimension is not 1
     with pytest.raises(ValueError, match="out: the array's shape, dtype or strides differ"):
         k(data, ids, out=torch.empty(2, 4))
     with pytest.raises(RuntimeError, match="requires grad"):
