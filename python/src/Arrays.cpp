@@ -140,13 +140,17 @@ TensorDesc tensorOf(const py::array &A, const char *Name) {
   return T;
 }
 
+bool describable(const py::array &A) {
+  for (py::ssize_t D = 0; D < A.ndim(); ++D)
+    if (!describableStride(A, D))
+      return false;
+  return true;
+}
+
 /// \p A as an array viewing the same memory, or a C-ordered copy when its
 /// strides cannot be described (negative, or not whole elements).
 py::array viewOrCopy(py::array A) {
-  for (py::ssize_t D = 0; D < A.ndim(); ++D)
-    if (!describableStride(A, D))
-      return py::array::ensure(A, py::array::c_style | py::array::forcecast);
-  return A;
+  return describable(A) ? A : py::array::ensure(A, py::array::c_style | py::array::forcecast);
 }
 
 /// A tensor from a (shape, dtype[, strides]) tuple; strides in elements.

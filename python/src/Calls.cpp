@@ -231,6 +231,19 @@ py::object gatherArrays(const std::string &Op, py::array Data, py::array Indices
     return gatherArrays(Op, Data, Wrapped[0], AxisObj, Out, Wrapped[1].cast<std::string>(), Fused,
                         Broadcast);
   }
+  if (Out && !describable(*Out)) {
+    // An out whose strides a kernel cannot write (numpy's negative ones, or
+    // steps of part of an element): the result is made in a C-ordered
+    // array of out's shape and dtype, which the kernel path checks, then
+    // copied into out, as numpy writes one.
+    if (!Out->writeable())
+      throw py::value_error("out is read-only");
+    py::array Packed =
+        newArray(Out->dtype(), std::vector<py::ssize_t>(Out->shape(), Out->shape() + Out->ndim()));
+    gatherArrays(Op, Data, Indices, AxisObj, Packed, Mode, Fused, Broadcast);
+    Out->attr("__setitem__")(py::ellipsis(), Packed);
+    return std::move(*Out);
+  }
   if (holdsReferences(Data.dtype())) {
     // Elements holding references: the result holds a new reference to
     // each object gathered (numpy's take does the same), and numpy counts

@@ -85,6 +85,9 @@ py::array nativeIndices(py::array Indices);
 void checkOutByteOrder(const py::array &Out, const std::optional<py::dtype> &Want);
 /// A tensor viewing \p A's memory: its sizes and its strides in elements.
 TensorDesc tensorOf(const py::array &A, const char *Name);
+/// Whether a tensor can describe \p A's strides: none negative, each a
+/// step of whole elements.
+bool describable(const py::array &A);
 /// \p A, or a C-ordered copy when its strides cannot be described.
 py::array viewOrCopy(py::array A);
 /// A tensor from a (shape, dtype[, strides]) tuple; strides in elements.

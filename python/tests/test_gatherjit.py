@@ -450,6 +450,34 @@ def test_out_overlapping_an_operand_gives_numpys_result():
     np.testing.assert_array_equal(store.reshape(3, 2), want)
 
 
+def test_an_out_of_negative_strides_is_written_as_numpy_writes_it():
+    # A reversed view (numpy's negative strides), also one over the data
+    # itself: every element written, nothing beside it.
+    a = np.arange(12.).reshape(3, 4)
+    base = np.full((4, 4), -1.0)
+    out = base[::-1][:2]  # rows 3 and 2, in that order
+    assert gj.take(a, [2, 0], 0, out=out) is out
+    np.testing.assert_array_equal(out, np.take(a, [2, 0], 0))
+    np.testing.assert_array_equal(base[:2], np.full((2, 4), -1.0))
+    cols = np.zeros((3, 8))
+    idx = np.array([[3, 0, 1, 1]] * 3)
+    gj.take_along_axis(a, idx, 1, out=cols[:, ::-2])
+    np.testing.assert_array_equal(cols[:, ::-2], np.take_along_axis(a, idx, 1))
+    np.testing.assert_array_equal(cols[:, ::2], np.zeros((3, 4)))
+    b = np.arange(10.)
+    gj.take(b, np.arange(10), 0, out=b[::-1])
+    np.testing.assert_array_equal(b, np.arange(9., -1., -1.))
+    # The result's dtype and shape are checked as for any out.
+    with pytest.raises(TypeError, match="out has dtype float32"):
+        gj.take(a, [2, 0], 0, out=np.zeros((2, 4), np.float32)[::-1])
+    with pytest.raises(ValueError, match="out has shape"):
+        gj.take(a, [2, 0], 0, out=np.zeros((3, 4))[::-1])
+    ro = np.zeros((2, 4))[::-1]
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="^out is read-only"):
+        gj.take(a, [2, 0], 0, out=ro)
+
+
 def test_out_must_be_a_writable_array_in_the_results_byte_order():
     data = np.arange(4, dtype=np.float32)
     with pytest.raises(TypeError, match="out must be a numpy array"):
