@@ -100,19 +100,41 @@ py::array nativeIndices(py::array Indices) {
 /// whose bytes the kernel moves unchanged; the machine's order where
 /// \p Want is unset, for an epilogue's output): its values would be read
 /// back as other numbers.
+char byteOrder(const py::dtype &D) {
+  const char C = D.byteorder();
+  return C != '=' ? C : std::endian::native == std::endian::little ? '<' : '>';
+}
+
+namespace {
+
+/// "little" or "big" for a byte order byteOrder gives.
+const char *endianName(char Order) { return Order == '<' ? "little" : "big"; }
+
+} // namespace
+
 void checkOutByteOrder(const py::array &Out, const std::optional<py::dtype> &Want) {
-  const char Native = std::endian::native == std::endian::little ? '<' : '>';
-  auto Order = [&](const py::dtype &D) {
-    const char C = D.byteorder();
-    return C == '=' ? Native : C;
-  };
-  const char Have = Order(Out.dtype()), Need = Want ? Order(*Want) : Native;
+  const char Have = byteOrder(Out.dtype()), Need = Want ? byteOrder(*Want) : NativeOrder;
   if (Have == '|' || Need == '|' || Have == Need)
     return;
-  throwOutDtype("out has dtype " + std::string(py::str(Out.dtype())) + " in " +
-                (Have == '<' ? "little" : "big") + "-endian order, the result's is " +
-                (Need == '<' ? "little" : "big") +
+  throwOutDtype("out has dtype " + std::string(py::str(Out.dtype())) + " in " + endianName(Have) +
+                "-endian order, the result's is " + endianName(Need) +
                 "-endian: gatherjit does not swap bytes; pass an out of the result's dtype");
+}
+
+void checkDataByteOrder(const py::array &Data, const py::dtype &Want) {
+  const char Have = byteOrder(Data.dtype()), Need = byteOrder(Want);
+  if (Have == '|' || Need == '|' || Have == Need)
+    return;
+  throw py::value_error("data has dtype " + std::string(py::str(Data.dtype())) + " in " +
+                        endianName(Have) + "-endian order, the kernel's is " + endianName(Need) +
+                        "-endian: gatherjit does not swap bytes; compile a kernel for it");
+}
+
+py::array inNativeOrder(const py::array &A) {
+  const char Order = byteOrder(A.dtype());
+  if (Order == '|' || Order == NativeOrder)
+    return A;
+  return A.attr("astype")(A.dtype().attr("newbyteorder")("=")).cast<py::array>();
 }
 
 /// A tensor viewing \p A's memory: its sizes and its strides in elements.

@@ -275,6 +275,8 @@ py::object gatherArrays(const std::string &Op, py::array Data, py::array Indices
     Out->attr("__setitem__")(py::ellipsis(), Result);
     return std::move(*Out);
   }
+  if (Fused)
+    Data = inNativeOrder(Data); // The epilogue computes on the values.
   std::shared_ptr<PyKernel> K =
       kernelForArrays(Op, Data, Indices, AxisObj, Out, Mode, Fused, Broadcast);
   py::object Got = K->run(Data, Indices, Out);

@@ -191,6 +191,9 @@ std::shared_ptr<PyKernel> compileFor(const std::string &Op, TensorDesc Data, Ten
   P->ChecksIndicesAlone = ChecksIndicesAlone;
   P->OutShape.assign(D.OutputShape.begin(), D.OutputShape.end());
   P->OutType = DataType;
+  // An epilogue computes on values: its kernel reads them in the
+  // machine's order (the function forms copy other data so).
+  P->InType = E ? DataType.attr("newbyteorder")("=").cast<py::dtype>() : DataType;
   if (E) {
     const TensorDesc &Fused = P->kernel().desc().Output;
     if (!P->OutShape.empty())
@@ -220,6 +223,7 @@ std::shared_ptr<PyKernel> compileDescriptor(const std::string &Json,
   auto P = std::make_shared<PyKernel>(std::move(K), opKindName(V.Op));
   P->OutShape.assign(Out.Sizes.begin(), Out.Sizes.end());
   P->OutType = py::dtype(npyDescr(Out.Type)); // Descriptor JSON has no OPAQUE.
+  P->InType = py::dtype(npyDescr(V.Input.Type));
   return P;
 }
 py::object PyKernel::call(py::handle DataObj, py::handle IndicesObj, py::handle OutObj) {
@@ -229,6 +233,7 @@ py::object PyKernel::call(py::handle DataObj, py::handle IndicesObj, py::handle 
     if (std::optional<py::object> Got = callOnTensors(DataObj, IndicesObj, OutObj))
       return std::move(*Got);
   py::array Data = operand(DataObj, "data", false);
+  checkDataByteOrder(Data, InType);
   py::array Indices = nativeIndices(operand(IndicesObj, "indices", false));
   expectLayout(Data, V.Input, "data", Seen[0]);
   expectLayout(Indices, V.Indices, "indices", Seen[1]);

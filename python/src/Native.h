@@ -17,6 +17,7 @@
 #include <pybind11/stl.h>
 
 #include <atomic>
+#include <bit>
 #include <memory>
 #include <optional>
 #include <string>
@@ -81,8 +82,18 @@ inline bool padsRank(const TensorDesc &T, size_t Rank) {
 DataType dataTypeOf(const py::dtype &D, unsigned &OpaqueBytes);
 /// \p Indices as native int32 or int64 (narrow or byte-swapped ones copied).
 py::array nativeIndices(py::array Indices);
-/// ValueError for an \p Out whose byte order is not \p Want's.
+/// This machine's byte order as numpy's dtypes spell it.
+constexpr char NativeOrder = std::endian::native == std::endian::little ? '<' : '>';
+/// \p D's byte order: '<', '>', or '|' where it has none (single bytes).
+char byteOrder(const py::dtype &D);
+/// ValueError (and TypeError) for an \p Out whose byte order is not \p
+/// Want's (the machine's where not given).
 void checkOutByteOrder(const py::array &Out, const std::optional<py::dtype> &Want);
+/// ValueError for \p Data in another byte order than a kernel's \p Want.
+void checkDataByteOrder(const py::array &Data, const py::dtype &Want);
+/// \p A, or a copy in the machine's byte order: what an epilogue, which
+/// computes on values, must read.
+py::array inNativeOrder(const py::array &A);
 /// A tensor viewing \p A's memory: its sizes and its strides in elements.
 TensorDesc tensorOf(const py::array &A, const char *Name);
 /// Whether a tensor can describe \p A's strides: none negative, each a
@@ -177,6 +188,8 @@ public:
 
   std::vector<py::ssize_t> OutShape;
   py::dtype OutType = py::dtype::of<float>(); // Set by whoever makes the kernel.
+  /// The data's dtype, byte order included, that the kernel reads.
+  py::dtype InType = py::dtype::of<float>();
   /// The output's bytes (the GIL is released from GilFreeBytes on).
   uint64_t OutBytes = 0;
   /// How the data and indices were described, to pickle the kernel.

@@ -104,6 +104,20 @@ def test_an_element_epilogue_in_tiled_rows():
         gj.take_along_axis(data, idx, 0, epilogue=e)
 
 
+def test_an_epilogue_computes_on_values_whatever_the_datas_byte_order():
+    # Big-endian data: the function forms hand the epilogue its values; a
+    # compiled kernel with an epilogue reads the machine's order only.
+    twice = gj.Epilogue("float f(float x) { return x * 2; }", "f")
+    big = np.arange(4, dtype=">f4")
+    got = gj.take(big, [1, 3], epilogue=twice)
+    assert got.dtype == np.float32 and got.tolist() == [2.0, 6.0]
+    for layout in (big, big.astype("<f4")):
+        k = gj.compile("gather", layout, np.array([1, 3]), 0, epilogue=twice)
+        assert k(big.astype("<f4"), np.array([1, 3])).tolist() == [2.0, 6.0]
+        with pytest.raises(ValueError, match="big-endian order, the kernel's is little-endian"):
+            k(big, np.array([1, 3]))
+
+
 def test_the_epilogue_is_part_of_the_kernel_identity():
     data = np.arange(8, dtype=np.float32)
     idx = np.array([7, 0, 3])

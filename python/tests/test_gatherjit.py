@@ -495,6 +495,15 @@ def test_out_must_be_a_writable_array_in_the_results_byte_order():
     out = np.zeros(2, dtype=">f4")
     gj.take(big, np.array([3, 1]), 0, out=out)
     np.testing.assert_array_equal(out, [3, 1])
+    # A compiled kernel moves the bytes of the order it was compiled for,
+    # and refuses the other (its result would name the wrong order).
+    k = gj.compile("gather", big, np.array([3, 1]), 0)
+    got = k(big, np.array([3, 1]))
+    assert got.dtype == np.dtype(">f4") and got.tolist() == [3, 1]
+    with pytest.raises(ValueError, match="little-endian order, the kernel's is big-endian"):
+        k(data, np.array([3, 1]))
+    with pytest.raises(ValueError, match="big-endian order, the kernel's is little-endian"):
+        gj.compile("gather", data, np.array([3, 1]), 0)(big, np.array([3, 1]))
     with pytest.raises(ValueError, match="read-only"):
         ro = np.zeros(2, np.float32)
         ro.flags.writeable = False
