@@ -89,20 +89,12 @@ py::array nativeIndices(py::array Indices) {
   }
   if (T.itemsize() < 4)
     return Indices.attr("astype")(py::dtype("int32"));
-  const char Order = Indices.dtype().byteorder();
-  const char Native = std::endian::native == std::endian::little ? '<' : '>';
-  if (Order == '=' || Order == '|' || Order == Native)
-    return Indices;
-  return Indices.attr("astype")(Indices.dtype().attr("newbyteorder")("="));
+  return inNativeOrder(Indices);
 }
 
-/// Refuses an \p Out whose byte order is not \p Want's (the data's dtype,
-/// whose bytes the kernel moves unchanged; the machine's order where
-/// \p Want is unset, for an epilogue's output): its values would be read
-/// back as other numbers.
 char byteOrder(const py::dtype &D) {
   const char C = D.byteorder();
-  return C != '=' ? C : std::endian::native == std::endian::little ? '<' : '>';
+  return C == '=' ? NativeOrder : C;
 }
 
 namespace {
@@ -112,6 +104,10 @@ const char *endianName(char Order) { return Order == '<' ? "little" : "big"; }
 
 } // namespace
 
+/// Refuses an \p Out whose byte order is not \p Want's (the data's dtype,
+/// whose bytes the kernel moves unchanged; the machine's order where
+/// \p Want is unset, for an epilogue's output): its values would be read
+/// back as other numbers.
 void checkOutByteOrder(const py::array &Out, const std::optional<py::dtype> &Want) {
   const char Have = byteOrder(Out.dtype()), Need = Want ? byteOrder(*Want) : NativeOrder;
   if (Have == '|' || Need == '|' || Have == Need)
