@@ -616,13 +616,24 @@ def compile(op, data=None, indices=None, axis=0, mode="raise", batch_dims=None, 
         raise ValueError("compile: give data and indices layouts, or a descriptor dict")
     if batch_dims is not None:
         axis = batch_dims
-    data, indices = _layout_of(data), _layout_of(indices)
+    data, indices = _layout_of(data), _layout_of(_indices_as_read(indices))
     spec = (tuple(data), tuple(indices))
     axis = _index(axis)
     kernel = _native.compile(op, _layout(data, "data"), _layout(indices, "indices"), axis, mode,
                              fused)
     kernel._spec = (op, spec[0], spec[1], axis, mode, epilogue)
     return kernel
+
+
+def _indices_as_read(x):
+    # Integer indices on the CPU as a call hands them to its kernel (the
+    # copies it makes of narrow or byte-swapped ones): the kernel then takes
+    # the array it was compiled from.
+    if isinstance(x, _np.ndarray) or (_torch_tensor(x) and x.device.type == "cpu"):
+        array = _array(x, "indices")
+        if array.dtype.kind in "iu":
+            return _native.native_indices(array)
+    return x
 
 
 def _layout_of(x):

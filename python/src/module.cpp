@@ -117,6 +117,9 @@ PYBIND11_MODULE(_native, M) {
         py::arg("axis"), py::arg("out"), py::arg("mode"), py::arg("broadcast"));
   M.def("set_output_pool", &setOutputPool, py::arg("bytes"), py::arg("linger") = py::none());
   M.def("empty", &newArray, py::arg("dtype"), py::arg("shape"));
+  M.def("native_indices", &nativeIndices, py::arg("indices"),
+        "Integer indices as a call hands them to its kernel (narrow ones widened to int32, "
+        "others in the machine's byte order): the array, or a copy.");
   M.def("gather_arrays", &gatherArrays, py::arg("op"), py::arg("data"), py::arg("indices"),
         py::arg("axis"), py::arg("out") = py::none(), py::arg("mode") = "raise",
         py::arg("epilogue") = py::none(), py::arg("broadcast") = true);

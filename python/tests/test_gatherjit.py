@@ -939,3 +939,75 @@ def test_the_stubs_name_every_public_function_with_its_parameters(module):
     code = signatures(os.path.join(here, module + ".py"))
     stubs = signatures(os.path.join(here, module + ".pyi"))
     assert code and code == stubs
+
+
+
+def _random_layout(rng, values, dtype):
+    """`values` as `dtype` (either byte order) laid out at random: packed,
+    column-major, a strided view into a larger array, reversed (negative
+    strides) or broadcast from one slice along a dimension."""
+    dtype = np.dtype(dtype)
+    if dtype.itemsize > 1 and rng.random() < 0.25:
+        dtype = dtype.newbyteorder()
+    values = np.asarray(values)
+    kind = int(rng.integers(5))
+    if kind == 1:
+        return np.asfortranarray(values.astype(dtype))
+    if kind == 2:
+        big = np.zeros(tuple(2 * s + 1 for s in values.shape), dtype)
+        view = big[tuple(slice(1, 2 * s + 1, 2) for s in values.shape)]
+        view[...] = values
+        return view
+    if kind == 3:
+        return np.flip(np.flip(values).astype(dtype))
+    if kind == 4 and values.size > 1:
+        d = int(rng.choice([i for i, s in enumerate(values.shape) if s > 1]))
+        return np.broadcast_to(values.take([0], axis=d).astype(dtype), values.shape)
+    return values.astype(dtype)
+
+
+def test_compiled_kernels_run_their_layouts_and_refuse_others_never_misreading_them():
+    # A kernel compiled from random layouts (strides, byte orders,
+    # broadcasts) runs them as numpy does; given the same values in other
+    # layouts, it answers numpy's result or refuses them, never another.
+    rng = np.random.default_rng(20261128)
+    dtypes = ["float32", "float64", "float16", "int16", "int64", "uint8"]
+    refused = ran = 0
+    for _ in range(120):
+        rank = int(rng.integers(1, 5))
+        shape = tuple(int(s) for s in rng.integers(1, 5, size=rank))
+        axis = int(rng.integers(rank))
+        dtype = dtypes[int(rng.integers(len(dtypes)))]
+        idx_dtype = ["int64", "int32"][int(rng.integers(2))]
+        values = rng.integers(-100, 100, size=shape)
+        if rng.random() < 0.5:
+            op, want = "gather_elements", lambda d, i: np.take_along_axis(d, i, axis)
+            idx_shape = shape[:axis] + (int(rng.integers(1, 4)),) + shape[axis + 1:]
+        else:
+            op, want = "gather", lambda d, i: np.take(d, i, axis)
+            idx_shape = tuple(int(s) for s in rng.integers(1, 4, size=int(rng.integers(1, 3))))
+        ids = rng.integers(-shape[axis], shape[axis], size=idx_shape)
+        data = _random_layout(rng, values, dtype)
+        idx = _random_layout(rng, ids, idx_dtype)
+        try:
+            k = gj.compile(op, data, idx, axis)
+        except ValueError as e:
+            # A layout of negative strides (a kernel reads none) is named.
+            assert "negative strides" in str(e) and any(
+                st < 0 for a in (data, idx) if a.size > 1 for st in a.strides)
+            data, idx = np.ascontiguousarray(data), np.ascontiguousarray(idx)
+            k = gj.compile(op, data, idx, axis)
+        np.testing.assert_array_equal(k(data, idx), want(data, idx))
+        for _ in range(3):
+            other = _random_layout(rng, values, dtype)
+            other_idx = _random_layout(rng, ids, idx_dtype)
+            try:
+                got = k(other, other_idx)
+            except ValueError:
+                refused += 1
+                continue
+            ran += 1
+            expected = want(other, other_idx)
+            assert got.dtype == data.dtype
+            np.testing.assert_array_equal(got, expected)
+    assert ran > 20 and refused > 100
