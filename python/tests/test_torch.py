@@ -325,3 +325,57 @@ def test_tensor_results_own_their_memory_and_give_large_buffers_back():
             assert got.dtype == dtype and torch.equal(got, data[[4, 0, 4]])
     finally:
         gj.set_output_pool(old)
+
+
+def _random_tensor_layout(gen, values, dtype):
+    """`values` as a `dtype` tensor laid out at random: packed, column-major,
+    a strided view into a larger tensor, or expanded from one slice."""
+    values = values.to(dtype)
+    kind = int(torch.randint(4, (1,), generator=gen))
+    if kind == 1 and values.dim() > 1:
+        return values.permute(*reversed(range(values.dim()))).contiguous().permute(
+            *reversed(range(values.dim())))
+    if kind == 2:
+        big = torch.zeros([2 * s + 1 for s in values.shape], dtype=dtype)
+        view = big[tuple(slice(1, 2 * s + 1, 2) for s in values.shape)]
+        view.copy_(values)
+        return view
+    if kind == 3 and values.numel() > 1:
+        d = max(range(values.dim()), key=lambda i: values.shape[i])
+        return values.narrow(d, 0, 1).expand(values.shape)
+    return values.contiguous()
+
+
+def test_compiled_kernels_on_random_tensor_layouts_never_misread_them():
+    # As test_gatherjit's test on arrays, with tensors: each call twice (the
+    # second on the direct path once the dtypes have been seen).
+    gen = torch.Generator().manual_seed(20261128)
+    dtypes = [torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.uint8]
+    ran = refused = 0
+    for _ in range(80):
+        rank = int(torch.randint(1, 5, (1,), generator=gen))
+        shape = [int(s) for s in torch.randint(1, 5, (rank,), generator=gen)]
+        axis = int(torch.randint(rank, (1,), generator=gen))
+        dtype = dtypes[int(torch.randint(len(dtypes), (1,), generator=gen))]
+        values = torch.randint(-100, 100, shape, generator=gen)
+        idx_shape = list(shape)
+        idx_shape[axis] = int(torch.randint(1, 4, (1,), generator=gen))
+        ids = torch.randint(0, shape[axis], idx_shape, generator=gen)
+        data = _random_tensor_layout(gen, values, dtype)
+        idx = _random_tensor_layout(gen, ids, torch.int64)
+        k = gj.compile("gather_elements", data, idx, axis)
+        for _ in range(2):
+            assert torch.equal(k(data, idx), torch.gather(data, axis, idx))
+        for _ in range(3):
+            other = _random_tensor_layout(gen, values, dtype)
+            other_idx = _random_tensor_layout(gen, ids, torch.int64)
+            for _ in range(2):
+                try:
+                    got = k(other, other_idx)
+                except ValueError:
+                    refused += 1
+                    continue
+                ran += 1
+                assert got.dtype == dtype
+                assert torch.equal(got, torch.gather(other, axis, other_idx))
+    assert ran > 20 and refused > 100
