@@ -293,8 +293,9 @@ py::object gatherArrays(const std::string &Op, py::array Data, py::array Indices
 /// and writes the tensors' own memory (no copy was needed). Returns None where the general path
 /// must serve the call (another device, an out that requires grad).
 py::object gatherTensors(const std::string &Op, py::handle DataObj, py::handle IndicesObj,
-                         py::handle AxisObj, py::handle OutObj, const std::string &Mode,
+                         py::handle AxisObj, py::handle OutObj, py::handle ModeObj,
                          bool Broadcast) {
+  const std::string Mode = stringArg(ModeObj, "mode", ModeNames);
   bool Overflow = false;
   const int64_t Axis = axisValue(AxisObj, Overflow);
   std::string Key = callKey('t', Op, Mode, Broadcast, Axis);

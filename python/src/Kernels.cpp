@@ -74,6 +74,13 @@ Runtime &deviceRuntime(const std::string &Device) {
   return *RT;
 }
 
+std::string stringArg(py::handle Value, const char *Name, const char *Takes) {
+  if (!PyUnicode_Check(Value.ptr()))
+    throw py::type_error(std::string(Name) + " must be a str: " + Takes + "; got " +
+                         std::string(py::str(py::type::of(Value).attr("__name__"))));
+  return Value.cast<std::string>();
+}
+
 namespace {
 
 OobPolicy policyOf(const std::string &Mode) {

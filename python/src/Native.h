@@ -46,6 +46,12 @@ Runtime &runtime();
 /// The process's runtime for CUDA device \p Device ("cuda" or "cuda:N").
 Runtime &deviceRuntime(const std::string &Device);
 
+/// A str argument from Python; TypeError naming \p Name and the values it
+/// takes (\p Takes) for anything else.
+std::string stringArg(py::handle Value, const char *Name, const char *Takes);
+/// The values a mode argument takes, for its errors.
+constexpr const char *ModeNames = "'raise', 'clip', 'clamp' or 'wrap'";
+
 /// A function of the gatherjit package's Python half (kept for the
 /// process's life).
 py::object &package(const char *Name);
@@ -304,8 +310,7 @@ py::object gatherArrays(const std::string &Op, py::array Data, py::array Indices
 /// The same on PyTorch CPU tensors without an epilogue; None where the
 /// general path must serve the call.
 py::object gatherTensors(const std::string &Op, py::handle DataObj, py::handle IndicesObj,
-                         py::handle AxisObj, py::handle OutObj, const std::string &Mode,
-                         bool Broadcast);
+                         py::handle AxisObj, py::handle OutObj, py::handle Mode, bool Broadcast);
 
 } // namespace gatherjit::binding
 

@@ -81,21 +81,22 @@ PYBIND11_MODULE(_native, M) {
   M.def(
       "compile",
       [](const std::string &Op, py::tuple Data, py::tuple Indices, py::handle AxisObj,
-         const std::string &Mode, const std::optional<py::tuple> &Fused) {
+         py::handle Mode, const std::optional<py::tuple> &Fused) {
         py::dtype DataType("float32"), IndexType("int64");
         TensorDesc D = tensorFromSpec(Data, DataType, "data");
         TensorDesc I = tensorFromSpec(Indices, IndexType, "indices");
         bool Overflow = false;
         const int64_t Axis = axisValue(AxisObj, Overflow);
         checkAxis(Op, AxisObj, Axis, Overflow, D.rank());
-        return compileFor(Op, D, I, Axis, Mode, DataType, std::nullopt, epilogueOf(Fused));
+        return compileFor(Op, D, I, Axis, stringArg(Mode, "mode", ModeNames), DataType,
+                          std::nullopt, epilogueOf(Fused));
       },
       py::arg("op"), py::arg("data"), py::arg("indices"), py::arg("axis") = 0,
       py::arg("mode") = "raise", py::arg("epilogue") = py::none());
   M.def(
       "compile_device",
       [](const std::string &Op, py::tuple Data, py::tuple Indices, py::handle AxisObj,
-         const std::string &Mode, const std::optional<py::tuple> &Fused, const std::string &Device,
+         py::handle Mode, const std::optional<py::tuple> &Fused, const std::string &Device,
          std::optional<py::tuple> Out) {
         py::dtype DataType("float32"), IndexType("int64"), OutType("float32");
         TensorDesc D = tensorFromSpec(Data, DataType, "data");
@@ -106,8 +107,8 @@ PYBIND11_MODULE(_native, M) {
         bool Overflow = false;
         const int64_t Axis = axisValue(AxisObj, Overflow);
         checkAxis(Op, AxisObj, Axis, Overflow, D.rank());
-        return compileFor(Op, D, I, Axis, Mode, DataType, O, epilogueOf(Fused),
-                          &deviceRuntime(Device));
+        return compileFor(Op, D, I, Axis, stringArg(Mode, "mode", ModeNames), DataType, O,
+                          epilogueOf(Fused), &deviceRuntime(Device));
       },
       py::arg("op"), py::arg("data"), py::arg("indices"), py::arg("axis"), py::arg("mode"),
       py::arg("epilogue"), py::arg("device"), py::arg("out"));
@@ -120,9 +121,17 @@ PYBIND11_MODULE(_native, M) {
   M.def("native_indices", &nativeIndices, py::arg("indices"),
         "Integer indices as a call hands them to its kernel (narrow ones widened to int32, "
         "others in the machine's byte order): the array, or a copy.");
-  M.def("gather_arrays", &gatherArrays, py::arg("op"), py::arg("data"), py::arg("indices"),
-        py::arg("axis"), py::arg("out") = py::none(), py::arg("mode") = "raise",
-        py::arg("epilogue") = py::none(), py::arg("broadcast") = true);
+  M.def(
+      "gather_arrays",
+      [](const std::string &Op, py::array Data, py::array Indices, py::handle AxisObj,
+         std::optional<py::array> Out, py::handle Mode, const std::optional<py::tuple> &Fused,
+         bool Broadcast) {
+        return gatherArrays(Op, std::move(Data), std::move(Indices), AxisObj, std::move(Out),
+                            stringArg(Mode, "mode", ModeNames), Fused, Broadcast);
+      },
+      py::arg("op"), py::arg("data"), py::arg("indices"), py::arg("axis"),
+      py::arg("out") = py::none(), py::arg("mode") = "raise", py::arg("epilogue") = py::none(),
+      py::arg("broadcast") = true);
   M.attr("epilogues_supported") = epiloguesSupported();
   M.attr("__version__") = GATHERJIT_VERSION;
   M.def(

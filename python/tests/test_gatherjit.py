@@ -552,6 +552,19 @@ def test_axes_and_integers_are_checked_as_numpy_checks_them():
         gj.gather_nd(data, np.zeros((2, 1), np.int64), batch_dims=-1)
 
 
+@pytest.mark.parametrize("mode", [None, 1, b"raise"])
+def test_a_mode_that_is_not_a_string_is_a_type_error_naming_it(mode):
+    a = np.arange(6.).reshape(2, 3)
+    calls = [lambda: gj.take(a, [0], 0, mode=mode),
+             lambda: gj.take_along_axis(a, np.zeros((2, 1), np.int64), 1, mode=mode),
+             lambda: gj.gather_nd(a, np.zeros((1, 1), np.int64), mode=mode),
+             lambda: gj.compile("gather", a, np.zeros(1, np.int64), 0, mode=mode)]
+    for call in calls:
+        with pytest.raises(TypeError, match=r"^mode must be a str: 'raise', 'clip', 'clamp' or "
+                                            r"'wrap'; got " + type(mode).__name__):
+            call()
+
+
 def test_sequences_of_indices_are_taken_as_numpy_takes_them():
     data = np.arange(12, dtype=np.float32).reshape(3, 4)
     for ids, axis in (([2, 0], 0), ([[1], [3]], 1), ([], 0), ([], 1), ([[]], 0), ((1, -1), 1)):

@@ -118,6 +118,8 @@ def test_errors_are_python_exceptions():
             gjt.gather(d, torch.tensor([0, 2]), 0)
     with pytest.raises(ValueError, match="mode"):
         torch.ops.gatherjit.gather(data, torch.tensor([0]), 0, "wrapp")
+    with pytest.raises(TypeError, match="^mode must be a str"):
+        gjt.gather_elements(data, torch.tensor([[0]]), 1, None)
     clipped = torch.ops.gatherjit.gather_elements(data, torch.tensor([[7, -9]]), 1, "clip")
     assert clipped.tolist() == [[2.0, 0.0]]
     with pytest.raises(ValueError, match="meta"):
