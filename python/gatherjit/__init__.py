@@ -612,6 +612,9 @@ def compile(op, data=None, indices=None, axis=0, mode="raise", batch_dims=None, 
         kernel = _native.compile_descriptor(text, fused)
         kernel._spec = ("descriptor", text, epilogue)
         return kernel
+    if not isinstance(op, str):
+        raise TypeError("compile: op must be 'gather_elements', 'gather', 'gather_nd' or a "
+                        f"descriptor dict; got {type(op).__name__}")
     if data is None or indices is None:
         raise ValueError("compile: give data and indices layouts, or a descriptor dict")
     if batch_dims is not None:

@@ -563,6 +563,9 @@ def test_a_mode_that_is_not_a_string_is_a_type_error_naming_it(mode):
         with pytest.raises(TypeError, match=r"^mode must be a str: 'raise', 'clip', 'clamp' or "
                                             r"'wrap'; got " + type(mode).__name__):
             call()
+    # compile's op likewise.
+    with pytest.raises(TypeError, match=r"^compile: op must be .*; got " + type(mode).__name__):
+        gj.compile(mode, a, np.zeros(1, np.int64), 0)
 
 
 def test_sequences_of_indices_are_taken_as_numpy_takes_them():
