@@ -81,6 +81,18 @@ std::string stringArg(py::handle Value, const char *Name, const char *Takes) {
   return Value.cast<std::string>();
 }
 
+std::string pathArg(py::handle Value, const char *Name) {
+  py::object Path = py::reinterpret_steal<py::object>(PyOS_FSPath(Value.ptr()));
+  if (!Path) {
+    PyErr_Clear();
+    throw py::type_error(std::string(Name) + " must be a path (str or os.PathLike); got " +
+                         std::string(py::str(py::type::of(Value).attr("__name__"))));
+  }
+  if (PyBytes_Check(Path.ptr()))
+    return std::string(PyBytes_AS_STRING(Path.ptr()), PyBytes_GET_SIZE(Path.ptr()));
+  return Path.cast<std::string>();
+}
+
 namespace {
 
 OobPolicy policyOf(const std::string &Mode) {

@@ -49,6 +49,9 @@ Runtime &deviceRuntime(const std::string &Device);
 /// A str argument from Python; TypeError naming \p Name and the values it
 /// takes (\p Takes) for anything else.
 std::string stringArg(py::handle Value, const char *Name, const char *Takes);
+/// A file name from Python (str, bytes or os.PathLike); TypeError naming
+/// \p Name for anything else.
+std::string pathArg(py::handle Value, const char *Name);
 /// The values a mode argument takes, for its errors.
 constexpr const char *ModeNames = "'raise', 'clip', 'clamp' or 'wrap'";
 

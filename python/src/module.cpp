@@ -64,10 +64,15 @@ PYBIND11_MODULE(_native, M) {
           py::arg("data"), py::arg("indices"), py::arg("out"), py::arg("stream"))
       .def("ir", &PyKernel::ir, "The optimized LLVM IR.")
       .def("asm", &PyKernel::assembly, "The machine code, as assembly.")
-      .def("save_object", &PyKernel::saveObject, py::arg("path"), py::arg("name") = "gather",
-           py::arg("header") = "",
-           "Compiles the kernel ahead of time into an object file (and a C header) for this "
-           "machine, with the C ABI of `gatherjit aot`.")
+      .def(
+          "save_object",
+          [](PyKernel &K, py::handle Path, py::handle Name, py::handle Header) {
+            K.saveObject(pathArg(Path, "path"), stringArg(Name, "name", "a C identifier"),
+                         Header.is_none() ? std::string() : pathArg(Header, "header"));
+          },
+          py::arg("path"), py::arg("name") = "gather", py::arg("header") = py::none(),
+          "Compiles the kernel ahead of time into an object file (and a C header) for this "
+          "machine, with the C ABI of `gatherjit aot`.")
       .def_property_readonly("op", &PyKernel::op)
       .def_property_readonly("output_shape", &PyKernel::outputShape)
       .def_property_readonly("output_dtype", [](const PyKernel &K) { return K.OutType; })

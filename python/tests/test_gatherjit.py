@@ -274,6 +274,19 @@ def test_save_object_writes_an_elf_object(tmp_path):
     k.save_object(str(tmp_path / "k.o"), "my_gather", str(tmp_path / "k.h"))
     assert (tmp_path / "k.o").read_bytes()[:4] == b"\x7fELF"
     assert "my_gather_range" in (tmp_path / "k.h").read_text()
+    # Paths as pathlib gives them, or bytes; anything else is a TypeError
+    # naming the argument.
+    k.save_object(tmp_path / "p.o", "other", header=tmp_path / "p.h")
+    assert (tmp_path / "p.o").read_bytes()[:4] == b"\x7fELF"
+    assert "other_range" in (tmp_path / "p.h").read_text()
+    k.save_object(bytes(tmp_path / "b.o"))
+    assert (tmp_path / "b.o").read_bytes()[:4] == b"\x7fELF"
+    with pytest.raises(TypeError, match="^path must be a path .*; got int"):
+        k.save_object(3)
+    with pytest.raises(TypeError, match="^name must be a str: a C identifier; got NoneType"):
+        k.save_object(tmp_path / "n.o", None)
+    with pytest.raises(TypeError, match="^header must be a path .*; got float"):
+        k.save_object(tmp_path / "n.o", "n", 1.5)
 
 
 def test_the_cache_serves_repeated_calls():
