@@ -90,9 +90,10 @@ class Epilogue:
     @classmethod
     def from_file(cls, path, function, params=None, row_out=None, checked=False):
         """The epilogue in the C file at `path` (its name in diagnostics)."""
+        path = _os.fspath(path)  # a path, never a file descriptor open() would close
         with open(path, encoding="utf-8") as f:
-            return cls(f.read(), function, params, row_out, file_name=str(path),
-                       checked=checked)
+            return cls(f.read(), function, params, row_out,
+                       file_name=_os.fsdecode(path), checked=checked)
 
     def _as_tuple(self):
         return (self.source, self.function, self.file_name, self.params, self.row_out or 0,

@@ -2,6 +2,7 @@
 function forms and compiled kernels, against numpy doing the same in two
 steps; errors as ValueError; kernels with epilogues pickle."""
 
+import os
 import pickle
 
 import numpy as np
@@ -159,6 +160,13 @@ def test_from_file_names_the_file_in_errors(tmp_path):
     path.write_text("float f(float x) {\n  return y;\n}\n")
     with pytest.raises(ValueError, match=r"bad\.c:2:10: error:"):
         gj.take(np.ones(3, np.float32), np.array([1]), epilogue=gj.Epilogue.from_file(path, "f"))
+    # A path, never a file descriptor (which open() would read and close).
+    fd = os.dup(0)
+    try:
+        with pytest.raises(TypeError):
+            gj.Epilogue.from_file(fd, "f")
+    finally:
+        os.close(fd)  # raises if from_file closed it
 
 
 def test_hostile_sources_are_errors_and_the_interpreter_goes_on(tmp_path):
