@@ -149,9 +149,10 @@ def _array(x, name="data", writable=False):
             raise RuntimeError(f"{name} requires grad: gatherjit's functions with out= do not "
                                "support automatic differentiation (as torch's refuse them)")
         t = x.detach()
-        torch = _sys.modules["torch"]
-        if t.dtype == torch.bfloat16:
-            return t.view(torch.int16).numpy().view("V2")
+        dtype = _numpy_dtype_of(t)
+        if dtype.kind == "V":  # numpy has no such type: the elements' bytes
+            torch = _sys.modules["torch"]
+            return t.view(torch.int16 if dtype.itemsize == 2 else torch.uint8).numpy().view(dtype)
         return t.numpy()
     if hasattr(x, "__dlpack__"):
         if writable:
@@ -168,6 +169,18 @@ def _array(x, name="data", writable=False):
     return array
 
 
+def _numpy_dtype_of(t):
+    """The numpy dtype the package views a PyTorch tensor's elements as:
+    numpy's own, or a void of their size for bfloat16 (gatherjit's
+    BFLOAT16) and the one-byte floats (float8 formats), which numpy lacks."""
+    torch = _sys.modules["torch"]
+    if t.dtype == torch.bfloat16:
+        return _np.dtype("V2")
+    if t.is_floating_point() and t.element_size() == 1:
+        return _np.dtype("V1")
+    return _np.dtype(str(t.dtype).replace("torch.", ""))
+
+
 def _result(array, like):
     # A PyTorch tensor in, a PyTorch tensor out (sharing the result's memory).
     if not _torch_tensor(like):
@@ -176,6 +189,8 @@ def _result(array, like):
     array = _np.asarray(array)  # (a take of one element is numpy's scalar)
     if array.dtype == _np.dtype("V2"):
         return torch.from_numpy(array.view(_np.int16)).view(torch.bfloat16)
+    if array.dtype == _np.dtype("V1"):  # a float8 tensor's elements, gathered
+        return torch.from_numpy(array.view(_np.uint8)).view(like.dtype)
     return torch.from_numpy(array)
 
 
@@ -644,13 +659,11 @@ def _layout_of(x):
     # An array (numpy's or anything with shape and dtype) stands for its
     # layout: its shape, dtype and, where they are not C-contiguous, its
     # strides in elements. A PyTorch tensor's as the package views it
-    # (bfloat16 as 2-byte voids), its strides as it has them.
+    # (_numpy_dtype_of), its strides as it has them.
     if isinstance(x, tuple) or not (hasattr(x, "shape") and hasattr(x, "dtype")):
         return x
     if _torch_tensor(x):
-        torch = _sys.modules["torch"]
-        dtype = _np.dtype("V2") if x.dtype == torch.bfloat16 else \
-            _np.dtype(str(x.dtype).replace("torch.", ""))
+        dtype = _numpy_dtype_of(x)
         shape = tuple(x.shape)
         return (shape, dtype) if x.is_contiguous() else (shape, dtype, tuple(x.stride()))
     dtype = _np.dtype(str(x.dtype).replace("torch.", "")) if not isinstance(x, _np.ndarray) else x.dtype

@@ -104,6 +104,28 @@ def test_results_are_tensors_sharing_the_kernels_output():
     assert k(data.numpy(), np.array([0, 1])).tolist() == [0, 1]
 
 
+@pytest.mark.skipif(not hasattr(torch, "float8_e4m3fn"), reason="PyTorch without float8 dtypes")
+@pytest.mark.parametrize("name", ["float8_e4m3fn", "float8_e5m2"])
+def test_float8_tensors_are_gathered_as_their_bytes(name):
+    # An FP8 KV cache's blocks: torch.gather has no float8 kernel on the
+    # CPU; gatherjit moves the bytes, and the result keeps the dtype.
+    dtype = getattr(torch, name)
+    data = (torch.arange(48.).reshape(4, 12) / 8).to(dtype)
+    raw = data.view(torch.uint8)
+    idx = torch.tensor([[11, 0, 5]] * 4)
+    for _ in range(2):  # the second call on the direct path
+        got = gjt.gather_elements(data, idx, 1)
+        assert got.dtype == dtype and torch.equal(got.view(torch.uint8), torch.gather(raw, 1, idx))
+        got = gjt.gather(data, torch.tensor([3, 1]), 0)
+        assert got.dtype == dtype and torch.equal(got.view(torch.uint8), raw[[3, 1]])
+        got = gjt.gather_nd(data, torch.tensor([[2], [0]]))
+        assert got.dtype == dtype and torch.equal(got.view(torch.uint8), raw[[2, 0]])
+    k = gj.compile("gather", data.t(), torch.tensor([2, 7]), 0)
+    for _ in range(2):
+        got = k(data.t(), torch.tensor([2, 7]))
+        assert got.dtype == dtype and torch.equal(got.view(torch.uint8), raw.t()[[2, 7]])
+
+
 def test_errors_are_python_exceptions():
     data = torch.arange(6.).reshape(2, 3)
     with pytest.raises(IndexError, match="3"):
