@@ -166,6 +166,7 @@ Function *KernelEmitter::emitThreadBody(const std::string &Name, const char *Suf
     FaultKey = B.CreateOr(B.CreateZExt(E, I64), c(DeviceEpilogueFaultBit));
   }
   copyElement(tupleOffset(O.In, Tuple), O.Out);
+  FaultStatus = FaultKey = nullptr; // Values of this body alone.
   B.CreateBr(Next);
   B.SetInsertPoint(Next);
   Value *After = B.CreateAdd(T, Stride, "", /*HasNUW=*/true, /*HasNSW=*/!P.Index32);
