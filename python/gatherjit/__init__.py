@@ -666,7 +666,7 @@ def _layout_of(x):
         dtype = _numpy_dtype_of(x)
         shape = tuple(x.shape)
         return (shape, dtype) if x.is_contiguous() else (shape, dtype, tuple(x.stride()))
-    dtype = _np.dtype(str(x.dtype).replace("torch.", "")) if not isinstance(x, _np.ndarray) else x.dtype
+    dtype = _np.dtype(str(x.dtype)) if not isinstance(x, _np.ndarray) else x.dtype
     shape = tuple(int(s) for s in x.shape)
     strides = getattr(x, "strides", None)
     if isinstance(x, _np.ndarray) and not x.flags.c_contiguous:

@@ -77,7 +77,7 @@ Runtime &deviceRuntime(const std::string &Device) {
 std::string stringArg(py::handle Value, const char *Name, const char *Takes) {
   if (!PyUnicode_Check(Value.ptr()))
     throw py::type_error(std::string(Name) + " must be a str: " + Takes + "; got " +
-                         std::string(py::str(py::type::of(Value).attr("__name__"))));
+                         Py_TYPE(Value.ptr())->tp_name);
   return Value.cast<std::string>();
 }
 
@@ -86,7 +86,7 @@ std::string pathArg(py::handle Value, const char *Name) {
   if (!Path) {
     PyErr_Clear();
     throw py::type_error(std::string(Name) + " must be a path (str or os.PathLike); got " +
-                         std::string(py::str(py::type::of(Value).attr("__name__"))));
+                         Py_TYPE(Value.ptr())->tp_name);
   }
   if (PyBytes_Check(Path.ptr()))
     return std::string(PyBytes_AS_STRING(Path.ptr()), PyBytes_GET_SIZE(Path.ptr()));
@@ -252,9 +252,8 @@ py::object PyKernel::call(py::handle DataObj, py::handle IndicesObj, py::handle 
     if (std::optional<py::object> Got = callOnTensors(DataObj, IndicesObj, OutObj))
       return std::move(*Got);
   py::array Data = operand(DataObj, "data", false);
-  checkDataByteOrder(Data, InType);
   py::array Indices = nativeIndices(operand(IndicesObj, "indices", false));
-  expectLayout(Data, V.Input, "data", Seen[0]);
+  expectLayout(Data, V.Input, "data", Seen[0], &InType);
   expectLayout(Indices, V.Indices, "indices", Seen[1]);
   py::array Result = OutObj.is_none() ? newOutput() : operand(OutObj, "out", true);
   if (!Result.writeable())
@@ -315,7 +314,7 @@ void PyKernel::rememberTensorDtypes(py::handle DataObj, py::handle IndicesObj, p
 }
 
 void PyKernel::expectLayout(const py::array &A, const TensorDesc &T, const char *Name,
-                            DtypeId &Seen) {
+                            DtypeId &Seen, const py::dtype *Order) {
   // The descriptor may pad with leading ones; compare what remains.
   const size_t Pad = T.rank() - static_cast<size_t>(A.ndim());
   bool Same = padsRank(T, static_cast<size_t>(A.ndim())) && A.itemsize() == T.elementBytes();
@@ -328,6 +327,8 @@ void PyKernel::expectLayout(const py::array &A, const TensorDesc &T, const char 
   if (Same) {
     const DtypeId Id = DtypeId::of(A.dtype());
     if (!(Id == Seen)) {
+      if (Order) // Seen holds the byte order too: checked once per dtype.
+        checkDataByteOrder(A, *Order);
       unsigned Opaque;
       Same = dataTypeOf(A.dtype(), Opaque) == T.Type;
       if (Same)

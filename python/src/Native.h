@@ -239,9 +239,10 @@ private:
   void rememberTensorDtypes(py::handle DataObj, py::handle IndicesObj, py::handle OutObj,
                             const py::array &Data, const py::array &Indices, const py::array &Out);
 
-  /// ValueError unless \p A has \p T's sizes, strides and type.
-  static void expectLayout(const py::array &A, const TensorDesc &T, const char *Name,
-                           DtypeId &Seen);
+  /// ValueError unless \p A has \p T's sizes, strides and type (and, where
+  /// \p Order is given, that dtype's byte order: checkDataByteOrder).
+  static void expectLayout(const py::array &A, const TensorDesc &T, const char *Name, DtypeId &Seen,
+                           const py::dtype *Order = nullptr);
 
   Kernel K;
   std::string Op;
