@@ -441,9 +441,9 @@ def _gather(op, data, indices, axis, out, mode, epilogue, broadcast=True, device
         # to the native layer from take, take_along_axis and gather_nd.)
         # PyTorch CPU tensors likewise, their layouts read from the tensors
         # (None: a call the general path serves).
-        if (type(data) is _Tensor and type(indices) is _Tensor and type(axis) is int
-                and epilogue is None and (out is None or type(out) is _Tensor) and mode != "wrap"):
-            got = _native.gather_tensors(op, data, indices, axis, out, mode, broadcast)
+        if (type(data) is _Tensor and type(indices) is _Tensor and epilogue is None
+                and (out is None or type(out) is _Tensor)):
+            got = _native.gather_tensors(op, data, indices, axis, out, mode, broadcast, False)
             if got is not None:
                 return got
         return _run_gather(op, data, indices, axis, out, mode, epilogue, broadcast)

@@ -61,33 +61,22 @@ def _gather_kernel(data: torch.Tensor, indices: torch.Tensor, axis: int = 0,
     return gatherjit._gather("gather", data, indices, axis, None, mode, None)
 
 
-# The public functions first hand plain CPU tensors to the native layer
-# (_direct; it answers None where the general path must serve the call): on
-# a call of a few elements, each Python frame on the way costs about a
-# tenth of the call.
+# The public functions first hand their arguments to the native layer,
+# which serves plain CPU tensors of one dimension or more without autograd
+# and answers None for every other call (the general path below): on a
+# call of a few elements, each Python frame on the way costs about a tenth
+# of the call.
 _native_gather = gatherjit._native.gather_tensors
 _reraise = gatherjit._reraise_out_of_range
-_Tensor = torch.Tensor
-_grad_enabled = torch.is_grad_enabled
-
-
-def _direct(op, data, indices, axis, mode, broadcast):
-    """The call by the native layer alone where it may serve it (plain
-    tensors of one dimension or more, no autograd), else None."""
-    if (type(data) is _Tensor and type(indices) is _Tensor and type(axis) is int
-            and mode != "wrap" and data.dim() and indices.dim()
-            and not (data.requires_grad and _grad_enabled())):
-        try:
-            return _native_gather(op, data, indices, axis, None, mode, broadcast)
-        except IndexError as e:
-            _reraise(op, data, indices, axis, e)
-    return None
 
 
 def gather_elements(data: torch.Tensor, indices: torch.Tensor, axis: int,
                     mode: str = "raise") -> torch.Tensor:
     """torch.gather(data, axis, indices) by a gatherjit kernel."""
-    got = _direct("gather_elements", data, indices, axis, mode, False)
+    try:
+        got = _native_gather("gather_elements", data, indices, axis, None, mode, False, True)
+    except IndexError as e:
+        _reraise("gather_elements", data, indices, axis, e)
     if got is not None:
         return got
     if (data.dim() == 0 or indices.dim() == 0) and data.dim() <= 1 and indices.dim() <= 1:
@@ -102,7 +91,10 @@ def gather_elements(data: torch.Tensor, indices: torch.Tensor, axis: int,
 def gather(data: torch.Tensor, indices: torch.Tensor, axis: int = 0,
            mode: str = "raise") -> torch.Tensor:
     """numpy.take(data, indices, axis) (ONNX Gather) by a gatherjit kernel."""
-    got = _direct("gather", data, indices, axis, mode, True)
+    try:
+        got = _native_gather("gather", data, indices, axis, None, mode, True, True)
+    except IndexError as e:
+        _reraise("gather", data, indices, axis, e)
     if got is not None:
         return got
     if _differentiable(data):
@@ -113,7 +105,10 @@ def gather(data: torch.Tensor, indices: torch.Tensor, axis: int = 0,
 def gather_nd(data: torch.Tensor, indices: torch.Tensor, batch_dims: int = 0,
               mode: str = "raise") -> torch.Tensor:
     """ONNX GatherND by a gatherjit kernel."""
-    got = _direct("gather_nd", data, indices, batch_dims, mode, True)
+    try:
+        got = _native_gather("gather_nd", data, indices, batch_dims, None, mode, True, True)
+    except IndexError as e:
+        _reraise("gather_nd", data, indices, batch_dims, e)
     if got is not None:
         return got
     if _differentiable(data):

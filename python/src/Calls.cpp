@@ -177,13 +177,16 @@ std::shared_ptr<PyKernel> kernelForArrays(const std::string &Op, py::array &Data
 }
 
 /// A PyTorch CPU tensor's layout appended to \p Key and its data pointer,
-/// or false for a tensor the fast path does not take (see readTorchTensor).
-bool tensorLayout(py::handle T, bool IsOut, std::string &Key, uintptr_t &Pointer) {
-  const std::optional<TorchTensor> R = readTorchTensor(T, IsOut);
+/// or false for a tensor the fast path does not take (see readTorchTensor),
+/// and for a 0-d one unless \p Scalar.
+bool tensorLayout(py::handle T, GradRule Grad, bool Scalar, std::string &Key, uintptr_t &Pointer) {
+  const std::optional<TorchTensor> R = readTorchTensor(T, Grad);
   if (!R)
     return false;
-  Pointer = R->Pointer;
   const Py_ssize_t Rank = PyTuple_GET_SIZE(R->Sizes.ptr());
+  if (Rank == 0 && !Scalar)
+    return false;
+  Pointer = R->Pointer;
   putInt(Key, static_cast<int64_t>(Rank));
   for (Py_ssize_t D = 0; D < Rank; ++D) {
     putInt(Key, PyLong_AsLongLong(PyTuple_GET_ITEM(R->Sizes.ptr(), D)));
@@ -291,17 +294,25 @@ py::object gatherArrays(const std::string &Op, py::array Data, py::array Indices
 /// before runs straight on the tensors' pointers; a new one goes through
 /// numpy views once, and its kernel joins the layout table only if it reads
 /// and writes the tensors' own memory (no copy was needed). Returns None where the general path
-/// must serve the call (another device, an out that requires grad).
+/// must serve the call (not tensors, another device, an axis that is not
+/// exactly an int, mode "wrap", an out that requires grad, and what
+/// \p TorchRules leaves to it).
 py::object gatherTensors(const std::string &Op, py::handle DataObj, py::handle IndicesObj,
-                         py::handle AxisObj, py::handle OutObj, py::handle ModeObj,
-                         bool Broadcast) {
+                         py::handle AxisObj, py::handle OutObj, py::handle ModeObj, bool Broadcast,
+                         bool TorchRules) {
+  if (!PyLong_CheckExact(AxisObj.ptr()))
+    return py::none();
   const std::string Mode = stringArg(ModeObj, "mode", ModeNames);
+  if (Mode == "wrap")
+    return py::none();
   bool Overflow = false;
   const int64_t Axis = axisValue(AxisObj, Overflow);
   std::string Key = callKey('t', Op, Mode, Broadcast, Axis);
   uintptr_t In = 0, Idx = 0, Dst = 0;
-  if (!tensorLayout(DataObj, false, Key, In) || !tensorLayout(IndicesObj, false, Key, Idx) ||
-      (!OutObj.is_none() && !tensorLayout(OutObj, true, Key, Dst)))
+  const GradRule DataGrad = TorchRules ? GradRule::RefuseWhileRecording : GradRule::Ignore;
+  if (!tensorLayout(DataObj, DataGrad, !TorchRules, Key, In) ||
+      !tensorLayout(IndicesObj, GradRule::Ignore, !TorchRules, Key, Idx) ||
+      (!OutObj.is_none() && !tensorLayout(OutObj, GradRule::Refuse, true, Key, Dst)))
     return py::none();
   std::shared_ptr<PyKernel> K;
   if (auto It = callKernels().find(Key); It != callKernels().end()) {

@@ -276,17 +276,17 @@ std::optional<py::object> PyKernel::callOnTensors(py::handle DataObj, py::handle
   if (!TorchSeen[0])
     return std::nullopt; // No call on tensors has run yet: the general path checks the dtypes.
   const ValidDesc &V = K.desc();
-  const std::optional<TorchTensor> Data = readTorchTensor(DataObj, false);
+  const std::optional<TorchTensor> Data = readTorchTensor(DataObj, GradRule::Ignore);
   if (!Data || !Data->Dtype.is(TorchSeen[0]) || !Data->hasLayout(V.Input))
     return std::nullopt;
-  const std::optional<TorchTensor> Indices = readTorchTensor(IndicesObj, false);
+  const std::optional<TorchTensor> Indices = readTorchTensor(IndicesObj, GradRule::Ignore);
   if (!Indices || !Indices->Dtype.is(TorchSeen[1]) || !Indices->hasLayout(V.Indices))
     return std::nullopt;
   const auto *In = reinterpret_cast<const void *>(Data->Pointer);
   const auto *Idx = reinterpret_cast<const void *>(Indices->Pointer);
   if (OutObj.is_none())
     return newTensorResult(*this, In, Idx, DataObj);
-  const std::optional<TorchTensor> Out = readTorchTensor(OutObj, true);
+  const std::optional<TorchTensor> Out = readTorchTensor(OutObj, GradRule::Refuse);
   if (!Out || !TorchSeen[2] || !Out->Dtype.is(TorchSeen[2]) || !Out->hasLayout(V.Output))
     return std::nullopt;
   runInto(In, Idx, reinterpret_cast<void *>(Out->Pointer));
@@ -297,7 +297,7 @@ void PyKernel::rememberTensorDtypes(py::handle DataObj, py::handle IndicesObj, p
                                     const py::array &Data, const py::array &Indices,
                                     const py::array &Out) {
   auto InPlace = [](py::handle T, const py::array &View) -> py::object {
-    const std::optional<TorchTensor> R = readTorchTensor(T, false);
+    const std::optional<TorchTensor> R = readTorchTensor(T, GradRule::Ignore);
     return R && R->Pointer == reinterpret_cast<uintptr_t>(View.data()) ? R->Dtype : py::object();
   };
   py::object D = InPlace(DataObj, Data), I = InPlace(IndicesObj, Indices);

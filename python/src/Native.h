@@ -262,11 +262,15 @@ struct TorchTensor {
   /// dimensions of one element or none do not count.
   bool hasLayout(const TensorDesc &T) const;
 };
+/// Which tensors that require grad the fast path leaves to the general one:
+/// none; every one (an out=, which torch refuses to write); or data while
+/// autograd records (gatherjit.torch's differentiable functions).
+enum class GradRule { Ignore, Refuse, RefuseWhileRecording };
 /// \p T read so where it is exactly a torch.Tensor on the CPU whose bits
-/// are its values (not a conjugated or negated complex view) and, as an
-/// output (\p IsOut), does not require grad; nullopt where the general path
-/// must serve it, and for anything else (also while torch is not imported).
-std::optional<TorchTensor> readTorchTensor(py::handle T, bool IsOut);
+/// are its values (not a conjugated or negated complex view) and that
+/// \p Grad does not refuse; nullopt where the general path must serve it,
+/// and for anything else (also while torch is not imported).
+std::optional<TorchTensor> readTorchTensor(py::handle T, GradRule Grad);
 /// \p K run on \p In and \p Idx into a new PyTorch tensor, as the general
 /// path's result for tensor data \p Like would be.
 py::object newTensorResult(PyKernel &K, const void *In, const void *Idx, py::handle Like);
@@ -312,9 +316,12 @@ py::object gatherArrays(const std::string &Op, py::array Data, py::array Indices
                         py::handle AxisObj, std::optional<py::array> Out, const std::string &Mode,
                         const std::optional<py::tuple> &Fused, bool Broadcast);
 /// The same on PyTorch CPU tensors without an epilogue; None where the
-/// general path must serve the call.
+/// general path must serve the call. \p TorchRules: the call of
+/// gatherjit.torch's functions, which leave 0-d operands (torch's shape
+/// rules) and data that requires grad while autograd records to it too.
 py::object gatherTensors(const std::string &Op, py::handle DataObj, py::handle IndicesObj,
-                         py::handle AxisObj, py::handle OutObj, py::handle Mode, bool Broadcast);
+                         py::handle AxisObj, py::handle OutObj, py::handle Mode, bool Broadcast,
+                         bool TorchRules);
 
 } // namespace gatherjit::binding
 

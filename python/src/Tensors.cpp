@@ -23,6 +23,7 @@ namespace {
 struct Descriptors {
   PyTypeObject *Tensor;
   PyObject *IsCpu, *RequiresGrad, *DataPtr, *Shape, *Stride, *Dtype;
+  PyObject *IsGradEnabled; // torch.is_grad_enabled
 };
 
 const Descriptors *descriptors() {
@@ -49,7 +50,9 @@ const Descriptors *descriptors() {
                             Find("data_ptr", true),
                             Find("shape", false),
                             Find("stride", true),
-                            Find("dtype", false)};
+                            Find("dtype", false),
+                            py::object(Torch.attr("is_grad_enabled")).release().ptr()};
+  Usable &= PyCallable_Check(D->IsGradEnabled) != 0;
   Tensor.release(); // Kept for the process's life, as the descriptors are.
   Found = Usable ? D : nullptr;
   return Found;
@@ -57,7 +60,7 @@ const Descriptors *descriptors() {
 
 } // namespace
 
-std::optional<TorchTensor> readTorchTensor(py::handle T, bool IsOut) {
+std::optional<TorchTensor> readTorchTensor(py::handle T, GradRule Grad) {
   const Descriptors *Attrs = descriptors();
   if (!Attrs || Py_TYPE(T.ptr()) != Attrs->Tensor)
     return std::nullopt;
@@ -69,8 +72,20 @@ std::optional<TorchTensor> readTorchTensor(py::handle T, bool IsOut) {
     PyObject *Self = T.ptr();
     return py::reinterpret_steal<py::object>(PyObject_Vectorcall(Descr, &Self, 1, nullptr));
   };
-  if (Get(Attrs->IsCpu).ptr() != Py_True || (IsOut && Get(Attrs->RequiresGrad).ptr() == Py_True))
+  if (Get(Attrs->IsCpu).ptr() != Py_True)
     return std::nullopt;
+  if (Grad != GradRule::Ignore && Get(Attrs->RequiresGrad).ptr() == Py_True) {
+    if (Grad == GradRule::Refuse)
+      return std::nullopt;
+    const py::object Recording = py::reinterpret_steal<py::object>(
+        PyObject_Vectorcall(Attrs->IsGradEnabled, nullptr, 0, nullptr));
+    if (!Recording) {
+      PyErr_Clear();
+      return std::nullopt;
+    }
+    if (Recording.ptr() == Py_True)
+      return std::nullopt;
+  }
   // A tensor without strided storage (sparse, mkldnn) has no data
   // pointer or strides: the general path names what it is.
   TorchTensor R;

@@ -120,7 +120,8 @@ PYBIND11_MODULE(_native, M) {
   M.def("compile_descriptor", &compileDescriptor, py::arg("json"),
         py::arg("epilogue") = py::none());
   M.def("gather_tensors", &gatherTensors, py::arg("op"), py::arg("data"), py::arg("indices"),
-        py::arg("axis"), py::arg("out"), py::arg("mode"), py::arg("broadcast"));
+        py::arg("axis"), py::arg("out"), py::arg("mode"), py::arg("broadcast"),
+        py::arg("torch_rules"));
   M.def("set_output_pool", &setOutputPool, py::arg("bytes"), py::arg("linger") = py::none());
   M.def("empty", &newArray, py::arg("dtype"), py::arg("shape"));
   M.def("native_indices", &nativeIndices, py::arg("indices"),
