@@ -70,6 +70,25 @@ TEST_F(CommandLine, VersionAndUnknownCommands) {
                      "'elements' is not a command of 'gatherjit ir'; its commands are");
 }
 
+TEST_F(CommandLine, AnUnknownOptionIsNamedBeforeTheRequiredOnesItLeftOut) {
+  // A mistyped flag leaves its required option out too: the error names
+  // the flag, and an option a couple of edits away.
+  expectOneErrorLine(runCli(Dir, "gather-elements --data x.npy --indice i.npy -o o.npy"), 2,
+                     "'--indice' is not an option of 'gatherjit gather-elements'; did you mean "
+                     "'--indices'?");
+  expectOneErrorLine(runCli(Dir, "ir gather --data x.npy --indices i.npy --bogus"), 2,
+                     "'--bogus' is not an option of 'gatherjit ir gather' (see 'gatherjit ir "
+                     "gather --help')");
+  expectOneErrorLine(runCli(Dir, "gather -q --data x.npy"), 2,
+                     "'-q' is not an option of 'gatherjit gather'");
+  // Values that begin with '-' are not options: the parser's own error.
+  expectOneErrorLine(
+      runCli(Dir, "aot --data-shape 4,4 --indices-shape 4,1 --axis -1 --features -avx512f"), 2,
+      "--output is required");
+  expectOneErrorLine(runCli(Dir, "gather-elements --data=x.npy --axis=-1"), 2,
+                     "--indices is required");
+}
+
 TEST_F(CommandLine, SpecializeChoosesTheTierAndStatsNameIt) {
   const std::string Args = "gather-elements --data " + Dir / "data.npy" + " --indices " +
                            Dir / "idx.npy" + " --axis 0 -o " + Dir / "out.npy" +

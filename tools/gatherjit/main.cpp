@@ -47,6 +47,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -193,10 +194,66 @@ Status execOnnxTest(const std::vector<std::string> &Dirs) {
   return execSibling(OnnxTestProgram, std::move(Argv));
 }
 
+/// The number of single-character edits that make \p A into \p B.
+size_t editDistance(const std::string &A, const std::string &B) {
+  std::vector<size_t> Row(B.size() + 1);
+  for (size_t J = 0; J <= B.size(); ++J)
+    Row[J] = J;
+  for (size_t I = 1; I <= A.size(); ++I) {
+    size_t Diagonal = Row[0];
+    Row[0] = I;
+    for (size_t J = 1; J <= B.size(); ++J) {
+      const size_t Above = Row[J];
+      Row[J] = std::min({Row[J] + 1, Row[J - 1] + 1, Diagonal + (A[I - 1] != B[J - 1])});
+      Diagonal = Above;
+    }
+  }
+  return Row[B.size()];
+}
+
+/// The first of \p Argv[\p First..] that looks like an option and is
+/// none of \p Command's (values of its options skipped): the error that
+/// names it, with the option of a name within two edits; empty if none.
+/// The parser would report a missing required option first.
+std::string unknownOption(const CLI::App &Command, const std::string &Path, int First, int Argc,
+                          char **Argv) {
+  for (int I = First; I < Argc; ++I) {
+    const std::string Arg = Argv[I];
+    if (Arg == "--")
+      return "";
+    const bool Long = Arg.rfind("--", 0) == 0;
+    // Values such as -1 or -0.5 are not options.
+    if (Arg.size() < 2 || Arg[0] != '-' ||
+        (!Long && !std::isalpha(static_cast<unsigned char>(Arg[1]))))
+      continue;
+    const std::string Name = Long ? Arg.substr(0, Arg.find('=')) : Arg.substr(0, 2);
+    if (Name == "-h" || Name == "--help")
+      continue;
+    if (const CLI::Option *Opt = Command.get_option_no_throw(Name)) {
+      // The option's value, where it is the next word, may begin with '-'.
+      if (Opt->get_items_expected_max() > 0 && Arg.size() == Name.size())
+        ++I;
+      continue;
+    }
+    std::string Closest;
+    size_t Best = 3;
+    for (const CLI::Option *Opt : Command.get_options())
+      for (const std::string &Known : Opt->get_lnames())
+        if (const size_t D = editDistance(Name, "--" + Known); D < Best)
+          Best = D, Closest = "--" + Known;
+    return quote(Name) + " is not an option of 'gatherjit" + Path + "'" +
+           (Closest.empty() ? "" : "; did you mean " + quote(Closest) + "?") + " (see 'gatherjit" +
+           Path + " --help')";
+  }
+  return "";
+}
+
 /// Where \p Argv names no command at a level that needs one (\p App's, or
 /// a command's such as `ir`'s), or a word that is none there: the error
-/// that says so and lists that level's commands; empty otherwise.
-std::string missingCommand(CLI::App &App, int Argc, char **Argv) {
+/// that says so and lists that level's commands; where it names a command
+/// and an option that command has not: the error that names the option;
+/// empty otherwise.
+std::string commandLineError(CLI::App &App, int Argc, char **Argv) {
   CLI::App *At = &App;
   std::string Path;
   for (int I = 1;; ++I) {
@@ -208,7 +265,7 @@ std::string missingCommand(CLI::App &App, int Argc, char **Argv) {
         Next = Sub;
     }
     if (Names.empty())
-      return "";
+      return unknownOption(*At, Path, I, Argc, Argv);
     if (Next) {
       At = Next;
       Path += " " + Next->get_name();
@@ -274,8 +331,8 @@ int run(int Argc, char **Argv) {
       std::cout << App.help();
       return 0;
     }
-    if (std::string Missing = missingCommand(App, Argc, Argv); !Missing.empty())
-      return report(Status::invalidArgument(Missing));
+    if (std::string Problem = commandLineError(App, Argc, Argv); !Problem.empty())
+      return report(Status::invalidArgument(Problem));
     return report(Status::invalidArgument(E.what()));
   }
   if (DemoSub->parsed())
