@@ -10,6 +10,7 @@ specialized); beside them the generic loop alone and every shape
 specialized ahead. Results are checked against numpy after the timed walks.
 
     PYTHONPATH=build/python python3 bench/shape_walks.py [--walks abc] [--rounds 3]
+        [--engines torch,numpy,gatherjit]
     PYTHONPATH=build/python .venv-peers/bin/python bench/shape_walks.py
 
 Each round runs every engine once, in turn, so the shared machine's load
@@ -158,7 +159,12 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--walks", default="abc")
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--engines", default=",".join(ENGINES),
+                   help="comma-separated, of " + ", ".join(ENGINES) + " (default: all)")
     args = p.parse_args()
+    engines = args.engines.split(",")
+    if unknown := [e for e in engines if e not in ENGINES]:
+        p.error(f"--engines: {', '.join(unknown)} not among {', '.join(ENGINES)}")
     print("| walk | engine | first walk | second walk | gatherjit first / best peer | "
           "gatherjit second / best peer |")
     print("|---|---|---|---|---|---|")
@@ -167,7 +173,7 @@ def main():
         walk = WALKS[name]
         runs, missing = {}, {}
         for _ in range(args.rounds):
-            for engine in ENGINES:
+            for engine in engines:
                 if engine in missing:
                     continue
                 r, err = run(walk, engine)
@@ -194,9 +200,10 @@ def main():
     print("\nVersions: " + "; ".join(f"{e} {v}" for e, v in sorted(versions.items()) if v))
     print(f"\nMedians of {args.rounds} rounds. Ratios above 1 mean gatherjit is faster than the "
           "best peer (torch eager, numpy, torch.compile(dynamic=True), ONNX Runtime with "
-          "symbolic dimensions, jax.jit; those installed). Each engine runs in a fresh process "
-          "(gatherjit's with an empty cache directory of its own); the second walk is the "
-          "same walk again (gatherjit's after wait_background()). gatherjit: the default mode; "
+          "symbolic dimensions, jax.jit; those installed and run). Each engine runs in a "
+          "fresh process (gatherjit's with an empty cache directory of its own); the second "
+          "walk is the same walk again (gatherjit's after wait_background()). gatherjit: the "
+          "default mode; "
           "gatherjit-generic: the generic loop alone (set_specialize('never')); "
           "gatherjit-ahead: every shape compiled before the first walk, which is not timed.")
 
