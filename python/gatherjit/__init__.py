@@ -29,6 +29,7 @@ Any of them fuses a C function into the kernel with `epilogue=`:
 (see Epilogue).
 """
 
+import inspect as _inspect
 import json as _json
 import operator as _operator
 import os as _os
@@ -192,9 +193,6 @@ def _result(array, like):
     if array.dtype == _np.dtype("V1"):  # a float8 tensor's elements, gathered
         return torch.from_numpy(array.view(_np.uint8)).view(like.dtype)
     return torch.from_numpy(array)
-
-
-_ndarray = _np.ndarray
 
 
 # DLPack's device types whose memory a CUDA kernel reads where it lies:
@@ -556,6 +554,17 @@ def _run_gather(op, data, indices, axis, out, mode, epilogue, broadcast):
     return out if out is not None else _result(got, like)
 
 
+def _native_function(python_function):
+    """`python_function` as the native layer's built-in function of its name,
+    signature and docstring: a call on numpy arrays (exactly numpy.ndarray,
+    an int axis, no epilogue, the CPU) runs from the call itself, without
+    the frame of a Python function, and every other call is
+    `python_function`'s."""
+    return _native.gather_function(python_function.__name__, python_function,
+                                   str(_inspect.signature(python_function)))
+
+
+@_native_function
 def take_along_axis(data, indices, axis, out=None, mode="raise", epilogue=None, device=None):
     """numpy.take_along_axis: out[i, j] = data[i, indices[i, j]] along `axis`.
 
@@ -564,51 +573,24 @@ def take_along_axis(data, indices, axis, out=None, mode="raise", epilogue=None, 
     arrays, PyTorch CPU tensors and DLPack exporters are read where they
     lie; a PyTorch tensor gives a PyTorch tensor.
     """
-    if (type(data) is _ndarray and type(indices) is _ndarray and type(axis) is int
-            and (out is None or type(out) is _ndarray) and epilogue is None
-            and (device is None or device == "cpu")):
-        # Straight to the native layer, whose layout table finds the kernel:
-        # the steps of _gather and _run_gather cost as much as a small
-        # kernel's run.
-        try:
-            got = _native.gather_arrays("gather_elements", data, indices, axis, out, mode, None,
-                                        True)
-        except IndexError as e:
-            _reraise_out_of_range("gather_elements", data, indices, axis, e)
-        return got if out is None else out
     return _gather("gather_elements", data, indices, axis, out, mode, epilogue, device=device)
 
 
+@_native_function
 def take(data, indices, axis=0, out=None, mode="raise", epilogue=None, device=None):
     """numpy.take: the slices of `data` along `axis` that `indices` pick.
 
     `axis=None` takes from the flattened data, as numpy does. An `epilogue`
     (an Epilogue) is applied to every element or row gathered.
     """
-    if (type(data) is _ndarray and type(indices) is _ndarray and type(axis) is int
-            and (out is None or type(out) is _ndarray) and epilogue is None
-            and (device is None or device == "cpu")):
-        try:
-            got = _native.gather_arrays("gather", data, indices, axis, out, mode, None, True)
-        except IndexError as e:
-            _reraise_out_of_range("gather", data, indices, axis, e)
-        return got if out is None else out
     return _gather("gather", data, indices, axis, out, mode, epilogue, device=device)
 
 
+@_native_function
 def gather_nd(data, indices, batch_dims=0, out=None, mode="raise", epilogue=None, device=None):
     """ONNX GatherND: the slices of `data` that the tuples in the last
     dimension of `indices` address, after `batch_dims` leading batches. An
     `epilogue` (an Epilogue) is applied to every element or row gathered."""
-    if (type(data) is _ndarray and type(indices) is _ndarray and type(batch_dims) is int
-            and (out is None or type(out) is _ndarray) and epilogue is None
-            and (device is None or device == "cpu")):
-        try:
-            got = _native.gather_arrays("gather_nd", data, indices, batch_dims, out, mode, None,
-                                        True)
-        except IndexError as e:
-            _reraise_out_of_range("gather_nd", data, indices, batch_dims, e)
-        return got if out is None else out
     return _gather("gather_nd", data, indices, batch_dims, out, mode, epilogue, device=device)
 
 

@@ -315,6 +315,15 @@ void checkAxis(const std::string &Op, py::handle AxisObj, int64_t Axis, bool Ove
 py::object gatherArrays(const std::string &Op, py::array Data, py::array Indices,
                         py::handle AxisObj, std::optional<py::array> Out, const std::string &Mode,
                         const std::optional<py::tuple> &Fused, bool Broadcast);
+/// take_along_axis, take or gather_nd (\p Name) as a built-in function of
+/// \p Module with the text signature \p Signature and \p Fallback's
+/// docstring: calls on numpy arrays run gatherArrays, the rest go to
+/// \p Fallback (Functions.cpp).
+py::object gatherFunction(py::module_ &Module, const std::string &Name, py::function Fallback,
+                          const std::string &Signature);
+/// The Python exception for the C++ one being handled, as pybind11's own
+/// functions raise it; returns null.
+PyObject *raiseCurrent();
 /// The same on PyTorch CPU tensors without an epilogue; None where the
 /// general path must serve the call. \p TorchRules: the call of
 /// gatherjit.torch's functions, which leave 0-d operands (torch's shape

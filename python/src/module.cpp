@@ -8,6 +8,9 @@
 
 #include "Native.h"
 
+#include <algorithm>
+#include <cstring>
+
 using namespace gatherjit;
 using namespace gatherjit::binding;
 
@@ -34,15 +37,113 @@ static py::dict statsOf(const std::string &Device) {
   return D;
 }
 
+/// k(data, indices, out=None) from the Kernel type's call slot. pybind11
+/// matches keyword arguments to parameters at about 0.25 µs a call, as
+/// long as a small run itself; this reads the few it takes directly, with
+/// Python's errors for the rest. Kernel.__call__ remains pybind11's, the
+/// same function.
+static PyObject *callKernel(PyObject *Self, PyObject *Args, PyObject *Kwargs) {
+  static constexpr const char *Names[] = {"data", "indices", "out"};
+  try {
+    const Py_ssize_t Given = PyTuple_GET_SIZE(Args);
+    if (Given > 3)
+      throw py::type_error("Kernel.__call__() takes from 2 to 3 positional arguments but " +
+                           std::to_string(Given) + " were given");
+    PyObject *Operands[3] = {nullptr, nullptr, Py_None};
+    for (Py_ssize_t I = 0; I < Given; ++I)
+      Operands[I] = PyTuple_GET_ITEM(Args, I);
+    Py_ssize_t Pos = 0;
+    PyObject *Key, *Value;
+    while (Kwargs && PyDict_Next(Kwargs, &Pos, &Key, &Value)) {
+      const char *Name = PyUnicode_Check(Key) ? PyUnicode_AsUTF8(Key) : nullptr;
+      if (!Name)
+        throw py::type_error("Kernel.__call__() keywords must be strings");
+      const auto *It = std::find_if(std::begin(Names), std::end(Names),
+                                    [&](const char *N) { return std::strcmp(N, Name) == 0; });
+      if (It == std::end(Names))
+        throw py::type_error(std::string("Kernel.__call__() got an unexpected keyword argument '") +
+                             Name + "'");
+      const Py_ssize_t At = It - std::begin(Names);
+      if (At < Given)
+        throw py::type_error(std::string("Kernel.__call__() got multiple values for argument '") +
+                             Name + "'");
+      Operands[At] = Value;
+    }
+    for (int I = 0; I < 2; ++I)
+      if (!Operands[I])
+        throw py::type_error(std::string("Kernel.__call__() missing required argument '") +
+                             Names[I] + "'");
+    PyKernel &K = py::cast<PyKernel &>(py::handle(Self));
+    return K.call(Operands[0], Operands[1], Operands[2]).release().ptr();
+  } catch (...) {
+    return raiseCurrent();
+  }
+}
+
+/// The package's calls of every gather on arrays and tensors, functions of
+/// positional arguments called with Python's vector convention: pybind11's
+/// dispatcher (its argument vectors and casters) costs about 0.15 µs a
+/// call, a third of a small gather's.
+static void expectArguments(Py_ssize_t N, Py_ssize_t Want, const char *Function) {
+  if (N != Want)
+    throw py::type_error(std::string(Function) + "() takes " + std::to_string(Want) +
+                         " positional arguments but " + std::to_string(N) + " were given");
+}
+
+static std::string opArg(PyObject *Op) {
+  Py_ssize_t Size = 0;
+  const char *Text = PyUnicode_Check(Op) ? PyUnicode_AsUTF8AndSize(Op, &Size) : nullptr;
+  if (!Text)
+    throw py::type_error("op must be a str");
+  return std::string(Text, static_cast<size_t>(Size));
+}
+
+/// gather_arrays(op, data, indices, axis, out, mode, epilogue, broadcast)
+static PyObject *gatherArraysCall(PyObject *, PyObject *const *Args, Py_ssize_t N) {
+  try {
+    expectArguments(N, 8, "gather_arrays");
+    std::optional<py::array> Out;
+    if (Args[4] != Py_None)
+      Out = operand(Args[4], "out", true);
+    std::optional<py::tuple> Fused;
+    if (Args[6] != Py_None) {
+      if (!PyTuple_Check(Args[6]))
+        throw py::type_error("epilogue must be a tuple from gatherjit.Epilogue");
+      Fused = py::reinterpret_borrow<py::tuple>(Args[6]);
+    }
+    return gatherArrays(opArg(Args[0]), operand(Args[1], "data", false),
+                        operand(Args[2], "indices", false), Args[3], std::move(Out),
+                        stringArg(Args[5], "mode", ModeNames), Fused, PyObject_IsTrue(Args[7]) == 1)
+        .release()
+        .ptr();
+  } catch (...) {
+    return raiseCurrent();
+  }
+}
+
+/// gather_tensors(op, data, indices, axis, out, mode, broadcast, torch_rules)
+static PyObject *gatherTensorsCall(PyObject *, PyObject *const *Args, Py_ssize_t N) {
+  try {
+    expectArguments(N, 8, "gather_tensors");
+    return gatherTensors(opArg(Args[0]), Args[1], Args[2], Args[3], Args[4], Args[5],
+                         PyObject_IsTrue(Args[6]) == 1, PyObject_IsTrue(Args[7]) == 1)
+        .release()
+        .ptr();
+  } catch (...) {
+    return raiseCurrent();
+  }
+}
+
 PYBIND11_MODULE(_native, M) {
   M.doc() = "gatherjit's native binding (use the gatherjit package)";
   // The runtime's code generator is made while Python imports the rest.
   Runtime::prepare(runtimeOptions());
 
-  py::class_<PyKernel, std::shared_ptr<PyKernel>>(
+  py::class_<PyKernel, std::shared_ptr<PyKernel>> KernelClass(
       M, "Kernel",
       "A gather compiled for one layout of its "
-      "operands; call it as k(data, indices, out=None).")
+      "operands; call it as k(data, indices, out=None).");
+  KernelClass
       .def("__call__", &PyKernel::call, py::arg("data"), py::arg("indices"),
            py::arg("out") = py::none(),
            "Runs the kernel (the GIL released) on arrays of the compiled shapes, dtypes and "
@@ -82,6 +183,8 @@ PYBIND11_MODULE(_native, M) {
       .def_property_readonly("tier",
                              [](const PyKernel &K) { return kernelTierName(K.kernel().tier()); })
       .def_readwrite("_spec", &PyKernel::Spec);
+  reinterpret_cast<PyTypeObject *>(KernelClass.ptr())->tp_call = callKernel;
+  PyType_Modified(reinterpret_cast<PyTypeObject *>(KernelClass.ptr()));
 
   M.def(
       "compile",
@@ -119,25 +222,32 @@ PYBIND11_MODULE(_native, M) {
       py::arg("epilogue"), py::arg("device"), py::arg("out"));
   M.def("compile_descriptor", &compileDescriptor, py::arg("json"),
         py::arg("epilogue") = py::none());
-  M.def("gather_tensors", &gatherTensors, py::arg("op"), py::arg("data"), py::arg("indices"),
-        py::arg("axis"), py::arg("out"), py::arg("mode"), py::arg("broadcast"),
-        py::arg("torch_rules"));
   M.def("set_output_pool", &setOutputPool, py::arg("bytes"), py::arg("linger") = py::none());
   M.def("empty", &newArray, py::arg("dtype"), py::arg("shape"));
   M.def("native_indices", &nativeIndices, py::arg("indices"),
         "Integer indices as a call hands them to its kernel (narrow ones widened to int32, "
         "others in the machine's byte order): the array, or a copy.");
+  static PyMethodDef Calls[] = {
+      {"gather_arrays",
+       reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(gatherArraysCall)), METH_FASTCALL,
+       "gather_arrays(op, data, indices, axis, out, mode, epilogue, broadcast): take, "
+       "take_along_axis or gather_nd on numpy arrays into out or a new array."},
+      {"gather_tensors",
+       reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(gatherTensorsCall)),
+       METH_FASTCALL,
+       "gather_tensors(op, data, indices, axis, out, mode, broadcast, torch_rules): the same on "
+       "PyTorch CPU tensors; None where the general path must serve the call."},
+      {nullptr, nullptr, 0, nullptr}};
+  if (PyModule_AddFunctions(M.ptr(), Calls) != 0)
+    throw py::error_already_set();
   M.def(
-      "gather_arrays",
-      [](const std::string &Op, py::array Data, py::array Indices, py::handle AxisObj,
-         std::optional<py::array> Out, py::handle Mode, const std::optional<py::tuple> &Fused,
-         bool Broadcast) {
-        return gatherArrays(Op, std::move(Data), std::move(Indices), AxisObj, std::move(Out),
-                            stringArg(Mode, "mode", ModeNames), Fused, Broadcast);
+      "gather_function",
+      [M](const std::string &Name, py::function Fallback, const std::string &Signature) mutable {
+        return gatherFunction(M, Name, std::move(Fallback), Signature);
       },
-      py::arg("op"), py::arg("data"), py::arg("indices"), py::arg("axis"),
-      py::arg("out") = py::none(), py::arg("mode") = "raise", py::arg("epilogue") = py::none(),
-      py::arg("broadcast") = true);
+      py::arg("name"), py::arg("fallback"), py::arg("signature"),
+      "take_along_axis, take or gather_nd as a built-in function of the package's module: "
+      "numpy arrays run from the call, every other call goes to fallback.");
   M.attr("epilogues_supported") = epiloguesSupported();
   M.attr("__version__") = GATHERJIT_VERSION;
   M.def(

@@ -269,6 +269,73 @@ def test_compiled_kernels_check_layouts_and_pickle():
     np.testing.assert_array_equal(nd(d, t), [0, 19, 18])
 
 
+def test_a_kernel_takes_its_operands_by_position_or_by_keyword():
+    k = gj.compile("gather", data=((10, 3), "int32"), indices=((4,), "int64"), axis=0)
+    data = np.arange(30, dtype=np.int32).reshape(10, 3)
+    idx = np.array([9, 0, -1, 2])
+    want = data[idx]
+    for call in (lambda out: k(data, idx, out), lambda out: k(data, idx, out=out),
+                 lambda out: k(data, indices=idx, out=out),
+                 lambda out: k(out=out, indices=idx, data=data),
+                 lambda out: k.__call__(data, idx, out=out)):
+        out = np.zeros((4, 3), dtype=np.int32)
+        assert call(out) is out
+        np.testing.assert_array_equal(out, want)
+    np.testing.assert_array_equal(k(indices=idx, data=data), want)
+    # Python's own errors for the arguments, in Python's words.
+    for args, kwargs, message in [
+            ((data,), {}, "missing required argument 'indices'"),
+            ((), {"indices": idx}, "missing required argument 'data'"),
+            ((data, idx, None, 1), {}, "takes from 2 to 3 positional arguments but 4 were given"),
+            ((data, idx), {"output": None}, "got an unexpected keyword argument 'output'"),
+            ((data, idx), {"indices": idx}, "got multiple values for argument 'indices'")]:
+        with pytest.raises(TypeError, match=r"^Kernel\.__call__\(\) " + message):
+            k(*args, **kwargs)
+    # Errors of the call itself are the binding's: a bad index names its place.
+    with pytest.raises(IndexError, match=r"= 10 \(position 2\) is out of range"):
+        k(data, np.array([0, 1, 10, 2]), out=np.zeros((4, 3), dtype=np.int32))
+
+
+def test_the_functions_take_their_arguments_as_python_functions_do():
+    import inspect
+    data = np.arange(12, dtype=np.int64).reshape(3, 4)
+    rows, cols = np.array([2, -1]), np.array([[3], [0], [1]])
+    tuples = np.array([[0, 3], [2, 1]])
+    for f, args, want in [(gj.take, (data, rows), data[rows]),
+                          (gj.take_along_axis, (data, cols, 1), np.take_along_axis(data, cols, 1)),
+                          (gj.gather_nd, (data, tuples), data[tuples[:, 0], tuples[:, 1]])]:
+        names = list(inspect.signature(f).parameters)
+        assert names[:2] == ["data", "indices"] and names[3:] == [
+            "out", "mode", "epilogue", "device"]
+        assert pickle.loads(pickle.dumps(f)) is f
+        assert f.__doc__ and f.__name__ in repr(f)
+        by_name = dict(zip(names, args))
+        calls = [lambda **kw: f(*args, **kw), lambda **kw: f(**by_name, **kw),
+                 lambda **kw: f(*args[:1], **{k: v for k, v in by_name.items() if k != "data"},
+                                **kw)]
+        for call in calls:
+            np.testing.assert_array_equal(call(), want)
+            np.testing.assert_array_equal(call(mode="clamp", device="cpu", epilogue=None), want)
+            out = np.zeros_like(want)
+            assert call(out=out) is out
+            np.testing.assert_array_equal(out, want)
+        # Other operands go the general way, to the same result.
+        np.testing.assert_array_equal(f(data.tolist(), *[a.tolist() for a in args[1:2]],
+                                        *args[2:]), want)
+        with pytest.raises(TypeError, match=rf"^{f.__name__}\(\) got an unexpected keyword "
+                                            r"argument 'outt'"):
+            f(*args, outt=None)
+        with pytest.raises(TypeError, match=rf"^{f.__name__}\(\) got multiple values for "
+                                            r"argument 'data'"):
+            f(*args, data=data)
+        with pytest.raises(TypeError, match=rf"^{f.__name__}\(\) missing 1 required positional "
+                                            r"argument: 'indices'"):
+            f(data, **{k: v for k, v in by_name.items() if k not in ("data", "indices")})
+    with pytest.raises(IndexError, match=r"^indices\[1\] = 5 is out of range for axis 0 of size "
+                                         r"3"):
+        gj.take(data, np.array([0, 5]))
+
+
 def test_save_object_writes_an_elf_object(tmp_path):
     k = gj.compile("gather_elements", data=((4, 4), "float32"), indices=((4, 2), "int64"), axis=1)
     k.save_object(str(tmp_path / "k.o"), "my_gather", str(tmp_path / "k.h"))
