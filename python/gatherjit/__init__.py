@@ -555,13 +555,15 @@ def _run_gather(op, data, indices, axis, out, mode, epilogue, broadcast):
 
 
 def _native_function(python_function):
-    """`python_function` as the native layer's built-in function of its name,
-    signature and docstring: a call on numpy arrays (exactly numpy.ndarray,
-    an int axis, no epilogue, the CPU) runs from the call itself, without
-    the frame of a Python function, and every other call is
-    `python_function`'s."""
-    return _native.gather_function(python_function.__name__, python_function,
-                                   str(_inspect.signature(python_function)))
+    """`python_function`, one of the package's gather functions, as the
+    native layer's built-in function of its name, signature and docstring:
+    a call the native layer serves alone (numpy arrays; PyTorch CPU
+    tensors) runs from the call itself, without the frame of a Python
+    function, and every other call is `python_function`'s."""
+    sig = _inspect.signature(python_function)
+    plain = sig.replace(parameters=[p.replace(annotation=p.empty) for p in sig.parameters.values()],
+                        return_annotation=sig.empty)
+    return _native.gather_function(python_function, str(plain))
 
 
 @_native_function

@@ -61,24 +61,16 @@ def _gather_kernel(data: torch.Tensor, indices: torch.Tensor, axis: int = 0,
     return gatherjit._gather("gather", data, indices, axis, None, mode, None)
 
 
-# The public functions first hand their arguments to the native layer,
-# which serves plain CPU tensors of one dimension or more without autograd
-# and answers None for every other call (the general path below): on a
-# call of a few elements, each Python frame on the way costs about a tenth
-# of the call.
-_native_gather = gatherjit._native.gather_tensors
-_reraise = gatherjit._reraise_out_of_range
+# The public functions are built-in functions of the native layer, which
+# serves plain CPU tensors of one dimension or more outside autograd's
+# recording from the call itself and hands every other call to these
+# Python functions (gatherjit._native_function): on a call of a few
+# elements, each Python frame on the way costs about a tenth of the call.
 
-
+@gatherjit._native_function
 def gather_elements(data: torch.Tensor, indices: torch.Tensor, axis: int,
                     mode: str = "raise") -> torch.Tensor:
     """torch.gather(data, axis, indices) by a gatherjit kernel."""
-    try:
-        got = _native_gather("gather_elements", data, indices, axis, None, mode, False, True)
-    except IndexError as e:
-        _reraise("gather_elements", data, indices, axis, e)
-    if got is not None:
-        return got
     if (data.dim() == 0 or indices.dim() == 0) and data.dim() <= 1 and indices.dim() <= 1:
         # torch's rule: a 0-d tensor is gathered as a 1-d one of one element.
         return gather_elements(data.reshape(-1), indices.reshape(-1), axis,
@@ -88,29 +80,19 @@ def gather_elements(data: torch.Tensor, indices: torch.Tensor, axis: int,
     return _gather_elements_kernel(data, indices, axis, mode)
 
 
+@gatherjit._native_function
 def gather(data: torch.Tensor, indices: torch.Tensor, axis: int = 0,
            mode: str = "raise") -> torch.Tensor:
     """numpy.take(data, indices, axis) (ONNX Gather) by a gatherjit kernel."""
-    try:
-        got = _native_gather("gather", data, indices, axis, None, mode, True, True)
-    except IndexError as e:
-        _reraise("gather", data, indices, axis, e)
-    if got is not None:
-        return got
     if _differentiable(data):
         return _Gather.apply(data, indices, axis, mode)
     return _gather_kernel(data, indices, axis, mode)
 
 
+@gatherjit._native_function
 def gather_nd(data: torch.Tensor, indices: torch.Tensor, batch_dims: int = 0,
               mode: str = "raise") -> torch.Tensor:
     """ONNX GatherND by a gatherjit kernel."""
-    try:
-        got = _native_gather("gather_nd", data, indices, batch_dims, None, mode, True, True)
-    except IndexError as e:
-        _reraise("gather_nd", data, indices, batch_dims, e)
-    if got is not None:
-        return got
     if _differentiable(data):
         return _GatherND.apply(data, indices, batch_dims, mode)
     return gatherjit._gather("gather_nd", data, indices, batch_dims, None, mode, None)

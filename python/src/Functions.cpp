@@ -1,70 +1,92 @@
-//===- python/src/Functions.cpp - take, take_along_axis, gather_nd -------===//
+//===- python/src/Functions.cpp - the package's gather functions ---------===//
 //
-// The package's three gather functions as built-in functions. A call on
-// numpy arrays (exactly numpy.ndarray, an int axis, no epilogue, the CPU)
-// runs gatherArrays from the call itself; every other call, bad arguments
-// included, goes to the package's Python function of the same signature,
-// which serves it and raises Python's own errors. A small call costs about
-// 0.35 µs, and the Python function's frame would add a quarter to it.
+// gatherjit's take, take_along_axis and gather_nd, and gatherjit.torch's
+// gather_elements, gather and gather_nd, as built-in functions. A call the
+// native layer serves alone runs from the call itself: numpy arrays
+// (exactly numpy.ndarray, an int axis, no epilogue, the CPU) through
+// gatherArrays, plain PyTorch CPU tensors through gatherTensors. Every
+// other call, bad arguments included, goes to the package's Python
+// function of the same signature, which serves it and raises Python's own
+// errors. A small call costs about 0.35 µs on arrays, and the Python
+// function's frame would add a quarter to it.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Native.h"
 
 #include <array>
-#include <string_view>
 
 namespace gatherjit::binding {
 
 namespace {
 
-/// One of the three functions: its names, its gather and what the package
-/// serves the rest of its calls with.
+/// The parameters, in order; a torch function has the first three and
+/// mode.
+enum Param { Data, Indices, Axis, Out, Mode, Epilogue, Device, NumParams };
+
+/// One of the six functions: its names, its gather and the Python function
+/// that serves the rest of its calls.
 struct GatherFunction {
-  const char *Name;
-  const char *Op;
+  const char *Module, *Name, *Op;
   /// "axis", or gather_nd's "batch_dims".
   const char *AxisName;
   /// Whether the axis may be left out (it is then 0).
   bool AxisDefaults;
+  /// gatherjit.torch's: PyTorch tensors by torch's rules, not numpy arrays.
+  bool Torch;
+  /// numpy's and ONNX's broadcast of the other dimensions; torch.gather's
+  /// shape rule where false.
+  bool Broadcast;
   PyObject *Fallback = nullptr;
   std::string Doc;
   PyMethodDef Def{};
 };
 
-GatherFunction Functions[] = {{"take_along_axis", "gather_elements", "axis", false},
-                              {"take", "gather", "axis", true},
-                              {"gather_nd", "gather_nd", "batch_dims", true}};
+GatherFunction Functions[] = {
+    {"gatherjit", "take_along_axis", "gather_elements", "axis", false, false, true},
+    {"gatherjit", "take", "gather", "axis", true, false, true},
+    {"gatherjit", "gather_nd", "gather_nd", "batch_dims", true, false, true},
+    {"gatherjit.torch", "gather_elements", "gather_elements", "axis", false, true, false},
+    {"gatherjit.torch", "gather", "gather", "axis", true, true, true},
+    {"gatherjit.torch", "gather_nd", "gather_nd", "batch_dims", true, true, true}};
 
-/// The parameters in order: data, indices, axis, out, mode, epilogue, device.
-constexpr int NumParams = 7;
-enum Param { Data, Indices, Axis, Out, Mode, Epilogue, Device };
+using Arguments = std::array<PyObject *, NumParams>;
 
-/// The arguments of a call that gatherArrays may serve alone, or false.
-bool fastArguments(const GatherFunction &F, PyObject *const *Args, Py_ssize_t NArgs,
-                   PyObject *KwNames, std::array<PyObject *, NumParams> &A) {
-  if (NArgs > NumParams)
-    return false;
-  A = {nullptr, nullptr, nullptr, Py_None, nullptr, Py_None, Py_None};
-  for (Py_ssize_t I = 0; I < NArgs; ++I)
-    A[I] = Args[I];
+/// \p Args bound to \p F's parameters (defaults filled in, a missing mode
+/// null); false where the Python function must say what is wrong.
+bool bindArguments(const GatherFunction &F, PyObject *const *Args, Py_ssize_t NArgs,
+                   PyObject *KwNames, Arguments &A) {
+  const Param Params[] = {Data, Indices, Axis, Out, Mode, Epilogue, Device};
+  const Param TorchParams[] = {Data, Indices, Axis, Mode};
+  const Param *Order = F.Torch ? TorchParams : Params;
+  const Py_ssize_t Count = F.Torch ? std::size(TorchParams) : std::size(Params);
   const char *Names[NumParams] = {"data", "indices",  F.AxisName, "out",
                                   "mode", "epilogue", "device"};
+  if (NArgs > Count)
+    return false;
+  static PyObject *Zero = PyLong_FromLong(0);
+  A = {nullptr, nullptr, F.AxisDefaults ? Zero : nullptr, Py_None, nullptr, Py_None, Py_None};
+  bool Given[NumParams] = {};
+  for (Py_ssize_t I = 0; I < NArgs; ++I) {
+    A[Order[I]] = Args[I];
+    Given[Order[I]] = true;
+  }
   const Py_ssize_t NKw = KwNames ? PyTuple_GET_SIZE(KwNames) : 0;
   for (Py_ssize_t K = 0; K < NKw; ++K) {
     PyObject *Key = PyTuple_GET_ITEM(KwNames, K);
-    int At = NArgs;
-    while (At < NumParams && PyUnicode_CompareWithASCIIString(Key, Names[At]) != 0)
+    Py_ssize_t At = 0;
+    while (At < Count && PyUnicode_CompareWithASCIIString(Key, Names[Order[At]]) != 0)
       ++At;
-    if (At == NumParams)
-      return false; // Unknown, or given twice: the Python function says so.
-    A[At] = Args[NArgs + K];
+    if (At == Count || Given[Order[At]])
+      return false; // Unknown, or given twice.
+    A[Order[At]] = Args[NArgs + K];
+    Given[Order[At]] = true;
   }
-  static PyObject *Zero = PyLong_FromLong(0);
-  if (!A[Axis] && F.AxisDefaults)
-    A[Axis] = Zero;
-  if (!A[Data] || !A[Indices] || !A[Axis])
-    return false;
+  return A[Data] && A[Indices] && A[Axis];
+}
+
+/// Whether gatherArrays serves the call alone.
+bool plainArrays(const Arguments &A) {
   PyTypeObject *NdArray = py::detail::npy_api::get().PyArray_Type_;
   auto IsArray = [&](PyObject *X) { return Py_TYPE(X) == NdArray; };
   return IsArray(A[Data]) && IsArray(A[Indices]) && PyLong_CheckExact(A[Axis]) &&
@@ -73,42 +95,56 @@ bool fastArguments(const GatherFunction &F, PyObject *const *Args, Py_ssize_t NA
           (PyUnicode_Check(A[Device]) && PyUnicode_CompareWithASCIIString(A[Device], "cpu") == 0));
 }
 
-PyObject *callGather(GatherFunction &F, PyObject *const *Args, Py_ssize_t NArgs,
-                     PyObject *KwNames) {
-  std::array<PyObject *, NumParams> A;
-  if (!fastArguments(F, Args, NArgs, KwNames, A))
-    return PyObject_Vectorcall(F.Fallback, Args, static_cast<size_t>(NArgs), KwNames);
-  try {
-    std::optional<py::array> OutArray;
-    if (A[Out] != Py_None)
-      OutArray = py::reinterpret_borrow<py::array>(A[Out]);
-    const std::string ModeName =
-        A[Mode] ? stringArg(A[Mode], "mode", ModeNames) : std::string("raise");
-    try {
-      return gatherArrays(F.Op, py::reinterpret_borrow<py::array>(A[Data]),
-                          py::reinterpret_borrow<py::array>(A[Indices]), A[Axis],
-                          std::move(OutArray), ModeName, std::nullopt, true)
-          .release()
-          .ptr();
-    } catch (py::error_already_set &E) {
-      // An out-of-range index, named in the caller's shapes.
-      if (E.matches(PyExc_IndexError))
-        package("_reraise_out_of_range")(F.Op, py::handle(A[Data]), py::handle(A[Indices]),
-                                         py::handle(A[Axis]), E.value());
-      throw;
-    }
-  } catch (...) {
-    return raiseCurrent();
-  }
+/// The call served by the native layer alone, or None.
+py::object nativeCall(const GatherFunction &F, const Arguments &A) {
+  static PyObject *Raise = PyUnicode_InternFromString("raise");
+  PyObject *ModeObj = A[Mode] ? A[Mode] : Raise;
+  if (F.Torch)
+    return gatherTensors(F.Op, A[Data], A[Indices], A[Axis], Py_None, ModeObj, F.Broadcast, true);
+  if (!plainArrays(A))
+    return py::none();
+  std::optional<py::array> OutArray;
+  if (A[Out] != Py_None)
+    OutArray = py::reinterpret_borrow<py::array>(A[Out]);
+  return gatherArrays(F.Op, py::reinterpret_borrow<py::array>(A[Data]),
+                      py::reinterpret_borrow<py::array>(A[Indices]), A[Axis], std::move(OutArray),
+                      stringArg(ModeObj, "mode", ModeNames), std::nullopt, F.Broadcast);
 }
 
-template <int I>
+PyObject *callGather(const GatherFunction &F, PyObject *const *Args, Py_ssize_t NArgs,
+                     PyObject *KwNames) {
+  Arguments A;
+  if (bindArguments(F, Args, NArgs, KwNames, A)) {
+    try {
+      py::object Got;
+      try {
+        Got = nativeCall(F, A);
+      } catch (py::error_already_set &E) {
+        // An out-of-range index, named in the caller's shapes.
+        if (E.matches(PyExc_IndexError))
+          package("_reraise_out_of_range")(F.Op, py::handle(A[Data]), py::handle(A[Indices]),
+                                           py::handle(A[Axis]), E.value());
+        throw;
+      }
+      if (!Got.is_none())
+        return Got.release().ptr();
+    } catch (...) {
+      return raiseCurrent();
+    }
+  }
+  return PyObject_Vectorcall(F.Fallback, Args, static_cast<size_t>(NArgs), KwNames);
+}
+
+template <size_t I>
 PyObject *callFunction(PyObject *, PyObject *const *Args, Py_ssize_t NArgs, PyObject *KwNames) {
   return callGather(Functions[I], Args, NArgs, KwNames);
 }
 
 using Trampoline = PyObject *(*)(PyObject *, PyObject *const *, Py_ssize_t, PyObject *);
-constexpr Trampoline Trampolines[] = {callFunction<0>, callFunction<1>, callFunction<2>};
+template <size_t... I> constexpr auto trampolines(std::index_sequence<I...>) {
+  return std::array<Trampoline, sizeof...(I)>{callFunction<I>...};
+}
+constexpr auto Trampolines = trampolines(std::make_index_sequence<std::size(Functions)>());
 
 } // namespace
 
@@ -117,27 +153,27 @@ PyObject *raiseCurrent() {
   return nullptr;
 }
 
-py::object gatherFunction(py::module_ &Module, const std::string &Name, py::function Fallback,
+py::object gatherFunction(py::module_ &Native, const py::function &Fallback,
                           const std::string &Signature) {
+  const std::string Module = py::str(Fallback.attr("__module__")),
+                    Name = py::str(Fallback.attr("__name__"));
   for (size_t I = 0; I < std::size(Functions); ++I) {
     GatherFunction &F = Functions[I];
-    if (Name != F.Name)
+    if (Module != F.Module || Name != F.Name)
       continue;
-    if (F.Fallback)
-      throw py::value_error(Name + " is made once");
-    F.Fallback = Fallback.release().ptr(); // Kept for the process's life, as the function is.
+    Py_XDECREF(F.Fallback); // A module imported again makes its functions again.
+    F.Fallback = Fallback.inc_ref().ptr();
     // "name(signature)\n--\n\n" gives the function its __text_signature__.
-    const py::object Doc = py::getattr(py::handle(F.Fallback), "__doc__", py::none());
+    const py::object Doc = Fallback.attr("__doc__");
     F.Doc = Name + Signature + "\n--\n\n" + (Doc.is_none() ? "" : Doc.cast<std::string>());
     F.Def = {F.Name, reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(Trampolines[I])),
              METH_FASTCALL | METH_KEYWORDS, F.Doc.c_str()};
-    const py::str ModuleName("gatherjit");
-    PyObject *Made = PyCMethod_New(&F.Def, Module.ptr(), ModuleName.ptr(), nullptr);
+    PyObject *Made = PyCMethod_New(&F.Def, Native.ptr(), py::str(Module).ptr(), nullptr);
     if (!Made)
       throw py::error_already_set();
     return py::reinterpret_steal<py::object>(Made);
   }
-  throw py::value_error(Name + " is not one of take_along_axis, take, gather_nd");
+  throw py::value_error(Module + "." + Name + " is not a gather function of the package");
 }
 
 } // namespace gatherjit::binding

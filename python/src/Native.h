@@ -315,11 +315,13 @@ void checkAxis(const std::string &Op, py::handle AxisObj, int64_t Axis, bool Ove
 py::object gatherArrays(const std::string &Op, py::array Data, py::array Indices,
                         py::handle AxisObj, std::optional<py::array> Out, const std::string &Mode,
                         const std::optional<py::tuple> &Fused, bool Broadcast);
-/// take_along_axis, take or gather_nd (\p Name) as a built-in function of
-/// \p Module with the text signature \p Signature and \p Fallback's
-/// docstring: calls on numpy arrays run gatherArrays, the rest go to
-/// \p Fallback (Functions.cpp).
-py::object gatherFunction(py::module_ &Module, const std::string &Name, py::function Fallback,
+/// One of the package's gather functions (gatherjit's take,
+/// take_along_axis, gather_nd; gatherjit.torch's gather_elements, gather,
+/// gather_nd), named by \p Fallback's module and name, as a built-in
+/// function of \p Native with the text signature \p Signature and
+/// \p Fallback's docstring: the calls the native layer serves alone run
+/// from the call, the rest go to \p Fallback (Functions.cpp).
+py::object gatherFunction(py::module_ &Native, const py::function &Fallback,
                           const std::string &Signature);
 /// The Python exception for the C++ one being handled, as pybind11's own
 /// functions raise it; returns null.

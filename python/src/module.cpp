@@ -242,12 +242,12 @@ PYBIND11_MODULE(_native, M) {
     throw py::error_already_set();
   M.def(
       "gather_function",
-      [M](const std::string &Name, py::function Fallback, const std::string &Signature) mutable {
-        return gatherFunction(M, Name, std::move(Fallback), Signature);
+      [M](const py::function &Fallback, const std::string &Signature) mutable {
+        return gatherFunction(M, Fallback, Signature);
       },
-      py::arg("name"), py::arg("fallback"), py::arg("signature"),
-      "take_along_axis, take or gather_nd as a built-in function of the package's module: "
-      "numpy arrays run from the call, every other call goes to fallback.");
+      py::arg("fallback"), py::arg("signature"),
+      "One of the package's gather functions as a built-in function: the calls the native "
+      "layer serves alone run from the call, every other call goes to fallback.");
   M.attr("epilogues_supported") = epiloguesSupported();
   M.attr("__version__") = GATHERJIT_VERSION;
   M.def(

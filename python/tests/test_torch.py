@@ -403,3 +403,36 @@ def test_compiled_kernels_on_random_tensor_layouts_never_misread_them():
                 assert got.dtype == dtype
                 assert torch.equal(got, torch.gather(other, axis, other_idx))
     assert ran > 20 and refused > 100
+
+
+def test_the_functions_take_their_arguments_as_python_functions_do():
+    import inspect
+    data = torch.arange(12.).reshape(3, 4)
+    for f, args, want in [
+            (gjt.gather_elements, (data, torch.tensor([[3], [0], [1]]), 1),
+             torch.gather(data, 1, torch.tensor([[3], [0], [1]]))),
+            (gjt.gather, (data, torch.tensor([2, -1])), data[[2, 2]]),
+            (gjt.gather_nd, (data, torch.tensor([[0, 3], [2, 1]])), torch.tensor([3., 9.]))]:
+        names = list(inspect.signature(f).parameters)
+        assert names[:2] == ["data", "indices"] and names[3:] == ["mode"]
+        assert pickle.loads(pickle.dumps(f)) is f
+        assert f.__doc__ and f.__module__ == "gatherjit.torch"
+        by_name = dict(zip(names, args))
+        for got in (f(*args), f(**by_name), f(*args[:1], **dict(list(by_name.items())[1:])),
+                    f(*args, mode="clamp"), f(*args, **{"mode": "raise"})):
+            assert torch.equal(got, want)
+        # Through the general path: autograd records it.
+        leaf = data.clone().requires_grad_()
+        grad_args = (leaf,) + args[1:]
+        assert f(*grad_args).grad_fn is not None
+        with torch.no_grad():
+            assert f(*grad_args).grad_fn is None
+        with pytest.raises(TypeError, match=rf"^{f.__name__}\(\) got an unexpected keyword "
+                                            r"argument 'modes'"):
+            f(*args, modes="raise")
+        with pytest.raises(TypeError, match=rf"^{f.__name__}\(\) got multiple values for "
+                                            r"argument 'indices'"):
+            f(*args, indices=args[1])
+    with pytest.raises(IndexError, match=r"^indices\[1\] = 3 is out of range for axis 0 of size "
+                                         r"3"):
+        gjt.gather(data, torch.tensor([0, 3]))
