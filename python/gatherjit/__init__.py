@@ -519,7 +519,7 @@ def _out_of_range(op, data, indices, axis, position):
     """The first out-of-range index at `position` (row-major in the indices
     the kernel saw) named in the caller's shapes."""
     ids = _array(indices, "indices")
-    shape = tuple(int(s) for s in data.shape)
+    shape = tuple(int(s) for s in getattr(data, "shape", None) or _np.shape(data))
     if op == "gather_nd":
         k = ids.shape[-1]
         where = _np.unravel_index(position // max(k, 1), ids.shape[:-1]) if ids.ndim > 1 else ()

@@ -47,6 +47,14 @@ def _differentiable(data):
     return torch.is_grad_enabled() and isinstance(data, torch.Tensor) and data.requires_grad
 
 
+def _expect_tensors(function, data, indices):
+    """TypeError, in torch's words, unless data and indices are tensors."""
+    for name, value in (("data", data), ("indices", indices)):
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(f"{function}(): argument '{name}' must be Tensor, not "
+                            f"{type(value).__name__}")
+
+
 # The kernels alone, without autograd: what the operators run below
 # PyTorch's autograd (their annotations are the operators' schemas).
 
@@ -71,6 +79,7 @@ def _gather_kernel(data: torch.Tensor, indices: torch.Tensor, axis: int = 0,
 def gather_elements(data: torch.Tensor, indices: torch.Tensor, axis: int,
                     mode: str = "raise") -> torch.Tensor:
     """torch.gather(data, axis, indices) by a gatherjit kernel."""
+    _expect_tensors("gather_elements", data, indices)
     if (data.dim() == 0 or indices.dim() == 0) and data.dim() <= 1 and indices.dim() <= 1:
         # torch's rule: a 0-d tensor is gathered as a 1-d one of one element.
         return gather_elements(data.reshape(-1), indices.reshape(-1), axis,
@@ -84,6 +93,7 @@ def gather_elements(data: torch.Tensor, indices: torch.Tensor, axis: int,
 def gather(data: torch.Tensor, indices: torch.Tensor, axis: int = 0,
            mode: str = "raise") -> torch.Tensor:
     """numpy.take(data, indices, axis) (ONNX Gather) by a gatherjit kernel."""
+    _expect_tensors("gather", data, indices)
     if _differentiable(data):
         return _Gather.apply(data, indices, axis, mode)
     return _gather_kernel(data, indices, axis, mode)
@@ -93,6 +103,7 @@ def gather(data: torch.Tensor, indices: torch.Tensor, axis: int = 0,
 def gather_nd(data: torch.Tensor, indices: torch.Tensor, batch_dims: int = 0,
               mode: str = "raise") -> torch.Tensor:
     """ONNX GatherND by a gatherjit kernel."""
+    _expect_tensors("gather_nd", data, indices)
     if _differentiable(data):
         return _GatherND.apply(data, indices, batch_dims, mode)
     return gatherjit._gather("gather_nd", data, indices, batch_dims, None, mode, None)

@@ -334,6 +334,10 @@ def test_the_functions_take_their_arguments_as_python_functions_do():
     with pytest.raises(IndexError, match=r"^indices\[1\] = 5 is out of range for axis 0 of size "
                                          r"3"):
         gj.take(data, np.array([0, 5]))
+    # Through the general path too, where data is a list.
+    with pytest.raises(IndexError, match=r"^indices\[0, 1\] = 4 is out of range for axis 1 of "
+                                         r"size 4"):
+        gj.take_along_axis(data.tolist(), np.array([[0, 4]]), 1)
 
 
 def test_save_object_writes_an_elf_object(tmp_path):

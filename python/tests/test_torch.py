@@ -433,6 +433,13 @@ def test_the_functions_take_their_arguments_as_python_functions_do():
         with pytest.raises(TypeError, match=rf"^{f.__name__}\(\) got multiple values for "
                                             r"argument 'indices'"):
             f(*args, indices=args[1])
+        # Operands that are not tensors are refused as torch refuses them.
+        with pytest.raises(TypeError, match=rf"^{f.__name__}\(\): argument 'indices' must be "
+                                            r"Tensor, not list"):
+            f(args[0], args[1].tolist(), *args[2:])
+        with pytest.raises(TypeError, match=rf"^{f.__name__}\(\): argument 'data' must be "
+                                            r"Tensor, not ndarray"):
+            f(args[0].numpy(), *args[1:])
     with pytest.raises(IndexError, match=r"^indices\[1\] = 3 is out of range for axis 0 of size "
                                          r"3"):
         gjt.gather(data, torch.tensor([0, 3]))
