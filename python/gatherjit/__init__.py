@@ -375,16 +375,17 @@ def _device_name(device):
     return dev
 
 
-def _gather_on_device(op, data, indices, axis, out, mode, epilogue, device):
+def _gather_on_device(op, data, indices, axis, out, mode, epilogue, device, broadcast):
     """A gather of arrays on a CUDA device, in place on the device: no copy
     of the operands; the result is `out`, or a new PyTorch tensor beside a
-    PyTorch `data`."""
+    PyTorch `data`. `broadcast` as for the CPU (_gather)."""
     torch = _sys.modules.get("torch")  # never imported here: only its tensors
     tensor = torch.Tensor if torch is not None else None
     key = None
     if (tensor is not None and type(data) is tensor and type(indices) is tensor
             and (out is None or type(out) is tensor) and epilogue is None and type(axis) is int):
-        key = (op, axis, mode, device, data.device, data.dtype, data.shape, data.stride(),
+        key = (op, axis, mode, broadcast, device, data.device, data.dtype, data.shape,
+               data.stride(),
                indices.device, indices.dtype, indices.shape, indices.stride(),
                None if out is None else (out.device, out.dtype, out.shape, out.stride()))
         seen = _device_layouts.get(key)
@@ -410,7 +411,7 @@ def _gather_on_device(op, data, indices, axis, out, mode, epilogue, device):
         o_spec, o_ptr, _, o_keep, o_at = _device_operand(out, "out")
     dev = _device_of_operands(dev, {"data": d_at, "indices": i_at, "out": o_at})
     k = _native.compile_device(op, d_spec, i_spec, axis, mode, _fused(epilogue), dev,
-                               o_spec)
+                               o_spec, broadcast)
     dtype = None
     if out is None:
         if torch is None or not isinstance(data, torch.Tensor):
@@ -433,7 +434,8 @@ def _gather_on_device(op, data, indices, axis, out, mode, epilogue, device):
 
 def _gather(op, data, indices, axis, out, mode, epilogue, broadcast=True, device=None):
     if device is not None and device != "cpu":
-        return _gather_on_device(op, data, indices, axis, out, mode, epilogue, device)
+        return _gather_on_device(op, data, indices, axis, out, mode, epilogue, device,
+                                 broadcast)
     try:
         # (numpy arrays in and out, an int axis and no epilogue went straight
         # to the native layer from take, take_along_axis and gather_nd.)

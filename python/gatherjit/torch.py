@@ -55,18 +55,25 @@ def _expect_tensors(function, data, indices):
                             f"{type(value).__name__}")
 
 
+def _device(data):
+    """Where a gather of `data` runs: None for the CPU, else its device
+    ("cuda:0"), where the operands lie."""
+    return None if data.device.type == "cpu" else str(data.device)
+
+
 # The kernels alone, without autograd: what the operators run below
 # PyTorch's autograd (their annotations are the operators' schemas).
 
 def _gather_elements_kernel(data: torch.Tensor, indices: torch.Tensor, axis: int,
                             mode: str = "raise") -> torch.Tensor:
     return gatherjit._gather("gather_elements", data, indices, axis, None, mode, None,
-                             broadcast=False)
+                             broadcast=False, device=_device(data))
 
 
 def _gather_kernel(data: torch.Tensor, indices: torch.Tensor, axis: int = 0,
                    mode: str = "raise") -> torch.Tensor:
-    return gatherjit._gather("gather", data, indices, axis, None, mode, None)
+    return gatherjit._gather("gather", data, indices, axis, None, mode, None,
+                             device=_device(data))
 
 
 # The public functions are built-in functions of the native layer, which
@@ -106,7 +113,8 @@ def gather_nd(data: torch.Tensor, indices: torch.Tensor, batch_dims: int = 0,
     _expect_tensors("gather_nd", data, indices)
     if _differentiable(data):
         return _GatherND.apply(data, indices, batch_dims, mode)
-    return gatherjit._gather("gather_nd", data, indices, batch_dims, None, mode, None)
+    return gatherjit._gather("gather_nd", data, indices, batch_dims, None, mode, None,
+                             device=_device(data))
 
 
 # Backward passes: the gradient of a gather is a scatter-add of the output's
@@ -196,7 +204,8 @@ class _GatherND(torch.autograd.Function):
         flat = flat.reshape(batches, -1) + torch.arange(batches).unsqueeze(1) * per_batch
         ctx.shape, ctx.lead = data.shape, batch_dims + k
         ctx.save_for_backward(flat.reshape(-1))
-        return gatherjit._gather("gather_nd", data, indices, batch_dims, None, mode, None)
+        return gatherjit._gather("gather_nd", data, indices, batch_dims, None, mode, None,
+                                 device=_device(data))
 
     @staticmethod
     def backward(ctx, grad):

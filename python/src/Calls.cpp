@@ -103,6 +103,38 @@ void checkAxis(const std::string &Op, py::handle AxisObj, int64_t Axis, bool Ove
                           " is negative or too large");
 }
 
+void broadcastAlongAxis(TensorDesc &Data, TensorDesc &Indices, int64_t Axis) {
+  if (Data.rank() != Indices.rank())
+    throw py::value_error("take_along_axis: indices of rank " + std::to_string(Indices.rank()) +
+                          " and data of rank " + std::to_string(Data.rank()) +
+                          "; the ranks must be equal");
+  // A size of 1 repeats (or, against a size of 0, vanishes) through a
+  // stride of 0 (no copy).
+  for (TensorDesc *T : {&Data, &Indices})
+    if (!T->Strides)
+      T->Strides = packedStrides(T->Sizes);
+  const int64_t R = Data.rank(), A = Axis < 0 ? Axis + R : Axis;
+  for (int64_t D = 0; D < R; ++D) {
+    if (D == A)
+      continue;
+    uint64_t &DS = Data.Sizes[D], &IS = Indices.Sizes[D];
+    if (DS == 1 && IS != 1) {
+      DS = IS;
+      (*Data.Strides)[D] = 0;
+    } else if (IS == 1 && DS != 1) {
+      IS = DS;
+      (*Indices.Strides)[D] = 0;
+    } else if (IS != DS) {
+      // numpy raises IndexError here; ValueError is what a bad shape was.
+      const std::string Message = "take_along_axis: data " + tupleString(Data.Sizes) +
+                                  " and indices " + tupleString(Indices.Sizes) +
+                                  " do not broadcast at dimension " + std::to_string(D);
+      PyErr_SetString(package("_ShapeMismatchError").ptr(), Message.c_str());
+      throw py::error_already_set();
+    }
+  }
+}
+
 namespace {
 
 /// The kernel for arrays \p Data and \p Indices (cached by the runtime
@@ -137,35 +169,8 @@ std::shared_ptr<PyKernel> kernelForArrays(const std::string &Op, py::array &Data
   // The first call of a layout checks the axis (a later one found its key).
   checkAxis(Op, AxisObj, Axis, Overflow, Data.ndim());
   TensorDesc DataT = tensorOf(Data, "data"), IdxT = tensorOf(Indices, "indices");
-  if (Broadcast && Op == "gather_elements") {
-    if (DataT.rank() != IdxT.rank())
-      throw py::value_error("take_along_axis: indices of rank " + std::to_string(IdxT.rank()) +
-                            " and data of rank " + std::to_string(DataT.rank()) +
-                            "; the ranks must be equal");
-    // numpy broadcasts the dimensions other than the axis: a size of 1
-    // repeats (or, against a size of 0, vanishes), through a stride of 0
-    // (no copy).
-    const int64_t R = DataT.rank(), A = Axis < 0 ? Axis + R : Axis;
-    for (int64_t D = 0; D < R; ++D) {
-      if (D == A)
-        continue;
-      uint64_t &DS = DataT.Sizes[D], &IS = IdxT.Sizes[D];
-      if (DS == 1 && IS != 1) {
-        DS = IS;
-        (*DataT.Strides)[D] = 0;
-      } else if (IS == 1 && DS != 1) {
-        IS = DS;
-        (*IdxT.Strides)[D] = 0;
-      } else if (IS != DS) {
-        // numpy raises IndexError here; ValueError is what a bad shape was.
-        const std::string Message = "take_along_axis: data " + tupleString(DataT.Sizes) +
-                                    " and indices " + tupleString(IdxT.Sizes) +
-                                    " do not broadcast at dimension " + std::to_string(D);
-        PyErr_SetString(package("_ShapeMismatchError").ptr(), Message.c_str());
-        throw py::error_already_set();
-      }
-    }
-  }
+  if (Broadcast && Op == "gather_elements")
+    broadcastAlongAxis(DataT, IdxT, Axis);
   std::optional<TensorDesc> OutT;
   if (Out)
     OutT = tensorOf(*Out, "out");

@@ -310,6 +310,11 @@ int64_t axisValue(py::handle Axis, bool &Overflow);
 /// ValueError for a negative or overflowing batch_dims.
 void checkAxis(const std::string &Op, py::handle AxisObj, int64_t Axis, bool Overflow,
                int64_t Rank);
+/// take_along_axis's \p Data and \p Indices broadcast as numpy's: on the
+/// dimensions other than \p Axis, a size of 1 against another becomes that
+/// size with a stride of 0; ValueError for ranks that differ,
+/// gatherjit._ShapeMismatchError for sizes that do not broadcast.
+void broadcastAlongAxis(TensorDesc &Data, TensorDesc &Indices, int64_t Axis);
 /// take / take_along_axis / gather_nd on numpy arrays, into \p Out or a new
 /// array.
 py::object gatherArrays(const std::string &Op, py::array Data, py::array Indices,

@@ -205,7 +205,7 @@ PYBIND11_MODULE(_native, M) {
       "compile_device",
       [](const std::string &Op, py::tuple Data, py::tuple Indices, py::handle AxisObj,
          py::handle Mode, const std::optional<py::tuple> &Fused, const std::string &Device,
-         std::optional<py::tuple> Out) {
+         std::optional<py::tuple> Out, bool Broadcast) {
         py::dtype DataType("float32"), IndexType("int64"), OutType("float32");
         TensorDesc D = tensorFromSpec(Data, DataType, "data");
         TensorDesc I = tensorFromSpec(Indices, IndexType, "indices");
@@ -215,11 +215,13 @@ PYBIND11_MODULE(_native, M) {
         bool Overflow = false;
         const int64_t Axis = axisValue(AxisObj, Overflow);
         checkAxis(Op, AxisObj, Axis, Overflow, D.rank());
+        if (Broadcast && Op == "gather_elements")
+          broadcastAlongAxis(D, I, Axis);
         return compileFor(Op, D, I, Axis, stringArg(Mode, "mode", ModeNames), DataType, O,
                           epilogueOf(Fused), &deviceRuntime(Device));
       },
       py::arg("op"), py::arg("data"), py::arg("indices"), py::arg("axis"), py::arg("mode"),
-      py::arg("epilogue"), py::arg("device"), py::arg("out"));
+      py::arg("epilogue"), py::arg("device"), py::arg("out"), py::arg("broadcast"));
   M.def("compile_descriptor", &compileDescriptor, py::arg("json"),
         py::arg("epilogue") = py::none());
   M.def("set_output_pool", &setOutputPool, py::arg("bytes"), py::arg("linger") = py::none());

@@ -89,3 +89,27 @@ def test_a_bad_index_is_the_cpus_error():
         gj.take_along_axis(cuda(data), cuda(idx), 1, device="cuda")
     assert str(on_device.value) == str(on_cpu.value)
     assert "indices[2, 1] = 9" in str(on_device.value)
+
+
+def test_broadcast_and_gatherjit_torch_on_cuda_tensors():
+    import gatherjit.torch as gjt
+    gen = torch.Generator().manual_seed(5)
+    data = cuda(torch.randn(6, 40, generator=gen, dtype=torch.float64))
+    # numpy's broadcast: one row of indices against six rows of data.
+    row = cuda(torch.randint(0, 40, (1, 7), generator=gen))
+    assert torch.equal(gj.take_along_axis(data, row, 1, device="cuda"),
+                       torch.gather(data, 1, row.expand(6, 7)))
+    # torch's rule: indices smaller than the data off the axis.
+    idx = cuda(torch.randint(0, 40, (4, 9), generator=gen))
+    got = gjt.gather_elements(data, idx, 1)
+    assert got.is_cuda and torch.equal(got, torch.gather(data, 1, idx))
+    ids = cuda(torch.randint(0, 6, (5,), generator=gen))
+    assert torch.equal(gjt.gather(data, ids, 0), data[ids])
+    assert torch.equal(gjt.gather_nd(data, cuda(torch.tensor([[1, 2], [5, 39]]))),
+                       data[[1, 5], [2, 39]])
+    # Their gradients, on the device too.
+    leaf = data.clone().requires_grad_()
+    gjt.gather_elements(leaf, idx, 1).sum().backward()
+    want = torch.zeros_like(data).scatter_add_(1, idx, torch.ones(idx.shape, device="cuda",
+                                                                  dtype=data.dtype))
+    assert leaf.grad.is_cuda and torch.equal(leaf.grad, want)

@@ -102,6 +102,24 @@ def test_a_device_gather_launches_on_the_operands_where_they_lie(gj, tmp_path):
             out=DeviceArray(np.zeros((2, 4), np.float32)), device="cuda:0")
 
 
+def test_take_along_axis_broadcasts_on_the_device_as_on_the_cpu(gj, tmp_path):
+    # numpy's rule: indices of one row against data of three give three
+    # rows (the CPU's result), not ONNX's one.
+    data = np.arange(12, dtype=np.float32).reshape(3, 4)
+    idx = np.array([[3, 0]], dtype=np.int64)
+    assert gj.take_along_axis(data, idx, 1).shape == (3, 2)
+    out = DeviceArray(np.zeros((3, 2), dtype=np.float32))
+    assert gj.take_along_axis(DeviceArray(data), DeviceArray(idx), 1, out=out,
+                              device="cuda") is out
+    assert "sizes=3,2" in (tmp_path / "driver.log").read_text()
+    with pytest.raises(ValueError, match=r"out has shape \(1, 2\); the result's is \(3, 2\)"):
+        gj.take_along_axis(DeviceArray(data), DeviceArray(idx), 1,
+                           out=DeviceArray(np.zeros((1, 2), np.float32)), device="cuda")
+    with pytest.raises(IndexError, match="do not broadcast at dimension 0"):
+        gj.take_along_axis(DeviceArray(data), DeviceArray(np.zeros((2, 2), np.int64)), 1,
+                           out=DeviceArray(np.zeros((3, 2), np.float32)), device="cuda")
+
+
 def test_the_devices_bad_index_is_an_index_error(gj, monkeypatch):
     data = np.arange(12, dtype=np.float32).reshape(3, 4)
     idx = np.array([[3, 2], [0, 1], [1, 9]], dtype=np.int64)
