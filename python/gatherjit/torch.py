@@ -56,9 +56,13 @@ def _expect_tensors(function, data, indices):
 
 
 def _device(data):
-    """Where a gather of `data` runs: None for the CPU, else its device
+    """Where a gather of `data` runs: None for the CPU, else its CUDA device
     ("cuda:0"), where the operands lie."""
-    return None if data.device.type == "cpu" else str(data.device)
+    if data.device.type == "cpu":
+        return None
+    if data.device.type == "cuda":
+        return str(data.device)
+    raise ValueError(f"data is on {data.device}; gatherjit runs on the CPU and CUDA devices")
 
 
 # The kernels alone, without autograd: what the operators run below

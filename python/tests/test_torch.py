@@ -440,6 +440,9 @@ def test_the_functions_take_their_arguments_as_python_functions_do():
         with pytest.raises(TypeError, match=rf"^{f.__name__}\(\): argument 'data' must be "
                                             r"Tensor, not ndarray"):
             f(args[0].numpy(), *args[1:])
+        with pytest.raises(ValueError, match=r"^data is on meta; gatherjit runs on the CPU and "
+                                             r"CUDA devices"):
+            f(*(a.to("meta") if isinstance(a, torch.Tensor) else a for a in args))
     with pytest.raises(IndexError, match=r"^indices\[1\] = 3 is out of range for axis 0 of size "
                                          r"3"):
         gjt.gather(data, torch.tensor([0, 3]))
