@@ -6,8 +6,8 @@
     rows = torch.ops.gatherjit.gather(table, ids, 0)                  # torch.index_select
     out = torch.ops.gatherjit.gather_elements(data, index, 1, "clip")
 
-Both take CPU tensors of any strides (read where they lie, no copy) and
-return a new tensor. `axis` may be negative; indices may be negative
+Both take CPU or CUDA tensors of any strides (read where they lie, no
+copy; CUDA tensors gathered on their device) and return a new tensor. `axis` may be negative; indices may be negative
 (counted from the end, as numpy's are) and of any integer type; `mode` is
 "raise" (an out-of-range index raises IndexError naming it), "clip"
 (numpy's) or "clamp" (DirectML's). gather_elements follows torch.gather's
@@ -17,8 +17,8 @@ shape is data.shape[:axis] + indices.shape + data.shape[axis+1:].
 
 The operators are defined with torch.library.custom_op where PyTorch has
 it (2.4 and later, with fake implementations that give torch.compile and
-meta tensors their shapes) and with torch.library.Library before that (a
-CPU kernel alone); either way they are dispatcher operators, callable from
+meta tensors their shapes) and with torch.library.Library before that
+(CPU and CUDA kernels alone); either way they are dispatcher operators, callable from
 torch.jit.script. The functions gather_elements, gather and gather_nd of
 this module are differentiable: with a data tensor that requires grad they
 are torch.autograd.Functions whose backward is a scatter-add of the
@@ -245,7 +245,7 @@ def register():
         for name, (fn, shape, setup, grad) in functions.items():
             # The schema is inferred from the annotations (the same as _SCHEMAS).
             op = torch.library.custom_op(f"gatherjit::{name}", mutates_args=(),
-                                         device_types="cpu")(fn)
+                                         device_types=("cpu", "cuda"))(fn)
             op.register_fake(shape)
             op.register_autograd(grad, setup_context=lambda ctx, inputs, output, setup=setup:
                                  setup(ctx, inputs))
@@ -256,4 +256,5 @@ def register():
         for name, (fn, shape, _, _) in functions.items():
             lib.define(_SCHEMAS[name])
             lib.impl(name, fn, "CPU")
+            lib.impl(name, fn, "CUDA")
         _registered = lib
