@@ -105,6 +105,10 @@ def test_broadcast_and_gatherjit_torch_on_cuda_tensors():
     assert got.is_cuda and torch.equal(got, torch.gather(data, 1, idx))
     ids = cuda(torch.randint(0, 6, (5,), generator=gen))
     assert torch.equal(gjt.gather(data, ids, 0), data[ids])
+    gjt.register()  # the dispatcher's operators, CUDA kernels too
+    assert torch.equal(torch.ops.gatherjit.gather_elements(data, idx, 1),
+                       torch.gather(data, 1, idx))
+    assert torch.equal(torch.ops.gatherjit.gather(data, ids, 0), data[ids])
     assert torch.equal(gjt.gather_nd(data, cuda(torch.tensor([[1, 2], [5, 39]]))),
                        data[[1, 5], [2, 39]])
     # Their gradients, on the device too.
