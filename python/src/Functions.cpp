@@ -15,6 +15,8 @@
 #include "Native.h"
 
 #include <array>
+#include <string>
+#include <utility>
 
 namespace gatherjit::binding {
 
