@@ -2,8 +2,8 @@
 //
 // gatherjit's take, take_along_axis and gather_nd, and gatherjit.torch's
 // gather_elements, gather and gather_nd, as built-in functions. A call the
-// native layer serves alone runs from the call itself: numpy arrays
-// (exactly numpy.ndarray, an int axis, no epilogue, the CPU) through
+// native layer serves alone (no epilogue, the CPU) runs from the call
+// itself: numpy arrays (exactly numpy.ndarray, an int axis) through
 // gatherArrays, plain PyTorch CPU tensors through gatherTensors. Every
 // other call, bad arguments included, goes to the package's Python
 // function of the same signature, which serves it and raises Python's own
@@ -93,30 +93,38 @@ bool bindArguments(const GatherFunction &F, PyObject *const *Args, Py_ssize_t NA
   return A[Data] && A[Indices] && A[Axis];
 }
 
+/// Whether the call runs on the CPU without an epilogue: what the native
+/// layer may serve alone.
+bool plainCall(const Arguments &A) {
+  return A[Epilogue] == Py_None &&
+         (A[Device] == Py_None ||
+          (PyUnicode_Check(A[Device]) && PyUnicode_CompareWithASCIIString(A[Device], "cpu") == 0));
+}
+
 /// Whether gatherArrays serves the call alone.
 bool plainArrays(const Arguments &A) {
   PyTypeObject *NdArray = py::detail::npy_api::get().PyArray_Type_;
   auto IsArray = [&](PyObject *X) { return Py_TYPE(X) == NdArray; };
   return IsArray(A[Data]) && IsArray(A[Indices]) && PyLong_CheckExact(A[Axis]) &&
-         (A[Out] == Py_None || IsArray(A[Out])) && A[Epilogue] == Py_None &&
-         (A[Device] == Py_None ||
-          (PyUnicode_Check(A[Device]) && PyUnicode_CompareWithASCIIString(A[Device], "cpu") == 0));
+         (A[Out] == Py_None || IsArray(A[Out]));
 }
 
 /// The call served by the native layer alone, or None.
 py::object nativeCall(const GatherFunction &F, const Arguments &A) {
   static PyObject *Raise = PyUnicode_InternFromString("raise");
   PyObject *ModeObj = A[Mode] ? A[Mode] : Raise;
-  if (F.Torch)
-    return gatherTensors(F.Op, A[Data], A[Indices], A[Axis], Py_None, ModeObj, F.Broadcast, true);
-  if (!plainArrays(A))
+  if (!plainCall(A))
     return py::none();
-  std::optional<py::array> OutArray;
-  if (A[Out] != Py_None)
-    OutArray = py::reinterpret_borrow<py::array>(A[Out]);
-  return gatherArrays(F.Op, py::reinterpret_borrow<py::array>(A[Data]),
-                      py::reinterpret_borrow<py::array>(A[Indices]), A[Axis], std::move(OutArray),
-                      stringArg(ModeObj, "mode", ModeNames), std::nullopt, F.Broadcast);
+  if (!F.Torch && plainArrays(A)) {
+    std::optional<py::array> OutArray;
+    if (A[Out] != Py_None)
+      OutArray = py::reinterpret_borrow<py::array>(A[Out]);
+    return gatherArrays(F.Op, py::reinterpret_borrow<py::array>(A[Data]),
+                        py::reinterpret_borrow<py::array>(A[Indices]), A[Axis], std::move(OutArray),
+                        stringArg(ModeObj, "mode", ModeNames), std::nullopt, F.Broadcast);
+  }
+  // PyTorch CPU tensors; None for anything else.
+  return gatherTensors(F.Op, A[Data], A[Indices], A[Axis], A[Out], ModeObj, F.Broadcast, F.Torch);
 }
 
 PyObject *callGather(const GatherFunction &F, PyObject *Fallback, PyObject *const *Args,
