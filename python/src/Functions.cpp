@@ -103,8 +103,9 @@ bool plainCall(const Arguments &A) {
 
 /// Whether gatherArrays serves the call alone.
 bool plainArrays(const Arguments &A) {
-  PyTypeObject *NdArray = py::detail::npy_api::get().PyArray_Type_;
-  auto IsArray = [&](PyObject *X) { return Py_TYPE(X) == NdArray; };
+  static PyObject *NdArray =
+      py::object(py::module_::import("numpy").attr("ndarray")).release().ptr();
+  auto IsArray = [&](PyObject *X) { return reinterpret_cast<PyObject *>(Py_TYPE(X)) == NdArray; };
   return IsArray(A[Data]) && IsArray(A[Indices]) && PyLong_CheckExact(A[Axis]) &&
          (A[Out] == Py_None || IsArray(A[Out]));
 }
