@@ -7,22 +7,23 @@
     out = torch.ops.gatherjit.gather_elements(data, index, 1, "clip")
 
 Both take CPU or CUDA tensors of any strides (read where they lie, no
-copy; CUDA tensors gathered on their device) and return a new tensor. `axis` may be negative; indices may be negative
-(counted from the end, as numpy's are) and of any integer type; `mode` is
-"raise" (an out-of-range index raises IndexError naming it), "clip"
-(numpy's) or "clamp" (DirectML's). gather_elements follows torch.gather's
-shape rule: the indices may be smaller than the data on the other
-dimensions. gather is numpy.take along `axis` (ONNX Gather): the result's
-shape is data.shape[:axis] + indices.shape + data.shape[axis+1:].
+copy; CUDA tensors gathered on their device) and return a new tensor.
+`axis` may be negative; indices may be negative (counted from the end, as
+numpy's are) and of any integer type; `mode` is "raise" (an out-of-range
+index raises IndexError naming it), "clip" (numpy's) or "clamp"
+(DirectML's). gather_elements follows torch.gather's shape rule: the
+indices may be smaller than the data on the other dimensions. gather is
+numpy.take along `axis` (ONNX Gather): the result's shape is
+data.shape[:axis] + indices.shape + data.shape[axis+1:].
 
 The operators are defined with torch.library.custom_op where PyTorch has
 it (2.4 and later, with fake implementations that give torch.compile and
 meta tensors their shapes) and with torch.library.Library before that
-(CPU and CUDA kernels alone); either way they are dispatcher operators, callable from
-torch.jit.script. The functions gather_elements, gather and gather_nd of
-this module are differentiable: with a data tensor that requires grad they
-are torch.autograd.Functions whose backward is a scatter-add of the
-output's gradient (repeated indices add up). The operators have the same
+(CPU and CUDA kernels alone); either way they are dispatcher operators,
+callable from torch.jit.script. The functions gather_elements, gather and
+gather_nd of this module are differentiable: with a data tensor that
+requires grad they are torch.autograd.Functions whose backward is a
+scatter-add of the output's gradient (repeated indices add up). The operators have the same
 formulas where PyTorch can register them (torch.library.custom_op's
 register_autograd, 2.4 and later); before that they have none.
 """
@@ -200,12 +201,13 @@ class _GatherND(torch.autograd.Function):
         sizes = data.shape[batch_dims:batch_dims + k]
         # Each tuple as one position in the data's first batch_dims + k
         # dimensions, flattened.
-        flat = torch.zeros(ids.shape[:-1], dtype=torch.long)
+        flat = torch.zeros(ids.shape[:-1], dtype=torch.long, device=ids.device)
         for j, size in enumerate(sizes):
             flat = flat * size + _read(ids[..., j], size, mode)
         batches = math.prod(data.shape[:batch_dims])
         per_batch = math.prod(sizes)
-        flat = flat.reshape(batches, -1) + torch.arange(batches).unsqueeze(1) * per_batch
+        flat = (flat.reshape(batches, -1)
+                + torch.arange(batches, device=ids.device).unsqueeze(1) * per_batch)
         ctx.shape, ctx.lead = data.shape, batch_dims + k
         ctx.save_for_backward(flat.reshape(-1))
         return gatherjit._gather("gather_nd", data, indices, batch_dims, None, mode, None,

@@ -117,3 +117,9 @@ def test_broadcast_and_gatherjit_torch_on_cuda_tensors():
     want = torch.zeros_like(data).scatter_add_(1, idx, torch.ones(idx.shape, device="cuda",
                                                                   dtype=data.dtype))
     assert leaf.grad.is_cuda and torch.equal(leaf.grad, want)
+    leaf = data.clone().requires_grad_()
+    tuples = cuda(torch.tensor([[1, 2], [5, 39], [1, 2]]))
+    gjt.gather_nd(leaf, tuples).sum().backward()
+    want = torch.zeros_like(data)
+    want[1, 2], want[5, 39] = 2, 1
+    assert leaf.grad.is_cuda and torch.equal(leaf.grad, want)
