@@ -23,9 +23,10 @@ meta tensors their shapes) and with torch.library.Library before that
 callable from torch.jit.script. The functions gather_elements, gather and
 gather_nd of this module are differentiable: with a data tensor that
 requires grad they are torch.autograd.Functions whose backward is a
-scatter-add of the output's gradient (repeated indices add up). The operators have the same
-formulas where PyTorch can register them (torch.library.custom_op's
-register_autograd, 2.4 and later); before that they have none.
+scatter-add of the output's gradient (repeated indices add up). The
+operators have the same formulas where PyTorch can register them
+(torch.library.custom_op's register_autograd, 2.4 and later); before that
+they have none.
 """
 
 import math
