@@ -320,6 +320,13 @@ void broadcastAlongAxis(TensorDesc &Data, TensorDesc &Indices, int64_t Axis);
 py::object gatherArrays(const std::string &Op, py::array Data, py::array Indices,
                         py::handle AxisObj, std::optional<py::array> Out, const std::string &Mode,
                         const std::optional<py::tuple> &Fused, bool Broadcast);
+/// The same on PyTorch CPU tensors without an epilogue; None where the
+/// general path must serve the call. \p TorchRules: the call of
+/// gatherjit.torch's functions, which leave 0-d operands (torch's shape
+/// rules) and data that requires grad while autograd records to it too.
+py::object gatherTensors(const std::string &Op, py::handle DataObj, py::handle IndicesObj,
+                         py::handle AxisObj, py::handle OutObj, py::handle Mode, bool Broadcast,
+                         bool TorchRules);
 /// One of the package's gather functions (gatherjit's take,
 /// take_along_axis, gather_nd; gatherjit.torch's gather_elements, gather,
 /// gather_nd), named by \p Fallback's module and name, as a built-in
@@ -331,13 +338,6 @@ py::object gatherFunction(py::module_ &Native, const py::function &Fallback,
 /// The Python exception for the C++ one being handled, as pybind11's own
 /// functions raise it; returns null.
 PyObject *raiseCurrent();
-/// The same on PyTorch CPU tensors without an epilogue; None where the
-/// general path must serve the call. \p TorchRules: the call of
-/// gatherjit.torch's functions, which leave 0-d operands (torch's shape
-/// rules) and data that requires grad while autograd records to it too.
-py::object gatherTensors(const std::string &Op, py::handle DataObj, py::handle IndicesObj,
-                         py::handle AxisObj, py::handle OutObj, py::handle Mode, bool Broadcast,
-                         bool TorchRules);
 
 } // namespace gatherjit::binding
 

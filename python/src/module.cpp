@@ -90,12 +90,9 @@ static void expectArguments(Py_ssize_t N, Py_ssize_t Want, const char *Function)
                          " positional arguments but " + std::to_string(N) + " were given");
 }
 
+/// The gather a package call names.
 static std::string opArg(PyObject *Op) {
-  Py_ssize_t Size = 0;
-  const char *Text = PyUnicode_Check(Op) ? PyUnicode_AsUTF8AndSize(Op, &Size) : nullptr;
-  if (!Text)
-    throw py::type_error("op must be a str");
-  return std::string(Text, static_cast<size_t>(Size));
+  return stringArg(Op, "op", "'gather_elements', 'gather' or 'gather_nd'");
 }
 
 /// gather_arrays(op, data, indices, axis, out, mode, epilogue, broadcast)
