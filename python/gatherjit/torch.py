@@ -30,7 +30,9 @@ they have none.
 """
 
 import math
+import operator
 
+import numpy as np
 import torch
 
 import gatherjit
@@ -57,6 +59,18 @@ def _expect_tensors(function, data, indices):
                             f"{type(value).__name__}")
 
 
+_AxisError = np.exceptions.AxisError if hasattr(np, "exceptions") else np.AxisError
+
+
+def _normal_axis(axis, rank):
+    """`axis` of a tensor of `rank` (a 0-d tensor's is 0 or -1, as in torch),
+    counted from 0; numpy's AxisError (an IndexError and a ValueError), as
+    the kernels raise, outside that range."""
+    if not -max(rank, 1) <= axis < max(rank, 1):
+        raise _AxisError(axis, rank)
+    return axis + rank if axis < 0 else axis
+
+
 def _device(data):
     """Where a gather of `data` runs: None for the CPU, else its CUDA device
     ("cuda:0"), where the operands lie."""
@@ -72,6 +86,13 @@ def _device(data):
 
 def _gather_elements_kernel(data: torch.Tensor, indices: torch.Tensor, axis: int,
                             mode: str = "raise") -> torch.Tensor:
+    empty = (0,) * data.dim()
+    if indices.numel() == 0 and indices.shape != empty and data.dim() > 0:
+        # torch.gather checks no sizes against empty indices: the result has
+        # their shape whatever their rank. The kernel of empty indices of the
+        # data's rank checks the rest (axis, mode, index type).
+        return _gather_elements_kernel(data, indices.new_empty(empty), axis,
+                                       mode).reshape(indices.shape)
     return gatherjit._gather("gather_elements", data, indices, axis, None, mode, None,
                              broadcast=False, device=_device(data))
 
@@ -93,6 +114,7 @@ def gather_elements(data: torch.Tensor, indices: torch.Tensor, axis: int,
                     mode: str = "raise") -> torch.Tensor:
     """torch.gather(data, axis, indices) by a gatherjit kernel."""
     _expect_tensors("gather_elements", data, indices)
+    axis = operator.index(axis)
     if (data.dim() == 0 or indices.dim() == 0) and data.dim() <= 1 and indices.dim() <= 1:
         # torch's rule: a 0-d tensor is gathered as a 1-d one of one element.
         return gather_elements(data.reshape(-1), indices.reshape(-1), axis,
@@ -107,6 +129,7 @@ def gather(data: torch.Tensor, indices: torch.Tensor, axis: int = 0,
            mode: str = "raise") -> torch.Tensor:
     """numpy.take(data, indices, axis) (ONNX Gather) by a gatherjit kernel."""
     _expect_tensors("gather", data, indices)
+    axis = operator.index(axis)
     if _differentiable(data):
         return _Gather.apply(data, indices, axis, mode)
     return _gather_kernel(data, indices, axis, mode)
@@ -117,6 +140,7 @@ def gather_nd(data: torch.Tensor, indices: torch.Tensor, batch_dims: int = 0,
               mode: str = "raise") -> torch.Tensor:
     """ONNX GatherND by a gatherjit kernel."""
     _expect_tensors("gather_nd", data, indices)
+    batch_dims = operator.index(batch_dims)
     if _differentiable(data):
         return _GatherND.apply(data, indices, batch_dims, mode)
     return gatherjit._gather("gather_nd", data, indices, batch_dims, None, mode, None,
@@ -146,8 +170,7 @@ def _read(indices, size, mode):
 
 def _setup_gather_elements(ctx, inputs):
     data, indices, axis, mode = inputs
-    axis = axis + data.dim() if axis < 0 else axis
-    ctx.shape, ctx.axis = data.shape, axis
+    ctx.shape, ctx.axis = data.shape, _normal_axis(axis, data.dim())
     ctx.save_for_backward(_read(indices, data.shape[axis], mode))
 
 
@@ -161,8 +184,7 @@ def _grad_gather_elements(ctx, grad):
 
 def _setup_gather(ctx, inputs):
     data, indices, axis, mode = inputs
-    axis = axis + data.dim() if axis < 0 else axis
-    ctx.shape, ctx.axis = data.shape, axis
+    ctx.shape, ctx.axis = data.shape, _normal_axis(axis, data.dim())
     ctx.save_for_backward(_read(indices, data.shape[axis], mode).reshape(-1))
 
 
@@ -179,8 +201,9 @@ def _grad_gather(ctx, grad):
 class _GatherElements(torch.autograd.Function):
     @staticmethod
     def forward(ctx, data, indices, axis, mode):
+        out = _gather_elements_kernel(data, indices, axis, mode)  # It checks the operands.
         _setup_gather_elements(ctx, (data, indices, axis, mode))
-        return _gather_elements_kernel(data, indices, ctx.axis, mode)
+        return out
 
     backward = staticmethod(_grad_gather_elements)
 
@@ -188,8 +211,9 @@ class _GatherElements(torch.autograd.Function):
 class _Gather(torch.autograd.Function):
     @staticmethod
     def forward(ctx, data, indices, axis, mode):
+        out = _gather_kernel(data, indices, axis, mode)  # It checks the operands.
         _setup_gather(ctx, (data, indices, axis, mode))
-        return _gather_kernel(data, indices, ctx.axis, mode)
+        return out
 
     backward = staticmethod(_grad_gather)
 
@@ -197,6 +221,8 @@ class _Gather(torch.autograd.Function):
 class _GatherND(torch.autograd.Function):
     @staticmethod
     def forward(ctx, data, indices, batch_dims, mode):
+        out = gatherjit._gather("gather_nd", data, indices, batch_dims, None, mode, None,
+                                device=_device(data))  # It checks the operands.
         ids = torch.as_tensor(indices).long()
         k = ids.shape[-1]
         sizes = data.shape[batch_dims:batch_dims + k]
@@ -211,8 +237,7 @@ class _GatherND(torch.autograd.Function):
                 + torch.arange(batches, device=ids.device).unsqueeze(1) * per_batch)
         ctx.shape, ctx.lead = data.shape, batch_dims + k
         ctx.save_for_backward(flat.reshape(-1))
-        return gatherjit._gather("gather_nd", data, indices, batch_dims, None, mode, None,
-                                 device=_device(data))
+        return out
 
     @staticmethod
     def backward(ctx, grad):
@@ -230,7 +255,7 @@ def _gather_elements_shape(data, indices, axis, mode="raise"):
 
 
 def _gather_shape(data, indices, axis=0, mode="raise"):
-    axis = axis + data.dim() if axis < 0 else axis
+    axis = _normal_axis(axis, data.dim())
     return data.new_empty(data.shape[:axis] + indices.shape + data.shape[axis + 1:])
 
 

@@ -301,7 +301,8 @@ py::object gatherArrays(const std::string &Op, py::array Data, py::array Indices
 /// and writes the tensors' own memory (no copy was needed). Returns None where the general path
 /// must serve the call (not tensors, another device, an axis that is not
 /// exactly an int, mode "wrap", an out that requires grad, and what
-/// \p TorchRules leaves to it).
+/// \p TorchRules leaves to it: 0-d operands, data that autograd records,
+/// empty indices of GatherElements).
 py::object gatherTensors(const std::string &Op, py::handle DataObj, py::handle IndicesObj,
                          py::handle AxisObj, py::handle OutObj, py::handle ModeObj, bool Broadcast,
                          bool TorchRules) {
@@ -325,6 +326,8 @@ py::object gatherTensors(const std::string &Op, py::handle DataObj, py::handle I
   } else {
     py::array Data = operand(DataObj, "data", false),
               Indices = operand(IndicesObj, "indices", false);
+    if (TorchRules && Op == "gather_elements" && Indices.size() == 0)
+      return py::none(); // torch.gather's rule for empty indices is the package's.
     std::optional<py::array> Out;
     if (!OutObj.is_none())
       Out = operand(OutObj, "out", true);

@@ -148,6 +148,50 @@ def test_errors_are_python_exceptions():
         gj.take(torch.zeros(3, device="meta"), torch.tensor([0]))
 
 
+def test_bad_arguments_raise_the_same_errors_with_or_without_autograd():
+    # With data that requires grad the functions are autograd.Functions,
+    # whose bookkeeping must not fail before the kernel names the problem.
+    along = torch.zeros(2, 2, dtype=torch.long)
+    for data in (torch.ones(2, 3), torch.ones(2, 3, requires_grad=True)):
+        for call in (lambda: gjt.gather_elements(data, along, 2),
+                     lambda: gjt.gather(data, torch.tensor([0]), -3)):
+            with pytest.raises(np.exceptions.AxisError if hasattr(np, "exceptions")
+                               else np.AxisError, match="axis -?[23] is out of bounds"):
+                call()
+        for call in (lambda: gjt.gather_elements(data, along, None),
+                     lambda: gjt.gather(data, torch.tensor([0]), 1.0),
+                     lambda: gjt.gather_nd(data, torch.tensor([[0]]), None)):
+            with pytest.raises(TypeError, match="cannot be interpreted as an integer"):
+                call()
+        with pytest.raises(ValueError, match="^GatherND: indices must have rank >= 1"):
+            gjt.gather_nd(data, torch.tensor(0))
+        with pytest.raises(TypeError, match="indices must be integers"):
+            gjt.gather_elements(data, along.float(), 1)
+
+
+def test_empty_indices_give_their_shape_as_torch_gather_does():
+    # torch.gather compares no sizes with empty indices, of any rank; the
+    # axis, the mode and the index type are still checked.
+    for data in (torch.arange(6.).reshape(2, 3), torch.arange(6.).reshape(2, 3).requires_grad_()):
+        for shape in ((5, 0), (0,), (2, 0, 4), (0, 9)):
+            idx = torch.zeros(shape, dtype=torch.long)
+            want = torch.gather(data, 1, idx)
+            got = gjt.gather_elements(data, idx, 1)
+            assert got.shape == want.shape == shape and got.dtype == data.dtype
+            assert got.requires_grad == data.requires_grad
+        with pytest.raises(IndexError, match="axis 2"):
+            gjt.gather_elements(data, torch.zeros(5, 0, dtype=torch.long), 2)
+        with pytest.raises(ValueError, match="mode"):
+            gjt.gather_elements(data, torch.zeros(5, 0, dtype=torch.long), 1, "bogus")
+        with pytest.raises(TypeError, match="indices must be integers"):
+            gjt.gather_elements(data, torch.zeros(5, 0), 1)
+    data = torch.ones(2, 3, dtype=torch.float64, requires_grad=True)
+    gjt.gather_elements(data, torch.zeros(5, 0, dtype=torch.long), 1).sum().backward()
+    assert torch.equal(data.grad, torch.zeros(2, 3, dtype=torch.float64))
+    assert torch.ops.gatherjit.gather_elements(torch.ones(4), torch.zeros(3, 0, dtype=torch.long),
+                                               0).shape == (3, 0)
+
+
 @pytest.mark.skipif(not hasattr(torch.library, "custom_op"),
                     reason="fake implementations need torch.library.custom_op (PyTorch 2.4)")
 def test_meta_tensors_give_shapes():
