@@ -10,6 +10,10 @@ CallMode = Literal["raise", "wrap", "clip", "clamp"]  # the functions' (numpy's 
 Device = Optional[str]  # None or "cpu", "cuda" or "cuda:N"
 Layout = Union[Tuple[Sequence[int], npt.DTypeLike], Tuple[Sequence[int], npt.DTypeLike, Optional[Sequence[int]]]]
 
+__all__ = ["take_along_axis", "take", "gather_nd", "compile", "Epilogue", "Kernel", "set_threads",
+           "set_specialize", "set_epilogue_limits", "set_cache_dir", "cache_dir",
+           "set_output_pool", "wait_background", "stats"]
+
 EPILOGUES: bool
 __version__: str
 
@@ -28,13 +32,20 @@ class Epilogue:
                   row_out: Optional[int] = ..., checked: bool = ...) -> "Epilogue": ...
 
 class Kernel:
-    """A gather compiled for one layout of its operands."""
-    op: str
-    output_shape: list[int]
-    output_dtype: np.dtype[Any]
-    symbol: str
-    opt_level: str
-    tier: str  # "generic", "family" or "specialized": the code that runs now
+    """A gather compiled for one layout of its operands (made by compile)."""
+    @property
+    def op(self) -> str: ...
+    @property
+    def output_shape(self) -> list[int]: ...
+    @property
+    def output_dtype(self) -> np.dtype[Any]: ...
+    @property
+    def symbol(self) -> str: ...
+    @property
+    def opt_level(self) -> str: ...
+    @property
+    def tier(self) -> str: ...  # "generic", "family" or "specialized": the code that runs now
+    def __dask_tokenize__(self) -> Any: ...
     def __call__(self, data: npt.ArrayLike, indices: npt.ArrayLike,
                  out: Optional[np.ndarray] = ...) -> np.ndarray: ...
     def ir(self) -> str: ...

@@ -4,6 +4,8 @@ import dask.array as da
 
 from . import Epilogue
 
+__all__ = ["take_along_axis", "take", "gather_nd", "embedding_lookup"]
+
 _Mode = Literal["raise", "clip", "clamp", "wrap"]
 
 def take_along_axis(x: Any, indices: Any, axis: int, mode: _Mode = ...) -> da.Array: ...

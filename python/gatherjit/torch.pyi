@@ -3,6 +3,8 @@ from typing import Literal
 
 import torch
 
+__all__ = ["register", "gather_elements", "gather", "gather_nd"]
+
 Mode = Literal["raise", "clip", "clamp", "wrap"]
 
 def register() -> None: ...
