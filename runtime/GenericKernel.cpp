@@ -28,7 +28,7 @@ inline bool resolve(IndexT Raw, uint64_t Size, uint64_t &Out) {
   if constexpr (std::is_signed_v<IndexT>) {
     if (V < 0 && Policy != OobPolicy::Clip)
       V += static_cast<int64_t>(Size);
-    if (V >= 0 && static_cast<uint64_t>(V) < Size) {
+    if (static_cast<uint64_t>(V) < Size) { // (A negative V is too large unsigned.)
       Out = static_cast<uint64_t>(V);
       return true;
     }
@@ -49,26 +49,113 @@ inline bool resolve(IndexT Raw, uint64_t Size, uint64_t &Out) {
   }
 }
 
+/// The axes an index tuple resolves along, read out of the spec once per
+/// call: the loop stores through char pointers, which may alias the spec as
+/// far as the compiler knows, so fields read from it would be loaded again
+/// for every element.
+struct Axes {
+  explicit Axes(const KernelSpec &S) : Tuple(S.TupleSize), TupleStride(S.TupleStride) {
+    for (unsigned C = 0; C < Tuple; ++C) {
+      Size[C] = S.AxisSize[C];
+      Stride[C] = S.AxisStride[C];
+    }
+  }
+  unsigned Tuple;
+  uint64_t TupleStride;
+  uint64_t Size[MaxRank] = {}, Stride[MaxRank] = {};
+};
+
 /// Resolves the index tuple at \p Idx into the input offset it selects
 /// (\p Off). Returns -1 if it may be read, else the component that is out of
 /// range (under Check) or that clamps into an empty axis. \p Tuples is
 /// false for the gathers with one index per element (a loop less).
 template <OobPolicy Policy, bool Tuples, typename IndexT>
-inline int tupleOffset(const KernelSpec &S, const IndexT *Idx, uint64_t &Off) {
+inline int tupleOffset(const Axes &A, const IndexT *Idx, uint64_t &Off) {
   if constexpr (!Tuples) {
-    if (!resolve<Policy>(Idx[0], S.AxisSize[0], Off))
+    if (!resolve<Policy>(Idx[0], A.Size[0], Off))
       return 0;
-    Off *= S.AxisStride[0];
+    Off *= A.Stride[0];
     return -1;
   }
   Off = 0;
-  for (unsigned C = 0; C < S.TupleSize; ++C) {
+  for (unsigned C = 0; C < A.Tuple; ++C) {
     uint64_t I;
-    if (!resolve<Policy>(Idx[C * S.TupleStride], S.AxisSize[C], I))
+    if (!resolve<Policy>(Idx[C * A.TupleStride], A.Size[C], I))
       return static_cast<int>(C);
-    Off += I * S.AxisStride[C];
+    Off += I * A.Stride[C];
   }
   return -1;
+}
+
+/// Elements [Begin, End) of a row whose indices and output are contiguous
+/// (the common layouts), each element's input at \p In + J * InStep + its
+/// index * AxisStep bytes (\p OneRow: every element from the one input row
+/// at In, InStep 0 and AxisStep the element's size): typed loads and
+/// stores, no stride but these two. Returns End, or under Check the first
+/// J whose index is out of range. Not inlined into run(), whose many values
+/// would leave this loop too few registers.
+template <typename ElemT, OobPolicy Policy, bool OneRow, typename IndexT>
+[[gnu::noinline]] uint64_t contiguousRow(const IndexT *Idx, const char *In, uint64_t InStep,
+                                         uint64_t Size, uint64_t AxisStep, char *Out,
+                                         uint64_t Begin, uint64_t End) {
+  if constexpr (OneRow) {
+    InStep = 0;
+    AxisStep = sizeof(ElemT);
+  }
+  for (uint64_t J = Begin; J < End; ++J) {
+    uint64_t I;
+    ElemT V{}; // Zero where an index clamps into an empty axis.
+    if (resolve<Policy>(Idx[J], Size, I))
+      std::memcpy(&V, In + J * InStep + I * AxisStep, sizeof(ElemT));
+    else if constexpr (Policy == OobPolicy::Check)
+      return J;
+    std::memcpy(Out + J * sizeof(ElemT), &V, sizeof(ElemT));
+  }
+  return End;
+}
+
+/// A pointer and the step, in elements, from one element of a row to the
+/// next.
+template <typename T> struct Strided {
+  T *At;
+  uint64_t Step;
+};
+
+/// Elements [Begin, End) of one row, each from \p In (stepped per element)
+/// plus its index tuple's offset: 0, or under Check 1 + the position in the
+/// indices of the row's first bad index (element J's tuple at Pos + J *
+/// PosStep).
+template <typename ElemT, OobPolicy Policy, bool Tuples, typename IndexT>
+int64_t elementRow(const Axes &A, Strided<const IndexT> Idx, Strided<const char> In,
+                   Strided<char> Out, uint64_t EB, uint64_t Begin, uint64_t End, uint64_t Pos,
+                   uint64_t PosStep) {
+  if constexpr (!Tuples && !std::is_void_v<ElemT>) {
+    if (Idx.Step == 1 && Out.Step == 1) {
+      const bool OneRow = In.Step == 0 && A.Stride[0] == 1;
+      const uint64_t J =
+          (OneRow ? contiguousRow<ElemT, Policy, true, IndexT>
+                  : contiguousRow<ElemT, Policy, false, IndexT>)(Idx.At, In.At, In.Step * EB,
+                                                                 A.Size[0], A.Stride[0] * EB,
+                                                                 Out.At, Begin, End);
+      return J < End ? static_cast<int64_t>(Pos + J * PosStep) + 1 : 0;
+    }
+  }
+  for (uint64_t J = Begin; J < End; ++J) {
+    uint64_t I;
+    char *Dst = Out.At + J * Out.Step * EB;
+    if (const int Bad = tupleOffset<Policy, Tuples>(A, Idx.At + J * Idx.Step, I); Bad >= 0) {
+      if constexpr (Policy == OobPolicy::Check)
+        return static_cast<int64_t>(Pos + J * PosStep) + Bad + 1;
+      std::memset(Dst, 0, EB);
+      continue;
+    }
+    const char *Src = In.At + (J * In.Step + I) * EB;
+    if constexpr (std::is_void_v<ElemT>)
+      std::memcpy(Dst, Src, EB);
+    else
+      std::memcpy(Dst, Src, sizeof(ElemT)); // One load and store.
+  }
+  return 0;
 }
 
 template <typename ElemT, OobPolicy Policy, bool Tuples, typename IndexT>
@@ -87,6 +174,7 @@ int64_t run(const KernelSpec &S, const char *In, const IndexT *Idx, char *Out, u
   const uint64_t InnerBegin = R == 1 ? Begin : 0, InnerEnd = R == 1 ? End : Inner;
   if (Begin >= End)
     return 0;
+  const Axes A(S);
   while (Counter[0] < OuterEnd) {
     uint64_t InOff = 0, IdxOff = 0, OutOff = 0, Pos = 0;
     for (unsigned D = 0; D + 1 < R; ++D) {
@@ -102,7 +190,7 @@ int64_t run(const KernelSpec &S, const char *In, const IndexT *Idx, char *Out, u
       if (R == 2 && Counter[0] + RowsAhead < OuterEnd) {
         const uint64_t Ahead = Counter[0] + RowsAhead;
         uint64_t I;
-        if (tupleOffset<Policy, Tuples>(S, Idx + Ahead * S.IdxStride[0], I) < 0) {
+        if (tupleOffset<Policy, Tuples>(A, Idx + Ahead * S.IdxStride[0], I) < 0) {
           const char *Row = In + (Ahead * S.InStride[0] + I + InnerBegin) * EB;
           const uint64_t Bytes = std::min<uint64_t>((InnerEnd - InnerBegin) * EB, AheadBytes);
           for (uint64_t B = 0; B < Bytes; B += 64)
@@ -110,7 +198,7 @@ int64_t run(const KernelSpec &S, const char *In, const IndexT *Idx, char *Out, u
         }
       }
       uint64_t I;
-      if (const int Bad = tupleOffset<Policy, Tuples>(S, Idx + IdxOff, I); Bad >= 0) {
+      if (const int Bad = tupleOffset<Policy, Tuples>(A, Idx + IdxOff, I); Bad >= 0) {
         if constexpr (Policy == OobPolicy::Check)
           return static_cast<int64_t>(Pos) + Bad + 1;
         std::memset(Out + (OutOff + InnerBegin) * EB, 0, (InnerEnd - InnerBegin) * EB);
@@ -118,23 +206,11 @@ int64_t run(const KernelSpec &S, const char *In, const IndexT *Idx, char *Out, u
         std::memcpy(Out + (OutOff + InnerBegin) * EB, In + (InOff + I + InnerBegin) * EB,
                     (InnerEnd - InnerBegin) * EB);
       }
-    } else {
-      const uint64_t SIn = S.InStride[L], SIdx = S.IdxStride[L], SOut = S.OutStride[L];
-      for (uint64_t J = InnerBegin; J < InnerEnd; ++J) {
-        uint64_t I;
-        char *Dst = Out + (OutOff + J * SOut) * EB;
-        if (const int Bad = tupleOffset<Policy, Tuples>(S, Idx + IdxOff + J * SIdx, I); Bad >= 0) {
-          if constexpr (Policy == OobPolicy::Check)
-            return static_cast<int64_t>(Pos + J * S.PosStride[L]) + Bad + 1;
-          std::memset(Dst, 0, EB);
-          continue;
-        }
-        const char *Src = In + (InOff + J * SIn + I) * EB;
-        if constexpr (std::is_void_v<ElemT>)
-          std::memcpy(Dst, Src, EB);
-        else
-          std::memcpy(Dst, Src, sizeof(ElemT)); // One load and store.
-      }
+    } else if (const int64_t Bad = elementRow<ElemT, Policy, Tuples, IndexT>(
+                   A, {Idx + IdxOff, S.IdxStride[L]}, {In + InOff * EB, S.InStride[L]},
+                   {Out + OutOff * EB, S.OutStride[L]}, EB, InnerBegin, InnerEnd, Pos,
+                   S.PosStride[L])) {
+      return Bad;
     }
     // Advance the outer counters, innermost first.
     if (R <= 1)
