@@ -124,22 +124,11 @@ template <typename T> struct Strided {
 /// Elements [Begin, End) of one row, each from \p In (stepped per element)
 /// plus its index tuple's offset: 0, or under Check 1 + the position in the
 /// indices of the row's first bad index (element J's tuple at Pos + J *
-/// PosStep).
+/// PosStep). Not inlined, as contiguousRow.
 template <typename ElemT, OobPolicy Policy, bool Tuples, typename IndexT>
-int64_t elementRow(const Axes &A, Strided<const IndexT> Idx, Strided<const char> In,
-                   Strided<char> Out, uint64_t EB, uint64_t Begin, uint64_t End, uint64_t Pos,
-                   uint64_t PosStep) {
-  if constexpr (!Tuples && !std::is_void_v<ElemT>) {
-    if (Idx.Step == 1 && Out.Step == 1) {
-      const bool OneRow = In.Step == 0 && A.Stride[0] == 1;
-      const uint64_t J =
-          (OneRow ? contiguousRow<ElemT, Policy, true, IndexT>
-                  : contiguousRow<ElemT, Policy, false, IndexT>)(Idx.At, In.At, In.Step * EB,
-                                                                 A.Size[0], A.Stride[0] * EB,
-                                                                 Out.At, Begin, End);
-      return J < End ? static_cast<int64_t>(Pos + J * PosStep) + 1 : 0;
-    }
-  }
+[[gnu::noinline]] int64_t stridedRow(const Axes &A, Strided<const IndexT> Idx,
+                                     Strided<const char> In, Strided<char> Out, uint64_t EB,
+                                     uint64_t Begin, uint64_t End, uint64_t Pos, uint64_t PosStep) {
   for (uint64_t J = Begin; J < End; ++J) {
     uint64_t I;
     char *Dst = Out.At + J * Out.Step * EB;
@@ -156,6 +145,64 @@ int64_t elementRow(const Axes &A, Strided<const IndexT> Idx, Strided<const char>
       std::memcpy(Dst, Src, sizeof(ElemT)); // One load and store.
   }
   return 0;
+}
+
+/// stridedRow for tuples of N components (GatherND's of 2 and 3), their
+/// axes in registers and the loop over components unrolled.
+template <typename ElemT, OobPolicy Policy, unsigned N, typename IndexT>
+[[gnu::noinline]] int64_t tupleRow(const Axes &A, Strided<const IndexT> Idx, Strided<const char> In,
+                                   Strided<char> Out, uint64_t EB, uint64_t Begin, uint64_t End,
+                                   uint64_t Pos, uint64_t PosStep) {
+  uint64_t Size[N], Stride[N];
+  for (unsigned C = 0; C < N; ++C) {
+    Size[C] = A.Size[C];
+    Stride[C] = A.Stride[C] * EB;
+  }
+  const uint64_t TupleStep = A.TupleStride;
+  for (uint64_t J = Begin; J < End; ++J) {
+    ElemT V{}; // Zero where an index clamps into an empty axis.
+    uint64_t Off = 0;
+    unsigned C = 0;
+    for (; C < N; ++C) {
+      uint64_t I;
+      if (!resolve<Policy>(Idx.At[J * Idx.Step + C * TupleStep], Size[C], I))
+        break;
+      Off += I * Stride[C];
+    }
+    if (C == N)
+      std::memcpy(&V, In.At + J * In.Step * EB + Off, sizeof(ElemT));
+    else if constexpr (Policy == OobPolicy::Check)
+      return static_cast<int64_t>(Pos + J * PosStep) + C + 1;
+    std::memcpy(Out.At + J * Out.Step * EB, &V, sizeof(ElemT));
+  }
+  return 0;
+}
+
+/// A row of elements (stridedRow's arguments): by contiguousRow where its
+/// indices and output are contiguous, tupleRow for tuples of 2 and 3
+/// components, else stridedRow.
+template <typename ElemT, OobPolicy Policy, bool Tuples, typename IndexT>
+int64_t elementRow(const Axes &A, Strided<const IndexT> Idx, Strided<const char> In,
+                   Strided<char> Out, uint64_t EB, uint64_t Begin, uint64_t End, uint64_t Pos,
+                   uint64_t PosStep) {
+  if constexpr (!Tuples && !std::is_void_v<ElemT>) {
+    if (Idx.Step == 1 && Out.Step == 1) {
+      const bool OneRow = In.Step == 0 && A.Stride[0] == 1;
+      const uint64_t J =
+          (OneRow ? contiguousRow<ElemT, Policy, true, IndexT>
+                  : contiguousRow<ElemT, Policy, false, IndexT>)(Idx.At, In.At, In.Step * EB,
+                                                                 A.Size[0], A.Stride[0] * EB,
+                                                                 Out.At, Begin, End);
+      return J < End ? static_cast<int64_t>(Pos + J * PosStep) + 1 : 0;
+    }
+  }
+  if constexpr (Tuples && !std::is_void_v<ElemT>) {
+    if (A.Tuple == 2)
+      return tupleRow<ElemT, Policy, 2, IndexT>(A, Idx, In, Out, EB, Begin, End, Pos, PosStep);
+    if (A.Tuple == 3)
+      return tupleRow<ElemT, Policy, 3, IndexT>(A, Idx, In, Out, EB, Begin, End, Pos, PosStep);
+  }
+  return stridedRow<ElemT, Policy, Tuples, IndexT>(A, Idx, In, Out, EB, Begin, End, Pos, PosStep);
 }
 
 template <typename ElemT, OobPolicy Policy, bool Tuples, typename IndexT>
