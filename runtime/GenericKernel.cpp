@@ -205,6 +205,66 @@ int64_t elementRow(const Axes &A, Strided<const IndexT> Idx, Strided<const char>
   return stridedRow<ElemT, Policy, Tuples, IndexT>(A, Idx, In, Out, EB, Begin, End, Pos, PosStep);
 }
 
+/// Rows [Begin, End) of a rank-2 spec whose rows are blocks (an embedding
+/// lookup): row R's RowBytes copied from \p In + R * its step + its index
+/// tuple's offset (in elements of \p EB bytes) to \p Out + R * its step.
+/// \p Bytes, where nonzero, is RowBytes, a constant the copy is compiled
+/// for (narrow rows, which a memcpy call a row would slow down several
+/// times). Returns 0, or under Check 1 + the position of the first bad
+/// index (row R's tuple at R * PosStep).
+template <OobPolicy Policy, bool Tuples, unsigned Bytes, typename IndexT>
+[[gnu::noinline]] int64_t
+blockRows(const Axes &A, Strided<const IndexT> Idx, Strided<const char> In, Strided<char> Out,
+          uint64_t EB, uint64_t RowBytes, uint64_t Begin, uint64_t End, uint64_t PosStep) {
+  if constexpr (Bytes != 0)
+    RowBytes = Bytes;
+  const uint64_t Ahead = std::min<uint64_t>(RowBytes, AheadBytes);
+  for (uint64_t R = Begin; R < End; ++R) {
+    // The row a few ahead is fetched now, as the specialized kernel's plan
+    // does, since no hardware prefetcher predicts it.
+    uint64_t I;
+    if (R + RowsAhead < End &&
+        tupleOffset<Policy, Tuples>(A, Idx.At + (R + RowsAhead) * Idx.Step, I) < 0) {
+      const char *Row = In.At + ((R + RowsAhead) * In.Step + I) * EB;
+      for (uint64_t B = 0; B < Ahead; B += 64)
+        __builtin_prefetch(Row + B);
+    }
+    char *Dst = Out.At + R * Out.Step * EB;
+    if (const int Bad = tupleOffset<Policy, Tuples>(A, Idx.At + R * Idx.Step, I); Bad >= 0) {
+      if constexpr (Policy == OobPolicy::Check)
+        return static_cast<int64_t>(R * PosStep) + Bad + 1;
+      std::memset(Dst, 0, RowBytes);
+      continue;
+    }
+    std::memcpy(Dst, In.At + (R * In.Step + I) * EB, RowBytes);
+  }
+  return 0;
+}
+
+/// blockRows for \p RowBytes, compiled for it where it is narrow.
+template <OobPolicy Policy, bool Tuples, typename IndexT>
+int64_t blockRowsOf(uint64_t RowBytes, const Axes &A, Strided<const IndexT> Idx,
+                    Strided<const char> In, Strided<char> Out, uint64_t EB, uint64_t Begin,
+                    uint64_t End, uint64_t PosStep) {
+  auto Rows = [&](auto Fn) { return Fn(A, Idx, In, Out, EB, RowBytes, Begin, End, PosStep); };
+  switch (RowBytes) {
+  case 4:
+    return Rows(blockRows<Policy, Tuples, 4, IndexT>);
+  case 8:
+    return Rows(blockRows<Policy, Tuples, 8, IndexT>);
+  case 12:
+    return Rows(blockRows<Policy, Tuples, 12, IndexT>);
+  case 16:
+    return Rows(blockRows<Policy, Tuples, 16, IndexT>);
+  case 32:
+    return Rows(blockRows<Policy, Tuples, 32, IndexT>);
+  case 64:
+    return Rows(blockRows<Policy, Tuples, 64, IndexT>);
+  default:
+    return Rows(blockRows<Policy, Tuples, 0, IndexT>);
+  }
+}
+
 template <typename ElemT, OobPolicy Policy, bool Tuples, typename IndexT>
 int64_t run(const KernelSpec &S, const char *In, const IndexT *Idx, char *Out, uint64_t Begin,
             uint64_t End) {
@@ -222,6 +282,10 @@ int64_t run(const KernelSpec &S, const char *In, const IndexT *Idx, char *Out, u
   if (Begin >= End)
     return 0;
   const Axes A(S);
+  if (Block && R == 2)
+    return blockRowsOf<Policy, Tuples, IndexT>(Inner * EB, A, {Idx, S.IdxStride[0]},
+                                               {In, S.InStride[0]}, {Out, S.OutStride[0]}, EB,
+                                               Begin, End, S.PosStride[0]);
   while (Counter[0] < OuterEnd) {
     uint64_t InOff = 0, IdxOff = 0, OutOff = 0, Pos = 0;
     for (unsigned D = 0; D + 1 < R; ++D) {
@@ -231,19 +295,6 @@ int64_t run(const KernelSpec &S, const char *In, const IndexT *Idx, char *Out, u
       Pos += Counter[D] * S.PosStride[D];
     }
     if (Block) {
-      // Rows picked from a table (an embedding lookup): the row a few
-      // ahead is fetched now, as the specialized kernel's plan does, since
-      // no hardware prefetcher predicts it.
-      if (R == 2 && Counter[0] + RowsAhead < OuterEnd) {
-        const uint64_t Ahead = Counter[0] + RowsAhead;
-        uint64_t I;
-        if (tupleOffset<Policy, Tuples>(A, Idx + Ahead * S.IdxStride[0], I) < 0) {
-          const char *Row = In + (Ahead * S.InStride[0] + I + InnerBegin) * EB;
-          const uint64_t Bytes = std::min<uint64_t>((InnerEnd - InnerBegin) * EB, AheadBytes);
-          for (uint64_t B = 0; B < Bytes; B += 64)
-            __builtin_prefetch(Row + B);
-        }
-      }
       uint64_t I;
       if (const int Bad = tupleOffset<Policy, Tuples>(A, Idx + IdxOff, I); Bad >= 0) {
         if constexpr (Policy == OobPolicy::Check)

@@ -233,3 +233,36 @@ TEST(Runtime, TheGenericTierMatchesTheInterpreterOnRandomConfigurations) {
   }
   EXPECT_EQ(Covered.unmet(), "");
 }
+
+TEST(Runtime, TheGenericLoopNamesTheBadComponentOfAGatherNDTuple) {
+  // The generic loop's own loops for GatherND: rows of blocks (tuples of 2
+  // into [4, 5, 8], rank-2 output) and elements (tuples of 2 and 3, every
+  // dimension addressed). A bad second or third component must be named
+  // as the interpreter names it, by its position in the indices.
+  auto RT = runtimeIn(Specialize::Never);
+  struct Case {
+    std::vector<uint64_t> Data, Indices;
+    uint64_t BadAt; ///< Element of the indices made out of range.
+  };
+  for (const Case &C : {Case{{4, 5, 8}, {6, 2}, 7}, Case{{4, 5}, {6, 2}, 9},
+                        Case{{4, 5, 3}, {6, 3}, 17}, Case{{4, 5, 3}, {6, 3}, 13}}) {
+    SCOPED_TRACE("indices element " + std::to_string(C.BadAt));
+    Expected<ValidDesc> V = validateOnnx({OpKind::GatherND, tensor(DataType::Float32, C.Data),
+                                          tensor(DataType::Int64, C.Indices), 0},
+                                         OobPolicy::Check);
+    ASSERT_TRUE(V.isOk()) << V.status().message();
+    Expected<Kernel> K = RT->compile(*V);
+    ASSERT_TRUE(K.isOk()) << K.status().message();
+    ASSERT_EQ(K->tier(), KernelTier::Generic);
+    std::vector<float> Data(requiredElements(V->Input));
+    std::vector<int64_t> Ids(requiredElements(V->Indices), 1);
+    Ids[C.BadAt] = 5; // Every axis addressed has 5 or fewer.
+    std::vector<char> Ref(requiredElements(V->Output) * 4), Got(Ref.size());
+    const Status Want = interpret(*V, Data.data(), Ids.data(), Ref.data());
+    const Status Run = K->run(Data.data(), Ids.data(), Got.data());
+    ASSERT_FALSE(Want.isOk());
+    EXPECT_EQ(Want.position(), std::optional<uint64_t>(C.BadAt));
+    EXPECT_EQ(Run.position(), Want.position()) << Run.message();
+    EXPECT_EQ(Run.message(), Want.message());
+  }
+}
