@@ -38,27 +38,31 @@ inline uint64_t hotAfterRuns(const KernelSpec &Spec) {
 }
 
 /// What the generic loop loses against the specialized kernel, and what
-/// specializing a large kernel costs (LLVM at O2, emit to link). Element
-/// rows lose per output byte: on a 2-core Zen 4 EPYC, `gatherjit bench
-/// --shapes` walk (c), 758 ms generic against 356 ms specialized over 1.64
-/// GB written (246 ps/B). Rows copied whole lose per row, whatever its
-/// length up to a kibibyte or so (the generic loop's offsets, index and
-/// memcpy call for each): walk (b)'s rows of 1 KiB 98.7 ms against 84.7 ms
-/// over 3.0 million rows (4.7 ns a row) on the Zen 4; on a 2-core Xeon,
-/// 4096 rows a call (`--repeat 200` medians of two runs), rows of 32 bytes
-/// 21.2-21.7 against 4.5-4.6 us (4.1 ns a row), of 64 bytes 23.1-26.7
-/// against 7.3 (3.9-4.7 ns), of 128 bytes 41.1-42.1 against 18.1-20.3
-/// (5.3-5.6 ns), of 1 KiB 382 against 341-350 (7.8-10 ns), of 4 KiB the
-/// same either way. `gatherjit bench`'s O2 compile of a new kernel, 4.6 and
-/// 9.4 ms on the Zen 4: the larger is used, so a call is specialized first
-/// only where that surely pays. Since the generic loop's element rows run
-/// loops of their own (runtime/GenericKernel.cpp), a 2-core Xeon's losses
-/// per output byte: walk (c) 66 ps/B (348.2 against 240.4 ms), the suite's
-/// cases from memory (`gatherjit bench`, one thread) GE1 156 (27.9 against
-/// 17.4 ms), GE6 380, GE4 430; 246 still specializes GE1's one-shot call
-/// first, which pays there (an O2 compile of 4 ms).
+/// specializing a large kernel costs (LLVM at O2, emit to link).
+///
+/// Element rows lose per output byte. On a 2-core Xeon: `gatherjit bench
+/// --shapes` walk (c) 66 ps/B (the generic loop 348.2 ms against 240.4 ms
+/// specialized, over 1.64 GB written); the suite's cases from memory
+/// (`gatherjit bench`, one thread) GE1 156 (27.9 against 17.4 ms), GE6
+/// 380, GE4 430. The constant, 246 ps/B (walk (c) on a 2-core Zen 4 EPYC,
+/// with a generic loop whose element rows ran slower), still has GE1's
+/// one-shot call specialized first, which pays there.
+///
+/// Rows copied whole lose per row and per byte: the generic loop copies a
+/// narrow row nearly as fast as a kernel does, a wide one by memcpy where a
+/// kernel loads aligned lines. On the Xeon, 4096 rows of a 100,000-row
+/// table a call from Python (set_specialize 'never' against 'compile',
+/// medians of 300 calls, two runs): rows of 32 bytes 6.4 against 4.9-5.0
+/// us (0.37 ns a row), of 64 bytes 8.8-9.2 against 7.1-7.3 (0.44), of 128
+/// bytes 30.4-30.5 against 26.6-27.0 (0.88), of 1 KiB 418-424 against
+/// 376-377 (10-12): about 100 ps a row and 10 ps a byte.
+///
+/// `gatherjit bench`'s O2 compile of a new kernel: 4.6 and 9.4 ms on the
+/// Zen 4, 4 ms on the Xeon. The largest is used, so a call is specialized
+/// first only where that surely pays.
 constexpr uint64_t ElementRowLossPsPerByte = 246;
-constexpr uint64_t BlockRowLossPsPerRow = 4000;
+constexpr uint64_t BlockRowLossPsPerRow = 100;
+constexpr uint64_t BlockRowLossPsPerByte = 10;
 constexpr uint64_t SpecializeCostNs = 9'400'000;
 
 /// What one call of \p Spec loses to the generic loop, in picoseconds.
@@ -68,17 +72,17 @@ inline uint64_t genericLossPs(const KernelSpec &Spec) {
   uint64_t Rows = 1; // Every dimension's but the rows' own.
   for (unsigned D = 0; D + 1 < Spec.Rank; ++D)
     Rows *= Spec.Sizes[D];
-  return Rows * BlockRowLossPsPerRow;
+  return Rows * BlockRowLossPsPerRow + Spec.outputBytes() * BlockRowLossPsPerByte;
 }
 
 /// Runs of the generic loop (or the family of every size's kernel) before
 /// \p Spec moves on in the background: to its row family's kernel if that
 /// is compiled by then, else to its specialized kernel. Rows copied whole
-/// lose so little to the generic loop's memcpy that a compile of their own
-/// pays only once the rows copied have lost it its cost (about 2.3 million
-/// rows): the shapes of a walk before its row family's kernel keep the
-/// generic loop and leave the background thread, and the caller's caches,
-/// alone.
+/// lose so little to the generic loop that a compile of their own pays
+/// only once the rows copied have lost it its cost (about 0.9 million rows
+/// of 1 KiB, 22 million of 32 bytes): the shapes of a walk before its row
+/// family's kernel keep the generic loop and leave the background thread,
+/// and the caller's caches, alone.
 inline uint64_t specializeAfterRuns(const KernelSpec &Spec) {
   if (Spec.innerIsBlock()) {
     const uint64_t Loss = std::max<uint64_t>(1, genericLossPs(Spec));
