@@ -171,7 +171,7 @@ def _read(indices, size, mode):
 def _setup_gather_elements(ctx, inputs):
     data, indices, axis, mode = inputs
     ctx.shape, ctx.axis = data.shape, _normal_axis(axis, data.dim())
-    ctx.save_for_backward(_read(indices, data.shape[axis], mode))
+    ctx.save_for_backward(_read(indices, data.shape[ctx.axis], mode))
 
 
 def _grad_gather_elements(ctx, grad):
@@ -185,7 +185,7 @@ def _grad_gather_elements(ctx, grad):
 def _setup_gather(ctx, inputs):
     data, indices, axis, mode = inputs
     ctx.shape, ctx.axis = data.shape, _normal_axis(axis, data.dim())
-    ctx.save_for_backward(_read(indices, data.shape[axis], mode).reshape(-1))
+    ctx.save_for_backward(_read(indices, data.shape[ctx.axis], mode).reshape(-1))
 
 
 def _grad_gather(ctx, grad):
