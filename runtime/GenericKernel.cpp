@@ -90,10 +90,10 @@ inline int tupleOffset(const Axes &A, const IndexT *Idx, uint64_t &Off) {
 /// Elements [Begin, End) of a row whose indices and output are contiguous
 /// (the common layouts), each element's input at \p In + J * InStep + its
 /// index * AxisStep bytes (\p OneRow: every element from the one input row
-/// at In, InStep 0 and AxisStep the element's size): typed loads and
-/// stores, no stride but these two. Returns End, or under Check the first
-/// J whose index is out of range. Not inlined into run(), whose many values
-/// would leave this loop too few registers.
+/// at In, InStep 0 and AxisStep the element's size), along an axis that is
+/// not empty: typed loads and stores, no stride but these two. Returns End,
+/// or under Check the first J whose index is out of range. Not inlined into
+/// run(), whose many values would leave this loop too few registers.
 template <typename ElemT, OobPolicy Policy, bool OneRow, typename IndexT>
 [[gnu::noinline]] uint64_t contiguousRow(const IndexT *Idx, const char *In, uint64_t InStep,
                                          uint64_t Size, uint64_t AxisStep, char *Out,
@@ -104,21 +104,21 @@ template <typename ElemT, OobPolicy Policy, bool OneRow, typename IndexT>
   }
   for (uint64_t J = Begin; J < End; ++J) {
     uint64_t I;
-    ElemT V{}; // Zero where an index clamps into an empty axis.
-    if (resolve<Policy>(Idx[J], Size, I))
-      std::memcpy(&V, In + J * InStep + I * AxisStep, sizeof(ElemT));
-    else if constexpr (Policy == OobPolicy::Check)
-      return J;
-    std::memcpy(Out + J * sizeof(ElemT), &V, sizeof(ElemT));
+    if (!resolve<Policy>(Idx[J], Size, I))
+      return J; // (Only under Check: Clamp and Clip resolve every index of an axis not empty.)
+    std::memcpy(Out + J * sizeof(ElemT), In + J * InStep + I * AxisStep, sizeof(ElemT));
   }
   return End;
 }
 
-/// A pointer and the step, in elements, from one element of a row to the
-/// next.
+/// A buffer, and where in it a row's elements lie: the first at Off, each
+/// next one Step further, both in elements. Pointers into the input are
+/// formed only where an element is read (an empty input may be null).
 template <typename T> struct Strided {
-  T *At;
-  uint64_t Step;
+  T *Base;
+  uint64_t Off, Step;
+  /// Element \p J's offset from Base, in elements.
+  uint64_t at(uint64_t J) const { return Off + J * Step; }
 };
 
 /// Elements [Begin, End) of one row, each from \p In (stepped per element)
@@ -131,14 +131,14 @@ template <typename ElemT, OobPolicy Policy, bool Tuples, typename IndexT>
                                      uint64_t Begin, uint64_t End, uint64_t Pos, uint64_t PosStep) {
   for (uint64_t J = Begin; J < End; ++J) {
     uint64_t I;
-    char *Dst = Out.At + J * Out.Step * EB;
-    if (const int Bad = tupleOffset<Policy, Tuples>(A, Idx.At + J * Idx.Step, I); Bad >= 0) {
+    char *Dst = Out.Base + Out.at(J) * EB;
+    if (const int Bad = tupleOffset<Policy, Tuples>(A, Idx.Base + Idx.at(J), I); Bad >= 0) {
       if constexpr (Policy == OobPolicy::Check)
         return static_cast<int64_t>(Pos + J * PosStep) + Bad + 1;
       std::memset(Dst, 0, EB);
       continue;
     }
-    const char *Src = In.At + (J * In.Step + I) * EB;
+    const char *Src = In.Base + (In.at(J) + I) * EB;
     if constexpr (std::is_void_v<ElemT>)
       std::memcpy(Dst, Src, EB);
     else
@@ -165,15 +165,15 @@ template <typename ElemT, OobPolicy Policy, unsigned N, typename IndexT>
     unsigned C = 0;
     for (; C < N; ++C) {
       uint64_t I;
-      if (!resolve<Policy>(Idx.At[J * Idx.Step + C * TupleStep], Size[C], I))
+      if (!resolve<Policy>(Idx.Base[Idx.at(J) + C * TupleStep], Size[C], I))
         break;
       Off += I * Stride[C];
     }
     if (C == N)
-      std::memcpy(&V, In.At + J * In.Step * EB + Off, sizeof(ElemT));
+      std::memcpy(&V, In.Base + (In.at(J) * EB + Off), sizeof(ElemT));
     else if constexpr (Policy == OobPolicy::Check)
       return static_cast<int64_t>(Pos + J * PosStep) + C + 1;
-    std::memcpy(Out.At + J * Out.Step * EB, &V, sizeof(ElemT));
+    std::memcpy(Out.Base + Out.at(J) * EB, &V, sizeof(ElemT));
   }
   return 0;
 }
@@ -186,13 +186,17 @@ int64_t elementRow(const Axes &A, Strided<const IndexT> Idx, Strided<const char>
                    Strided<char> Out, uint64_t EB, uint64_t Begin, uint64_t End, uint64_t Pos,
                    uint64_t PosStep) {
   if constexpr (!Tuples && !std::is_void_v<ElemT>) {
-    if (Idx.Step == 1 && Out.Step == 1) {
+    // (An empty axis has no input to point into: every index clamps to a
+    // zero or is out of range.)
+    if (Idx.Step == 1 && Out.Step == 1 && A.Size[0] != 0) {
       const bool OneRow = In.Step == 0 && A.Stride[0] == 1;
       const uint64_t J =
-          (OneRow ? contiguousRow<ElemT, Policy, true, IndexT>
-                  : contiguousRow<ElemT, Policy, false, IndexT>)(Idx.At, In.At, In.Step * EB,
-                                                                 A.Size[0], A.Stride[0] * EB,
-                                                                 Out.At, Begin, End);
+          (OneRow
+               ? contiguousRow<ElemT, Policy, true, IndexT>
+               : contiguousRow<ElemT, Policy, false, IndexT>)(Idx.Base + Idx.Off,
+                                                              In.Base + In.Off * EB, In.Step * EB,
+                                                              A.Size[0], A.Stride[0] * EB,
+                                                              Out.Base + Out.Off * EB, Begin, End);
       return J < End ? static_cast<int64_t>(Pos + J * PosStep) + 1 : 0;
     }
   }
@@ -224,19 +228,19 @@ blockRows(const Axes &A, Strided<const IndexT> Idx, Strided<const char> In, Stri
     // does, since no hardware prefetcher predicts it.
     uint64_t I;
     if (R + RowsAhead < End &&
-        tupleOffset<Policy, Tuples>(A, Idx.At + (R + RowsAhead) * Idx.Step, I) < 0) {
-      const char *Row = In.At + ((R + RowsAhead) * In.Step + I) * EB;
+        tupleOffset<Policy, Tuples>(A, Idx.Base + Idx.at(R + RowsAhead), I) < 0) {
+      const char *Row = In.Base + (In.at(R + RowsAhead) + I) * EB;
       for (uint64_t B = 0; B < Ahead; B += 64)
         __builtin_prefetch(Row + B);
     }
-    char *Dst = Out.At + R * Out.Step * EB;
-    if (const int Bad = tupleOffset<Policy, Tuples>(A, Idx.At + R * Idx.Step, I); Bad >= 0) {
+    char *Dst = Out.Base + Out.at(R) * EB;
+    if (const int Bad = tupleOffset<Policy, Tuples>(A, Idx.Base + Idx.at(R), I); Bad >= 0) {
       if constexpr (Policy == OobPolicy::Check)
         return static_cast<int64_t>(R * PosStep) + Bad + 1;
       std::memset(Dst, 0, RowBytes);
       continue;
     }
-    std::memcpy(Dst, In.At + (R * In.Step + I) * EB, RowBytes);
+    std::memcpy(Dst, In.Base + (In.at(R) + I) * EB, RowBytes);
   }
   return 0;
 }
@@ -283,8 +287,8 @@ int64_t run(const KernelSpec &S, const char *In, const IndexT *Idx, char *Out, u
     return 0;
   const Axes A(S);
   if (Block && R == 2)
-    return blockRowsOf<Policy, Tuples, IndexT>(Inner * EB, A, {Idx, S.IdxStride[0]},
-                                               {In, S.InStride[0]}, {Out, S.OutStride[0]}, EB,
+    return blockRowsOf<Policy, Tuples, IndexT>(Inner * EB, A, {Idx, 0, S.IdxStride[0]},
+                                               {In, 0, S.InStride[0]}, {Out, 0, S.OutStride[0]}, EB,
                                                Begin, End, S.PosStride[0]);
   while (Counter[0] < OuterEnd) {
     uint64_t InOff = 0, IdxOff = 0, OutOff = 0, Pos = 0;
@@ -305,9 +309,8 @@ int64_t run(const KernelSpec &S, const char *In, const IndexT *Idx, char *Out, u
                     (InnerEnd - InnerBegin) * EB);
       }
     } else if (const int64_t Bad = elementRow<ElemT, Policy, Tuples, IndexT>(
-                   A, {Idx + IdxOff, S.IdxStride[L]}, {In + InOff * EB, S.InStride[L]},
-                   {Out + OutOff * EB, S.OutStride[L]}, EB, InnerBegin, InnerEnd, Pos,
-                   S.PosStride[L])) {
+                   A, {Idx, IdxOff, S.IdxStride[L]}, {In, InOff, S.InStride[L]},
+                   {Out, OutOff, S.OutStride[L]}, EB, InnerBegin, InnerEnd, Pos, S.PosStride[L])) {
       return Bad;
     }
     // Advance the outer counters, innermost first.
@@ -372,6 +375,10 @@ int64_t dispatchPolicy(const KernelSpec &S, const void *In, const void *Idx, voi
 int64_t runGeneric(const KernelSpec &S, const void *In, const void *Idx, void *Out, uint64_t Begin,
                    uint64_t End) {
   assert(!S.hasEpilogue() && "the generic loop has no epilogue");
+  // An empty output reads nothing, though its rows may not be empty (a
+  // dimension after the first of size 0): its operands may be null.
+  if (S.elements() == 0)
+    return 0;
   End = std::min(End, S.rows());
   switch (S.IndexType) {
   case DataType::Int32:

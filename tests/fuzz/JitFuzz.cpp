@@ -3,9 +3,11 @@
 // The fuzzer's bytes choose a descriptor field by field (operator, data and
 // index types, ranks 1..8, sizes, strides with broadcast and padding, axis,
 // policy) and then the index values and input bytes. A descriptor that
-// validates is compiled and run next to the interpreter: both must return
-// the same status, the same first bad position and the same output bytes,
-// or the target aborts. Where a last byte asks, the GPU's thread schedule
+// validates is compiled and run next to the interpreter, and so is the
+// generic loop (runtime/GenericKernel.cpp) for it: each must return the
+// interpreter's status, first bad position and output bytes, or the target
+// aborts. Where the last bytes ask, the host's family kernel for it (of
+// every size, or of its rows) runs too, and the GPU's thread schedule
 // for it (its specialized kernel, or its family's) runs too, its grid
 // simulated on the host (tests/compiler/backend/GpuBackendTest.cpp), and
 // must agree the same way: under the sanitizers, no thread of it reads or
@@ -20,6 +22,7 @@
 #include "gatherjit/Interpreter.h"
 #include "gatherjit/Runtime.h"
 #include "runtime/FamilyCode.h"
+#include "runtime/GenericKernel.h"
 
 #include <llvm/Target/TargetMachine.h>
 
@@ -66,7 +69,7 @@ Runtime &runtime() {
 /// JIT that links its kernels.
 struct Grid {
   std::unique_ptr<CodeGenerator> Gen;
-  std::unique_ptr<Backend> Simulated;
+  std::unique_ptr<Backend> Simulated, Host;
   std::shared_ptr<JitEngine> Jit;
 };
 
@@ -79,6 +82,7 @@ Grid &grid() {
       std::abort();
     Made.Gen = std::make_unique<CodeGenerator>(TM.take());
     Made.Simulated = simulatedGridBackend(*Made.Gen);
+    Made.Host = backendFor(*Made.Gen);
     Made.Jit = Jit.take();
     return Made;
   }();
@@ -106,6 +110,29 @@ int64_t runSimulatedGrid(const ValidDesc &V, bool Family, const char *In, const 
   return (*Code)->runRows(In, Idx, Out, 0, 1);
 }
 
+/// \p V's host family kernel (its family's, or with \p Rows its row
+/// family's) run for its shape, as a runtime runs a new shape of a family
+/// compiled before: the kernel's return, or std::nullopt where no such
+/// family serves \p V.
+std::optional<int64_t> runHostFamily(const ValidDesc &V, bool Rows, const char *In, const char *Idx,
+                                     char *Out) {
+  static uint64_t Count = 0;
+  const auto Spec = std::make_shared<const KernelSpec>(canonicalize(V));
+  const std::optional<KernelSpec> Of = Rows ? rowFamilyOf(*Spec) : familyOf(*Spec);
+  if (!Of)
+    return std::nullopt;
+  const std::string Name = "family" + std::to_string(Count++);
+  Grid &G = grid();
+  Expected<PipelineResult> R = runPipeline({{*Of, Name}}, *G.Host, OptLevel::O1);
+  if (!R)
+    std::abort();
+  Expected<std::shared_ptr<const Executable>> Code = G.Jit->link(Name, R->Bytes);
+  if (!Code)
+    std::abort();
+  return bindFamily(Code.take(), Spec)
+      ->runRows(In, Idx, Out, 0, static_cast<int64_t>(Spec->rows()));
+}
+
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
@@ -117,7 +144,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
       static_cast<DataType>(P.ConsumeIntegralInRange<int>(0, static_cast<int>(DataType::Opaque)));
   const DataType IndexType = IndexTypes[P.ConsumeIntegralInRange<int>(0, 3)];
   ValidateOptions Options;
-  Options.Policy = P.ConsumeBool() ? OobPolicy::Check : OobPolicy::Clamp;
+  static constexpr OobPolicy Policies[] = {OobPolicy::Check, OobPolicy::Clamp, OobPolicy::Clip};
+  Options.Policy = Policies[P.ConsumeIntegralInRange<int>(0, 2)];
   const unsigned Rank = P.ConsumeIntegralInRange<unsigned>(1, 8);
   TensorDesc In = pickTensor(P, Type, Rank);
   if (Type == DataType::Opaque)
@@ -163,21 +191,41 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
     std::abort();
   if (RS && Ref != Jit)
     std::abort();
-  if (const int Gpu = P.ConsumeIntegralInRange<int>(0, 3); Gpu >= 2) {
-    // Exactly the buffers' bytes, so that the sanitizers see any stray
-    // access (a null pointer for an empty one, as callers may pass).
-    std::vector<char> OnGrid(OutBytes, '\x5a');
-    const std::unique_ptr<char[]> InCopy(InBytes ? new char[InBytes] : nullptr),
-        IdxCopy(IdxBytes ? new char[IdxBytes] : nullptr);
-    if (InBytes)
-      std::memcpy(InCopy.get(), Input.data(), InBytes);
-    if (IdxBytes)
-      std::memcpy(IdxCopy.get(), Indices.data(), IdxBytes);
-    const int64_t GR = runSimulatedGrid(*V, Gpu == 3, InCopy.get(), IdxCopy.get(),
-                                        OutBytes ? OnGrid.data() : nullptr);
-    if (RS ? GR != 0 : GR <= 0 || static_cast<uint64_t>(GR - 1) != *RS.position())
+  // Exactly the buffers' bytes, so that the sanitizers see any stray
+  // access (a null pointer for an empty one, as callers may pass).
+  const std::unique_ptr<char[]> InCopy(InBytes ? new char[InBytes] : nullptr),
+      IdxCopy(IdxBytes ? new char[IdxBytes] : nullptr);
+  if (InBytes)
+    std::memcpy(InCopy.get(), Input.data(), InBytes);
+  if (IdxBytes)
+    std::memcpy(IdxCopy.get(), Indices.data(), IdxBytes);
+  // A kernel's return (0, or 1 + the first bad position) and output must
+  // be the interpreter's.
+  auto Agrees = [&](int64_t Got, const std::vector<char> &Out) {
+    if (RS ? Got != 0 : Got <= 0 || static_cast<uint64_t>(Got - 1) != *RS.position())
+      return false;
+    return !RS || Ref == Out;
+  };
+  // The generic loop, what a new shape runs first.
+  const KernelSpec Spec = canonicalize(*V);
+  std::vector<char> Generic(OutBytes, '\x5a');
+  if (!Agrees(runGeneric(Spec, InCopy.get(), IdxCopy.get(), OutBytes ? Generic.data() : nullptr, 0,
+                         Spec.rows()),
+              Generic))
+    std::abort();
+  // (The runtime runs no code for an empty output.)
+  if (const int Family = P.ConsumeIntegralInRange<int>(0, 2); Family != 0 && OutBytes != 0) {
+    std::vector<char> OnFamily(OutBytes, '\x5a');
+    const std::optional<int64_t> FR = runHostFamily(*V, Family == 2, InCopy.get(), IdxCopy.get(),
+                                                    OutBytes ? OnFamily.data() : nullptr);
+    if (FR && !Agrees(*FR, OnFamily))
       std::abort();
-    if (RS && Ref != OnGrid)
+  }
+  if (const int Gpu = P.ConsumeIntegralInRange<int>(0, 3); Gpu >= 2) {
+    std::vector<char> OnGrid(OutBytes, '\x5a');
+    if (!Agrees(runSimulatedGrid(*V, Gpu == 3, InCopy.get(), IdxCopy.get(),
+                                 OutBytes ? OnGrid.data() : nullptr),
+                OnGrid))
       std::abort();
   }
   return 0;
