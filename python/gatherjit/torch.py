@@ -103,6 +103,12 @@ def _gather_kernel(data: torch.Tensor, indices: torch.Tensor, axis: int = 0,
                              device=_device(data))
 
 
+def _gather_nd_kernel(data: torch.Tensor, indices: torch.Tensor, batch_dims: int = 0,
+                      mode: str = "raise") -> torch.Tensor:
+    return gatherjit._gather("gather_nd", data, indices, batch_dims, None, mode, None,
+                             device=_device(data))
+
+
 # The public functions are built-in functions of the native layer, which
 # serves plain CPU tensors of one dimension or more outside autograd's
 # recording from the call itself and hands every other call to these
@@ -143,8 +149,7 @@ def gather_nd(data: torch.Tensor, indices: torch.Tensor, batch_dims: int = 0,
     batch_dims = operator.index(batch_dims)
     if _differentiable(data):
         return _GatherND.apply(data, indices, batch_dims, mode)
-    return gatherjit._gather("gather_nd", data, indices, batch_dims, None, mode, None,
-                             device=_device(data))
+    return _gather_nd_kernel(data, indices, batch_dims, mode)
 
 
 # Backward passes: the gradient of a gather is a scatter-add of the output's
@@ -221,8 +226,7 @@ class _Gather(torch.autograd.Function):
 class _GatherND(torch.autograd.Function):
     @staticmethod
     def forward(ctx, data, indices, batch_dims, mode):
-        out = gatherjit._gather("gather_nd", data, indices, batch_dims, None, mode, None,
-                                device=_device(data))  # It checks the operands.
+        out = _gather_nd_kernel(data, indices, batch_dims, mode)  # It checks the operands.
         ids = torch.as_tensor(indices).long()
         k = ids.shape[-1]
         sizes = data.shape[batch_dims:batch_dims + k]
