@@ -260,11 +260,13 @@ Status interpret(const ValidDesc &V, const void *Input, const void *Indices, voi
   const bool Rows = V.Epilogue.Kind == EpilogueKind::Row;
   const unsigned Looped = Rows ? N - 1 : N;
   const uint64_t Unit = Rows ? V.Output.Sizes.back() * OutBytes : OutBytes;
+  // An empty output reads no index, yet under Check an index out of range
+  // is an error whether or not an output element needs it (ONNX).
+  if (V.outputElements() == 0)
+    return checkEveryIndex(V, Indices);
   uint64_t Count = 1;
   for (unsigned D = 0; D < Looped; ++D)
     Count *= V.Output.Sizes[D];
-  if (V.outputElements() == 0)
-    Count = 0;
   // The input dimensions the index (or GatherND's tuple) selects along.
   const unsigned First = V.Op == OpKind::GatherND ? V.firstTupleDim() : V.Axis;
   const unsigned Components = V.Op == OpKind::GatherND ? V.tupleSize() : 1;

@@ -41,15 +41,32 @@ template <typename StateT> Status resultStatus(const StateT &S, const void *Indi
   return Status::invalidArgument("Kernel::run on an empty kernel handle");
 }
 
+/// An empty output's run: nothing is written, but under Check every index
+/// is (a device kernel's read back from the device first).
+template <typename StateT>
+[[gnu::noinline]] Status emptyOutputStatus(const StateT &S, const void *Indices) {
+  if (S.Desc.Policy != OobPolicy::Check)
+    return Status::ok();
+  if (!S.Device)
+    return checkEveryIndex(S.Desc, Indices);
+  std::vector<char> Host(requiredElements(S.Desc.Indices) * S.Desc.Indices.elementBytes());
+  if (Host.empty())
+    return Status::ok();
+  if (Status C = S.Device->copyToHost(Host.data(), Indices, Host.size()); !C)
+    return C;
+  return checkEveryIndex(S.Desc, Host.data());
+}
+
 /// What run() and runRows() share: an empty handle is an error and an empty
-/// output runs nothing; otherwise the run is counted (for the tier
-/// upgrade), \p Body runs the current code and its result becomes a status.
+/// output runs no code (emptyOutputStatus); otherwise the run is counted
+/// (for the tier upgrade), \p Body runs the current code and its result
+/// becomes a status.
 template <typename StateT, typename BodyT>
 [[gnu::always_inline]] inline Status runKernel(const StateT *S, const void *Indices, BodyT &&Body) {
   if (!S) [[unlikely]]
     return emptyHandleError();
   if (!S->Code)
-    return Status::ok();
+    return emptyOutputStatus(*S, Indices);
   S->Code->countRun();
   return resultStatus(*S, Indices, Body(*S, S->Code->current()));
 }

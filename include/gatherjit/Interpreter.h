@@ -16,8 +16,9 @@ namespace gatherjit {
 
 /// Runs \p Desc on the three buffers, which must hold requiredElements() of
 /// their tensors. Under Check, returns IndexOutOfRange for the first
-/// out-of-range index (its row-major position in the indices tensor);
-/// output elements before it are written, the rest are unspecified.
+/// out-of-range index (its row-major position in the indices tensor), an
+/// empty output's too; output elements before it are written, the rest are
+/// unspecified.
 Status interpret(const ValidDesc &Desc, const void *Input, const void *Indices, void *Output);
 
 /// A fused epilogue applied once: to the input element at \p In, storing
@@ -34,9 +35,9 @@ Status interpret(const ValidDesc &Desc, const void *Input, const void *Indices, 
                  const EpilogueApply &Apply);
 
 /// Under Check, IndexOutOfRange for the first index (row-major) outside
-/// the axis it selects along, over every index of the tensor: what an
-/// empty output's run, which reads none, does not check (numpy's take
-/// checks them). Under another policy no index is an error.
+/// the axis it selects along, over every index of the tensor: what a run
+/// with an empty output reports, though it reads no index for the output.
+/// Under another policy no index is an error.
 Status checkEveryIndex(const ValidDesc &Desc, const void *Indices);
 
 /// The IndexOutOfRange status for the index at row-major \p Position of the

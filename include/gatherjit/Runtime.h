@@ -175,8 +175,9 @@ public:
 
   /// Runs the kernel on buffers that hold the descriptor's tensors. Large
   /// kernels are split across the runtime's threads. Under Check, returns
-  /// IndexOutOfRange naming the first out-of-range index; the output is
-  /// then unspecified. An output whose bytes overlap the input's or the
+  /// IndexOutOfRange naming the first out-of-range index (an empty output's
+  /// indices are checked too, as ONNX has it); the output is then
+  /// unspecified. An output whose bytes overlap the input's or the
   /// indices' (the same buffer, or any part of it, as the descriptors'
   /// sizes and strides span them) is computed through a temporary: the
   /// result is the one disjoint buffers give, and a failed Check leaves

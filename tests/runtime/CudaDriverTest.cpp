@@ -146,6 +146,25 @@ TEST_F(CudaDriver, TheDevicesBadIndexIsTheInterpretersError) {
   EXPECT_FALSE(std::filesystem::exists(Dir / "o.npy"));
 }
 
+TEST_F(CudaDriver, AnEmptyOutputsIndicesAreReadBackAndChecked) {
+  // Gather of [0, 3] on axis 1 by [1, 3]: no kernel runs for the empty
+  // output, but its indices, read back from the device, are checked as on
+  // the CPU: the same error line, and no file.
+  ::setenv("GATHERJIT_FAKE_CUDA", "ok", 1);
+  writeArray<float>(Dir / "empty.npy", "<f4", {0, 3}, {});
+  writeArray<int64_t>(Dir / "ids.npy", "<i8", {2}, {1, 3});
+  const std::string Args = "gather --axis 1 --data " + Dir / "empty.npy" + " --indices " +
+                           Dir / "ids.npy" + " -o " + Dir / "o.npy";
+  const CliResult Cpu = runCli(Dir, Args);
+  EXPECT_EQ(Cpu.Exit, 2) << Cpu.Err;
+  EXPECT_THAT(Cpu.Err, HasSubstr("indices[1] = 3 is out of range for axis 1 of size 3"));
+  const CliResult R = runCli(Dir, Args + " --device cuda");
+  EXPECT_EQ(R.Exit, 2) << R.Err;
+  EXPECT_EQ(R.Err, Cpu.Err);
+  EXPECT_FALSE(std::filesystem::exists(Dir / "o.npy"));
+  EXPECT_EQ(slurp(Dir / "driver.log").find("launch "), std::string::npos);
+}
+
 TEST_F(CudaDriver, TheBadIndexCheckCatchesADeviceThatMissesThem) {
   // The fake device runs nothing and so reports no bad index: the check
   // the device benchmark makes names the first run it got wrong.

@@ -116,21 +116,30 @@ TEST(Interpreter, ZeroSizeDimensionsWriteNothing) {
 
 TEST(Interpreter, EveryIndexIsCheckedEvenWhereTheOutputIsEmpty) {
   // Gather of [2, 3, 0] on axis 1: an empty output, which interpret()
-  // writes nothing of and checks nothing for; checkEveryIndex checks the
-  // indices [[1, -3], [3, 0]] against the axis of 3: position 2 is bad.
+  // writes nothing of, but whose indices [[1, -3], [3, 0]] it checks
+  // against the axis of 3 (ONNX: any index out of range is an error):
+  // position 2 is bad. checkEveryIndex alone says the same.
   Expected<ValidDesc> V = validateOnnx(
       {OpKind::Gather, tensor(DataType::Float32, {2, 3, 0}), tensor(DataType::Int64, {2, 2}), 1},
       OobPolicy::Check);
   ASSERT_TRUE(V.isOk()) << V.status().message();
   EXPECT_EQ(V->outputElements(), 0u);
   std::vector<char> Bad = encodeIndices(DataType::Int64, {1, -3, 3, 0});
-  EXPECT_TRUE(interpret(*V, nullptr, Bad.data(), nullptr).isOk());
-  Status S = checkEveryIndex(*V, Bad.data());
-  ASSERT_EQ(S.code(), ErrorCode::IndexOutOfRange);
-  EXPECT_EQ(S.position(), 2u);
-  EXPECT_THAT(S.message(), HasSubstr("= 3"));
+  for (const Status &S :
+       {interpret(*V, nullptr, Bad.data(), nullptr), checkEveryIndex(*V, Bad.data())}) {
+    ASSERT_EQ(S.code(), ErrorCode::IndexOutOfRange);
+    EXPECT_EQ(S.position(), 2u);
+    EXPECT_THAT(S.message(), HasSubstr("= 3"));
+  }
   std::vector<char> Good = encodeIndices(DataType::Int64, {1, -3, 2, 0});
   EXPECT_TRUE(checkEveryIndex(*V, Good.data()).isOk());
+  EXPECT_TRUE(interpret(*V, nullptr, Good.data(), nullptr).isOk());
+  // Clamp: no index is an error.
+  Expected<ValidDesc> Clamped = validateOnnx(
+      {OpKind::Gather, tensor(DataType::Float32, {2, 3, 0}), tensor(DataType::Int64, {2, 2}), 1},
+      OobPolicy::Clamp);
+  ASSERT_TRUE(Clamped.isOk());
+  EXPECT_TRUE(interpret(*Clamped, nullptr, Bad.data(), nullptr).isOk());
   // Unsigned indices have no negative range; -3 as UINT32 is 4294967293.
   Expected<ValidDesc> U = validateOnnx(
       {OpKind::Gather, tensor(DataType::Float32, {2, 3, 0}), tensor(DataType::UInt32, {2}), 1},

@@ -72,6 +72,32 @@ TEST(Runtime, EmptyOutputNeedsNoCompile) {
   EXPECT_EQ(RT->stats().Misses, 0u);
 }
 
+TEST(Runtime, AnEmptyOutputsIndicesAreCheckedUnderCheck) {
+  // Gather of [0, 3] on axis 1 by [[1, 5], [-4, 0]]: no output element
+  // needs an index, but ONNX has any index out of range an error: the
+  // first, 5 at position 1, is reported without a compile. Under Clamp
+  // the same run is fine.
+  auto RT = makeRuntime();
+  const std::vector<char> Idx = encodeIndices(DataType::Int64, {1, 5, -4, 0});
+  for (OobPolicy Policy : {OobPolicy::Check, OobPolicy::Clamp}) {
+    Expected<ValidDesc> V = validateOnnx(
+        {OpKind::Gather, tensor(DataType::Float32, {0, 3}), tensor(DataType::Int64, {2, 2}), 1},
+        Policy);
+    ASSERT_TRUE(V.isOk()) << V.status().message();
+    Expected<Kernel> K = RT->compile(*V);
+    ASSERT_TRUE(K.isOk());
+    const Status S = K->run(nullptr, Idx.data(), nullptr);
+    if (Policy == OobPolicy::Clamp) {
+      EXPECT_TRUE(S.isOk()) << S.message();
+      continue;
+    }
+    ASSERT_EQ(S.code(), ErrorCode::IndexOutOfRange) << S.message();
+    EXPECT_EQ(S.position(), 1u);
+    EXPECT_THAT(S.message(), ::testing::HasSubstr("= 5 (position 1)"));
+  }
+  EXPECT_EQ(RT->stats().Misses, 0u);
+}
+
 /// Runs a ge(2, 3) kernel on hand-written data; its output, worked out by
 /// hand.
 ::testing::AssertionResult runsHandWrittenCase(const Kernel &K) {

@@ -128,6 +128,27 @@ TEST_F(CommandLine, OnnxGather) {
   EXPECT_EQ(Shape, (std::vector<uint64_t>{2, 3}));
 }
 
+TEST_F(CommandLine, AnEmptyOutputStillHasItsIndicesChecked) {
+  // Gather of [0, 3] on axis 1 by [1, 3]: an empty output [0, 2], but 3
+  // is out of range, an error under ONNX (and for both engines) that
+  // writes no file; --oob clamp writes the empty array.
+  writeArray<float>(Dir / "empty.npy", "<f4", {0, 3}, {});
+  writeArray<int64_t>(Dir / "ids.npy", "<i8", {2}, {1, 3});
+  for (const char *Engine : {"jit", "interp"}) {
+    CliResult R =
+        runCli(Dir, "gather --data " + Dir / "empty.npy" + " --indices " + Dir / "ids.npy" +
+                        " --axis 1 --engine " + Engine + " -o " + Dir / "out.npy");
+    expectBadInput(R, "Gather: indices[1] = 3 is out of range for axis 1 of size 3");
+    EXPECT_FALSE(std::filesystem::exists(Dir / "out.npy"));
+  }
+  CliResult R = runCli(Dir, "gather --data " + Dir / "empty.npy" + " --indices " + Dir / "ids.npy" +
+                                " --axis 1 --oob clamp -o " + Dir / "out.npy");
+  ASSERT_EQ(R.Exit, 0) << R.Err;
+  std::vector<uint64_t> Shape;
+  EXPECT_TRUE(readArray<float>(Dir / "out.npy", &Shape).empty());
+  EXPECT_EQ(Shape, (std::vector<uint64_t>{0, 2}));
+}
+
 TEST_F(CommandLine, OnnxGatherNDWithBatchDims) {
   // ONNX's GatherND example 5: batch_dims = 1.
   writeArray<int32_t>(Dir / "cube.npy", "<i4", {2, 2, 2}, {0, 1, 2, 3, 4, 5, 6, 7});

@@ -271,7 +271,7 @@ TEST_F(GpuBackend, SimulatedGridMatchesTheInterpreter) {
     Strips += Plan.StagedStripColumns != 0;
     const size_t OutBytes = requiredElements(C.Desc.Output) * C.Desc.Output.elementBytes();
     std::vector<char> Ref(OutBytes, '\xab');
-    Status RS = interpret(C.Desc, C.Input.data(), C.Indices.data(), Ref.data());
+    Status RS = rowsStatus(C.Desc, interpret(C.Desc, C.Input.data(), C.Indices.data(), Ref.data()));
     // The operands 64-byte aligned, then one element past that: a kernel
     // that copies block rows in 16-byte pieces does so only in the first.
     const size_t Elem = C.Desc.Input.elementBytes();
