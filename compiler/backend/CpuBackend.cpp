@@ -113,10 +113,13 @@ TargetFacts targetFacts(const llvm::TargetMachine &TM) {
     F.MaskedByteStores = !Zen && STI->checkFeatures("+avx512bw");
     F.WideLoopBytes = !Zen && STI->checkFeatures("+avx512fp16") ? 64 : 0;
     F.NarrowLoopBytes = !Zen && STI->checkFeatures("+avx512fp16") ? 16 : 0;
-    // Zen 4's gathers, where the target machine allows them and the user
-    // did not ask for them everywhere (KernelPlan.cpp).
-    F.GathersOnlyFromMemory = Zen && Avx512 && !STI->checkFeatures("+prefer-no-gather") &&
-                              !TM.getTargetFeatureString().contains("-prefer-no-gather");
+    // Where gathers pay on some operands only (KernelPlan.cpp): where the
+    // target machine allows them and the user did not choose gathers (or
+    // scalar loads) for every kernel.
+    const bool Chosen = STI->checkFeatures("+prefer-no-gather") ||
+                        TM.getTargetFeatureString().contains("-prefer-no-gather");
+    F.GathersOnlyFromMemory = Zen && Avx512 && !Chosen;
+    F.GathersLoseBeyondCore = !Zen && STI->checkFeatures("+avx512fp16") && !Chosen;
   } else
     F.VectorBytes = 16;
   F.VectorBytes = std::min(F.VectorBytes, F.CacheLineBytes);

@@ -361,11 +361,35 @@ unsigned loopVectorBytes(const KernelSpec &S, const KernelPlan &P, const TargetF
 /// until they are specialized, loads one by one too.
 constexpr uint64_t GatherFromBytes = 16u << 20;
 
+/// Where gathers lose beyond the core's caches
+/// (TargetFacts::GathersLoseBeyondCore), element rows of one index an
+/// element along a contiguous axis of at least this many bytes load their
+/// elements one by one. Measured on a 2-core Intel Xeon with AVX512-FP16
+/// (2 MiB of L2 a core, a shared L3 holding the table from call to call),
+/// 1-D takes of 1M random ids, each plan's build in turn from the command
+/// line (--repeat 31, three runs each), one thread: FLOAT32 tables by
+/// INT64 of 2 MiB 1.24 -> 1.19 ms, 3 MiB 1.84 -> 1.87 (even), 4 MiB 2.53
+/// -> 1.99, 8 MiB 3.23 -> 2.49, 16 MiB 4.28 -> 3.66, 32 MiB 5.92 -> 5.55;
+/// FLOAT64 by INT32 of 4 MiB 2.48 -> 1.99, 8 MiB 3.24 -> 2.82, 16 MiB 4.42
+/// -> 4.17, 64 MiB 6.69 -> 6.56. Two threads, whose two L2s keep more of
+/// the table: FLOAT32 4 MiB 0.83 -> 0.87, 8 MiB 1.11 -> 1.05, 16 MiB 2.05
+/// -> 1.89, 32 MiB 2.97 -> 2.88; FLOAT64 4 MiB 0.79 -> 0.88, 8 MiB 1.09 ->
+/// 1.15: from 8 MiB on, even with two threads, faster with one. From
+/// Python with one thread (numpy's tables on huge pages), against PyTorch
+/// 2.5's index_select in the same runs: FLOAT32 8 MiB 3.05 -> 2.35 ms
+/// (torch 3.0), 16 MiB 4.24 -> 3.79 (torch 3.3). GatherElements along rows
+/// of 4 MiB measured even. Not taken: GatherND's tuples (GN2, a 4 MiB
+/// table, 3.67-3.99 -> 4.18-4.51 ms in the suite) and a strided axis (GE2,
+/// 84.6 -> 88.3 ms).
+constexpr uint64_t ScalarGatherTableBytes = 8u << 20;
+
 bool scalarGathers(const KernelSpec &S, const KernelPlan &P, const TargetFacts &T) {
-  if (T.Gpu || !T.GathersOnlyFromMemory ||
-      (P.Row != RowKind::Element && P.Row != RowKind::SharedIndices))
+  if (T.Gpu || (P.Row != RowKind::Element && P.Row != RowKind::SharedIndices))
     return false;
-  return S.Family || movedBytes(S) < GatherFromBytes;
+  if (T.GathersLoseBeyondCore)
+    return P.Row == RowKind::Element && !S.Family && S.TupleSize == 1 && S.AxisStride[0] == 1 &&
+           S.AxisSize[0] * S.ElemBytes >= ScalarGatherTableBytes;
+  return T.GathersOnlyFromMemory && (S.Family || movedBytes(S) < GatherFromBytes);
 }
 
 bool permutes(const KernelSpec &S, const TargetFacts &T) {

@@ -58,6 +58,12 @@ struct TargetFacts {
   /// vectors only where the elements come from memory (AMD's Zen 4): a
   /// kernel whose operands the caches hold loads its elements one by one.
   bool GathersOnlyFromMemory = false;
+  /// The target's gather instructions lose to scalar loads inserted into
+  /// vectors where a row's elements come from a table larger than the
+  /// core's own caches (x86 cores with AVX512-FP16, whose L2 is 2 MiB): a
+  /// kernel gathering from such a table loads its elements one by one
+  /// (KernelPlan.cpp).
+  bool GathersLoseBeyondCore = false;
   /// A GPU runs each element on a thread of its own: no prefetching,
   /// streaming or offset tables, which are CPU strategies.
   bool Gpu = false;
@@ -140,7 +146,7 @@ struct KernelPlan {
   unsigned LoopVectorBytes = 0;
   /// The kernel's loops load gathered elements one by one into vectors,
   /// not with the target's gather instructions
-  /// (TargetFacts::GathersOnlyFromMemory).
+  /// (TargetFacts::GathersOnlyFromMemory, GathersLoseBeyondCore).
   bool ScalarGathers = false;
   /// Loops of at most this many iterations, of constant count, are emitted
   /// as straight-line code, while the loops so emitted around them make at

@@ -158,6 +158,55 @@ TEST(Runtime, BlockRowsMatchTheInterpreterAtAnyOutputAlignment) {
   }
 }
 
+TEST(Runtime, TakesFromTablesBeyondTheCoresCachesMatchTheInterpreter) {
+  // 1-D takes from tables of 8 MiB (FLOAT32 by INT64, FLOAT64 by INT32),
+  // which load their elements one by one where the host's gathers lose
+  // beyond its caches (TargetFacts::GathersLoseBeyondCore): ids spread
+  // over the table, some negative; then one out of range under Check
+  // (its position reported) and under Clamp (the last element read).
+  auto RT = makeRuntime();
+  const TargetFacts Facts = hostFacts();
+  const uint64_t Ids = 5000;
+  for (const auto &[Type, IdType] : {std::pair{DataType::Float32, DataType::Int64},
+                                     std::pair{DataType::Float64, DataType::Int32}}) {
+    const unsigned Elem = Type == DataType::Float32 ? 4 : 8;
+    const uint64_t N = (8u << 20) / Elem;
+    SCOPED_TRACE(std::string(dataTypeName(Type)) + " by " + dataTypeName(IdType));
+    std::vector<char> Table = patternBuffer(N, Elem);
+    std::vector<int64_t> Values(Ids);
+    for (uint64_t I = 0; I < Ids; ++I)
+      Values[I] = static_cast<int64_t>((I * 2654435761u) % N) - (I % 5 == 2 ? int64_t(N) : 0);
+    for (OobPolicy Policy : {OobPolicy::Check, OobPolicy::Clamp}) {
+      Expected<ValidDesc> V =
+          validateOnnx({OpKind::Gather, tensor(Type, {N}), tensor(IdType, {Ids}), 0}, Policy);
+      ASSERT_TRUE(V.isOk()) << V.status().message();
+      EXPECT_EQ(planKernel(canonicalize(*V), Facts).ScalarGathers, Facts.GathersLoseBeyondCore);
+      Expected<Kernel> K = RT->compile(*V);
+      ASSERT_TRUE(K.isOk()) << K.status().message();
+      for (bool Bad : {false, true}) {
+        std::vector<int64_t> Used = Values;
+        if (Bad)
+          Used[3001] = static_cast<int64_t>(N);
+        const std::vector<char> Idx = encodeIndices(IdType, Used);
+        std::vector<char> Out(Ids * Elem, '\x11'), Ref(Ids * Elem, '\x22');
+        const Status RS = interpret(*V, Table.data(), Idx.data(), Ref.data());
+        const Status JS = K->run(Table.data(), Idx.data(), Out.data());
+        ASSERT_EQ(RS.code(), JS.code()) << JS.message();
+        if (Bad && Policy == OobPolicy::Check) {
+          EXPECT_EQ(JS.position(), 3001u);
+          continue;
+        }
+        ASSERT_TRUE(JS.isOk()) << JS.message();
+        EXPECT_EQ(Out, Ref);
+        // Worked out by hand: the clamped id reads the table's last element.
+        if (Bad) {
+          EXPECT_EQ(0, std::memcmp(Out.data() + 3001 * Elem, Table.data() + (N - 1) * Elem, Elem));
+        }
+      }
+    }
+  }
+}
+
 TEST(Runtime, BlockRowsFromAnInputOffTheLinesMatchTheInterpreter) {
   // Rows of 1 KiB and more from an input that starts at each skew past a
   // line (KernelPlan::AlignLoads on a target with AVX-512F): into an

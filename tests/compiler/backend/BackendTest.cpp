@@ -65,6 +65,15 @@ TEST(Backend, VectorWidthIsTheCpusWidest) {
       factsOf("x86_64-unknown-linux-gnu", "znver4", "+prefer-no-gather").GathersOnlyFromMemory);
   EXPECT_FALSE(factsOf("x86_64-unknown-linux-gnu", "sapphirerapids").GathersOnlyFromMemory);
   EXPECT_FALSE(factsOf("x86_64-unknown-linux-gnu", "haswell").GathersOnlyFromMemory);
+  // Intel's cores with AVX512-FP16 lose with gathers from tables beyond
+  // their own caches, unless the user chose for every kernel.
+  EXPECT_TRUE(factsOf("x86_64-unknown-linux-gnu", "sapphirerapids").GathersLoseBeyondCore);
+  EXPECT_FALSE(factsOf("x86_64-unknown-linux-gnu", "sapphirerapids", "-prefer-no-gather")
+                   .GathersLoseBeyondCore);
+  EXPECT_FALSE(factsOf("x86_64-unknown-linux-gnu", "sapphirerapids", "+prefer-no-gather")
+                   .GathersLoseBeyondCore);
+  for (const char *Cpu : {"znver4", "skylake-avx512", "haswell"})
+    EXPECT_FALSE(factsOf("x86_64-unknown-linux-gnu", Cpu).GathersLoseBeyondCore) << Cpu;
   EXPECT_FALSE(factsOf("x86_64-unknown-linux-gnu", "haswell").MaskedByteStores);
   EXPECT_FALSE(factsOf("x86_64-unknown-linux-gnu", "knl").MaskedByteStores); // AVX-512F alone.
   EXPECT_FALSE(factsOf("aarch64-unknown-linux-gnu", "neoverse-v1").MaskedByteStores);

@@ -7,6 +7,7 @@
 
 #include "compiler/plan/KernelPlan.h"
 #include "Cases.h"
+#include "gatherjit/Onnx.h"
 
 #include <gtest/gtest.h>
 
@@ -226,6 +227,55 @@ TEST(KernelPlan, WhereGathersPayFromMemoryOnlyKernelsInTheCachesLoadElementsOneB
       FromMemory.Gpu = true;
       EXPECT_FALSE(planKernel(Family, FromMemory).ScalarGathers);
     }
+}
+
+TEST(KernelPlan, WhereGathersLoseBeyondTheCoreRowsFromTablesLargerThanItsCachesLoadOneByOne) {
+  TargetFacts Beyond;
+  Beyond.GathersLoseBeyondCore = true;
+  auto Spec = [](OpKind Op, DataType Data, std::vector<uint64_t> DataShape, DataType Ids,
+                 std::vector<uint64_t> IdsShape, int64_t Axis) {
+    TensorDesc D, I;
+    D.Type = Data;
+    D.Sizes = std::move(DataShape);
+    I.Type = Ids;
+    I.Sizes = std::move(IdsShape);
+    Expected<ValidDesc> V = validateOnnx({Op, D, I, Axis}, OobPolicy::Check);
+    EXPECT_TRUE(V.isOk()) << V.status().message();
+    return V ? canonicalize(*V) : KernelSpec{};
+  };
+  auto Plan = [&](OpKind Op, DataType Data, std::vector<uint64_t> DataShape, DataType Ids,
+                  std::vector<uint64_t> IdsShape, int64_t Axis) {
+    return planKernel(Spec(Op, Data, std::move(DataShape), Ids, std::move(IdsShape), Axis), Beyond);
+  };
+  using DT = DataType;
+  // A 1-D take from a table of 8 MiB or more (FLOAT32 [2M], FLOAT64
+  // [1M] by INT32) loads one by one; from 4 MiB it gathers.
+  EXPECT_TRUE(Plan(OpKind::Gather, DT::Float32, {2 << 20}, DT::Int64, {4096}, 0).ScalarGathers);
+  EXPECT_TRUE(Plan(OpKind::Gather, DT::Float64, {1 << 20}, DT::Int32, {4096}, 0).ScalarGathers);
+  EXPECT_FALSE(Plan(OpKind::Gather, DT::Float32, {1 << 20}, DT::Int64, {4096}, 0).ScalarGathers);
+  EXPECT_EQ(Plan(OpKind::Gather, DT::Float32, {2 << 20}, DT::Int64, {4096}, 0).describe(),
+            "row=element scalar-gathers");
+  // Rows of 8 MiB along a contiguous axis do; along a strided axis, or by
+  // GatherND's tuples, they gather.
+  EXPECT_TRUE(
+      Plan(OpKind::GatherElements, DT::Float32, {4, 2 << 20}, DT::Int64, {4, 64}, 1).ScalarGathers);
+  EXPECT_FALSE(
+      Plan(OpKind::GatherElements, DT::Float32, {2 << 20, 4}, DT::Int64, {64, 4}, 0).ScalarGathers);
+  EXPECT_FALSE(
+      Plan(OpKind::GatherND, DT::Float32, {2048, 1024}, DT::Int64, {4096, 2}, 0).ScalarGathers);
+  // No case of the suite's rows reads such a table; without the fact
+  // nothing changes; a family kernel's shapes (small until specialized)
+  // and a GPU's kernels gather.
+  for (const bench::BenchCase &C : bench::benchCases())
+    EXPECT_FALSE(planOfCase(C.Name, Beyond).ScalarGathers) << C.Name;
+  Beyond.GathersLoseBeyondCore = false;
+  EXPECT_FALSE(Plan(OpKind::Gather, DT::Float32, {2 << 20}, DT::Int64, {4096}, 0).ScalarGathers);
+  Beyond.GathersLoseBeyondCore = true;
+  KernelSpec Family = Spec(OpKind::Gather, DT::Float32, {2 << 20}, DT::Int64, {4096}, 0);
+  Family.Family = true;
+  EXPECT_FALSE(planKernel(Family, Beyond).ScalarGathers);
+  Beyond.Gpu = true;
+  EXPECT_FALSE(Plan(OpKind::Gather, DT::Float32, {2 << 20}, DT::Int64, {4096}, 0).ScalarGathers);
 }
 
 TEST(KernelPlan, AGpuTargetGetsNoCpuMemoryStrategies) {
