@@ -58,7 +58,8 @@ std::vector<T> readArray(const std::string &Path, std::vector<uint64_t> *Shape =
   if (Shape)
     *Shape = A->Shape;
   std::vector<T> V(A->Data.size() / sizeof(T));
-  std::memcpy(V.data(), A->Data.data(), V.size() * sizeof(T));
+  if (!V.empty()) // (An empty array's data may be null.)
+    std::memcpy(V.data(), A->Data.data(), V.size() * sizeof(T));
   return V;
 }
 
