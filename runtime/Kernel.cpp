@@ -11,6 +11,20 @@
 namespace gatherjit {
 namespace {
 
+/// \p Check's status on \p S's indices where the host can read them:
+/// \p Indices itself on the CPU, a copy read back from the device for a
+/// device kernel.
+template <typename StateT, typename CheckT>
+Status onHostIndices(const StateT &S, const void *Indices, CheckT &&Check) {
+  if (!S.Device)
+    return Check(Indices);
+  std::vector<char> Host(requiredElements(S.Desc.Indices) * S.Desc.Indices.elementBytes());
+  if (!Host.empty())
+    if (Status C = S.Device->copyToHost(Host.data(), Indices, Host.size()); !C)
+      return C;
+  return Check(static_cast<const void *>(Host.data()));
+}
+
 /// A kernel's nonzero return \p R as a status: a faulted epilogue, a
 /// failed device, or 1 + the position of a bad index in \p Indices, named
 /// with its value (read from the device for a device kernel). Kept out of
@@ -23,12 +37,8 @@ template <typename StateT>
   if (R == DeviceFailed)
     return Status::unsupported(lastDeviceError());
   const uint64_t Position = static_cast<uint64_t>(R - 1);
-  if (!S.Device)
-    return indexOutOfRangeError(S.Desc, Indices, Position);
-  std::vector<char> Host(S.IndicesBytes);
-  if (Status C = S.Device->copyToHost(Host.data(), Indices, Host.size()); !C)
-    return C;
-  return indexOutOfRangeError(S.Desc, Host.data(), Position);
+  return onHostIndices(S, Indices,
+                       [&](const void *At) { return indexOutOfRangeError(S.Desc, At, Position); });
 }
 
 template <typename StateT> Status resultStatus(const StateT &S, const void *Indices, int64_t R) {
@@ -47,14 +57,7 @@ template <typename StateT>
 [[gnu::noinline]] Status emptyOutputStatus(const StateT &S, const void *Indices) {
   if (S.Desc.Policy != OobPolicy::Check)
     return Status::ok();
-  if (!S.Device)
-    return checkEveryIndex(S.Desc, Indices);
-  std::vector<char> Host(requiredElements(S.Desc.Indices) * S.Desc.Indices.elementBytes());
-  if (Host.empty())
-    return Status::ok();
-  if (Status C = S.Device->copyToHost(Host.data(), Indices, Host.size()); !C)
-    return C;
-  return checkEveryIndex(S.Desc, Host.data());
+  return onHostIndices(S, Indices, [&](const void *At) { return checkEveryIndex(S.Desc, At); });
 }
 
 /// What run() and runRows() share: an empty handle is an error and an empty

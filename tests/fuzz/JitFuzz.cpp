@@ -23,6 +23,7 @@
 #include "gatherjit/Runtime.h"
 #include "runtime/FamilyCode.h"
 #include "runtime/GenericKernel.h"
+#include "tests/TestUtil.h"
 
 #include <llvm/Target/TargetMachine.h>
 
@@ -202,7 +203,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
   // A kernel's return (0, or 1 + the first bad position) and output must
   // be the interpreter's, where its rows read the indices (an empty
   // output's are checked by Kernel::run alone).
-  const Status OnRows = OutBytes ? RS : Status::ok();
+  const Status OnRows = test::rowsStatus(*V, RS);
   auto Agrees = [&](int64_t Got, const std::vector<char> &Out) {
     if (OnRows ? Got != 0 : Got <= 0 || static_cast<uint64_t>(Got - 1) != *OnRows.position())
       return false;
