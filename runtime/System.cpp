@@ -239,8 +239,12 @@ std::string hostCpuId() {
   unsigned A, B, C, D;
   Id = "x86 ";
   const unsigned MaxLeaf = __get_cpuid_max(0, nullptr);
-  const std::pair<unsigned, unsigned> Leaves[] = {{0, 0}, {1, 0},   {7, 0},
-                                                  {7, 1}, {0xd, 0}, {0x80000001u, 0}};
+  // The caches' sizes too (Intel's leaf 4, AMD's 0x8000001d, and
+  // 0x80000006): the plans depend on the last level's
+  // (TargetFacts::LastLevelCacheBytes).
+  const std::pair<unsigned, unsigned> Leaves[] = {
+      {0, 0}, {1, 0},   {4, 2},           {4, 3},           {7, 0},
+      {7, 1}, {0xd, 0}, {0x80000001u, 0}, {0x80000006u, 0}, {0x8000001du, 3}};
   for (auto [Leaf, Sub] : Leaves) {
     if ((Leaf < 0x80000000u && Leaf > MaxLeaf) || !__get_cpuid_count(Leaf, Sub, &A, &B, &C, &D))
       continue;

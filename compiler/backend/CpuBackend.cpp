@@ -97,6 +97,7 @@ TargetFacts targetFacts(const llvm::TargetMachine &TM) {
     const long Line = ::sysconf(_SC_LEVEL1_DCACHE_LINESIZE);
     if (Line >= 16 && Line <= 256 && (Line & (Line - 1)) == 0)
       F.CacheLineBytes = static_cast<unsigned>(Line);
+    F.LastLevelCacheBytes = hostLastLevelCacheBytes();
   }
   const llvm::MCSubtargetInfo *STI = TM.getMCSubtargetInfo();
   if (T.isX86()) {

@@ -22,6 +22,7 @@
 #include <mutex>
 #include <pthread.h>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 namespace gatherjit {
@@ -459,6 +460,13 @@ Expected<std::unique_ptr<CodeGenerator>> createCodeGenerator(const TargetDesc &T
   if (!TM)
     return TM.status();
   return std::make_unique<CodeGenerator>(TM.take());
+}
+
+uint64_t hostLastLevelCacheBytes() {
+  for (int Level : {_SC_LEVEL3_CACHE_SIZE, _SC_LEVEL2_CACHE_SIZE})
+    if (const long Bytes = ::sysconf(Level); Bytes > 0)
+      return static_cast<uint64_t>(Bytes);
+  return 0;
 }
 
 } // namespace gatherjit

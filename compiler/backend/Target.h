@@ -44,6 +44,10 @@ std::string ptxArchFor(const std::string &DeviceArch);
 /// Target.cpp, targetFacts in CpuBackend.cpp).
 inline bool isZen(llvm::StringRef Cpu) { return Cpu.starts_with("znver"); }
 
+/// This machine's last-level cache in bytes (its L3, else its L2) as the
+/// system tells it; 0 where it does not.
+uint64_t hostLastLevelCacheBytes();
+
 /// Converts an llvm::Error into an Internal status with context.
 Status toStatus(llvm::Error Err, const std::string &Context);
 

@@ -15,7 +15,9 @@
 //    ORs the out-of-range tests into a flag; after the row, a set flag sends
 //    control to a cold rescan that finds the first bad position. The loop
 //    body stays branch-free, so the vectorizer can widen it (with gathers,
-//    or on x86 scalar loads, see compiler/backend/Target.cpp). Long rows
+//    or on x86 scalar loads, see compiler/backend/Target.cpp). Where the
+//    plan runs one element an iteration (ScalarLoop), a bad index branches
+//    out of the loop instead, and is clamped in a cold block. Long rows
 //    gathering along the innermost dimension from large index tensors run
 //    in blocks that prefetch indices ahead, fetch the next input row, and
 //    stream a large output out with non-temporal stores. Rows that all read
@@ -34,8 +36,8 @@
 namespace gatherjit {
 namespace emit {
 
-void KernelEmitter::emitLoop(Value *Lo, Value *Hi, const Twine &Name,
-                             const std::function<void(Value *)> &Body, uint64_t BodyCopies) {
+BranchInst *KernelEmitter::emitLoop(Value *Lo, Value *Hi, const Twine &Name,
+                                    const std::function<void(Value *)> &Body, uint64_t BodyCopies) {
   // A few iterations of constant count are straight-line code: a tiny
   // kernel's row pays no loop overhead (the pipeline has no unroller). The
   // copies multiply down a nest of such loops, so a nest is straight-line
@@ -50,7 +52,7 @@ void KernelEmitter::emitLoop(Value *Lo, Value *Hi, const Twine &Name,
       for (uint64_t I = CLo->getZExtValue(); I < CHi->getZExtValue(); ++I)
         Body(c(I));
       StraightCopies = Outer;
-      return;
+      return nullptr;
     }
   }
   BasicBlock *Pre = B.GetInsertBlock();
@@ -63,8 +65,9 @@ void KernelEmitter::emitLoop(Value *Lo, Value *Hi, const Twine &Name,
   Body(IV);
   Value *Next = B.CreateAdd(IV, c(1), Name + ".next", true, true);
   IV->addIncoming(Next, B.GetInsertBlock());
-  B.CreateCondBr(B.CreateICmpULT(Next, Hi), Header, Exit);
+  BranchInst *Latch = B.CreateCondBr(B.CreateICmpULT(Next, Hi), Header, Exit);
   B.SetInsertPoint(Exit);
+  return Latch;
 }
 
 Value *KernelEmitter::loadWrappedIndex(Value *Off, unsigned C) {

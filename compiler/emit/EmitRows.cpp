@@ -241,6 +241,30 @@ void KernelEmitter::emitIndexedElement(const Offsets &E, AllocaInst *BadFlag, Va
   copyElement(tupleOffset(E.In, loadTuple(E.Idx, BadFlag)), Dst ? DstOff : E.Out, Dst);
 }
 
+void KernelEmitter::emitScalarElement(const Offsets &E) {
+  SmallVector<Value *, MaxRank> Tuple = loadTuple(E.Idx, nullptr);
+  if (S.Policy == OobPolicy::Check) {
+    emitReturnIfBad(Tuple, E.Pos);
+  } else {
+    for (unsigned C = 0; C < Tuple.size(); ++C) {
+      BasicBlock *From = B.GetInsertBlock();
+      BasicBlock *Clamp = BasicBlock::Create(Ctx, "clamp", F);
+      BasicBlock *Join = BasicBlock::Create(Ctx, "in.range", F);
+      B.CreateCondBr(isOutOfRange(Tuple[C], C), Clamp, Join,
+                     MDBuilder(Ctx).createBranchWeights(1, 1 << 20));
+      B.SetInsertPoint(Clamp);
+      Value *Safe = safeIndex(Tuple[C], C);
+      B.CreateBr(Join);
+      B.SetInsertPoint(Join);
+      PHINode *Index = B.CreatePHI(I64, 2, "index.in.range");
+      Index->addIncoming(Tuple[C], From);
+      Index->addIncoming(Safe, Clamp);
+      Tuple[C] = Index;
+    }
+  }
+  copyElement(tupleOffset(E.In, Tuple, /*InRange=*/true), E.Out);
+}
+
 void KernelEmitter::emitStreamedRow(const Offsets &O, AllocaInst *BadFlag) {
   const unsigned L = S.Rank - 1;
   auto Plain = [&](Value *From, Value *To, const Twine &Name) {
@@ -310,6 +334,20 @@ void KernelEmitter::emitElementRow(const Offsets &O, Value *Lo, Value *Hi) {
     emitTouch(O.In, S.AxisSize[0] * S.ElemBytes);
   if (Table) {
     emitTableRow(O);
+    return;
+  }
+  if (P.ScalarLoop) {
+    const unsigned L = S.Rank - 1;
+    BranchInst *Latch =
+        emitLoop(Lo, Hi, "inner", [&](Value *IV) { emitScalarElement(advance(O, IV, L)); });
+    if (Latch) { // Not vectorized (nor interleaved): one load an iteration.
+      Metadata *Scalar[] = {nullptr,
+                            MDNode::get(Ctx, {MDString::get(Ctx, "llvm.loop.vectorize.enable"),
+                                              ConstantAsMetadata::get(B.getFalse())})};
+      MDNode *Loop = MDNode::getDistinct(Ctx, Scalar);
+      Loop->replaceOperandWith(0, Loop);
+      Latch->setMetadata(LLVMContext::MD_loop, Loop);
+    }
     return;
   }
   AllocaInst *BadFlag = emitBadFlag();

@@ -83,8 +83,9 @@ private:
   /// plan allows (MaxStraightLoop, MaxStraightCopies: \p BodyCopies is how
   /// many copies of its code Body's own inner loops will make, unrolled).
   /// Leaves the builder after it.
-  void emitLoop(Value *Lo, Value *Hi, const Twine &Name, const std::function<void(Value *)> &Body,
-                uint64_t BodyCopies = 1);
+  /// Returns the loop's latch branch (null where straight-line).
+  BranchInst *emitLoop(Value *Lo, Value *Hi, const Twine &Name,
+                       const std::function<void(Value *)> &Body, uint64_t BodyCopies = 1);
   /// The copies of its code that the dimensions inside \p D make, emitted
   /// as emitLoop emits them (emitLevel's BodyCopies).
   uint64_t straightCopiesBelow(unsigned D) const;
@@ -121,11 +122,11 @@ private:
   }
   /// The input element offset \p Base plus the offset \p Tuple selects,
   /// each component made safe; null if an axis is empty (nothing to read).
-  Value *tupleOffset(Value *Base, ArrayRef<Value *> Tuple) {
+  Value *tupleOffset(Value *Base, ArrayRef<Value *> Tuple, bool InRange = false) {
     if (S.emptyAxis())
       return nullptr;
     for (unsigned C = 0; C < Tuple.size(); ++C)
-      Base = mulAdd(Base, safeIndex(Tuple[C], C), axisStride(C));
+      Base = mulAdd(Base, InRange ? Tuple[C] : safeIndex(Tuple[C], C), axisStride(C));
     return Base;
   }
   /// \p Base plus \p ElemOff elements, as a byte pointer.
@@ -234,6 +235,10 @@ private:
   /// given (else at E.Out of the output).
   void emitIndexedElement(const Offsets &E, AllocaInst *BadFlag, Value *Dst = nullptr,
                           Value *DstOff = nullptr);
+  /// The element at \p E in a loop of one element an iteration
+  /// (KernelPlan::ScalarLoop): an out-of-range index returns its position
+  /// under Check, or is clamped in a cold block under Clamp and Clip.
+  void emitScalarElement(const Offsets &E);
   /// An element row of streamed indices (KernelPlan::StreamIndices), a
   /// block at a time; with non-temporal stores, through a buffer.
   void emitStreamedRow(const Offsets &O, AllocaInst *BadFlag);

@@ -364,32 +364,62 @@ constexpr uint64_t GatherFromBytes = 16u << 20;
 /// Where gathers lose beyond the core's caches
 /// (TargetFacts::GathersLoseBeyondCore), element rows of one index an
 /// element along a contiguous axis of at least this many bytes load their
-/// elements one by one. Measured on a 2-core Intel Xeon with AVX512-FP16
-/// (2 MiB of L2 a core, a shared L3 holding the table from call to call),
-/// 1-D takes of 1M random ids, each plan's build in turn from the command
-/// line (--repeat 31, three runs each), one thread: FLOAT32 tables by
-/// INT64 of 2 MiB 1.24 -> 1.19 ms, 3 MiB 1.84 -> 1.87 (even), 4 MiB 2.53
-/// -> 1.99, 8 MiB 3.23 -> 2.49, 16 MiB 4.28 -> 3.66, 32 MiB 5.92 -> 5.55;
-/// FLOAT64 by INT32 of 4 MiB 2.48 -> 1.99, 8 MiB 3.24 -> 2.82, 16 MiB 4.42
-/// -> 4.17, 64 MiB 6.69 -> 6.56. Two threads, whose two L2s keep more of
-/// the table: FLOAT32 4 MiB 0.83 -> 0.87, 8 MiB 1.11 -> 1.05, 16 MiB 2.05
-/// -> 1.89, 32 MiB 2.97 -> 2.88; FLOAT64 4 MiB 0.79 -> 0.88, 8 MiB 1.09 ->
-/// 1.15: from 8 MiB on, even with two threads, faster with one. From
-/// Python with one thread (numpy's tables on huge pages), against PyTorch
-/// 2.5's index_select in the same runs: FLOAT32 8 MiB 3.05 -> 2.35 ms
-/// (torch 3.0), 16 MiB 4.24 -> 3.79 (torch 3.3). GatherElements along rows
-/// of 4 MiB measured even. Not taken: GatherND's tuples (GN2, a 4 MiB
-/// table, 3.67-3.99 -> 4.18-4.51 ms in the suite) and a strided axis (GE2,
-/// 84.6 -> 88.3 ms).
+/// elements one by one into vectors. Measured on a 2-core Intel Xeon with
+/// AVX512-FP16 (2 MiB of L2 a core, a shared L3 holding the table from
+/// call to call), 1-D takes of 1M random ids, each plan's build in turn
+/// from the command line (--repeat 31, three runs each), one thread:
+/// FLOAT32 tables by INT64 of 2 MiB 1.24 -> 1.19 ms, 3 MiB 1.84 -> 1.87
+/// (even), 4 MiB 2.53 -> 1.99, 8 MiB 3.23 -> 2.49; FLOAT64 by INT32 of 4
+/// MiB 2.48 -> 1.99, 8 MiB 3.24 -> 2.82. Two threads, whose two L2s keep
+/// more of the table: FLOAT32 4 MiB 0.83 -> 0.87, 8 MiB 1.11 -> 1.05;
+/// FLOAT64 4 MiB 0.79 -> 0.88, 8 MiB 1.09 -> 1.15: from 8 MiB on, even
+/// with two threads, faster with one. GatherElements along rows of 4 MiB
+/// measured even. Not taken: GatherND's tuples (GN2, a 4 MiB table, 3.67-
+/// 3.99 -> 4.18-4.51 ms in the suite) and a strided axis (GE2, 84.6 ->
+/// 88.3 ms).
 constexpr uint64_t ScalarGatherTableBytes = 8u << 20;
+
+/// From tables of this many bytes such rows run a loop of one element an
+/// iteration, not vectorized, whose out-of-range indices branch away
+/// (KernelPlan::ScalarLoop): no load's address waits on a clamp. Measured
+/// in one process (three runtimes, each kernel's plan forced, run in
+/// turn, medians of 31, numpy-like tables on huge pages), 1-D takes of 1M
+/// random ids, gathers / scalar loads into vectors / this loop, one
+/// thread: FLOAT32 by INT64 8 MiB 3.43 / 3.13 / 3.23 ms, 12 MiB 4.09 /
+/// 3.62 / 3.37, 16 MiB 4.89 / 4.36 / 3.71, 24 MiB 6.12 / 5.84 / 4.55;
+/// FLOAT64 by INT32 8 MiB 3.68 / 3.32 / 3.30, 12 MiB 3.97 / 3.57 / 3.37,
+/// 16 MiB 4.79 / 4.22 / 3.58. Two threads: FLOAT32 8 MiB 1.30 / 1.39 /
+/// 1.51, 12 MiB 1.86 / 1.82 / 1.81, 16 MiB 2.47 / 2.34 / 1.94, 24 MiB 3.12
+/// / 3.08 / 2.33; FLOAT64 8 MiB 1.35 / 1.50 / 1.50, 12 MiB 1.82 / 1.84 /
+/// 1.71. Scalar loads into vectors against this loop, FLOAT32: 32 MiB
+/// 6.50 / 5.25 (two threads 3.18 / 2.44), 128 MiB 9.09 / 8.05 (4.62 /
+/// 4.03); under Clamp 32 MiB 6.32 / 5.03. Below 8 MiB the loop loses to
+/// both (4 MiB, two threads: 1.06 / 1.11 / 1.29). The loop runs as fast as
+/// a plain C loop that branches on a bad index; the vector form's extra
+/// time is in waiting for each address.
+constexpr uint64_t ScalarLoopTableBytes = 12u << 20;
+
+/// Element rows from a table the core's caches do not hold, one index an
+/// element along a contiguous axis.
+bool gathersBeyondCore(const KernelSpec &S, const KernelPlan &P, const TargetFacts &T,
+                       uint64_t TableBytes) {
+  return T.GathersLoseBeyondCore && !T.Gpu && P.Row == RowKind::Element && !S.Family &&
+         S.TupleSize == 1 && S.AxisStride[0] == 1 && S.AxisSize[0] * S.ElemBytes >= TableBytes;
+}
 
 bool scalarGathers(const KernelSpec &S, const KernelPlan &P, const TargetFacts &T) {
   if (T.Gpu || (P.Row != RowKind::Element && P.Row != RowKind::SharedIndices))
     return false;
   if (T.GathersLoseBeyondCore)
-    return P.Row == RowKind::Element && !S.Family && S.TupleSize == 1 && S.AxisStride[0] == 1 &&
-           S.AxisSize[0] * S.ElemBytes >= ScalarGatherTableBytes;
+    return gathersBeyondCore(S, P, T, ScalarGatherTableBytes);
   return T.GathersOnlyFromMemory && (S.Family || movedBytes(S) < GatherFromBytes);
+}
+
+/// The loop of KernelPlan::ScalarLoop, for rows none of the memory
+/// strategies (streamed indices, a touched row) takes.
+bool scalarLoop(const KernelSpec &S, const KernelPlan &P, const TargetFacts &T) {
+  return !P.StreamIndices && !P.TouchInputRow && !P.TileColumns && S.Rank > 0 &&
+         gathersBeyondCore(S, P, T, ScalarLoopTableBytes);
 }
 
 bool permutes(const KernelSpec &S, const TargetFacts &T) {
@@ -445,16 +475,33 @@ bool sharesRowIndices(const KernelSpec &S) {
 ///   20.5, of 128 KiB 18.4 against 18.0, of 64 KiB 22.1 against 20.7, of
 ///   16 KiB (GE1) 19.3 against 16.1; UINT8 rows of 128 KiB 9.2 against
 ///   10.2.
-bool touchesInputRow(const KernelSpec &S, bool StreamsIndices, unsigned LineBytes) {
+///   Those rows came from memory. Where the input fits the last-level
+///   cache (TargetFacts::LastLevelCacheBytes), it is there on every call
+///   after the first, and reading a row in order costs more than a few
+///   random reads from that cache: on an Intel Xeon with AVX512-FP16 (2
+///   MiB of L2 a core, 480 MiB of L3), FLOAT32 by INT64 from Python (one
+///   thread, best of three medians of 21, the two builds in turn, twice),
+///   touched against prefetched: rows of 1 MiB by one id a line 3.67-3.76
+///   against 2.60-2.67 ms, rows of 4 MiB 2.28-2.39 against 1.70-1.71, rows
+///   of 16 MiB 7.2-7.8 against 4.5; but by four ids a line 1.42-1.52
+///   against 1.74 (1 MiB) and 2.82-2.94 against 3.19-3.27 (4 MiB). Rows
+///   read fewer than twice a line, of an input that stays in that cache
+///   with the bytes the kernel streams through it, are not touched.
+bool touchesInputRow(const KernelSpec &S, bool StreamsIndices, const KernelPlan &P,
+                     const TargetFacts &T) {
   if (S.Rank < 2 || S.innerIsBlock() || S.TupleSize != 1 || S.AxisStride[0] != 1)
     return false;
   const unsigned L = S.Rank - 1;
   const uint64_t RowBytes = S.AxisSize[0] * S.ElemBytes;
-  if (S.InStride[L] != 0 || S.InStride[L - 1] == 0 || 2 * S.Sizes[L] * LineBytes < RowBytes)
+  if (S.InStride[L] != 0 || S.InStride[L - 1] == 0 || 2 * S.Sizes[L] * P.LineBytes < RowBytes)
     return false;
   if (indicesSameEveryRow(S))
     return 3 * S.Sizes[L] <= S.AxisSize[0] && S.rows() * RowBytes >= PrefetchTableBytes;
-  return StreamsIndices && RowBytes >= TouchedRowBytes;
+  // (With the indices and output the kernel streams through that cache.)
+  const bool FromMemory =
+      !T.LastLevelCacheBytes || S.rows() * RowBytes + movedBytes(S) > T.LastLevelCacheBytes;
+  const bool Dense = S.Sizes[L] * P.LineBytes >= 2 * RowBytes;
+  return StreamsIndices && RowBytes >= TouchedRowBytes && (FromMemory || Dense);
 }
 
 bool streamsIndices(const KernelSpec &S) {
@@ -537,10 +584,10 @@ void planTablePrefetch(const KernelSpec &S, const TargetFacts &T, KernelPlan &P)
 
 /// Streamed indices, shared row indices' next rows and next regions: the
 /// element rows' memory strategies.
-void planStreaming(const KernelSpec &S, KernelPlan &P) {
+void planStreaming(const KernelSpec &S, const TargetFacts &T, KernelPlan &P) {
   const unsigned L = S.Rank == 0 ? 0 : S.Rank - 1;
   P.StreamIndices = streamsIndices(S);
-  P.TouchInputRow = touchesInputRow(S, P.StreamIndices, P.LineBytes);
+  P.TouchInputRow = touchesInputRow(S, P.StreamIndices, P, T);
   if (P.StreamIndices) {
     P.IndexAheadBytes = IndexAheadBytes;
     P.PrefetchNextInputRow = S.AxisStride[0] == 1 && !P.TouchInputRow;
@@ -674,7 +721,9 @@ KernelPlan planKernel(const KernelSpec &S, const TargetFacts &T) {
   if (P.Row == RowKind::Element && (P.TileColumns = cpuTileColumns(S)))
     return P; // Tiles' rows: none of the whole rows' memory strategies.
   planTablePrefetch(S, T, P);
-  planStreaming(S, P);
+  planStreaming(S, T, P);
+  if ((P.ScalarLoop = scalarLoop(S, P, T)))
+    P.ScalarGathers = false;
   P.NonTemporal = planNonTemporal(S, P, T);
   P.AlignStores =
       T.MaskedByteStores && !P.NonTemporal && copiedRowBytes(S, P) >= AlignStoresFromBytes;
@@ -711,6 +760,8 @@ std::string KernelPlan::describe() const {
     OS << " loop-vector=" << LoopVectorBytes;
   if (ScalarGathers)
     OS << " scalar-gathers";
+  if (ScalarLoop)
+    OS << " scalar-loop";
   if (TileColumns && !Blocks)
     OS << " tile-columns=" << TileColumns;
   if (Blocks)

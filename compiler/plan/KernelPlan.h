@@ -62,8 +62,13 @@ struct TargetFacts {
   /// vectors where a row's elements come from a table larger than the
   /// core's own caches (x86 cores with AVX512-FP16, whose L2 is 2 MiB): a
   /// kernel gathering from such a table loads its elements one by one
-  /// (KernelPlan.cpp).
+  /// (KernelPlan::ScalarGathers), and from a larger one runs a loop of one
+  /// element an iteration (KernelPlan::ScalarLoop; KernelPlan.cpp).
   bool GathersLoseBeyondCore = false;
+  /// The last-level cache's bytes (the host's, as the system tells it);
+  /// 0 where not known. An input that fits it stays there from call to
+  /// call (touchesInputRow).
+  uint64_t LastLevelCacheBytes = 0;
   /// A GPU runs each element on a thread of its own: no prefetching,
   /// streaming or offset tables, which are CPU strategies.
   bool Gpu = false;
@@ -146,8 +151,14 @@ struct KernelPlan {
   unsigned LoopVectorBytes = 0;
   /// The kernel's loops load gathered elements one by one into vectors,
   /// not with the target's gather instructions
-  /// (TargetFacts::GathersOnlyFromMemory, GathersLoseBeyondCore).
+  /// (TargetFacts::GathersOnlyFromMemory).
   bool ScalarGathers = false;
+  /// The element row's loop is not vectorized: it moves one element an
+  /// iteration, and an index out of range branches away (under Check the
+  /// kernel returns its position, the range's first bad one; under Clamp
+  /// and Clip a cold block clamps it), so that each load's address depends
+  /// on its index alone (TargetFacts::GathersLoseBeyondCore).
+  bool ScalarLoop = false;
   /// Loops of at most this many iterations, of constant count, are emitted
   /// as straight-line code, while the loops so emitted around them make at
   /// most MaxStraightCopies copies of any code.

@@ -160,47 +160,75 @@ TEST(Runtime, BlockRowsMatchTheInterpreterAtAnyOutputAlignment) {
 
 TEST(Runtime, TakesFromTablesBeyondTheCoresCachesMatchTheInterpreter) {
   // 1-D takes from tables of 8 MiB (FLOAT32 by INT64, FLOAT64 by INT32),
-  // which load their elements one by one where the host's gathers lose
-  // beyond its caches (TargetFacts::GathersLoseBeyondCore): ids spread
-  // over the table, some negative; then one out of range under Check
-  // (its position reported) and under Clamp (the last element read).
+  // which load their elements one by one into vectors where the host's
+  // gathers lose beyond its caches (TargetFacts::GathersLoseBeyondCore),
+  // and of 16 MiB, which run a loop of one element an iteration that
+  // branches on a bad index (KernelPlan::ScalarLoop); and GatherElements
+  // along rows of 16 MiB. Ids spread over the table, some negative; then
+  // two out of range: under Check the first one's position is reported,
+  // under Clamp the last element is read for a large one and the first
+  // for one negative past the wrap, and Clip reads the first for any
+  // negative id.
   auto RT = makeRuntime();
   const TargetFacts Facts = hostFacts();
   const uint64_t Ids = 5000;
-  for (const auto &[Type, IdType] : {std::pair{DataType::Float32, DataType::Int64},
-                                     std::pair{DataType::Float64, DataType::Int32}}) {
-    const unsigned Elem = Type == DataType::Float32 ? 4 : 8;
-    const uint64_t N = (8u << 20) / Elem;
-    SCOPED_TRACE(std::string(dataTypeName(Type)) + " by " + dataTypeName(IdType));
-    std::vector<char> Table = patternBuffer(N, Elem);
-    std::vector<int64_t> Values(Ids);
-    for (uint64_t I = 0; I < Ids; ++I)
+  struct Case {
+    DataType Type, IdType;
+    uint64_t TableBytes, Rows;
+  };
+  for (const Case &C : {Case{DataType::Float32, DataType::Int64, 8u << 20, 1},
+                        Case{DataType::Float64, DataType::Int32, 8u << 20, 1},
+                        Case{DataType::Float32, DataType::Int64, 16u << 20, 1},
+                        Case{DataType::Float64, DataType::Int32, 16u << 20, 1},
+                        Case{DataType::Float32, DataType::Int64, 16u << 20, 2}}) {
+    const unsigned Elem = C.Type == DataType::Float32 ? 4 : 8;
+    const uint64_t N = C.TableBytes / Elem, Count = C.Rows * Ids;
+    SCOPED_TRACE(std::string(dataTypeName(C.Type)) + " by " + dataTypeName(C.IdType) + ", " +
+                 std::to_string(C.Rows) + " rows of " + std::to_string(C.TableBytes) + " bytes");
+    std::vector<char> Table = patternBuffer(C.Rows * N, Elem);
+    std::vector<int64_t> Values(Count);
+    for (uint64_t I = 0; I < Count; ++I)
       Values[I] = static_cast<int64_t>((I * 2654435761u) % N) - (I % 5 == 2 ? int64_t(N) : 0);
-    for (OobPolicy Policy : {OobPolicy::Check, OobPolicy::Clamp}) {
+    for (OobPolicy Policy : {OobPolicy::Check, OobPolicy::Clamp, OobPolicy::Clip}) {
+      SCOPED_TRACE(oobPolicyName(Policy));
       Expected<ValidDesc> V =
-          validateOnnx({OpKind::Gather, tensor(Type, {N}), tensor(IdType, {Ids}), 0}, Policy);
+          C.Rows == 1
+              ? validateOnnx({OpKind::Gather, tensor(C.Type, {N}), tensor(C.IdType, {Ids}), 0},
+                             Policy)
+              : validateOnnx({OpKind::GatherElements, tensor(C.Type, {C.Rows, N}),
+                              tensor(C.IdType, {C.Rows, Ids}), 1},
+                             Policy);
       ASSERT_TRUE(V.isOk()) << V.status().message();
-      EXPECT_EQ(planKernel(canonicalize(*V), Facts).ScalarGathers, Facts.GathersLoseBeyondCore);
+      const KernelPlan Plan = planKernel(canonicalize(*V), Facts);
+      const bool Beyond = Facts.GathersLoseBeyondCore, Large = C.TableBytes >= (16u << 20);
+      EXPECT_EQ(Plan.ScalarGathers, Beyond && !Large) << Plan.describe();
+      EXPECT_EQ(Plan.ScalarLoop, Beyond && Large) << Plan.describe();
       Expected<Kernel> K = RT->compile(*V);
       ASSERT_TRUE(K.isOk()) << K.status().message();
+      const uint64_t First = Count - 1999, Second = Count - 999;
       for (bool Bad : {false, true}) {
         std::vector<int64_t> Used = Values;
-        if (Bad)
-          Used[3001] = static_cast<int64_t>(N);
-        const std::vector<char> Idx = encodeIndices(IdType, Used);
-        std::vector<char> Out(Ids * Elem, '\x11'), Ref(Ids * Elem, '\x22');
+        if (Bad) {
+          Used[First] = static_cast<int64_t>(N);
+          Used[Second] = -2 * static_cast<int64_t>(N);
+        }
+        const std::vector<char> Idx = encodeIndices(C.IdType, Used);
+        std::vector<char> Out(Count * Elem, '\x11'), Ref(Count * Elem, '\x22');
         const Status RS = interpret(*V, Table.data(), Idx.data(), Ref.data());
         const Status JS = K->run(Table.data(), Idx.data(), Out.data());
         ASSERT_EQ(RS.code(), JS.code()) << JS.message();
         if (Bad && Policy == OobPolicy::Check) {
-          EXPECT_EQ(JS.position(), 3001u);
+          EXPECT_EQ(JS.position(), First);
           continue;
         }
         ASSERT_TRUE(JS.isOk()) << JS.message();
         EXPECT_EQ(Out, Ref);
-        // Worked out by hand: the clamped id reads the table's last element.
+        // Worked out by hand: the large id reads its row's last element,
+        // the negative one its first.
+        const char *Row = Table.data() + (C.Rows - 1) * N * Elem;
         if (Bad) {
-          EXPECT_EQ(0, std::memcmp(Out.data() + 3001 * Elem, Table.data() + (N - 1) * Elem, Elem));
+          EXPECT_EQ(0, std::memcmp(Out.data() + First * Elem, Row + (N - 1) * Elem, Elem));
+          EXPECT_EQ(0, std::memcmp(Out.data() + Second * Elem, Row, Elem));
         }
       }
     }

@@ -101,8 +101,13 @@ TEST(Backend, TheHostsLineIsTheSystems) {
   else
     EXPECT_EQ(F.CacheLineBytes, 64u);
   EXPECT_EQ(F.CacheLineBytes % F.VectorBytes, 0u);
-  // A cross target gets the common line, whatever this host has.
+  // So is its last-level cache: the L3, else the L2.
+  const long L3 = ::sysconf(_SC_LEVEL3_CACHE_SIZE), L2 = ::sysconf(_SC_LEVEL2_CACHE_SIZE);
+  EXPECT_EQ(F.LastLevelCacheBytes, static_cast<uint64_t>(L3 > 0 ? L3 : L2 > 0 ? L2 : 0));
+  // A cross target gets the common line and no cache, whatever this host
+  // has.
   EXPECT_EQ(factsOf("aarch64-unknown-linux-gnu", "neoverse-v1").CacheLineBytes, 64u);
+  EXPECT_EQ(factsOf("aarch64-unknown-linux-gnu", "neoverse-v1").LastLevelCacheBytes, 0u);
 }
 
 std::string emittedIR(const std::string &CaseName, const TargetFacts &Facts, KernelPlan &Plan) {
@@ -240,6 +245,31 @@ std::string assemblyFor(const std::string &Cpu, const std::string &CaseName) {
       return assemblyOf(Cpu, bench::benchDesc(C));
   ADD_FAILURE() << "no case " << CaseName;
   return "";
+}
+
+TEST(Backend, TakesFromTablesBeyondTheCoresCachesLoadOneElementAnIteration) {
+  // A 1-D take from a 16 MiB FLOAT32 table for Intel's cores with
+  // AVX512-FP16 (KernelPlan::ScalarLoop): no gather instruction and no
+  // vector at all, each element loaded on its own.
+  TensorDesc Data, Indices;
+  Data.Type = DataType::Float32;
+  Data.Sizes = {4u << 20};
+  Indices.Type = DataType::Int64;
+  Indices.Sizes = {4096};
+  for (OobPolicy Policy : {OobPolicy::Check, OobPolicy::Clamp}) {
+    const std::string Asm =
+        assemblyOf("sapphirerapids", validateOnnx({OpKind::Gather, Data, Indices, 0}, Policy));
+    SCOPED_TRACE(oobPolicyName(Policy));
+    EXPECT_EQ(Asm.find("gather"), std::string::npos);
+    EXPECT_EQ(Asm.find("mm"), std::string::npos) << "no vector register";
+    EXPECT_NE(Asm.find("movl\t(%rdi,%r"), std::string::npos) << Asm;
+  }
+  // Tables of 4 MiB gather.
+  Data.Sizes = {1u << 20};
+  EXPECT_NE(assemblyOf("sapphirerapids",
+                       validateOnnx({OpKind::Gather, Data, Indices, 0}, OobPolicy::Check))
+                .find("gather"),
+            std::string::npos);
 }
 
 TEST(Backend, ElementRowsGatherOnAvx512CoresAndLoadElsewhere) {

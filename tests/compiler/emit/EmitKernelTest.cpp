@@ -10,6 +10,7 @@
 #include "compiler/emit/EmitKernel.h"
 #include "Cases.h"
 #include "RandomCase.h"
+#include "TestUtil.h"
 #include "gatherjit/Descriptor.h"
 
 #include <llvm/IR/LLVMContext.h>
@@ -20,6 +21,7 @@
 #include <gtest/gtest.h>
 
 using namespace gatherjit;
+using gatherjit::test::tensor;
 
 namespace {
 
@@ -59,6 +61,7 @@ void expectFollowsPlan(const KernelSpec &Spec, const KernelPlan &Plan, const std
   EXPECT_EQ(has(E.IR, "load volatile i8"), Plan.TouchInputRow || Plan.TouchRegion);
   EXPECT_EQ(has(E.IR, "\"prefer-vector-width\"=\"" + std::to_string(Plan.LoopVectorBytes * 8)),
             Plan.LoopVectorBytes > 0);
+  EXPECT_EQ(has(E.IR, "!\"llvm.loop.vectorize.enable\", i1 false"), Plan.ScalarLoop);
   // Only Check has blocks that return a bad index's position. (An empty
   // output, which the runtime never compiles, may have or lack them.)
   if (Spec.elements() > 0) {
@@ -91,6 +94,28 @@ TEST(EmitKernel, RandomConfigurationsVerify) {
     expectFollowsPlan(Spec, planKernel(Spec), "case " + std::to_string(I) + ": " + C.Summary);
     if (HasFatalFailure())
       return;
+  }
+}
+
+TEST(EmitKernel, ScalarLoopsBranchOnABadIndexInsteadOfClampingIt) {
+  // A 1-D take from a 16 MiB table where gathers lose beyond the core's
+  // caches (KernelPlan::ScalarLoop): under Check a bad index returns from
+  // the loop (no flag to rescan by); under Clamp and Clip it is clamped in
+  // a block of its own.
+  TargetFacts Beyond;
+  Beyond.GathersLoseBeyondCore = true;
+  for (OobPolicy Policy : {OobPolicy::Check, OobPolicy::Clamp, OobPolicy::Clip}) {
+    Expected<ValidDesc> V = validateOnnx(
+        {OpKind::Gather, tensor(DataType::Float32, {4u << 20}), tensor(DataType::Int64, {4096}), 0},
+        Policy);
+    ASSERT_TRUE(V.isOk()) << V.status().message();
+    const KernelSpec Spec = canonicalize(*V);
+    const KernelPlan Plan = planKernel(Spec, Beyond);
+    ASSERT_TRUE(Plan.ScalarLoop) << Plan.describe();
+    expectFollowsPlan(Spec, Plan, oobPolicyName(Policy));
+    const Emitted E = emit(Spec, Plan);
+    EXPECT_FALSE(has(E.IR, "bad.flag")) << E.IR;
+    EXPECT_EQ(has(E.IR, "\nclamp"), Policy != OobPolicy::Check) << E.IR;
   }
 }
 

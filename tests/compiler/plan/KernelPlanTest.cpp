@@ -263,19 +263,92 @@ TEST(KernelPlan, WhereGathersLoseBeyondTheCoreRowsFromTablesLargerThanItsCachesL
       Plan(OpKind::GatherElements, DT::Float32, {2 << 20, 4}, DT::Int64, {64, 4}, 0).ScalarGathers);
   EXPECT_FALSE(
       Plan(OpKind::GatherND, DT::Float32, {2048, 1024}, DT::Int64, {4096, 2}, 0).ScalarGathers);
+  // From 12 MiB such rows run a loop of one element an iteration instead
+  // (FLOAT32 [3M], FLOAT64 [1.5M] by INT32, rows of 12 MiB), and only it.
+  for (const KernelPlan &P :
+       {Plan(OpKind::Gather, DT::Float32, {3 << 20}, DT::Int64, {4096}, 0),
+        Plan(OpKind::Gather, DT::Float64, {3 << 19}, DT::Int32, {4096}, 0),
+        Plan(OpKind::GatherElements, DT::Float32, {4, 3 << 20}, DT::Int64, {4, 64}, 1)}) {
+    EXPECT_TRUE(P.ScalarLoop) << P.describe();
+    EXPECT_FALSE(P.ScalarGathers) << P.describe();
+  }
+  EXPECT_EQ(Plan(OpKind::Gather, DT::Float32, {3 << 20}, DT::Int64, {4096}, 0).describe(),
+            "row=element scalar-loop");
+  EXPECT_FALSE(
+      Plan(OpKind::Gather, DT::Float32, {(3 << 20) - 16}, DT::Int64, {4096}, 0).ScalarLoop);
+  EXPECT_FALSE(
+      Plan(OpKind::GatherElements, DT::Float32, {3 << 20, 4}, DT::Int64, {64, 4}, 0).ScalarLoop);
+  EXPECT_FALSE(
+      Plan(OpKind::GatherND, DT::Float32, {4096, 1024}, DT::Int64, {4096, 2}, 0).ScalarLoop);
+  // Rows whose indices stream (a memory strategy of their own) keep it
+  // and gather: 1M ids a row of 16 MiB.
+  const KernelPlan Streamed =
+      Plan(OpKind::GatherElements, DT::Float32, {2, 4 << 20}, DT::Int64, {2, 1 << 20}, 1);
+  EXPECT_TRUE(Streamed.StreamIndices) << Streamed.describe();
+  EXPECT_FALSE(Streamed.ScalarLoop) << Streamed.describe();
   // No case of the suite's rows reads such a table; without the fact
   // nothing changes; a family kernel's shapes (small until specialized)
   // and a GPU's kernels gather.
-  for (const bench::BenchCase &C : bench::benchCases())
+  for (const bench::BenchCase &C : bench::benchCases()) {
     EXPECT_FALSE(planOfCase(C.Name, Beyond).ScalarGathers) << C.Name;
+    EXPECT_FALSE(planOfCase(C.Name, Beyond).ScalarLoop) << C.Name;
+  }
   Beyond.GathersLoseBeyondCore = false;
   EXPECT_FALSE(Plan(OpKind::Gather, DT::Float32, {2 << 20}, DT::Int64, {4096}, 0).ScalarGathers);
+  EXPECT_FALSE(Plan(OpKind::Gather, DT::Float32, {3 << 20}, DT::Int64, {4096}, 0).ScalarLoop);
   Beyond.GathersLoseBeyondCore = true;
-  KernelSpec Family = Spec(OpKind::Gather, DT::Float32, {2 << 20}, DT::Int64, {4096}, 0);
-  Family.Family = true;
-  EXPECT_FALSE(planKernel(Family, Beyond).ScalarGathers);
+  for (uint64_t Elements : {2u << 20, 3u << 20}) {
+    KernelSpec Family = Spec(OpKind::Gather, DT::Float32, {Elements}, DT::Int64, {4096}, 0);
+    Family.Family = true;
+    EXPECT_FALSE(planKernel(Family, Beyond).ScalarGathers);
+    EXPECT_FALSE(planKernel(Family, Beyond).ScalarLoop);
+  }
   Beyond.Gpu = true;
   EXPECT_FALSE(Plan(OpKind::Gather, DT::Float32, {2 << 20}, DT::Int64, {4096}, 0).ScalarGathers);
+  EXPECT_FALSE(Plan(OpKind::Gather, DT::Float32, {3 << 20}, DT::Int64, {4096}, 0).ScalarLoop);
+}
+
+TEST(KernelPlan, RowsWithStreamedIndicesAreTouchedOnlyWhereTheirInputComesFromMemory) {
+  // FLOAT32 rows of 1 MiB, each read by 16384 ids of its own (one a line):
+  // 64 rows (64 MiB of input) and 32 (32 MiB).
+  auto Spec = [](uint64_t Rows) {
+    TensorDesc D, I;
+    D.Type = DataType::Float32;
+    D.Sizes = {Rows, 1 << 18};
+    I.Type = DataType::Int64;
+    I.Sizes = {Rows, 1 << 14};
+    Expected<ValidDesc> V = validateOnnx({OpKind::GatherElements, D, I, 1}, OobPolicy::Check);
+    EXPECT_TRUE(V.isOk()) << V.status().message();
+    return V ? canonicalize(*V) : KernelSpec{};
+  };
+  // Where the last-level cache is not known, as before: touched.
+  TargetFacts Facts;
+  for (uint64_t Rows : {32, 64}) {
+    const KernelPlan P = planKernel(Spec(Rows), Facts);
+    EXPECT_TRUE(P.StreamIndices && P.TouchInputRow && !P.PrefetchNextInputRow) << P.describe();
+  }
+  // A cache of 480 MiB holds either input, with the indices and output
+  // the kernel streams through it: the rows are prefetched a share a
+  // block, not touched.
+  Facts.LastLevelCacheBytes = 480u << 20;
+  for (uint64_t Rows : {32, 64}) {
+    const KernelPlan P = planKernel(Spec(Rows), Facts);
+    EXPECT_TRUE(P.StreamIndices && !P.TouchInputRow && P.PrefetchNextInputRow) << P.describe();
+  }
+  // Rows read four times a line are touched all the same.
+  TensorDesc D, I;
+  D.Type = DataType::Float32;
+  D.Sizes = {32, 1 << 18};
+  I.Type = DataType::Int64;
+  I.Sizes = {32, 1 << 16};
+  Expected<ValidDesc> Dense = validateOnnx({OpKind::GatherElements, D, I, 1}, OobPolicy::Check);
+  ASSERT_TRUE(Dense.isOk());
+  EXPECT_TRUE(planKernel(canonicalize(*Dense), Facts).TouchInputRow);
+  // One of 64 MiB holds the 32 rows' 32 MiB, 4 MiB of indices and 2 MiB
+  // of output (counted twice: written, then read), but not the 64 rows'.
+  Facts.LastLevelCacheBytes = 64u << 20;
+  EXPECT_FALSE(planKernel(Spec(32), Facts).TouchInputRow);
+  EXPECT_TRUE(planKernel(Spec(64), Facts).TouchInputRow);
 }
 
 TEST(KernelPlan, AGpuTargetGetsNoCpuMemoryStrategies) {
