@@ -415,11 +415,38 @@ bool scalarGathers(const KernelSpec &S, const KernelPlan &P, const TargetFacts &
   return T.GathersOnlyFromMemory && (S.Family || movedBytes(S) < GatherFromBytes);
 }
 
+/// The loop runs where the bytes it reads and writes, the input rows it
+/// gathers from and those it streams (movedBytes), are fewer than this.
+/// Beyond, scalar loads into vectors were faster again: from Python, the
+/// two plans' builds in turn (twice, best of three medians of 21), loop
+/// against scalar loads into vectors, 1-D takes from FLOAT32 tables by
+/// INT64 ids, two threads (the default on this machine): 16 MiB by 2M ids
+/// 3.33 against 4.11 ms, by 4M 7.13 against 8.40; 128 MiB by 1M 2.9
+/// against 3.9, by 2M 9.5-10.8 against 7.7-8.3, by 4M 20.7-21.5 against
+/// 16.9-17.6. One thread: 16 MiB by 2M 6.6-7.4 against 8.0, 32 MiB by 2M
+/// 9.2-9.8 against 11.7, 64 MiB by 1M 5.1 against 6.6, 128 MiB by 1M 6.1-6.2
+/// against 7.4-7.5, by 2M 18.8-19.0 against 15.8-16.1; where one thread
+/// lost inside the bound: 16 MiB by 3M 12.7-13.4 against 12.3-12.5, by 4M
+/// 19.6-22.4 against 16.6-16.9 (two threads won there).
+constexpr uint64_t ScalarLoopBelowBytes = 160u << 20;
+
+/// The bytes of input rows an element kernel gathers from: each output
+/// row's own, or one row that they all read.
+uint64_t gatheredBytes(const KernelSpec &S) {
+  const unsigned L = S.Rank - 1;
+  const uint64_t RowBytes = S.AxisSize[0] * S.ElemBytes;
+  for (unsigned D = 0; D < L; ++D)
+    if (S.InStride[D] != 0)
+      return S.Sizes[L] ? S.elements() / S.Sizes[L] * RowBytes : 0;
+  return RowBytes;
+}
+
 /// The loop of KernelPlan::ScalarLoop, for rows none of the memory
 /// strategies (streamed indices, a touched row) takes.
 bool scalarLoop(const KernelSpec &S, const KernelPlan &P, const TargetFacts &T) {
   return !P.StreamIndices && !P.TouchInputRow && !P.TileColumns && S.Rank > 0 &&
-         gathersBeyondCore(S, P, T, ScalarLoopTableBytes);
+         gathersBeyondCore(S, P, T, ScalarLoopTableBytes) &&
+         gatheredBytes(S) + movedBytes(S) < ScalarLoopBelowBytes;
 }
 
 bool permutes(const KernelSpec &S, const TargetFacts &T) {

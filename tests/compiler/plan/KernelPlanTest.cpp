@@ -276,6 +276,16 @@ TEST(KernelPlan, WhereGathersLoseBeyondTheCoreRowsFromTablesLargerThanItsCachesL
             "row=element scalar-loop");
   EXPECT_FALSE(
       Plan(OpKind::Gather, DT::Float32, {(3 << 20) - 16}, DT::Int64, {4096}, 0).ScalarLoop);
+  // Below 160 MiB read and written: a 128 MiB table by 1M ids (16 MiB
+  // streamed) runs the loop, by 2M ids (32 MiB) loads into vectors, as do
+  // 16 rows of 12 MiB (192 MiB gathered from).
+  EXPECT_TRUE(Plan(OpKind::Gather, DT::Float32, {32 << 20}, DT::Int64, {1 << 20}, 0).ScalarLoop);
+  for (const KernelPlan &P :
+       {Plan(OpKind::Gather, DT::Float32, {32 << 20}, DT::Int64, {2 << 20}, 0),
+        Plan(OpKind::GatherElements, DT::Float32, {16, 3 << 20}, DT::Int64, {16, 64}, 1)}) {
+    EXPECT_FALSE(P.ScalarLoop) << P.describe();
+    EXPECT_TRUE(P.ScalarGathers) << P.describe();
+  }
   EXPECT_FALSE(
       Plan(OpKind::GatherElements, DT::Float32, {3 << 20, 4}, DT::Int64, {64, 4}, 0).ScalarLoop);
   EXPECT_FALSE(
