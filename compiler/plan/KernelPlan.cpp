@@ -427,8 +427,11 @@ bool scalarGathers(const KernelSpec &S, const KernelPlan &P, const TargetFacts &
 /// 9.2-9.8 against 11.7, 64 MiB by 1M 5.1 against 6.6, 128 MiB by 1M 6.1-6.2
 /// against 7.4-7.5, by 2M 18.8-19.0 against 15.8-16.1; where one thread
 /// lost inside the bound: 16 MiB by 3M 12.7-13.4 against 12.3-12.5, by 4M
-/// 19.6-22.4 against 16.6-16.9 (two threads won there).
+/// 19.6-22.4 against 16.6-16.9 (two threads won there); and four rows of
+/// 16 MiB by 1M ids each took 35 ms against 18. So the bytes it streams
+/// are also at most ScalarLoopMovedBytes (2M FLOAT32 elements by INT64).
 constexpr uint64_t ScalarLoopBelowBytes = 160u << 20;
+constexpr uint64_t ScalarLoopMovedBytes = 32u << 20;
 
 /// The bytes of input rows an element kernel gathers from: each output
 /// row's own, or one row that they all read.
@@ -446,6 +449,7 @@ uint64_t gatheredBytes(const KernelSpec &S) {
 bool scalarLoop(const KernelSpec &S, const KernelPlan &P, const TargetFacts &T) {
   return !P.StreamIndices && !P.TouchInputRow && !P.TileColumns && S.Rank > 0 &&
          gathersBeyondCore(S, P, T, ScalarLoopTableBytes) &&
+         movedBytes(S) <= ScalarLoopMovedBytes &&
          gatheredBytes(S) + movedBytes(S) < ScalarLoopBelowBytes;
 }
 
@@ -502,41 +506,51 @@ bool sharesRowIndices(const KernelSpec &S) {
 ///   20.5, of 128 KiB 18.4 against 18.0, of 64 KiB 22.1 against 20.7, of
 ///   16 KiB (GE1) 19.3 against 16.1; UINT8 rows of 128 KiB 9.2 against
 ///   10.2.
-///   Those rows came from memory. Where the input fits the last-level
-///   cache (TargetFacts::LastLevelCacheBytes), it is there on every call
-///   after the first, and reading a row in order costs more than a few
-///   random reads from that cache: on an Intel Xeon with AVX512-FP16 (2
-///   MiB of L2 a core, 480 MiB of L3), FLOAT32 by INT64 from Python (one
-///   thread, best of three medians of 21, the two builds in turn, twice),
-///   touched against prefetched: rows of 1 MiB by one id a line 3.67-3.76
-///   against 2.60-2.67 ms, rows of 4 MiB 2.28-2.39 against 1.70-1.71, rows
-///   of 16 MiB 7.2-7.8 against 4.5; but by four ids a line 1.42-1.52
-///   against 1.74 (1 MiB) and 2.82-2.94 against 3.19-3.27 (4 MiB). Rows
-///   read fewer than twice a line, of an input that stays in that cache
-///   with the bytes the kernel streams through it, are not touched.
-bool touchesInputRow(const KernelSpec &S, bool StreamsIndices, const KernelPlan &P,
-                     const TargetFacts &T) {
+bool touchesInputRow(const KernelSpec &S, bool StreamsIndices, unsigned LineBytes) {
   if (S.Rank < 2 || S.innerIsBlock() || S.TupleSize != 1 || S.AxisStride[0] != 1)
     return false;
   const unsigned L = S.Rank - 1;
   const uint64_t RowBytes = S.AxisSize[0] * S.ElemBytes;
-  if (S.InStride[L] != 0 || S.InStride[L - 1] == 0 || 2 * S.Sizes[L] * P.LineBytes < RowBytes)
+  if (S.InStride[L] != 0 || S.InStride[L - 1] == 0 || 2 * S.Sizes[L] * LineBytes < RowBytes)
     return false;
   if (indicesSameEveryRow(S))
     return 3 * S.Sizes[L] <= S.AxisSize[0] && S.rows() * RowBytes >= PrefetchTableBytes;
-  // (With the indices and output the kernel streams through that cache.)
-  const bool FromMemory =
-      !T.LastLevelCacheBytes || S.rows() * RowBytes + movedBytes(S) > T.LastLevelCacheBytes;
-  const bool Dense = S.Sizes[L] * P.LineBytes >= 2 * RowBytes;
-  return StreamsIndices && RowBytes >= TouchedRowBytes && (FromMemory || Dense);
+  return StreamsIndices && RowBytes >= TouchedRowBytes;
 }
 
-bool streamsIndices(const KernelSpec &S) {
+/// Rows read fewer than this many times a line (expected) do not stream
+/// where their input, with the bytes the kernel streams, fits the host's
+/// last-level cache (TargetFacts::LastLevelCacheBytes). Streaming and
+/// loading rows first (touchesInputRow) were measured with reads dense
+/// (GE1, GE4, GE6: 16 to 64 a line) or inputs from memory. Warm, on an
+/// Intel Xeon with AVX512-FP16 (2 MiB of L2 a core, 480 MiB of L3), from
+/// Python (each plan forced in turn, twice, best of three medians of 21),
+/// GatherElements FLOAT32 by INT64 along rows, streamed (rows of 1 MiB or
+/// more loaded first where read twice a line) against not: rows of 1 MiB
+/// by one id a line 2.49-2.53 against 2.21-2.30 ms, by four 1.40-1.41
+/// against 1.20-1.27 (two threads 0.73-0.74 against 0.63-0.64), rows of 4
+/// MiB by eight 5.06-5.22 against 5.21-5.41 (even), rows of 16 KiB by one
+/// 0.55-0.57 against 0.54-0.61 (even); with the loop or the loads into
+/// vectors that rows from beyond the core's caches take when not
+/// streamed, rows of 4 MiB by one id a line 0.70 against 0.57 (two
+/// threads 0.37 against 0.30), by four 2.83-2.88 against 2.09-2.10 (1.44-
+/// 1.47 against 1.05-1.07), rows of 16 MiB by one 7.2-7.8 against 3.6-4.3,
+/// by four 20.5-21.0 against 18.2-18.7. By 16 a line, streamed and loaded
+/// first won: rows of 4 MiB 45.3-45.6 against 59.2-59.4 ms.
+constexpr uint64_t StreamedReadsPerLine = 8;
+
+bool streamsIndices(const KernelSpec &S, const KernelPlan &P, const TargetFacts &T) {
   if (S.Rank < 2 || S.innerIsBlock() || S.TupleSize != 1 || sharesRowIndices(S))
     return false;
   const unsigned L = S.Rank - 1;
-  return S.InStride[L] == 0 && S.IdxStride[L] == 1 && S.Sizes[L] >= MinStreamedRow &&
-         S.elements() * S.indexBytes() >= StreamedIndexBytes;
+  if (S.InStride[L] != 0 || S.IdxStride[L] != 1 || S.Sizes[L] < MinStreamedRow ||
+      S.elements() * S.indexBytes() < StreamedIndexBytes)
+    return false;
+  const bool Sparse = S.Sizes[L] * P.LineBytes < StreamedReadsPerLine * S.AxisSize[0] * S.ElemBytes;
+  // (With the indices and output the kernel streams through that cache.)
+  const bool Cached =
+      T.LastLevelCacheBytes && gatheredBytes(S) + movedBytes(S) <= T.LastLevelCacheBytes;
+  return !(Sparse && Cached);
 }
 
 /// Elements of the input that the rows of dimension Rank-2 gather from
@@ -613,8 +627,8 @@ void planTablePrefetch(const KernelSpec &S, const TargetFacts &T, KernelPlan &P)
 /// element rows' memory strategies.
 void planStreaming(const KernelSpec &S, const TargetFacts &T, KernelPlan &P) {
   const unsigned L = S.Rank == 0 ? 0 : S.Rank - 1;
-  P.StreamIndices = streamsIndices(S);
-  P.TouchInputRow = touchesInputRow(S, P.StreamIndices, P, T);
+  P.StreamIndices = streamsIndices(S, P, T);
+  P.TouchInputRow = touchesInputRow(S, P.StreamIndices, P.LineBytes);
   if (P.StreamIndices) {
     P.IndexAheadBytes = IndexAheadBytes;
     P.PrefetchNextInputRow = S.AxisStride[0] == 1 && !P.TouchInputRow;

@@ -67,7 +67,7 @@ struct TargetFacts {
   bool GathersLoseBeyondCore = false;
   /// The last-level cache's bytes (the host's, as the system tells it);
   /// 0 where not known. An input that fits it stays there from call to
-  /// call (touchesInputRow).
+  /// call (streamsIndices in KernelPlan.cpp).
   uint64_t LastLevelCacheBytes = 0;
   /// A GPU runs each element on a thread of its own: no prefetching,
   /// streaming or offset tables, which are CPU strategies.

@@ -318,47 +318,50 @@ TEST(KernelPlan, WhereGathersLoseBeyondTheCoreRowsFromTablesLargerThanItsCachesL
   EXPECT_FALSE(Plan(OpKind::Gather, DT::Float32, {3 << 20}, DT::Int64, {4096}, 0).ScalarLoop);
 }
 
-TEST(KernelPlan, RowsWithStreamedIndicesAreTouchedOnlyWhereTheirInputComesFromMemory) {
-  // FLOAT32 rows of 1 MiB, each read by 16384 ids of its own (one a line):
-  // 64 rows (64 MiB of input) and 32 (32 MiB).
-  auto Spec = [](uint64_t Rows) {
+TEST(KernelPlan, RowsReadSparselyFromAnInputTheLastLevelCacheHoldsDoNotStream) {
+  // FLOAT32 rows of 1 MiB, each read by ids of its own: 32 or 64 rows (32
+  // or 64 MiB of input) by 16384 ids a row (one a line), 65536 (four) or
+  // 262144 (16).
+  auto Spec = [](uint64_t Rows, uint64_t Ids) {
     TensorDesc D, I;
     D.Type = DataType::Float32;
     D.Sizes = {Rows, 1 << 18};
     I.Type = DataType::Int64;
-    I.Sizes = {Rows, 1 << 14};
+    I.Sizes = {Rows, Ids};
     Expected<ValidDesc> V = validateOnnx({OpKind::GatherElements, D, I, 1}, OobPolicy::Check);
     EXPECT_TRUE(V.isOk()) << V.status().message();
     return V ? canonicalize(*V) : KernelSpec{};
   };
-  // Where the last-level cache is not known, as before: touched.
+  auto Streamed = [](const KernelPlan &P) {
+    return P.StreamIndices && P.TouchInputRow && !P.PrefetchNextInputRow;
+  };
+  auto Plain = [](const KernelPlan &P) {
+    return !P.StreamIndices && !P.TouchInputRow && !P.PrefetchNextInputRow;
+  };
+  // Where the last-level cache is not known, as before: streamed and
+  // loaded first.
   TargetFacts Facts;
-  for (uint64_t Rows : {32, 64}) {
-    const KernelPlan P = planKernel(Spec(Rows), Facts);
-    EXPECT_TRUE(P.StreamIndices && P.TouchInputRow && !P.PrefetchNextInputRow) << P.describe();
+  for (uint64_t Ids : {1 << 14, 1 << 16, 1 << 18}) {
+    const KernelPlan P = planKernel(Spec(32, Ids), Facts);
+    EXPECT_TRUE(Streamed(P)) << P.describe();
   }
-  // A cache of 480 MiB holds either input, with the indices and output
-  // the kernel streams through it: the rows are prefetched a share a
-  // block, not touched.
+  // A cache of 480 MiB holds the input with the indices and output: rows
+  // read once or four times a line run plainly, 16 times still stream.
   Facts.LastLevelCacheBytes = 480u << 20;
-  for (uint64_t Rows : {32, 64}) {
-    const KernelPlan P = planKernel(Spec(Rows), Facts);
-    EXPECT_TRUE(P.StreamIndices && !P.TouchInputRow && P.PrefetchNextInputRow) << P.describe();
+  for (uint64_t Ids : {1 << 14, 1 << 16}) {
+    const KernelPlan P = planKernel(Spec(32, Ids), Facts);
+    EXPECT_TRUE(Plain(P)) << P.describe();
   }
-  // Rows read four times a line are touched all the same.
-  TensorDesc D, I;
-  D.Type = DataType::Float32;
-  D.Sizes = {32, 1 << 18};
-  I.Type = DataType::Int64;
-  I.Sizes = {32, 1 << 16};
-  Expected<ValidDesc> Dense = validateOnnx({OpKind::GatherElements, D, I, 1}, OobPolicy::Check);
-  ASSERT_TRUE(Dense.isOk());
-  EXPECT_TRUE(planKernel(canonicalize(*Dense), Facts).TouchInputRow);
+  EXPECT_TRUE(Streamed(planKernel(Spec(32, 1 << 18), Facts)));
   // One of 64 MiB holds the 32 rows' 32 MiB, 4 MiB of indices and 2 MiB
   // of output (counted twice: written, then read), but not the 64 rows'.
   Facts.LastLevelCacheBytes = 64u << 20;
-  EXPECT_FALSE(planKernel(Spec(32), Facts).TouchInputRow);
-  EXPECT_TRUE(planKernel(Spec(64), Facts).TouchInputRow);
+  EXPECT_TRUE(Plain(planKernel(Spec(32, 1 << 14), Facts)));
+  EXPECT_TRUE(Streamed(planKernel(Spec(64, 1 << 14), Facts)));
+  // The suite's rows stream as before (GE1 16 ids a line, GE4 32, GE6 64).
+  Facts.LastLevelCacheBytes = 480u << 20;
+  for (const char *Name : {"GE1", "GE4", "GE6"})
+    EXPECT_EQ(planOfCase(Name, Facts), planOfCase(Name)) << Name;
 }
 
 TEST(KernelPlan, AGpuTargetGetsNoCpuMemoryStrategies) {
