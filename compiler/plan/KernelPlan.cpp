@@ -425,10 +425,10 @@ bool scalarGathers(const KernelSpec &S, const KernelPlan &P, const TargetFacts &
 /// against 3.9, by 2M 9.5-10.8 against 7.7-8.3, by 4M 20.7-21.5 against
 /// 16.9-17.6. One thread: 16 MiB by 2M 6.6-7.4 against 8.0, 32 MiB by 2M
 /// 9.2-9.8 against 11.7, 64 MiB by 1M 5.1 against 6.6, 128 MiB by 1M 6.1-6.2
-/// against 7.4-7.5, by 2M 18.8-19.0 against 15.8-16.1; where one thread
-/// lost inside the bound: 16 MiB by 3M 12.7-13.4 against 12.3-12.5, by 4M
-/// 19.6-22.4 against 16.6-16.9 (two threads won there); and four rows of
-/// 16 MiB by 1M ids each took 35 ms against 18. So the bytes it streams
+/// against 7.4-7.5, by 2M 18.8-19.0 against 15.8-16.1. One thread also
+/// lost with more ids: 16 MiB by 3M 12.7-13.4 against 12.3-12.5, by 4M
+/// 19.6-22.4 against 16.6-16.9 (two threads won there), and four rows of
+/// 16 MiB by 1M ids each took 35 ms against 18: so the bytes it streams
 /// are also at most ScalarLoopMovedBytes (2M FLOAT32 elements by INT64).
 constexpr uint64_t ScalarLoopBelowBytes = 160u << 20;
 constexpr uint64_t ScalarLoopMovedBytes = 32u << 20;
