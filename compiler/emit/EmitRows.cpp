@@ -336,21 +336,8 @@ void KernelEmitter::emitElementRow(const Offsets &O, Value *Lo, Value *Hi) {
     emitTableRow(O);
     return;
   }
-  if (P.ScalarLoop) {
-    const unsigned L = S.Rank - 1;
-    BranchInst *Latch =
-        emitLoop(Lo, Hi, "inner", [&](Value *IV) { emitScalarElement(advance(O, IV, L)); });
-    if (Latch) { // Not vectorized (nor interleaved): one load an iteration.
-      Metadata *Scalar[] = {nullptr,
-                            MDNode::get(Ctx, {MDString::get(Ctx, "llvm.loop.vectorize.enable"),
-                                              ConstantAsMetadata::get(B.getFalse())})};
-      MDNode *Loop = MDNode::getDistinct(Ctx, Scalar);
-      Loop->replaceOperandWith(0, Loop);
-      Latch->setMetadata(LLVMContext::MD_loop, Loop);
-    }
-    return;
-  }
-  AllocaInst *BadFlag = emitBadFlag();
+  // (A scalar loop's bad index leaves it at once: no flag to rescan by.)
+  AllocaInst *BadFlag = P.ScalarLoop ? nullptr : emitBadFlag();
   if (P.Row == RowKind::Permute) {
     emitPermuteRow(O, Lo, Hi, BadFlag);
   } else if (S.Rank == 0) {
@@ -359,11 +346,22 @@ void KernelEmitter::emitElementRow(const Offsets &O, Value *Lo, Value *Hi) {
     emitStreamedRow(O, BadFlag);
   } else {
     const unsigned L = S.Rank - 1;
-    emitLoop(Lo, Hi, "inner", [&](Value *IV) {
+    BranchInst *Latch = emitLoop(Lo, Hi, "inner", [&](Value *IV) {
       if (P.PrefetchRowsAhead) // A row epilogue's rows, from a large table.
         emitAhead(IV, Hi, P.PrefetchRowsAhead, [&](Value *Ahead) { emitPrefetchRow(O, Ahead, L); });
-      emitIndexedElement(advance(O, IV, L), BadFlag);
+      if (P.ScalarLoop)
+        emitScalarElement(advance(O, IV, L));
+      else
+        emitIndexedElement(advance(O, IV, L), BadFlag);
     });
+    if (P.ScalarLoop && Latch) { // Not vectorized (nor interleaved): one load an iteration.
+      Metadata *Scalar[] = {nullptr,
+                            MDNode::get(Ctx, {MDString::get(Ctx, "llvm.loop.vectorize.enable"),
+                                              ConstantAsMetadata::get(B.getFalse())})};
+      MDNode *Loop = MDNode::getDistinct(Ctx, Scalar);
+      Loop->replaceOperandWith(0, Loop);
+      Latch->setMetadata(LLVMContext::MD_loop, Loop);
+    }
   }
   emitReturnFirstBad(BadFlag, O, Lo, Hi);
 }
