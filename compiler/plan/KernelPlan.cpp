@@ -366,18 +366,24 @@ constexpr uint64_t GatherFromBytes = 16u << 20;
 /// element along a contiguous axis of at least this many bytes load their
 /// elements one by one into vectors. Measured on a 2-core Intel Xeon with
 /// AVX512-FP16 (2 MiB of L2 a core, a shared L3 holding the table from
-/// call to call), 1-D takes of 1M random ids, each plan's build in turn
-/// from the command line (--repeat 31, three runs each), one thread:
-/// FLOAT32 tables by INT64 of 2 MiB 1.24 -> 1.19 ms, 3 MiB 1.84 -> 1.87
-/// (even), 4 MiB 2.53 -> 1.99, 8 MiB 3.23 -> 2.49; FLOAT64 by INT32 of 4
-/// MiB 2.48 -> 1.99, 8 MiB 3.24 -> 2.82. Two threads, whose two L2s keep
-/// more of the table: FLOAT32 4 MiB 0.83 -> 0.87, 8 MiB 1.11 -> 1.05;
-/// FLOAT64 4 MiB 0.79 -> 0.88, 8 MiB 1.09 -> 1.15: from 8 MiB on, even
-/// with two threads, faster with one. GatherElements along rows of 4 MiB
-/// measured even. Not taken: GatherND's tuples (GN2, a 4 MiB table, 3.67-
-/// 3.99 -> 4.18-4.51 ms in the suite) and a strided axis (GE2, 84.6 ->
-/// 88.3 ms).
-constexpr uint64_t ScalarGatherTableBytes = 8u << 20;
+/// call to call), each plan's build in turn, 1M random ids, one thread:
+/// FLOAT32 1-D takes by INT64 from tables of 2 MiB 1.24 -> 1.19 ms, 3 MiB
+/// 1.84 -> 1.87 (even), 4 MiB 2.53 -> 1.99, 8 MiB 3.23 -> 2.49; FLOAT64 by
+/// INT32 of 4 MiB 2.48 -> 1.99, 8 MiB 3.24 -> 2.82. From Python beside
+/// torch.index_select and torch.gather (two runs, medians of 31; torch's
+/// in brackets): FLOAT32 4 MiB 2.58-2.61 -> 2.04-2.06 ms (2.12-2.47), 6
+/// MiB 3.10-3.11 -> 2.37-2.39 (2.39-2.91), FLOAT64 4 MiB 2.60 -> 2.09-2.10
+/// (2.32-2.86); GatherElements along 4 rows of 4 MiB by one id a 64-byte
+/// line 0.72 -> 0.57-0.58 (0.61-0.65), by four 2.65-2.67 -> 2.07-2.10
+/// (2.18-2.47). Two threads: FLOAT32 4 MiB 0.97-1.02 -> 0.88-0.99 (2.0-2.4),
+/// FLOAT64 0.96-1.01 -> 0.89-0.92, the rows 0.40-0.42 -> 0.30-0.31 and
+/// 1.33-1.45 -> 1.06. Below 4 MiB neither wins throughout: FLOAT64 2 MiB
+/// by INT32 on two threads 0.64 -> 0.71-0.75 ms, GatherElements along 16
+/// rows of 1 MiB by four ids a line on one 1.29 -> 1.34-1.42 (faster by
+/// one id a line, 0.58 -> 0.53). Not taken: GatherND's tuples (GN2, a 4
+/// MiB table, 3.67-3.99 -> 4.18-4.51 ms in the suite) and a strided axis
+/// (GE2, 84.6 -> 88.3 ms).
+constexpr uint64_t ScalarGatherTableBytes = 4u << 20;
 
 /// From tables of this many bytes such rows run a loop of one element an
 /// iteration, not vectorized, whose out-of-range indices branch away

@@ -159,7 +159,7 @@ TEST(Runtime, BlockRowsMatchTheInterpreterAtAnyOutputAlignment) {
 }
 
 TEST(Runtime, TakesFromTablesBeyondTheCoresCachesMatchTheInterpreter) {
-  // 1-D takes from tables of 8 MiB (FLOAT32 by INT64, FLOAT64 by INT32),
+  // 1-D takes from tables of 4 MiB (FLOAT32 by INT64, FLOAT64 by INT32),
   // which load their elements one by one into vectors where the host's
   // gathers lose beyond its caches (TargetFacts::GathersLoseBeyondCore),
   // and of 16 MiB, which run a loop of one element an iteration that
@@ -176,8 +176,8 @@ TEST(Runtime, TakesFromTablesBeyondTheCoresCachesMatchTheInterpreter) {
     DataType Type, IdType;
     uint64_t TableBytes, Rows;
   };
-  for (const Case &C : {Case{DataType::Float32, DataType::Int64, 8u << 20, 1},
-                        Case{DataType::Float64, DataType::Int32, 8u << 20, 1},
+  for (const Case &C : {Case{DataType::Float32, DataType::Int64, 4u << 20, 1},
+                        Case{DataType::Float64, DataType::Int32, 4u << 20, 1},
                         Case{DataType::Float32, DataType::Int64, 16u << 20, 1},
                         Case{DataType::Float64, DataType::Int32, 16u << 20, 1},
                         Case{DataType::Float32, DataType::Int64, 16u << 20, 2}}) {

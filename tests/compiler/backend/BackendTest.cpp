@@ -264,8 +264,8 @@ TEST(Backend, TakesFromTablesBeyondTheCoresCachesLoadOneElementAnIteration) {
     EXPECT_EQ(Asm.find("mm"), std::string::npos) << "no vector register";
     EXPECT_NE(Asm.find("movl\t(%rdi,%r"), std::string::npos) << Asm;
   }
-  // Tables of 4 MiB gather.
-  Data.Sizes = {1u << 20};
+  // Tables of 2 MiB gather.
+  Data.Sizes = {1u << 19};
   EXPECT_NE(assemblyOf("sapphirerapids",
                        validateOnnx({OpKind::Gather, Data, Indices, 0}, OobPolicy::Check))
                 .find("gather"),

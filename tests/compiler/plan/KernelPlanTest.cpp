@@ -248,21 +248,22 @@ TEST(KernelPlan, WhereGathersLoseBeyondTheCoreRowsFromTablesLargerThanItsCachesL
     return planKernel(Spec(Op, Data, std::move(DataShape), Ids, std::move(IdsShape), Axis), Beyond);
   };
   using DT = DataType;
-  // A 1-D take from a table of 8 MiB or more (FLOAT32 [2M], FLOAT64
-  // [1M] by INT32) loads one by one; from 4 MiB it gathers.
-  EXPECT_TRUE(Plan(OpKind::Gather, DT::Float32, {2 << 20}, DT::Int64, {4096}, 0).ScalarGathers);
-  EXPECT_TRUE(Plan(OpKind::Gather, DT::Float64, {1 << 20}, DT::Int32, {4096}, 0).ScalarGathers);
-  EXPECT_FALSE(Plan(OpKind::Gather, DT::Float32, {1 << 20}, DT::Int64, {4096}, 0).ScalarGathers);
-  EXPECT_EQ(Plan(OpKind::Gather, DT::Float32, {2 << 20}, DT::Int64, {4096}, 0).describe(),
+  // A 1-D take from a table of 4 MiB or more (FLOAT32 [1M], FLOAT64
+  // [512K] by INT32) loads one by one; from 4 MiB less a line it gathers.
+  EXPECT_TRUE(Plan(OpKind::Gather, DT::Float32, {1 << 20}, DT::Int64, {4096}, 0).ScalarGathers);
+  EXPECT_TRUE(Plan(OpKind::Gather, DT::Float64, {1 << 19}, DT::Int32, {4096}, 0).ScalarGathers);
+  EXPECT_FALSE(
+      Plan(OpKind::Gather, DT::Float32, {(1 << 20) - 16}, DT::Int64, {4096}, 0).ScalarGathers);
+  EXPECT_EQ(Plan(OpKind::Gather, DT::Float32, {1 << 20}, DT::Int64, {4096}, 0).describe(),
             "row=element scalar-gathers");
-  // Rows of 8 MiB along a contiguous axis do; along a strided axis, or by
+  // Rows of 4 MiB along a contiguous axis do; along a strided axis, or by
   // GatherND's tuples, they gather.
   EXPECT_TRUE(
-      Plan(OpKind::GatherElements, DT::Float32, {4, 2 << 20}, DT::Int64, {4, 64}, 1).ScalarGathers);
+      Plan(OpKind::GatherElements, DT::Float32, {4, 1 << 20}, DT::Int64, {4, 64}, 1).ScalarGathers);
   EXPECT_FALSE(
-      Plan(OpKind::GatherElements, DT::Float32, {2 << 20, 4}, DT::Int64, {64, 4}, 0).ScalarGathers);
+      Plan(OpKind::GatherElements, DT::Float32, {1 << 20, 4}, DT::Int64, {64, 4}, 0).ScalarGathers);
   EXPECT_FALSE(
-      Plan(OpKind::GatherND, DT::Float32, {2048, 1024}, DT::Int64, {4096, 2}, 0).ScalarGathers);
+      Plan(OpKind::GatherND, DT::Float32, {1024, 1024}, DT::Int64, {4096, 2}, 0).ScalarGathers);
   // From 12 MiB such rows run a loop of one element an iteration instead
   // (FLOAT32 [3M], FLOAT64 [1.5M] by INT32, rows of 12 MiB), and only it.
   for (const KernelPlan &P :
@@ -304,17 +305,17 @@ TEST(KernelPlan, WhereGathersLoseBeyondTheCoreRowsFromTablesLargerThanItsCachesL
     EXPECT_FALSE(planOfCase(C.Name, Beyond).ScalarLoop) << C.Name;
   }
   Beyond.GathersLoseBeyondCore = false;
-  EXPECT_FALSE(Plan(OpKind::Gather, DT::Float32, {2 << 20}, DT::Int64, {4096}, 0).ScalarGathers);
+  EXPECT_FALSE(Plan(OpKind::Gather, DT::Float32, {1 << 20}, DT::Int64, {4096}, 0).ScalarGathers);
   EXPECT_FALSE(Plan(OpKind::Gather, DT::Float32, {3 << 20}, DT::Int64, {4096}, 0).ScalarLoop);
   Beyond.GathersLoseBeyondCore = true;
-  for (uint64_t Elements : {2u << 20, 3u << 20}) {
+  for (uint64_t Elements : {1u << 20, 3u << 20}) {
     KernelSpec Family = Spec(OpKind::Gather, DT::Float32, {Elements}, DT::Int64, {4096}, 0);
     Family.Family = true;
     EXPECT_FALSE(planKernel(Family, Beyond).ScalarGathers);
     EXPECT_FALSE(planKernel(Family, Beyond).ScalarLoop);
   }
   Beyond.Gpu = true;
-  EXPECT_FALSE(Plan(OpKind::Gather, DT::Float32, {2 << 20}, DT::Int64, {4096}, 0).ScalarGathers);
+  EXPECT_FALSE(Plan(OpKind::Gather, DT::Float32, {1 << 20}, DT::Int64, {4096}, 0).ScalarGathers);
   EXPECT_FALSE(Plan(OpKind::Gather, DT::Float32, {3 << 20}, DT::Int64, {4096}, 0).ScalarLoop);
 }
 
