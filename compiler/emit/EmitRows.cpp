@@ -347,7 +347,7 @@ void KernelEmitter::emitElementRow(const Offsets &O, Value *Lo, Value *Hi) {
   } else {
     const unsigned L = S.Rank - 1;
     BranchInst *Latch = emitLoop(Lo, Hi, "inner", [&](Value *IV) {
-      if (P.PrefetchRowsAhead) // A row epilogue's rows, from a large table.
+      if (P.PrefetchRowsAhead) // A row epilogue's rows or a scalar loop's elements.
         emitAhead(IV, Hi, P.PrefetchRowsAhead, [&](Value *Ahead) { emitPrefetchRow(O, Ahead, L); });
       if (P.ScalarLoop)
         emitScalarElement(advance(O, IV, L));

@@ -421,22 +421,30 @@ bool scalarGathers(const KernelSpec &S, const KernelPlan &P, const TargetFacts &
   return T.GathersOnlyFromMemory && (S.Family || movedBytes(S) < GatherFromBytes);
 }
 
-/// The loop runs where the bytes it reads and writes, the input rows it
-/// gathers from and those it streams (movedBytes), are fewer than this.
-/// Beyond, scalar loads into vectors were faster again: from Python, the
-/// two plans' builds in turn (twice, best of three medians of 21), loop
-/// against scalar loads into vectors, 1-D takes from FLOAT32 tables by
-/// INT64 ids, two threads (the default on this machine): 16 MiB by 2M ids
-/// 3.33 against 4.11 ms, by 4M 7.13 against 8.40; 128 MiB by 1M 2.9
-/// against 3.9, by 2M 9.5-10.8 against 7.7-8.3, by 4M 20.7-21.5 against
-/// 16.9-17.6. One thread: 16 MiB by 2M 6.6-7.4 against 8.0, 32 MiB by 2M
-/// 9.2-9.8 against 11.7, 64 MiB by 1M 5.1 against 6.6, 128 MiB by 1M 6.1-6.2
-/// against 7.4-7.5, by 2M 18.8-19.0 against 15.8-16.1. One thread also
-/// lost with more ids: 16 MiB by 3M 12.7-13.4 against 12.3-12.5, by 4M
-/// 19.6-22.4 against 16.6-16.9 (two threads won there), and four rows of
-/// 16 MiB by 1M ids each took 35 ms against 18: so the bytes it streams
-/// are also at most ScalarLoopMovedBytes (2M FLOAT32 elements by INT64).
-constexpr uint64_t ScalarLoopBelowBytes = 160u << 20;
+/// The loop prefetches the element this many iterations ahead picks:
+/// its reads miss the caches at random, and the core's out-of-order window
+/// keeps too few of them in flight. From Python, each plan's build in
+/// turn (three runs, medians of 31), without / 64 / 128 ahead, FLOAT32 by
+/// INT64, one thread: 1M ids from 128 MiB 8.7-9.7 / 5.6-6.3 / 5.3-5.8 ms,
+/// from 32 MiB 4.5-4.9 / 3.9-4.4 / 3.9-4.1, four rows of 16 MiB by 256K
+/// ids each 5.5-8.1 / 3.9-4.1 / 3.6-3.7; two threads 3.1-3.2 / 2.5-2.6 /
+/// 2.5-2.7, 2.2 / 1.9-2.0 / 2.0-2.1, 1.9-2.2 / 1.7-1.9 / 1.7-1.9; from 12
+/// and 16 MiB (the last-level cache's) even. A plain C loop prefetching as
+/// far ahead gained as much (128 MiB 8.7 -> 7.5 ms, 64 ahead; 8 and 16
+/// ahead lost, 10.6 and 9.3).
+constexpr uint64_t ScalarLoopAhead = 128;
+
+/// The loop runs where the bytes it streams (movedBytes) are at most this
+/// many: four rows of 16 MiB by 1M ids each took 24-31 ms prefetching
+/// against 18-22 with scalar loads into vectors, and a 16 MiB table by 4M
+/// ids 24-25 against 18 (2M FLOAT32 elements by INT64, 32 MiB, still won:
+/// 16 MiB by 2M 3.33 against 4.11 ms on two threads). The table's size
+/// bounds it no more: prefetching, it won on larger ones, 1M ids from
+/// 512 MiB 11.5-12.9 against 14.0-14.7 ms (two threads 4.1-4.4 against
+/// 5.4-6.0), 2M ids from 128 MiB 17.2-18.8 against 19.0-20.0, from 256
+/// MiB 22.4-24.0 against 25.1-26.1, FLOAT64 by INT32 from 128 MiB
+/// 16.7-18.0 against 20.4-21.7, where without prefetching it had lost
+/// (128 MiB by 2M, two threads, 9.5-10.8 against 7.7-8.3).
 constexpr uint64_t ScalarLoopMovedBytes = 32u << 20;
 
 /// The bytes of input rows an element kernel gathers from: each output
@@ -454,9 +462,7 @@ uint64_t gatheredBytes(const KernelSpec &S) {
 /// strategies (streamed indices, a touched row) takes.
 bool scalarLoop(const KernelSpec &S, const KernelPlan &P, const TargetFacts &T) {
   return !P.StreamIndices && !P.TouchInputRow && !P.TileColumns && S.Rank > 0 &&
-         gathersBeyondCore(S, P, T, ScalarLoopTableBytes) &&
-         movedBytes(S) <= ScalarLoopMovedBytes &&
-         gatheredBytes(S) + movedBytes(S) < ScalarLoopBelowBytes;
+         gathersBeyondCore(S, P, T, ScalarLoopTableBytes) && movedBytes(S) <= ScalarLoopMovedBytes;
 }
 
 bool permutes(const KernelSpec &S, const TargetFacts &T) {
@@ -769,8 +775,13 @@ KernelPlan planKernel(const KernelSpec &S, const TargetFacts &T) {
     return P; // Tiles' rows: none of the whole rows' memory strategies.
   planTablePrefetch(S, T, P);
   planStreaming(S, T, P);
-  if ((P.ScalarLoop = scalarLoop(S, P, T)))
+  if ((P.ScalarLoop = scalarLoop(S, P, T))) {
     P.ScalarGathers = false;
+    if (!P.PrefetchRowsAhead) { // Each element a "row" of its own bytes.
+      P.PrefetchRowsAhead = ScalarLoopAhead;
+      P.PrefetchRowBytes = S.ElemBytes;
+    }
+  }
   P.NonTemporal = planNonTemporal(S, P, T);
   P.AlignStores =
       T.MaskedByteStores && !P.NonTemporal && copiedRowBytes(S, P) >= AlignStoresFromBytes;

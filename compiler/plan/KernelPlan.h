@@ -125,8 +125,9 @@ struct KernelPlan {
   /// RegionElements input elements load it in order, one byte a line,
   /// before the first of them gathers (in place of PrefetchNextRegion).
   bool TouchRegion = false;
-  /// Block rows (or a row epilogue's rows): the row this many rows ahead is
-  /// prefetched (its first PrefetchRowBytes); 0 for none.
+  /// Block rows (or a row epilogue's rows, or a scalar loop's elements):
+  /// the row this many rows ahead is prefetched (its first
+  /// PrefetchRowBytes); 0 for none.
   uint64_t PrefetchRowsAhead = 0;
   uint64_t PrefetchRowBytes = 0;
   /// Block rows into an output not aligned to the copy vector store the

@@ -250,7 +250,7 @@ std::string assemblyFor(const std::string &Cpu, const std::string &CaseName) {
 TEST(Backend, TakesFromTablesBeyondTheCoresCachesLoadOneElementAnIteration) {
   // A 1-D take from a 16 MiB FLOAT32 table for Intel's cores with
   // AVX512-FP16 (KernelPlan::ScalarLoop): no gather instruction and no
-  // vector at all, each element loaded on its own.
+  // vector at all, each element loaded on its own, and prefetched ahead.
   TensorDesc Data, Indices;
   Data.Type = DataType::Float32;
   Data.Sizes = {4u << 20};
@@ -263,6 +263,10 @@ TEST(Backend, TakesFromTablesBeyondTheCoresCachesLoadOneElementAnIteration) {
     EXPECT_EQ(Asm.find("gather"), std::string::npos);
     EXPECT_EQ(Asm.find("mm"), std::string::npos) << "no vector register";
     EXPECT_NE(Asm.find("movl\t(%rdi,%r"), std::string::npos) << Asm;
+    // The element 128 ids ahead picks (1024 bytes of INT64 further) is
+    // prefetched.
+    EXPECT_NE(Asm.find("movq\t1024(%rsi,"), std::string::npos) << Asm;
+    EXPECT_NE(Asm.find("prefetcht0\t(%rdi,"), std::string::npos) << Asm;
   }
   // Tables of 2 MiB gather.
   Data.Sizes = {1u << 19};

@@ -273,20 +273,28 @@ TEST(KernelPlan, WhereGathersLoseBeyondTheCoreRowsFromTablesLargerThanItsCachesL
     EXPECT_TRUE(P.ScalarLoop) << P.describe();
     EXPECT_FALSE(P.ScalarGathers) << P.describe();
   }
+  // Each prefetches the element 128 iterations ahead picks.
   EXPECT_EQ(Plan(OpKind::Gather, DT::Float32, {3 << 20}, DT::Int64, {4096}, 0).describe(),
-            "row=element scalar-loop");
+            "row=element prefetch-rows(ahead=128,bytes=4) scalar-loop");
+  EXPECT_EQ(Plan(OpKind::Gather, DT::Float64, {3 << 19}, DT::Int32, {4096}, 0).describe(),
+            "row=element prefetch-rows(ahead=128,bytes=8) scalar-loop");
   EXPECT_FALSE(
       Plan(OpKind::Gather, DT::Float32, {(3 << 20) - 16}, DT::Int64, {4096}, 0).ScalarLoop);
-  // Below 160 MiB read and written: a 128 MiB table by 1M ids (16 MiB
-  // streamed) runs the loop, by 2M ids (32 MiB) loads into vectors, as do
-  // 16 rows of 12 MiB (192 MiB gathered from).
-  EXPECT_TRUE(Plan(OpKind::Gather, DT::Float32, {32 << 20}, DT::Int64, {1 << 20}, 0).ScalarLoop);
+  EXPECT_EQ(
+      Plan(OpKind::Gather, DT::Float32, {(3 << 20) - 16}, DT::Int64, {4096}, 0).PrefetchRowsAhead,
+      0u);
+  // Where it streams at most 32 MiB, from a table of any size: 2M ids
+  // (32 MiB) from 128 MiB, 16 rows of 12 MiB (192 MiB), 1M ids from 1 GiB;
+  // 4M ids (64 MiB) load into vectors.
   for (const KernelPlan &P :
        {Plan(OpKind::Gather, DT::Float32, {32 << 20}, DT::Int64, {2 << 20}, 0),
-        Plan(OpKind::GatherElements, DT::Float32, {16, 3 << 20}, DT::Int64, {16, 64}, 1)}) {
-    EXPECT_FALSE(P.ScalarLoop) << P.describe();
-    EXPECT_TRUE(P.ScalarGathers) << P.describe();
-  }
+        Plan(OpKind::GatherElements, DT::Float32, {16, 3 << 20}, DT::Int64, {16, 64}, 1),
+        Plan(OpKind::Gather, DT::Float32, {256 << 20}, DT::Int64, {1 << 20}, 0)})
+    EXPECT_TRUE(P.ScalarLoop) << P.describe();
+  const KernelPlan Streams = Plan(OpKind::Gather, DT::Float32, {32 << 20}, DT::Int64, {4 << 20}, 0);
+  EXPECT_FALSE(Streams.ScalarLoop) << Streams.describe();
+  EXPECT_TRUE(Streams.ScalarGathers) << Streams.describe();
+  EXPECT_EQ(Streams.PrefetchRowsAhead, 0u);
   EXPECT_FALSE(
       Plan(OpKind::GatherElements, DT::Float32, {3 << 20, 4}, DT::Int64, {64, 4}, 0).ScalarLoop);
   EXPECT_FALSE(
