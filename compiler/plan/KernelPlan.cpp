@@ -551,6 +551,35 @@ bool touchesInputRow(const KernelSpec &S, bool StreamsIndices, unsigned LineByte
 /// first won: rows of 4 MiB 45.3-45.6 against 59.2-59.4 ms.
 constexpr uint64_t StreamedReadsPerLine = 8;
 
+/// Rows that all gather by the same indices, read fewer than this many
+/// times a line from an input the host's last-level cache holds, neither
+/// load their rows in order first (touchesInputRow) nor prefetch the next
+/// row (PrefetchNextInputRow): both were measured from memory, after a
+/// 256 MiB copy. Warm, on the Intel Xeon above, `gatherjit gather --axis 1
+/// --specialize compile --repeat 101`, two runs, FLOAT32 by INT64, loaded
+/// first / the next prefetched / neither, one thread: [64, 16000] by 500
+/// ids (one read for two lines) 0.140-0.142 / 0.067-0.072 / 0.042-0.052
+/// ms, [64, 32768] by 1024 0.301 / 0.175-0.201 / 0.160-0.182, [512,
+/// 32768] by 1024 2.48-2.49 / 1.32-1.34 / 1.27-1.30 (two threads 1.23 /
+/// 0.71-0.75 / 0.65-0.68); [64, 100000] by 1000 (prefetched, not loaded
+/// first) 0.171-0.185 / 0.140; by 2000 0.346-0.360 / 0.291-0.297. Read
+/// four times a line, loading first lost less warm and won cold: [64,
+/// 32768] by 8192 0.47-0.48 / 0.41 / 0.41-0.42, [512, 32768] by 8192
+/// 4.02-4.07 / 3.60-3.70 / 3.62-3.72, G2 warm 0.70-0.72 ms each, but G2 in
+/// the suite (its caches evicted) 1.36-1.47 loaded first against 1.66-1.73
+/// plainly.
+constexpr uint64_t SharedRowReadsPerLine = 2;
+
+/// Whether rows read fewer than \p ReadsPerLine elements a line (expected)
+/// from an input that, with the indices and output the kernel streams
+/// through it, the host's last-level cache holds from call to call.
+bool readsSparselyFromCache(const KernelSpec &S, const KernelPlan &P, const TargetFacts &T,
+                            uint64_t ReadsPerLine) {
+  const unsigned L = S.Rank - 1;
+  return S.Sizes[L] * P.LineBytes < ReadsPerLine * S.AxisSize[0] * S.ElemBytes &&
+         T.LastLevelCacheBytes && gatheredBytes(S) + movedBytes(S) <= T.LastLevelCacheBytes;
+}
+
 bool streamsIndices(const KernelSpec &S, const KernelPlan &P, const TargetFacts &T) {
   if (S.Rank < 2 || S.innerIsBlock() || S.TupleSize != 1 || sharesRowIndices(S))
     return false;
@@ -558,11 +587,7 @@ bool streamsIndices(const KernelSpec &S, const KernelPlan &P, const TargetFacts 
   if (S.InStride[L] != 0 || S.IdxStride[L] != 1 || S.Sizes[L] < MinStreamedRow ||
       S.elements() * S.indexBytes() < StreamedIndexBytes)
     return false;
-  const bool Sparse = S.Sizes[L] * P.LineBytes < StreamedReadsPerLine * S.AxisSize[0] * S.ElemBytes;
-  // (With the indices and output the kernel streams through that cache.)
-  const bool Cached =
-      T.LastLevelCacheBytes && gatheredBytes(S) + movedBytes(S) <= T.LastLevelCacheBytes;
-  return !(Sparse && Cached);
+  return !readsSparselyFromCache(S, P, T, StreamedReadsPerLine);
 }
 
 /// Elements of the input that the rows of dimension Rank-2 gather from
@@ -640,13 +665,17 @@ void planTablePrefetch(const KernelSpec &S, const TargetFacts &T, KernelPlan &P)
 void planStreaming(const KernelSpec &S, const TargetFacts &T, KernelPlan &P) {
   const unsigned L = S.Rank == 0 ? 0 : S.Rank - 1;
   P.StreamIndices = streamsIndices(S, P, T);
-  P.TouchInputRow = touchesInputRow(S, P.StreamIndices, P.LineBytes);
+  const bool WarmSharedRows = S.Rank >= 2 && !S.innerIsBlock() && !S.emptyAxis() &&
+                              indicesSameEveryRow(S) &&
+                              readsSparselyFromCache(S, P, T, SharedRowReadsPerLine);
+  P.TouchInputRow = !WarmSharedRows && touchesInputRow(S, P.StreamIndices, P.LineBytes);
   if (P.StreamIndices) {
     P.IndexAheadBytes = IndexAheadBytes;
     P.PrefetchNextInputRow = S.AxisStride[0] == 1 && !P.TouchInputRow;
   } else if (P.Row == RowKind::SharedIndices) {
-    P.PrefetchNextInputRow = !P.TouchInputRow && S.TupleSize == 1 && S.AxisStride[0] == 1 &&
-                             S.InStride[L] == 0 && S.Sizes[L] >= StreamBlock &&
+    P.PrefetchNextInputRow = !WarmSharedRows && !P.TouchInputRow && S.TupleSize == 1 &&
+                             S.AxisStride[0] == 1 && S.InStride[L] == 0 &&
+                             S.Sizes[L] >= StreamBlock &&
                              S.rows() * S.AxisSize[0] * S.ElemBytes >= PrefetchTableBytes;
   }
   if (P.StreamIndices || P.PrefetchNextInputRow)

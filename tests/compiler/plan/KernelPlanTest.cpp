@@ -373,6 +373,45 @@ TEST(KernelPlan, RowsReadSparselyFromAnInputTheLastLevelCacheHoldsDoNotStream) {
     EXPECT_EQ(planOfCase(Name, Facts), planOfCase(Name)) << Name;
 }
 
+TEST(KernelPlan, RowsSharingIndicesReadSparselyFromTheLastLevelCacheAreNotLoadedFirst) {
+  // Gather along axis 1 of FLOAT32 [Rows, Cols] by INT64 ids: every row
+  // reads the same columns.
+  auto Spec = [](uint64_t Rows, uint64_t Cols, uint64_t Ids) {
+    TensorDesc D, I;
+    D.Type = DataType::Float32;
+    D.Sizes = {Rows, Cols};
+    I.Type = DataType::Int64;
+    I.Sizes = {Ids};
+    Expected<ValidDesc> V = validateOnnx({OpKind::Gather, D, I, 1}, OobPolicy::Check);
+    EXPECT_TRUE(V.isOk()) << V.status().message();
+    return V ? canonicalize(*V) : KernelSpec{};
+  };
+  TargetFacts Unknown, Holds, Small;
+  Holds.LastLevelCacheBytes = 480u << 20;
+  Small.LastLevelCacheBytes = 64u << 20;
+  // [512, 32768] by 1024 (one read for two lines, 64 MiB): loaded first
+  // where the cache is not known or too small (64 MiB of input and 4 MiB
+  // of output), plainly where it holds them.
+  const KernelSpec Half = Spec(512, 32768, 1024);
+  EXPECT_TRUE(planKernel(Half, Unknown).TouchInputRow);
+  EXPECT_TRUE(planKernel(Half, Small).TouchInputRow);
+  const KernelPlan Plain = planKernel(Half, Holds);
+  EXPECT_FALSE(Plain.TouchInputRow || Plain.PrefetchNextInputRow) << Plain.describe();
+  // [64, 100000] by 1000 (a read for six lines) prefetches each next row
+  // unless the cache holds it.
+  const KernelSpec Sparse = Spec(64, 100000, 1000);
+  EXPECT_EQ(planKernel(Sparse, Unknown).Row, RowKind::SharedIndices);
+  EXPECT_TRUE(planKernel(Sparse, Unknown).PrefetchNextInputRow);
+  EXPECT_FALSE(planKernel(Sparse, Holds).PrefetchNextInputRow);
+  EXPECT_FALSE(planKernel(Sparse, Holds).TouchInputRow);
+  // Two reads a line or more keep their rows loaded first: [512, 32768]
+  // by 4096 and 8192, and every case of the suite keeps its plan.
+  for (uint64_t Ids : {4096, 8192})
+    EXPECT_TRUE(planKernel(Spec(512, 32768, Ids), Holds).TouchInputRow) << Ids;
+  for (const bench::BenchCase &C : bench::benchCases())
+    EXPECT_EQ(planOfCase(C.Name, Holds).describe(), planOfCase(C.Name).describe()) << C.Name;
+}
+
 TEST(KernelPlan, AGpuTargetGetsNoCpuMemoryStrategies) {
   TargetFacts Gpu;
   Gpu.Gpu = true;
