@@ -10,6 +10,7 @@
 #include "runtime/ThreadPool.h"
 #include "runtime/TieredCode.h"
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -50,10 +51,16 @@ struct Kernel::State {
   void setCode(std::shared_ptr<TieredCode> C) {
     Code = std::move(C);
     Rows = Spec->rows();
-    Split = !Device && Rows >= 2 && Pool->worthSplitting(Spec->outputBytes());
     InputBytes = requiredElements(Desc.Input) * Desc.Input.elementBytes();
     IndicesBytes = requiredElements(Desc.Indices) * Desc.Indices.elementBytes();
     OutputBytes = requiredElements(Desc.Output) * Desc.Output.elementBytes();
+    // Each output element is a read from the input, or each row where rows
+    // are copied whole.
+    const uint64_t Elements = Spec->elements();
+    const uint64_t Reads = Spec->innerIsBlock() && Spec->Rank
+                               ? Elements / std::max<uint64_t>(1, Spec->Sizes[Spec->Rank - 1])
+                               : Elements;
+    Split = !Device && Rows >= 2 && Pool->worthSplitting(Spec->outputBytes(), Reads, InputBytes);
   }
 
   /// True if \p Output's bytes share any byte with \p Input's or
