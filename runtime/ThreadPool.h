@@ -30,16 +30,15 @@ public:
   /// makes at least SplitReads reads at random (output elements, or rows
   /// copied whole) from an input of SplitInputBytes or more, beyond a
   /// core's L2, each of which waits on a miss. On a 2-core Xeon (`gatherjit
-  /// gather --specialize compile --repeat 301`, two runs, FLOAT32 by INT64,
-  /// one thread against two): a take of 500 columns of [64, 100000] 45-46
-  /// -> 20 us, of [64, 16000] 55 -> 7-12, of [64, 8000] 12-15 -> 6-13;
-  /// GatherElements along [512, 1024] by [512, 64] 20 -> 7, along 16 rows
-  /// of 1 MiB by 2048 ids each 81-85 -> 12-15; 32K rows of 16 bytes from a
-  /// 16 MiB table 81-89 -> 35-37 (16K rows 30-32 -> 17-18). Half as many
-  /// columns lost (250 of [64, 16000] 13-15 -> 15, of [64, 100000] 20-21
-  /// -> 23), as did 500 columns of a [64, 4000] the core's L2 holds (6.8
-  /// -> 5.5-7.8).
-  static constexpr uint64_t SplitReads = 32768;
+  /// gather --specialize compile`, medians of 301, three runs, FLOAT32 by
+  /// INT64, the caller's thread against two): a take of 375 columns (24000
+  /// reads) of [64, 16000] 15-16 -> 6 us, of [64, 100000] 30-34 -> 16-18,
+  /// of 500 columns 55-59 -> 7-8 and 45-46 -> 20; 24K rows of 16 bytes from
+  /// a 16 MiB table 53-57 -> 26; GatherElements along [512, 1024] by [512,
+  /// 64] 20 -> 7, along 16 rows of 1 MiB by 2048 ids each 81-85 -> 12-15.
+  /// 250 columns (16000 reads) lost (13-15 -> 15 and 20-21 -> 23), as did
+  /// 500 columns of a [64, 4000] the core's L2 holds (6.8 -> 5.5-7.8).
+  static constexpr uint64_t SplitReads = 24576;
   static constexpr uint64_t SplitInputBytes = 2u << 20;
   bool worthSplitting(uint64_t OutputBytes, uint64_t Reads = 0, uint64_t InputBytes = 0) const {
     return Threads > 1 &&

@@ -51,10 +51,10 @@ TEST(ThreadPool, OnlyLargeOutputsOrManyReadsFromLargeInputsAreSplit) {
   EXPECT_FALSE(ThreadPool(1).worthSplitting(1u << 30));
   EXPECT_FALSE(ThreadPool(4).worthSplitting((1u << 20) - 1));
   EXPECT_TRUE(ThreadPool(4).worthSplitting(1u << 20));
-  // 32768 reads from 2 MiB or more, whatever the output.
-  EXPECT_TRUE(ThreadPool(4).worthSplitting(4, 32768, 2u << 20));
-  EXPECT_FALSE(ThreadPool(4).worthSplitting(4, 32767, 2u << 20));
-  EXPECT_FALSE(ThreadPool(4).worthSplitting(4, 32768, (2u << 20) - 1));
+  // 24576 reads from 2 MiB or more, whatever the output.
+  EXPECT_TRUE(ThreadPool(4).worthSplitting(4, 24576, 2u << 20));
+  EXPECT_FALSE(ThreadPool(4).worthSplitting(4, 24575, 2u << 20));
+  EXPECT_FALSE(ThreadPool(4).worthSplitting(4, 24576, (2u << 20) - 1));
   EXPECT_FALSE(ThreadPool(1).worthSplitting(4, 1u << 30, 1u << 30));
 }
 
