@@ -33,6 +33,42 @@ TEST(Runtime, EqualSpecsCompileOnce) {
   EXPECT_GT(S.CompileMs, 0.0);
 }
 
+TEST(Runtime, ManyRandomReadsFromALargeInputRunSplitAndMatchTheInterpreter) {
+  // GatherElements along 16 FLOAT32 rows of 1 MiB by 2048 ids each: 32768
+  // reads at random (128 KiB of output) from 16 MiB, which a runtime of
+  // two threads splits across them (ThreadPool::worthSplitting). With bad
+  // ids in rows 3 and 12, whichever chunk finds its own first, the call
+  // names row 3's, as the interpreter does.
+  auto RT = makeRuntime(16, 2);
+  const uint64_t Rows = 16, Cols = 1 << 18, Ids = 2048;
+  Expected<ValidDesc> V =
+      validateOnnx({OpKind::GatherElements, tensor(DataType::Float32, {Rows, Cols}),
+                    tensor(DataType::Int64, {Rows, Ids}), 1},
+                   OobPolicy::Check);
+  ASSERT_TRUE(V.isOk()) << V.status().message();
+  Expected<Kernel> K = RT->compile(*V);
+  ASSERT_TRUE(K.isOk()) << K.status().message();
+  const std::vector<char> Table = patternBuffer(Rows * Cols, 4);
+  std::vector<int64_t> Values = validIndices(Rows * Ids, Cols, 7);
+  for (bool Bad : {false, true}) {
+    if (Bad) {
+      Values[12 * Ids + 1] = -static_cast<int64_t>(Cols) - 1;
+      Values[3 * Ids + 5] = static_cast<int64_t>(Cols);
+    }
+    const std::vector<char> Idx = encodeIndices(DataType::Int64, Values);
+    std::vector<char> Out(Rows * Ids * 4, '\x11'), Ref(Rows * Ids * 4, '\x22');
+    const Status JS = K->run(Table.data(), Idx.data(), Out.data());
+    const Status RS = interpret(*V, Table.data(), Idx.data(), Ref.data());
+    ASSERT_EQ(JS.code(), RS.code()) << JS.message();
+    if (Bad) {
+      EXPECT_EQ(JS.position(), 3 * Ids + 5);
+      EXPECT_EQ(JS.position(), RS.position());
+    } else {
+      EXPECT_EQ(Out, Ref);
+    }
+  }
+}
+
 TEST(Runtime, AValidDescriptorMovedInIsTheKernelsOwn) {
   auto RT = makeRuntime();
   Expected<ValidDesc> V = validate(ge(4, 5), {});
