@@ -17,7 +17,8 @@
 //    body stays branch-free, so the vectorizer can widen it (with gathers,
 //    or on x86 scalar loads, see compiler/backend/Target.cpp). Where the
 //    plan runs one element an iteration (ScalarLoop), a bad index branches
-//    out of the loop instead, and is clamped in a cold block. Long rows
+//    out of the loop instead, and is clamped in a cold block; the element
+//    some iterations ahead picks is prefetched (its index clamped). Long rows
 //    gathering along the innermost dimension from large index tensors run
 //    in blocks that prefetch indices ahead, fetch the next input row, and
 //    stream a large output out with non-temporal stores. Rows that all read
