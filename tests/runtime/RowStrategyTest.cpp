@@ -200,8 +200,11 @@ TEST(Runtime, TakesFromTablesBeyondTheCoresCachesMatchTheInterpreter) {
                              Policy);
       ASSERT_TRUE(V.isOk()) << V.status().message();
       const KernelPlan Plan = planKernel(canonicalize(*V), Facts);
+      // (Where gathers do not lose beyond the core, whether the elements
+      // load one by one is another rule's: GathersOnlyFromMemory.)
       const bool Beyond = Facts.GathersLoseBeyondCore, Large = C.TableBytes >= (16u << 20);
-      EXPECT_EQ(Plan.ScalarGathers, Beyond && !Large) << Plan.describe();
+      if (Beyond)
+        EXPECT_EQ(Plan.ScalarGathers, !Large) << Plan.describe();
       EXPECT_EQ(Plan.ScalarLoop, Beyond && Large) << Plan.describe();
       Expected<Kernel> K = RT->compile(*V);
       ASSERT_TRUE(K.isOk()) << K.status().message();
