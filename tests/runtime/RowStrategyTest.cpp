@@ -203,8 +203,9 @@ TEST(Runtime, TakesFromTablesBeyondTheCoresCachesMatchTheInterpreter) {
       // (Where gathers do not lose beyond the core, whether the elements
       // load one by one is another rule's: GathersOnlyFromMemory.)
       const bool Beyond = Facts.GathersLoseBeyondCore, Large = C.TableBytes >= (16u << 20);
-      if (Beyond)
+      if (Beyond) {
         EXPECT_EQ(Plan.ScalarGathers, !Large) << Plan.describe();
+      }
       EXPECT_EQ(Plan.ScalarLoop, Beyond && Large) << Plan.describe();
       Expected<Kernel> K = RT->compile(*V);
       ASSERT_TRUE(K.isOk()) << K.status().message();
