@@ -320,9 +320,9 @@ void PyKernel::expectLayout(const py::array &A, const TensorDesc &T, const char 
   bool Same = padsRank(T, static_cast<size_t>(A.ndim())) && A.itemsize() == T.elementBytes();
   for (py::ssize_t D = 0; Same && D < A.ndim(); ++D) {
     const uint64_t Size = T.Sizes[Pad + D];
-    Same =
-        static_cast<uint64_t>(A.shape(D)) == Size &&
-        (Size <= 1 || static_cast<uint64_t>(A.strides(D)) == (*T.Strides)[Pad + D] * A.itemsize());
+    Same = static_cast<uint64_t>(A.shape(D)) == Size &&
+           (Size <= 1 || A.size() == 0 ||
+            static_cast<uint64_t>(A.strides(D)) == (*T.Strides)[Pad + D] * A.itemsize());
   }
   if (Same) {
     const DtypeId Id = DtypeId::of(A.dtype());

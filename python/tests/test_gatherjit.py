@@ -235,6 +235,28 @@ def test_negative_strides_are_copied_not_misread():
     np.testing.assert_array_equal(gj.take(data, idx), np.take(data, idx))
 
 
+def test_empty_arrays_with_negative_strides_run_as_numpy_runs_them():
+    # numpy calls an array without elements contiguous whatever its strides,
+    # so no copy makes them forward ones: such an operand is still taken.
+    table = np.arange(28, dtype=np.float32).reshape(1, 7, 4)
+    empty = table[0:0, ::-2]
+    assert empty.shape == (0, 4, 4) and empty.strides[1] < 0
+    for got, want in [
+        (gj.take(empty, [0, 3], axis=1), np.take(empty, [0, 3], axis=1)),
+        (gj.take_along_axis(empty, np.zeros((0, 4, 2), np.int64), axis=2),
+         np.take_along_axis(empty, np.zeros((0, 4, 2), np.int64), axis=2)),
+        (gj.gather_nd(empty, np.zeros((0, 1), np.int64)), np.zeros((0, 4, 4), np.float32)),
+    ]:
+        assert got.shape == want.shape and got.dtype == want.dtype
+    out = np.zeros((1, 2, 4), np.float32)[0:0, ::-1]
+    assert gj.take(empty, [0, 3], axis=1, out=out) is out
+    k = gj.compile("gather", data=empty, indices=np.array([1, 2]), axis=1)
+    assert k(empty, np.array([1, 2])).shape == (0, 2, 4)
+    assert k(np.zeros((0, 4, 4), np.float32), np.array([1, 2])).shape == (0, 2, 4)
+    # Nothing before the axis has elements: numpy checks no index.
+    assert gj.take(empty, [4], axis=1).shape == np.take(empty, [4], axis=1).shape == (0, 1, 4)
+
+
 def test_compiled_kernels_check_layouts_and_pickle():
     k = gj.compile("gather", data=((100, 8), "float32"), indices=((5,), "int32"), axis=0)
     data = np.arange(800, dtype=np.float32).reshape(100, 8)
