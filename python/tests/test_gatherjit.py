@@ -82,6 +82,15 @@ def test_random_takes_and_their_errors_match_numpy():
             data = np.swapaxes(data, 0, rank - 1)
         if rng.random() < 0.2:
             data = data[..., ::-1]
+        if rng.random() < 0.2:
+            # Every other element of a larger array, reversed along one axis
+            # (an empty view of it too, which keeps its negative stride).
+            flip = int(rng.integers(0, rank))
+            large = np.zeros(tuple(2 * s + 1 for s in data.shape), data.dtype)
+            view = large[tuple(slice(None, None, -2 if d == flip else 2) for d in range(rank))]
+            view = view[tuple(slice(0, s) for s in data.shape)]
+            view[...] = data
+            data = view
         axis = int(rng.integers(-rank, rank))
         size = data.shape[axis]
         mode = ("raise", "clip", "wrap")[case % 3]
