@@ -26,6 +26,17 @@ struct Bytes16 {
 /// 1.16-1.22 / 1.05-1.18 / 1.14-1.18 ms, from a 1 MiB one 0.74-0.78 /
 /// 0.63-0.67 / 0.52-0.58 / 0.46-0.52; rows of 256 bytes from 256 MiB by 64K
 /// ids the same at each (1.8-1.9 ms).
+/// Only rows from a table of PrefetchTableBytes or more are fetched ahead,
+/// as the specialized kernel's plan has it: a smaller table stays in the
+/// core's caches, where the look-ahead costs an index and a prefetch a row
+/// and saves nothing. On a 2-core Zen 4 (`gatherjit gather --specialize
+/// never --threads 1 --repeat 301`, 20000 ids, four runs alternating),
+/// with against without: FLOAT32 rows of 16 bytes
+/// from 256 KiB 43.9-44.4 / 28.4-29.3 us, 512 KiB 44.1-44.3 / 33.6-34.6,
+/// 768 KiB 44.6-45.0 / 36.7-37.9; rows of 64 bytes from 128 KiB 54.0-55.0
+/// / 39.7-40.4, from 512 KiB 55.6-56.1 / 44.7-45.8. From 16 MiB, 100K rows
+/// of 16 bytes, fetching ahead still won (328-332 against 343-373 us).
+constexpr uint64_t PrefetchTableBytes = 1u << 20;
 constexpr uint64_t RowsAhead = 4;
 constexpr uint64_t AheadBytes = 256;
 constexpr uint64_t AheadSpanBytes = 512;
@@ -223,24 +234,26 @@ int64_t elementRow(const Axes &A, Strided<const IndexT> Idx, Strided<const char>
 /// tuple's offset (in elements of \p EB bytes) to \p Out + R * its step.
 /// \p Bytes, where nonzero, is RowBytes, a constant the copy is compiled
 /// for (narrow rows, which a memcpy call a row would slow down several
-/// times). Returns 0, or under Check 1 + the position of the first bad
-/// index (row R's tuple at R * PosStep).
-template <OobPolicy Policy, bool Tuples, unsigned Bytes, typename IndexT>
+/// times). \p Ahead: rows come from a table large enough to fetch them
+/// ahead (PrefetchTableBytes). Returns 0, or under Check 1 + the position
+/// of the first bad index (row R's tuple at R * PosStep).
+template <OobPolicy Policy, bool Tuples, unsigned Bytes, bool Ahead, typename IndexT>
 [[gnu::noinline]] int64_t
 blockRows(const Axes &A, Strided<const IndexT> Idx, Strided<const char> In, Strided<char> Out,
           uint64_t EB, uint64_t RowBytes, uint64_t Begin, uint64_t End, uint64_t PosStep) {
   if constexpr (Bytes != 0)
     RowBytes = Bytes;
-  const uint64_t Ahead = std::min<uint64_t>(RowBytes, AheadBytes);
+  const uint64_t AheadRowBytes = std::min<uint64_t>(RowBytes, AheadBytes);
   const uint64_t Rows = std::clamp<uint64_t>(AheadSpanBytes / std::max<uint64_t>(RowBytes, 1),
                                              RowsAhead, MaxRowsAhead);
   for (uint64_t R = Begin; R < End; ++R) {
     // The row a few ahead is fetched now, as the specialized kernel's plan
     // does, since no hardware prefetcher predicts it.
     uint64_t I;
-    if (R + Rows < End && tupleOffset<Policy, Tuples>(A, Idx.Base + Idx.at(R + Rows), I) < 0) {
+    if (Ahead && R + Rows < End &&
+        tupleOffset<Policy, Tuples>(A, Idx.Base + Idx.at(R + Rows), I) < 0) {
       const char *Row = In.Base + (In.at(R + Rows) + I) * EB;
-      for (uint64_t B = 0; B < Ahead; B += 64)
+      for (uint64_t B = 0; B < AheadRowBytes; B += 64)
         __builtin_prefetch(Row + B);
     }
     char *Dst = Out.Base + Out.at(R) * EB;
@@ -256,26 +269,26 @@ blockRows(const Axes &A, Strided<const IndexT> Idx, Strided<const char> In, Stri
 }
 
 /// blockRows for \p RowBytes, compiled for it where it is narrow.
-template <OobPolicy Policy, bool Tuples, typename IndexT>
+template <OobPolicy Policy, bool Tuples, bool Ahead, typename IndexT>
 int64_t blockRowsOf(uint64_t RowBytes, const Axes &A, Strided<const IndexT> Idx,
                     Strided<const char> In, Strided<char> Out, uint64_t EB, uint64_t Begin,
                     uint64_t End, uint64_t PosStep) {
   auto Rows = [&](auto Fn) { return Fn(A, Idx, In, Out, EB, RowBytes, Begin, End, PosStep); };
   switch (RowBytes) {
   case 4:
-    return Rows(blockRows<Policy, Tuples, 4, IndexT>);
+    return Rows(blockRows<Policy, Tuples, 4, Ahead, IndexT>);
   case 8:
-    return Rows(blockRows<Policy, Tuples, 8, IndexT>);
+    return Rows(blockRows<Policy, Tuples, 8, Ahead, IndexT>);
   case 12:
-    return Rows(blockRows<Policy, Tuples, 12, IndexT>);
+    return Rows(blockRows<Policy, Tuples, 12, Ahead, IndexT>);
   case 16:
-    return Rows(blockRows<Policy, Tuples, 16, IndexT>);
+    return Rows(blockRows<Policy, Tuples, 16, Ahead, IndexT>);
   case 32:
-    return Rows(blockRows<Policy, Tuples, 32, IndexT>);
+    return Rows(blockRows<Policy, Tuples, 32, Ahead, IndexT>);
   case 64:
-    return Rows(blockRows<Policy, Tuples, 64, IndexT>);
+    return Rows(blockRows<Policy, Tuples, 64, Ahead, IndexT>);
   default:
-    return Rows(blockRows<Policy, Tuples, 0, IndexT>);
+    return Rows(blockRows<Policy, Tuples, 0, Ahead, IndexT>);
   }
 }
 
@@ -297,9 +310,13 @@ int64_t run(const KernelSpec &S, const char *In, const IndexT *Idx, char *Out, u
     return 0;
   const Axes A(S);
   if (Block && R == 2)
-    return blockRowsOf<Policy, Tuples, IndexT>(Inner * EB, A, {Idx, 0, S.IdxStride[0]},
-                                               {In, 0, S.InStride[0]}, {Out, 0, S.OutStride[0]}, EB,
-                                               Begin, End, S.PosStride[0]);
+    return (S.tableBytes() >= PrefetchTableBytes
+                ? blockRowsOf<Policy, Tuples, true, IndexT>
+                : blockRowsOf<Policy, Tuples, false, IndexT>)(Inner * EB, A,
+                                                              {Idx, 0, S.IdxStride[0]},
+                                                              {In, 0, S.InStride[0]},
+                                                              {Out, 0, S.OutStride[0]}, EB, Begin,
+                                                              End, S.PosStride[0]);
   while (Counter[0] < OuterEnd) {
     uint64_t InOff = 0, IdxOff = 0, OutOff = 0, Pos = 0;
     for (unsigned D = 0; D + 1 < R; ++D) {

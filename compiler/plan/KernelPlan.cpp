@@ -610,15 +610,6 @@ bool prefetchesNextRegion(const KernelSpec &S) {
          S.Sizes[S.Rank - 3] * regionElements(S) * S.ElemBytes >= PrefetchTableBytes;
 }
 
-/// Elements of the input block rows gather from: the largest span of one
-/// tuple component (the outermost one's, in practice).
-uint64_t tableElements(const KernelSpec &S) {
-  uint64_t Max = 0;
-  for (unsigned C = 0; C < S.TupleSize; ++C)
-    Max = std::max(Max, S.AxisSize[C] * S.AxisStride[C]);
-  return Max;
-}
-
 } // namespace
 
 const char *rowKindName(RowKind Kind) {
@@ -645,8 +636,7 @@ void planTablePrefetch(const KernelSpec &S, const TargetFacts &T, KernelPlan &P)
   // prefetcher following the rest): a row's lines are not fetched in order
   // otherwise. Only its head where the prefetcher follows rows.
   const uint64_t Prefetched = T.PrefetcherFollowsRows ? RowHeadBytes : MaxPrefetchRowBytes;
-  if (P.Row == RowKind::Block && S.Rank >= 2 &&
-      tableElements(S) * S.ElemBytes >= PrefetchTableBytes) {
+  if (P.Row == RowKind::Block && S.Rank >= 2 && S.tableBytes() >= PrefetchTableBytes) {
     // Rows gathered from a table too large for the cache are misses the
     // hardware prefetcher cannot predict: fetch them a few rows ahead.
     const uint64_t RowBytes = S.Sizes[L] * S.ElemBytes;
@@ -654,7 +644,7 @@ void planTablePrefetch(const KernelSpec &S, const TargetFacts &T, KernelPlan &P)
     P.PrefetchRowBytes = std::min(Prefetched, RowBytes);
   }
   if (S.Epilogue.Kind == EpilogueKind::Row && S.Rank >= 1 && !S.emptyAxis() &&
-      tableElements(S) * S.ElemBytes >= PrefetchTableBytes) {
+      S.tableBytes() >= PrefetchTableBytes) {
     // The same for a row epilogue's rows, each one "element".
     const uint64_t RowBytes = std::max<uint64_t>(1, S.RowIn * S.ElemBytes);
     P.PrefetchRowsAhead = std::clamp<uint64_t>(PrefetchAheadBytes / RowBytes, 1, MaxRowsAhead);

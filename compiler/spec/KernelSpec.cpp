@@ -65,6 +65,13 @@ bool KernelSpec::emptyAxis() const {
          AxisSize.begin() + TupleSize;
 }
 
+uint64_t KernelSpec::tableBytes() const {
+  uint64_t Max = 0;
+  for (unsigned C = 0; C < TupleSize; ++C)
+    Max = std::max(Max, AxisSize[C] * AxisStride[C]);
+  return Max * ElemBytes;
+}
+
 bool KernelSpec::innerIsBlock() const {
   if (Rank == 0 || hasEpilogue()) // An epilogue reads each element (or row).
     return false;

@@ -96,6 +96,10 @@ struct KernelSpec {
   /// True if some component's axis is empty: no index is valid, nothing is
   /// read (Clamp writes zeros).
   bool emptyAxis() const;
+  /// Bytes of the input that index tuples pick rows from (a block row's
+  /// table): the largest span of one tuple component, the outermost one's
+  /// in practice.
+  uint64_t tableBytes() const;
   /// True when the innermost dimension is one contiguous block per index
   /// (an embedding row): copied with one memcpy.
   bool innerIsBlock() const;

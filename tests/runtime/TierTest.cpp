@@ -267,3 +267,47 @@ TEST(Runtime, TheGenericLoopNamesTheBadComponentOfAGatherNDTuple) {
     EXPECT_EQ(Run.message(), Want.message());
   }
 }
+
+TEST(Runtime, TheGenericLoopsBlockRowsFromSmallAndLargeTablesMatchTheInterpreter) {
+  // Embedding rows of 16 and 64 bytes in the generic loop, from tables of
+  // 16 and 64 KiB (no row fetched ahead) and of 1 and 4 MiB (rows fetched
+  // ahead, the look-ahead resolving indices a few rows on): every policy's
+  // bytes, and under Check the first bad index, one inside the look-ahead
+  // distance of the end and one a row after a good one.
+  auto RT = runtimeIn(Specialize::Never);
+  const uint64_t Ids = 300;
+  for (uint64_t Rows : {1024u, 65536u})
+    for (uint64_t Cols : {4u, 16u})
+      for (OobPolicy Policy : {OobPolicy::Check, OobPolicy::Clamp, OobPolicy::Clip}) {
+        SCOPED_TRACE(std::string(oobPolicyName(Policy)) + " [" + std::to_string(Rows) + ", " +
+                     std::to_string(Cols) + "]");
+        Expected<ValidDesc> V =
+            validateOnnx({OpKind::Gather, tensor(DataType::Float32, {Rows, Cols}),
+                          tensor(DataType::Int64, {Ids}), 0},
+                         Policy);
+        ASSERT_TRUE(V.isOk()) << V.status().message();
+        Expected<Kernel> K = RT->compile(*V);
+        ASSERT_TRUE(K.isOk()) << K.status().message();
+        ASSERT_EQ(K->tier(), KernelTier::Generic);
+        const std::vector<char> Table = patternBuffer(Rows * Cols, 4);
+        const int64_t N = static_cast<int64_t>(Rows);
+        std::vector<int64_t> Idx(Ids);
+        for (uint64_t I = 0; I < Ids; ++I) {
+          Idx[I] = static_cast<int64_t>((I * 7919) % Rows) - (I % 3 == 1 ? N : 0);
+          if (Policy != OobPolicy::Check && I % 5 == 2)
+            Idx[I] = I % 2 ? N + static_cast<int64_t>(I) : -2 * N - 1; // Clamped or clipped.
+        }
+        std::vector<char> Ref(Ids * Cols * 4, '\xab'), Got(Ref.size(), '\xcd');
+        ASSERT_TRUE(interpret(*V, Table.data(), Idx.data(), Ref.data()).isOk());
+        ASSERT_TRUE(K->run(Table.data(), Idx.data(), Got.data()).isOk());
+        EXPECT_EQ(Ref, Got);
+        if (Policy != OobPolicy::Check)
+          continue;
+        for (uint64_t BadAt : {Ids - 3, uint64_t(41)}) {
+          Idx[BadAt] = N;
+          const Status Run = K->run(Table.data(), Idx.data(), Got.data());
+          ASSERT_EQ(Run.code(), ErrorCode::IndexOutOfRange);
+          EXPECT_EQ(Run.position(), std::optional<uint64_t>(BadAt));
+        }
+      }
+}
