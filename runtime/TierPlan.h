@@ -55,13 +55,20 @@ inline uint64_t hotAfterRuns(const KernelSpec &Spec) {
 /// medians of 300 calls, two runs): rows of 32 bytes 6.4 against 4.9-5.0
 /// us (0.37 ns a row), of 64 bytes 8.8-9.2 against 7.1-7.3 (0.44), of 128
 /// bytes 30.4-30.5 against 26.6-27.0 (0.88), of 1 KiB 418-424 against
-/// 376-377 (10-12): about 100 ps a row and 10 ps a byte.
+/// 376-377 (10-12). On the Zen 4 (`gatherjit gather --specialize never`
+/// against `compile`, one thread, medians of 301 calls, three runs) FLOAT32
+/// rows lose more a row: of 16 bytes by 10000 ids from a 16 KiB table 12.3
+/// against 6.8 us (0.55 ns a row), from 1.6 MiB 20.1 against 13.0 (0.71),
+/// of 32 bytes from 1.6 MiB 22.6 against 15.0 (0.76), of 16 bytes by 100K
+/// ids from 16 MiB 0.34 against 0.20 ms (1.4), of 256 bytes from 5 MiB 90
+/// against 69 us (2.1). 400 ps a row and 10 ps a byte: Zen 4's narrow rows
+/// from the cache, twice the Xeon's.
 ///
 /// `gatherjit bench`'s O2 compile of a new kernel: 4.6 and 9.4 ms on the
 /// Zen 4, 4 ms on the Xeon. The largest is used, so a call is specialized
 /// first only where that surely pays.
 constexpr uint64_t ElementRowLossPsPerByte = 246;
-constexpr uint64_t BlockRowLossPsPerRow = 100;
+constexpr uint64_t BlockRowLossPsPerRow = 400;
 constexpr uint64_t BlockRowLossPsPerByte = 10;
 constexpr uint64_t SpecializeCostNs = 9'400'000;
 
@@ -80,7 +87,7 @@ inline uint64_t genericLossPs(const KernelSpec &Spec) {
 /// is compiled by then, else to its specialized kernel. Rows copied whole
 /// lose so little to the generic loop that a compile of their own pays
 /// only once the rows copied have lost it its cost (about 0.9 million rows
-/// of 1 KiB, 22 million of 32 bytes): the shapes of a walk before its row
+/// of 1 KiB, 13 million of 32 bytes): the shapes of a walk before its row
 /// family's kernel keep the generic loop and leave the background thread,
 /// and the caller's caches, alone.
 inline uint64_t specializeAfterRuns(const KernelSpec &Spec) {
