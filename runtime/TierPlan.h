@@ -61,8 +61,9 @@ inline uint64_t hotAfterRuns(const KernelSpec &Spec) {
 /// against 6.8 us (0.55 ns a row), from 1.6 MiB 20.1 against 13.0 (0.71),
 /// of 32 bytes from 1.6 MiB 22.6 against 15.0 (0.76), of 16 bytes by 100K
 /// ids from 16 MiB 0.34 against 0.20 ms (1.4), of 256 bytes from 5 MiB 90
-/// against 69 us (2.1). 400 ps a row and 10 ps a byte: Zen 4's narrow rows
-/// from the cache, twice the Xeon's.
+/// against 69 us (2.1). 400 ps a row and 10 ps a byte give the Zen 4's
+/// narrow rows from the cache (0.56 ns for 16 bytes), about twice what the
+/// Xeon's lose.
 ///
 /// `gatherjit bench`'s O2 compile of a new kernel: 4.6 and 9.4 ms on the
 /// Zen 4, 4 ms on the Xeon. The largest is used, so a call is specialized
