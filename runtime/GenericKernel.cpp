@@ -309,14 +309,13 @@ int64_t run(const KernelSpec &S, const char *In, const IndexT *Idx, char *Out, u
   if (Begin >= End)
     return 0;
   const Axes A(S);
-  if (Block && R == 2)
-    return (S.tableBytes() >= PrefetchTableBytes
-                ? blockRowsOf<Policy, Tuples, true, IndexT>
-                : blockRowsOf<Policy, Tuples, false, IndexT>)(Inner * EB, A,
-                                                              {Idx, 0, S.IdxStride[0]},
-                                                              {In, 0, S.InStride[0]},
-                                                              {Out, 0, S.OutStride[0]}, EB, Begin,
-                                                              End, S.PosStride[0]);
+  if (Block && R == 2) {
+    const auto Rows = S.tableBytes() >= PrefetchTableBytes
+                          ? blockRowsOf<Policy, Tuples, true, IndexT>
+                          : blockRowsOf<Policy, Tuples, false, IndexT>;
+    return Rows(Inner * EB, A, {Idx, 0, S.IdxStride[0]}, {In, 0, S.InStride[0]},
+                {Out, 0, S.OutStride[0]}, EB, Begin, End, S.PosStride[0]);
+  }
   while (Counter[0] < OuterEnd) {
     uint64_t InOff = 0, IdxOff = 0, OutOff = 0, Pos = 0;
     for (unsigned D = 0; D + 1 < R; ++D) {
