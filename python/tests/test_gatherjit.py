@@ -437,6 +437,25 @@ def test_kernels_tokenize_by_their_spec_for_dask():
     assert a.__dask_tokenize__() == b.__dask_tokenize__() != c.__dask_tokenize__()
 
 
+def test_a_kernels_repr_says_what_it_was_compiled_for():
+    k = gj.compile("gather", ((10, 2), "float32"), ((3,), "int64"), axis=1, mode="clip")
+    assert repr(k) == ("<gatherjit.Kernel 'gather', data=((10, 2), 'float32'), "
+                       "indices=((3,), 'int64'), axis=1, mode='clip': output (10, 3) float32, "
+                       f"tier {k.tier}>")
+    view = np.zeros((6, 8), np.int16)[::2, 1::3]
+    nd = gj.compile("gather_nd", view, ((5, 2), "int32"))
+    assert repr(nd).startswith("<gatherjit.Kernel 'gather_nd', data=((3, 3), 'int16', (16, 3)), "
+                               "indices=((5, 2), 'int32'), batch_dims=0, mode='raise': "
+                               "output (5,) int16, tier ")
+    again = pickle.loads(pickle.dumps(nd))
+    assert repr(again).split(": output")[0] == repr(nd).split(": output")[0]
+    desc = gj.compile({"operator": "GATHER", "axis": 0, "index_dimensions": 1,
+                       "input": {"data_type": "UINT8", "sizes": [3, 4]},
+                       "indices": {"data_type": "INT32", "sizes": [1, 2]},
+                       "output": {"data_type": "UINT8", "sizes": [2, 4]}})
+    assert repr(desc).startswith("<gatherjit.Kernel GATHER descriptor: output (2, 4) uint8, tier ")
+
+
 def test_descriptor_dicts_in_the_format_of_run():
     # DirectML's GATHER_ND1 Example 2: 3 batches of 2x2, 2-coordinate tuples.
     k = gj.compile({"operator": "GATHER_ND1", "batch_dimension_count": 1,
