@@ -2,8 +2,8 @@
 //
 // The official node tests where Debian's libonnx-testdata is installed, and
 // directories written here with ONNX's own protobuf classes: a GatherND with
-// batch dimensions in typed fields, a wrong expected output, another
-// operator, a corrupt model.
+// batch dimensions in typed fields, indices from Constant nodes, a wrong
+// expected output, another operator, a corrupt model.
 //
 //===----------------------------------------------------------------------===//
 
@@ -120,6 +120,77 @@ TEST(OnnxTestCommand, TypedFieldsAndBatchDimensions) {
   CliResult R = runCli(Dir, "onnx-test " + (Dir / "nd_batch") + " " + (Dir / "ge_axis1"));
   EXPECT_EQ(R.Exit, 0) << R.Out << R.Err;
   EXPECT_EQ(R.Out, "PASS nd_batch\nPASS ge_axis1\n2 passed, 0 failed\n");
+}
+
+/// A Gather over input "data" whose indices a Constant node makes from
+/// \p Attr (value, value_ints or value_int), with \p Extra nodes before it.
+void writeConstantGather(const fs::path &Dir, const onnx::AttributeProto &Attr,
+                         const onnx::TensorProto &Data, const onnx::TensorProto &Output,
+                         int Extra = 0) {
+  fs::create_directories(Dir / "test_data_set_0");
+  onnx::ModelProto M;
+  M.set_ir_version(7);
+  M.add_opset_import()->set_version(13);
+  onnx::GraphProto *G = M.mutable_graph();
+  onnx::NodeProto *C = G->add_node();
+  C->set_op_type("Constant");
+  C->add_output("indices");
+  *C->add_attribute() = Attr;
+  for (int I = 0; I < Extra; ++I) {
+    onnx::NodeProto *N = G->add_node();
+    N->set_op_type("Identity");
+    N->add_input("data");
+    N->add_output("copy" + std::to_string(I));
+  }
+  onnx::NodeProto *N = G->add_node();
+  N->set_op_type("Gather");
+  N->add_input("data");
+  N->add_input("indices");
+  N->add_output("y");
+  G->add_input()->set_name("data");
+  G->add_output()->set_name("y");
+  writeProto(Dir / "model.onnx", M);
+  writeProto(Dir / "test_data_set_0" / "input_0.pb", Data);
+  writeProto(Dir / "test_data_set_0" / "output_0.pb", Output);
+}
+
+TEST(OnnxTestCommand, ConstantNodesFeedTheGatherAsInitializersDo) {
+  // An exporter writes a fixed index as a Constant node: its value_ints is
+  // a 1-d INT64 tensor, value_int a 0-d one, value any tensor.
+  ScratchDir Dir;
+  const onnx::TensorProto Data = floatTensor({3, 2}, {1, 2, 3, 4, 5, 6});
+  onnx::AttributeProto Ints;
+  Ints.set_name("value_ints");
+  Ints.set_type(onnx::AttributeProto::INTS);
+  Ints.add_ints(2);
+  Ints.add_ints(-3);
+  writeConstantGather(Dir.Path / "ints", Ints, Data, floatTensor({2, 2}, {5, 6, 1, 2}));
+  onnx::AttributeProto One;
+  One.set_name("value_int");
+  One.set_type(onnx::AttributeProto::INT);
+  One.set_i(1);
+  writeConstantGather(Dir.Path / "int", One, Data, floatTensor({2}, {3, 4}));
+  onnx::AttributeProto Tensor;
+  Tensor.set_name("value");
+  Tensor.set_type(onnx::AttributeProto::TENSOR);
+  *Tensor.mutable_t() = int64Tensor({2, 1}, {-1, 0});
+  writeConstantGather(Dir.Path / "tensor", Tensor, Data, floatTensor({2, 1, 2}, {5, 6, 1, 2}));
+  writeConstantGather(Dir.Path / "two_nodes", Tensor, Data, floatTensor({2, 1, 2}, {5, 6, 1, 2}),
+                      1);
+  onnx::AttributeProto Strings;
+  Strings.set_name("value_strings");
+  Strings.set_type(onnx::AttributeProto::STRINGS);
+  Strings.add_strings("a");
+  writeConstantGather(Dir.Path / "strings", Strings, Data, floatTensor({1, 2}, {1, 2}));
+  CliResult R =
+      runCli(Dir, "onnx-test " + (Dir / "ints") + " " + (Dir / "int") + " " + (Dir / "tensor") +
+                      " " + (Dir / "two_nodes") + " " + (Dir / "strings"));
+  EXPECT_EQ(R.Exit, 1) << R.Err;
+  EXPECT_EQ(R.Out, "PASS ints\nPASS int\nPASS tensor\n"
+                   "FAIL two_nodes: the model has 2 nodes besides Constant ones; onnx-test runs "
+                   "models of one gather node\n"
+                   "FAIL strings: Constant: attribute 'value_strings' is not supported\n"
+                   "3 passed, 2 failed\n");
 }
 
 TEST(OnnxTestCommand, FailuresAreOneLineEachAndTheRestStillRun) {

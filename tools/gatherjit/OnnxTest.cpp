@@ -268,15 +268,64 @@ struct GatherNode {
   std::optional<OnnxTensor> Initializer[2];
 };
 
+/// The tensor a Constant node makes (its `value`, or `value_int(s)` /
+/// `value_float(s)` as a 0-d or 1-d tensor), under its output's name.
+Expected<onnx::TensorProto> constantValue(const onnx::NodeProto &N) {
+  if (N.output_size() != 1 || N.attribute_size() != 1)
+    return Status::invalidArgument("Constant has " + std::to_string(N.output_size()) +
+                                   " outputs and " + std::to_string(N.attribute_size()) +
+                                   " attributes; it has 1 of each");
+  const onnx::AttributeProto &A = N.attribute(0);
+  onnx::TensorProto T;
+  if (A.name() == "value" && A.type() == onnx::AttributeProto::TENSOR) {
+    T = A.t();
+  } else if (A.name() == "value_int" && A.type() == onnx::AttributeProto::INT) {
+    T.set_data_type(onnx::TensorProto::INT64);
+    T.add_int64_data(A.i());
+  } else if (A.name() == "value_ints" && A.type() == onnx::AttributeProto::INTS) {
+    T.set_data_type(onnx::TensorProto::INT64);
+    T.add_dims(A.ints_size());
+    *T.mutable_int64_data() = A.ints();
+  } else if (A.name() == "value_float" && A.type() == onnx::AttributeProto::FLOAT) {
+    T.set_data_type(onnx::TensorProto::FLOAT);
+    T.add_float_data(A.f());
+  } else if (A.name() == "value_floats" && A.type() == onnx::AttributeProto::FLOATS) {
+    T.set_data_type(onnx::TensorProto::FLOAT);
+    T.add_dims(A.floats_size());
+    *T.mutable_float_data() = A.floats();
+  } else {
+    return Status::unsupported("Constant: attribute " + quote(A.name()) + " is not supported");
+  }
+  T.set_name(N.output(0));
+  return T;
+}
+
 Expected<GatherNode> readNode(const fs::path &Dir) {
   onnx::ModelProto Model;
   if (Status S = readProto(Dir / "model.onnx", Model); !S)
     return S;
   const onnx::GraphProto &G = Model.graph();
-  if (G.node_size() != 1)
-    return Status::unsupported("the model has " + std::to_string(G.node_size()) +
-                               " nodes; onnx-test runs models of one gather node");
-  const onnx::NodeProto &N = G.node(0);
+  // One gather node, and Constant nodes that may make its inputs (as
+  // exporters write a fixed index): those are read as initializers.
+  std::vector<onnx::TensorProto> Constants(G.initializer().begin(), G.initializer().end());
+  const onnx::NodeProto *Gather = nullptr;
+  int Others = 0;
+  for (const onnx::NodeProto &N : G.node()) {
+    if (N.op_type() == "Constant" && (N.domain().empty() || N.domain() == "ai.onnx")) {
+      Expected<onnx::TensorProto> T = constantValue(N);
+      if (!T)
+        return T.status();
+      Constants.push_back(T.take());
+    } else {
+      Gather = &N;
+      ++Others;
+    }
+  }
+  if (Others != 1)
+    return Status::unsupported("the model has " + std::to_string(Others) +
+                               " nodes besides Constant ones; onnx-test runs models of one "
+                               "gather node");
+  const onnx::NodeProto &N = *Gather;
   GatherNode Node;
   const std::string &Op = N.op_type();
   if (!N.domain().empty() && N.domain() != "ai.onnx")
@@ -303,15 +352,15 @@ Expected<GatherNode> readNode(const fs::path &Dir) {
     return Status::invalidArgument(Op + " has " + std::to_string(N.input_size()) + " inputs and " +
                                    std::to_string(N.output_size()) +
                                    " outputs; it takes 2 and gives 1");
+  auto Constant = [&](const std::string &Name) {
+    return std::find_if(Constants.begin(), Constants.end(),
+                        [&](const onnx::TensorProto &T) { return T.name() == Name; });
+  };
   // input_K.pb holds the graph's K-th input that is not an initializer.
   std::vector<std::string> Fed;
-  for (const onnx::ValueInfoProto &In : G.input()) {
-    const bool Init =
-        std::any_of(G.initializer().begin(), G.initializer().end(),
-                    [&](const onnx::TensorProto &T) { return T.name() == In.name(); });
-    if (!Init)
+  for (const onnx::ValueInfoProto &In : G.input())
+    if (Constant(In.name()) == Constants.end())
       Fed.push_back(In.name());
-  }
   for (int I = 0; I < 2; ++I) {
     const std::string &Name = N.input(I);
     auto It = std::find(Fed.begin(), Fed.end(), Name);
@@ -319,14 +368,13 @@ Expected<GatherNode> readNode(const fs::path &Dir) {
       Node.Input[I] = static_cast<int>(It - Fed.begin());
       continue;
     }
-    auto Init = std::find_if(G.initializer().begin(), G.initializer().end(),
-                             [&](const onnx::TensorProto &T) { return T.name() == Name; });
-    if (Init == G.initializer().end())
+    auto Init = Constant(Name);
+    if (Init == Constants.end())
       return Status::invalidArgument(Op + ": input " + quote(Name) +
-                                     " is neither a graph input nor an initializer");
+                                     " is neither a graph input, an initializer nor a Constant");
     Expected<OnnxTensor> T = fromProto(*Init);
     if (!T)
-      return T.status().withContext("initializer " + quote(Name));
+      return T.status().withContext("input " + quote(Name));
     Node.Initializer[I] = T.take();
   }
   return Node;
