@@ -109,6 +109,8 @@ endif()
 # and hands epilogues and O3 to gatherjit-clang.
 set(GATHERJIT_COMPILER_SOURCES
   compiler/plan/KernelPlan.cpp
+  compiler/plan/GpuPlan.cpp
+  compiler/plan/LoopPlan.cpp
   compiler/emit/EmitKernel.cpp
   compiler/emit/EmitRows.cpp
   compiler/emit/EmitThreads.cpp

@@ -114,7 +114,7 @@ TargetFacts targetFacts(const llvm::TargetMachine &TM) {
     F.MaskedByteStores = !Zen && STI->checkFeatures("+avx512bw");
     F.WideLoopBytes = !Zen && STI->checkFeatures("+avx512fp16") ? 64 : 0;
     F.NarrowLoopBytes = !Zen && STI->checkFeatures("+avx512fp16") ? 16 : 0;
-    // Where gathers pay on some operands only (KernelPlan.cpp): where the
+    // Where gathers pay on some operands only (LoopPlan.cpp): where the
     // target machine allows them and the user did not choose gathers (or
     // scalar loads) for every kernel.
     const bool Chosen = STI->checkFeatures("+prefer-no-gather") ||

@@ -1,13 +1,16 @@
 //===- compiler/plan/KernelPlan.cpp - How a kernel runs its rows ---------===//
 //
-// Every tuning constant of the kernels, with what was measured to choose
-// it. Figures are from the suite's cases (bench/Cases.h) on a 2-core AMD
+// The row kinds and the CPU's memory strategies, and planKernel, which
+// hands a CPU's element loops to LoopPlan.cpp and a GPU's grid to
+// GpuPlan.cpp: every tuning constant here with what was measured to
+// choose it. Figures are from the suite's cases (bench/Cases.h) on a 2-core AMD
 // EPYC (Zen 4) unless an Intel core is named; GE and G cases named as
 // there.
 //
 //===----------------------------------------------------------------------===//
 
 #include "compiler/plan/KernelPlan.h"
+#include "compiler/plan/PlanRules.h"
 
 #include <algorithm>
 #include <sstream>
@@ -70,117 +73,6 @@ constexpr uint64_t MaxSharedRow = 4096;
 /// instruction scheduler (quadratic in a block's length) slow to compile,
 /// while a loop of them cost nothing measurable on GE1 and G2.
 constexpr uint64_t MaxInlinePrefetchLines = 16;
-/// A GPU's grid: blocks of 256 threads (8 warps), at most 8192 blocks
-/// (about 8 waves of a 132-SM device at 2048 threads per SM), the threads
-/// striding over larger outputs. On an H100, threads that took 2, 4 or 8
-/// of their elements at once (all indices loaded, then all reads, then the
-/// stores) ran every case within noise of one at a time.
-constexpr uint64_t GpuThreadsPerBlock = 256;
-constexpr uint64_t MaxGpuBlocks = 8192;
-/// Block rows move in 16-byte pieces (ld.global.nc.v4 and st.global.v4,
-/// a thread's widest access): G1's rows of 768 FLOAT32 element by element
-/// ran at 64-67% of a device copy of their bytes, behind PyTorch's
-/// index_select, on an H100.
-constexpr unsigned GpuWideBytes = 16;
-/// Output rows that each read one contiguous input row of at most this
-/// many bytes stage it in shared memory (a block of 256 threads with 32 KiB
-/// leaves room for 7 such blocks on an SM of 228 KiB), where their reads
-/// would touch at least as many bytes of 32-byte sectors as the row has.
-/// On an H100: GE1's rows (16 KiB) 127 -> 112 us, GE4's (8 KiB) 92 -> 80
-/// us, G2's 12.8 -> 11.0 us. Threads that loaded 2, 4 or 8 of a staged
-/// row's indices before gathering any of them ran GE1 in 101.2, 100.4 and
-/// 110.6 us against 100.1 us one at a time (GE4: 63.6, 62.5 and 74.2
-/// against 62.0). Staging tiles of 16 columns of every axis
-/// position instead (GE3: 512 rows x 64 bytes) made GE3 slower, 85 -> 91.5
-/// us: its element reads hit L2 already.
-constexpr uint64_t GpuMaxStagedRowBytes = 32 << 10;
-constexpr uint64_t GpuSectorBytes = 32;
-/// ...and more than this many: a row of at most an L1 line is read from L1
-/// after its first sectors' misses as from shared memory, so staging it
-/// would add only its copy and barrier, and a block per row (whose threads
-/// past the row's outputs idle). Such kernels also compile in half the
-/// time or less, here on the shared 2-core Zen 4, one run each way:
-/// GatherElements FLOAT32 [L, 4] by INT64 [L, 2] made PTX in 2.07-2.08 ms
-/// against 3.96-4.12 ms staged (medians of 40 shapes, three runs), and
-/// ptxas -O3 for sm_90 (the driver's compiler, standing in for its load
-/// of the module, 10-28 ms a kernel on an H100) took 1.8-2.4 ms over an
-/// empty module's against 7.3-7.9 ms for G4 staged, 2.6-3.2 against
-/// 6.3-6.9 ms for [20, 4] by [20, 2] (best of 5 x 10 runs). Not yet
-/// measured on a device.
-constexpr uint64_t GpuMinStagedRowBytes = 128;
-
-/// The bytes of the input row each output row reads, where a GPU kernel
-/// stages it (see GpuMaxStagedRowBytes); 0 where it does not.
-uint64_t stagedRowBytes(const KernelSpec &S) {
-  if (S.Family || S.hasEpilogue() || S.Rank == 0 || S.TupleSize != 1 || S.emptyAxis() ||
-      S.elements() == 0 || S.ElemBytes > 8 || !S.integerSizedElement())
-    return 0;
-  const unsigned L = S.Rank - 1;
-  // Along the row the index moves and the input does not, but through it.
-  if (S.InStride[L] != 0 || S.IdxStride[L] == 0 || S.AxisStride[0] != 1)
-    return 0;
-  const uint64_t Bytes = S.AxisSize[0] * S.ElemBytes;
-  return Bytes > GpuMinStagedRowBytes && Bytes <= GpuMaxStagedRowBytes &&
-                 S.Sizes[L] * GpuSectorBytes >= Bytes
-             ? Bytes
-             : 0;
-}
-/// Element rows that read along contiguous input rows picked by their
-/// indices (GatherElements on an axis other than the last) are taken in
-/// tiles of GpuTileColumns columns, every row of a tile before the next
-/// tile: the threads running at once then read few columns of every input
-/// row, whose sectors stay in L2 between their reads, where row by row
-/// they read every column of random rows and a sector read by one row's
-/// thread is evicted before another row's thread reads it again. A warp
-/// takes one tile's row: its index loads and stores stay whole lines. On
-/// an H100: GE2 (4096 x 4096 FLOAT32 on axis 0, a 64 MiB input over a 50
-/// MB L2) 405 -> 163 us, below the 421 us of as many random reads; GE3 (a
-/// 1 MiB input slab per batch) 85.5 -> 79.8 us. Tiles of 8, 16, 32 and 64
-/// columns in one run: GE2 193.4, 165.9, 162.4 and 163.2 us, GE3 89.8,
-/// 82.8, 80.8 and 83.2 us. Blocks that each took a whole tile (GE3: its
-/// 64 KiB column strip in one SM's L1) instead of the grid striding over
-/// the tiles ran GE3 in 165.9 us against 81.3.
-constexpr uint64_t GpuTileColumns = 32;
-
-/// Element rows that read along contiguous input rows their indices pick
-/// (GatherElements on an axis other than the last).
-bool readsAlongRows(const KernelSpec &S) {
-  if (S.Family || S.Rank < 2 || S.TupleSize != 1 || S.emptyAxis() || S.elements() == 0)
-    return false;
-  const unsigned L = S.Rank - 1;
-  return S.InStride[L] == 1 && S.IdxStride[L] != 0 && S.OutStride[L] == 1 &&
-         S.AxisStride[0] >= S.Sizes[L];
-}
-
-/// Output rows of dimension Rank-2 that all read one region of the
-/// axis's rows (GatherElements on axis Rank-2, GE3) take strips of this
-/// many bytes of every region row: a block copies a strip (at most
-/// GpuMaxStagedRowBytes, and no wider than the output's rows) into shared
-/// memory and gathers those columns of all output rows from there, where
-/// their reads from L2 would each be a 32-byte sector; it does where the
-/// strip moves no more bytes than those reads would (each column's region
-/// at most a sector per output row). On an H100, in one run: GE3 (FLOAT32
-/// [64, 512, 512] on axis 1, 256 output rows) 76.2-77.1 us by tiles of
-/// 32 columns, 74.8-75.2 us by strips of 64 bytes (32 KiB a block),
-/// 66.3 us by strips of 32 (16 KiB a block, twice as many blocks on an
-/// SM). Regions too tall for a sector's strip stay tiles: strips of 8
-/// bytes of GE2's 4096 rows (32 KiB a block) ran it in 397-400 us against
-/// tiles' 163-164 us, two alternating runs of each.
-constexpr uint64_t GpuStripRowBytes = 32;
-
-/// The columns of a GPU kernel's strips (see GpuStripRowBytes); 0 where
-/// its output rows do not read one region each, or its strips would not
-/// pay or fit.
-uint64_t stagedStripColumns(const KernelSpec &S) {
-  if (!readsAlongRows(S) || S.hasEpilogue() || S.InStride[S.Rank - 2] != 0 || S.ElemBytes > 8 ||
-      !S.integerSizedElement() ||
-      S.AxisSize[0] * S.ElemBytes > S.Sizes[S.Rank - 2] * GpuSectorBytes)
-    return 0;
-  const uint64_t Columns = GpuStripRowBytes / S.ElemBytes;
-  return S.AxisSize[0] * GpuStripRowBytes <= GpuMaxStagedRowBytes && Columns <= S.Sizes[S.Rank - 1]
-             ? Columns
-             : 0;
-}
 
 /// CPU element rows that read along input rows (readsAlongRows), where every
 /// row of dimension Rank-2 reads one region of the input (the axis is that
@@ -205,7 +97,8 @@ constexpr uint64_t PageBytes = 4u << 10;
 constexpr uint64_t CpuTlbReachBytes = 8u << 20;
 
 uint64_t cpuTileColumns(const KernelSpec &S) {
-  if (!readsAlongRows(S) || S.Epilogue.Kind == EpilogueKind::Row || S.InStride[S.Rank - 2] != 0)
+  if (!plan::readsAlongRows(S) || S.Epilogue.Kind == EpilogueKind::Row ||
+      S.InStride[S.Rank - 2] != 0)
     return 0;
   const uint64_t RowBytes = S.AxisStride[0] * S.ElemBytes;
   if (RowBytes <= PageBytes || S.AxisSize[0] * RowBytes <= CpuTlbReachBytes)
@@ -216,40 +109,6 @@ uint64_t cpuTileColumns(const KernelSpec &S) {
   return W < S.Sizes[S.Rank - 1] ? W : 0;
 }
 
-/// The columns of a GPU kernel's tiles (see GpuTileColumns); 0 where it
-/// takes the output row by row. A last tile of fewer columns is run as a
-/// whole one whose threads past the row have nothing to do: on an H100
-/// (1024 threads, two rounds of one run), FLOAT32 [4001, 4001] on axis 0
-/// 372.7-374.2 -> 172.4-172.9 us, [2000, 7770] from [1000, 7770] on axis 0
-/// 185.5-187.2 -> 155.0-155.1 us, against rows where no tile was whole.
-uint64_t tileColumns(const KernelSpec &S) {
-  const unsigned L = S.Rank - 1;
-  return readsAlongRows(S) && S.Sizes[L] > GpuTileColumns && S.Sizes[L - 1] > 1 ? GpuTileColumns
-                                                                                : 0;
-}
-/// Element rows that read along input rows run blocks of this many threads:
-/// four times as many neighbouring output elements on one SM at once (whose
-/// reads of the rows their indices pick then share more of its L1's lines, as
-/// we read it). On an H100, 1024 threads against 256 (two rounds of one run):
-/// FLOAT32 [60, 1000, 777] by INT32 [60, 500, 777] on axis 1 288.4-289.7 ->
-/// 230.0 us, the same with 768 columns 221.2-222.2 -> 207.4-208.9, GE3
-/// 79.4-80.2 -> 75.6-75.9, [4000, 4000] on axis 0 157.1-157.3 -> 154.9-155.0; a
-/// little slower where the input is larger than L2: GE2 161.0-162.6 ->
-/// 162.4-162.5, [8192, 1024] on axis 0 83.9-84.1 -> 85.7-85.9. 512 threads sat
-/// between the two. With 1024 threads, tiles of 16 columns ran GE3 in 74.2-74.6
-/// us against 76.6-77.4 at 32, but GE2 in 164.1-165.2 against 162.4-163.5: 32
-/// kept.
-constexpr uint64_t GpuAlongRowsThreads = 1024;
-/// Specialized GPU kernels of fewer grid positions than this count their
-/// threads' positions in 32 bits (KernelPlan::Index32): with the largest
-/// grid's stride added, a position still fits in 32 unsigned bits. Family
-/// kernels, whose shapes may be larger, count in 64. Fewer instructions
-/// (GE6's PTX 40 -> 33; a rank-3 shape of sizes no power of two divides
-/// by mul.hi.u32, not a dozen instructions of mul.hi.u64), not measured
-/// speed: on an H100 in one run, 32 against 64 bits, GE2 162.2 / 161.8 us,
-/// GE3 80.2 / 80.5, GE6 77.2 / 77.3, GN2 15.9 / 16.0, GatherElements
-/// FLOAT32 [16, 1000, 777] on axis 1 131.0 / 131.0 (memory-bound all).
-constexpr uint64_t GpuIndex32Elements = uint64_t(1) << 31;
 /// Block rows of at least this many bytes store around an unaligned
 /// output's vector boundaries (TargetFacts::MaskedByteStores). Rows from an
 /// L2-resident table, 512 KiB a call, into an output 16 bytes past a line
@@ -294,159 +153,6 @@ constexpr uint64_t MaxStraightCopies = 16;
 constexpr unsigned MaxPermuteRegisters = 4;
 constexpr uint64_t MinPermuteRow = 4;
 
-/// Element and shared-index rows of elements of at least this many bytes
-/// are vectorized at TargetFacts::WideLoopBytes where the target names it.
-/// The suite (`gatherjit bench`, 512 against 256 bits, two alternating
-/// runs on a 2-core Xeon with AVX512-FP16, one thread): GN2 (FLOAT32
-/// points) 3.88 / 3.94 -> 3.29 / 3.26 ms, G3 (FLOAT32 shared indices)
-/// 134 / 138 -> 115 / 119 us, GE1 (FLOAT32 in-row) 15.8 / 15.5 -> 14.7 /
-/// 14.9 ms; GE2, GE3 and the block rows unmoved; GE6 (UINT8 elements,
-/// whose gathers are emulated) 9.8 / 10.1 -> 10.5 / 11.9 ms, hence the
-/// floor.
-constexpr uint64_t WideLoopMinElementBytes = 4;
-
-/// Element and shared-index rows of narrower elements gathered by 32-bit
-/// indices, moving fewer than NarrowLoopMaxBytes (twice the output and the
-/// indices), are vectorized at TargetFacts::NarrowLoopBytes where the
-/// target names it. Each such element is loaded alone and inserted into a
-/// vector (no gather instruction moves bytes or words); at the default
-/// width the vectorizer took 32 of them an iteration by 32-bit indices and
-/// 16 by 64-bit ones, and 16 ran faster while the operands came from the
-/// caches. On a 2-core Xeon with AVX512-FP16, one thread, `--repeat 20` or
-/// 40 medians at the default width against 16 bytes, two or three runs:
-/// GatherElements on axis 1 of INT8 [N, 1024] by INT32, N = 2048 (12 MiB
-/// moved) 1.29 -> 0.98 ms, 4096 (24 MiB) 2.54 -> 1.97, 8192 (48 MiB)
-/// 5.04-5.09 -> 3.91-4.08, 16384 (96 MiB) 11.98-12.02 -> 12.24-12.40
-/// (slower); FLOAT16 [2048, 1024] 1.16 -> 0.93, [4096, 2048] (64 MiB)
-/// 4.86-4.93 -> 4.94-5.12, GE4's [4096, 4096] (128 MiB) 10.02-10.34 ->
-/// 10.49-10.61; by INT64 the same INT8 and FLOAT16 [2048, 1024] 0.96 and
-/// 0.90 at the default, 1.27 and 1.13 at 16 bytes (they keep it); INT8
-/// [16384, 64] by [16384, 16] 0.154 -> 0.116-0.120, INT8 [16, 1024, 256]
-/// by [16, 512, 256] 1.50-1.59 -> 1.34-1.37; on axis 0 of UINT8 [1024,
-/// 1024] 0.72-0.76 -> 0.66-0.70; Gather (shared indices) of 700 columns of
-/// FLOAT16 [2048, 2048] 0.38 either way.
-constexpr uint64_t NarrowLoopMaxBytes = 64u << 20;
-
-/// The bytes an element kernel moves through the caches: twice its output
-/// (written, its elements read) and its indices.
-uint64_t movedBytes(const KernelSpec &S) {
-  return 2 * S.outputBytes() + S.elements() * S.TupleSize * S.indexBytes();
-}
-
-unsigned loopVectorBytes(const KernelSpec &S, const KernelPlan &P, const TargetFacts &T) {
-  const bool Gathers = P.Row == RowKind::Element || P.Row == RowKind::SharedIndices;
-  if (T.Gpu || !Gathers)
-    return 0;
-  if (S.ElemBytes >= WideLoopMinElementBytes)
-    return T.WideLoopBytes;
-  // (A family kernel's shapes are small until they are specialized.)
-  const bool FromCaches = S.Family || movedBytes(S) < NarrowLoopMaxBytes;
-  return S.indexBytes() == 4 && FromCaches ? T.NarrowLoopBytes : 0;
-}
-
-/// Where gather instructions pay only on operands from memory
-/// (TargetFacts::GathersOnlyFromMemory), kernels moving fewer than this
-/// many bytes (twice the output and the indices) load their elements one
-/// by one: their operands stay in the caches from call to call. Measured on
-/// a 2-core AMD EPYC (Zen 4), scalar loads against gathers, each case's
-/// caches evicted before its runs (the suite, two alternating runs): GE1
-/// 24.7-25.8 -> 16.6 ms, GE3 28.9-36.5 -> 13.9-14.5, GE6 16.4-17.4 ->
-/// 15.1-15.2, GN2 (24 MiB) 4.75-5.31 -> 3.24-3.80, G2 (12 MiB, a 16 MiB
-/// table) 2.19-2.38 -> 1.56-1.77, GE2 and GE4 unmoved; but G3 (8 MiB)
-/// 169-185 -> 242-279 us (three runs); and on repeated calls of kernels
-/// whose operands a cache holds (the command line's --repeat, one thread):
-/// FLOAT32 [1000, 200] by INT64 [1000, 64] on axis 1 23 -> 37 us, FLOAT32
-/// [1024, 1024] by INT32 (12 MiB) 0.435 -> 0.507 ms, FLOAT32 [64, 4096] by
-/// INT64 [64, 1024] 31 -> 39 us. A family kernel, whose shapes are small
-/// until they are specialized, loads one by one too.
-constexpr uint64_t GatherFromBytes = 16u << 20;
-
-/// Where gathers lose beyond the core's caches
-/// (TargetFacts::GathersLoseBeyondCore), element rows of one index an
-/// element along a contiguous axis of at least this many bytes load their
-/// elements one by one into vectors. Measured on a 2-core Intel Xeon with
-/// AVX512-FP16 (2 MiB of L2 a core, a shared L3 holding the table from
-/// call to call), each plan's build in turn, 1M random ids, one thread:
-/// FLOAT32 1-D takes by INT64 from tables of 2 MiB 1.24 -> 1.19 ms, 3 MiB
-/// 1.84 -> 1.87 (even), 4 MiB 2.53 -> 1.99, 8 MiB 3.23 -> 2.49; FLOAT64 by
-/// INT32 of 4 MiB 2.48 -> 1.99, 8 MiB 3.24 -> 2.82. From Python beside
-/// torch.index_select and torch.gather (two runs, medians of 31; torch's
-/// in brackets): FLOAT32 4 MiB 2.58-2.61 -> 2.04-2.06 ms (2.12-2.47), 6
-/// MiB 3.10-3.11 -> 2.37-2.39 (2.39-2.91), FLOAT64 4 MiB 2.60 -> 2.09-2.10
-/// (2.32-2.86); GatherElements along 4 rows of 4 MiB by one id a 64-byte
-/// line 0.72 -> 0.57-0.58 (0.61-0.65), by four 2.65-2.67 -> 2.07-2.10
-/// (2.18-2.47). Two threads: FLOAT32 4 MiB 0.97-1.02 -> 0.88-0.99 (2.0-2.4),
-/// FLOAT64 0.96-1.01 -> 0.89-0.92, the rows 0.40-0.42 -> 0.30-0.31 and
-/// 1.33-1.45 -> 1.06. Below 4 MiB neither wins throughout: FLOAT64 2 MiB
-/// by INT32 on two threads 0.64 -> 0.71-0.75 ms, GatherElements along 16
-/// rows of 1 MiB by four ids a line on one 1.29 -> 1.34-1.42 (faster by
-/// one id a line, 0.58 -> 0.53). Not taken: GatherND's tuples (GN2, a 4
-/// MiB table, 3.67-3.99 -> 4.18-4.51 ms in the suite) and a strided axis
-/// (GE2, 84.6 -> 88.3 ms).
-constexpr uint64_t ScalarGatherTableBytes = 4u << 20;
-
-/// From tables of this many bytes such rows run a loop of one element an
-/// iteration, not vectorized, whose out-of-range indices branch away
-/// (KernelPlan::ScalarLoop): no load's address waits on a clamp. Measured
-/// in one process (three runtimes, each kernel's plan forced, run in
-/// turn, medians of 31, numpy-like tables on huge pages), 1-D takes of 1M
-/// random ids, gathers / scalar loads into vectors / this loop, one
-/// thread: FLOAT32 by INT64 8 MiB 3.43 / 3.13 / 3.23 ms, 12 MiB 4.09 /
-/// 3.62 / 3.37, 16 MiB 4.89 / 4.36 / 3.71, 24 MiB 6.12 / 5.84 / 4.55;
-/// FLOAT64 by INT32 8 MiB 3.68 / 3.32 / 3.30, 12 MiB 3.97 / 3.57 / 3.37,
-/// 16 MiB 4.79 / 4.22 / 3.58. Two threads: FLOAT32 8 MiB 1.30 / 1.39 /
-/// 1.51, 12 MiB 1.86 / 1.82 / 1.81, 16 MiB 2.47 / 2.34 / 1.94, 24 MiB 3.12
-/// / 3.08 / 2.33; FLOAT64 8 MiB 1.35 / 1.50 / 1.50, 12 MiB 1.82 / 1.84 /
-/// 1.71. Scalar loads into vectors against this loop, FLOAT32: 32 MiB
-/// 6.50 / 5.25 (two threads 3.18 / 2.44), 128 MiB 9.09 / 8.05 (4.62 /
-/// 4.03); under Clamp 32 MiB 6.32 / 5.03. Below 8 MiB the loop loses to
-/// both (4 MiB, two threads: 1.06 / 1.11 / 1.29). The loop runs as fast as
-/// a plain C loop that branches on a bad index; the vector form's extra
-/// time is in waiting for each address.
-constexpr uint64_t ScalarLoopTableBytes = 12u << 20;
-
-/// Element rows from a table the core's caches do not hold, one index an
-/// element along a contiguous axis.
-bool gathersBeyondCore(const KernelSpec &S, const KernelPlan &P, const TargetFacts &T,
-                       uint64_t TableBytes) {
-  return T.GathersLoseBeyondCore && !T.Gpu && P.Row == RowKind::Element && !S.Family &&
-         S.TupleSize == 1 && S.AxisStride[0] == 1 && S.AxisSize[0] * S.ElemBytes >= TableBytes;
-}
-
-bool scalarGathers(const KernelSpec &S, const KernelPlan &P, const TargetFacts &T) {
-  if (T.Gpu || (P.Row != RowKind::Element && P.Row != RowKind::SharedIndices))
-    return false;
-  if (T.GathersLoseBeyondCore)
-    return gathersBeyondCore(S, P, T, ScalarGatherTableBytes);
-  return T.GathersOnlyFromMemory && (S.Family || movedBytes(S) < GatherFromBytes);
-}
-
-/// The loop prefetches the element this many iterations ahead picks:
-/// its reads miss the caches at random, and the core's out-of-order window
-/// keeps too few of them in flight. From Python, each plan's build in
-/// turn (three runs, medians of 31), without / 64 / 128 ahead, FLOAT32 by
-/// INT64, one thread: 1M ids from 128 MiB 8.7-9.7 / 5.6-6.3 / 5.3-5.8 ms,
-/// from 32 MiB 4.5-4.9 / 3.9-4.4 / 3.9-4.1, four rows of 16 MiB by 256K
-/// ids each 5.5-8.1 / 3.9-4.1 / 3.6-3.7; two threads 3.1-3.2 / 2.5-2.6 /
-/// 2.5-2.7, 2.2 / 1.9-2.0 / 2.0-2.1, 1.9-2.2 / 1.7-1.9 / 1.7-1.9; from 12
-/// and 16 MiB (the last-level cache's) even. A plain C loop prefetching as
-/// far ahead gained as much (128 MiB 8.7 -> 7.5 ms, 64 ahead; 8 and 16
-/// ahead lost, 10.6 and 9.3).
-constexpr uint64_t ScalarLoopAhead = 128;
-
-/// The loop runs where the bytes it streams (movedBytes) are at most this
-/// many: four rows of 16 MiB by 1M ids each took 24-31 ms prefetching
-/// against 18-22 with scalar loads into vectors, and a 16 MiB table by 4M
-/// ids 24-25 against 18 (2M FLOAT32 elements by INT64, 32 MiB, still won:
-/// 16 MiB by 2M 3.33 against 4.11 ms on two threads). The table's size
-/// bounds it no more: prefetching, it won on larger ones, 1M ids from
-/// 512 MiB 11.5-12.9 against 14.0-14.7 ms (two threads 4.1-4.4 against
-/// 5.4-6.0), 2M ids from 128 MiB 17.2-18.8 against 19.0-20.0, from 256
-/// MiB 22.4-24.0 against 25.1-26.1, FLOAT64 by INT32 from 128 MiB
-/// 16.7-18.0 against 20.4-21.7, where without prefetching it had lost
-/// (128 MiB by 2M, two threads, 9.5-10.8 against 7.7-8.3).
-constexpr uint64_t ScalarLoopMovedBytes = 32u << 20;
-
 /// The bytes of input rows an element kernel gathers from: each output
 /// row's own, or one row that they all read.
 uint64_t gatheredBytes(const KernelSpec &S) {
@@ -456,13 +162,6 @@ uint64_t gatheredBytes(const KernelSpec &S) {
     if (S.InStride[D] != 0)
       return S.Sizes[L] ? S.elements() / S.Sizes[L] * RowBytes : 0;
   return RowBytes;
-}
-
-/// The loop of KernelPlan::ScalarLoop, for rows none of the memory
-/// strategies (streamed indices, a touched row) takes.
-bool scalarLoop(const KernelSpec &S, const KernelPlan &P, const TargetFacts &T) {
-  return !P.StreamIndices && !P.TouchInputRow && !P.TileColumns && S.Rank > 0 &&
-         gathersBeyondCore(S, P, T, ScalarLoopTableBytes) && movedBytes(S) <= ScalarLoopMovedBytes;
 }
 
 bool permutes(const KernelSpec &S, const TargetFacts &T) {
@@ -579,7 +278,7 @@ bool readsSparselyFromCache(const KernelSpec &S, const KernelPlan &P, const Targ
                             uint64_t ReadsPerLine) {
   const unsigned L = S.Rank - 1;
   return S.Sizes[L] * P.LineBytes < ReadsPerLine * S.AxisSize[0] * S.ElemBytes &&
-         T.LastLevelCacheBytes && gatheredBytes(S) + movedBytes(S) <= T.LastLevelCacheBytes;
+         T.LastLevelCacheBytes && gatheredBytes(S) + plan::movedBytes(S) <= T.LastLevelCacheBytes;
 }
 
 bool streamsIndices(const KernelSpec &S, const KernelPlan &P, const TargetFacts &T) {
@@ -611,6 +310,14 @@ bool prefetchesNextRegion(const KernelSpec &S) {
 }
 
 } // namespace
+
+bool plan::readsAlongRows(const KernelSpec &S) {
+  if (S.Family || S.Rank < 2 || S.TupleSize != 1 || S.emptyAxis() || S.elements() == 0)
+    return false;
+  const unsigned L = S.Rank - 1;
+  return S.InStride[L] == 1 && S.IdxStride[L] != 0 && S.OutStride[L] == 1 &&
+         S.AxisStride[0] >= S.Sizes[L];
+}
 
 const char *rowKindName(RowKind Kind) {
   switch (Kind) {
@@ -735,14 +442,10 @@ KernelPlan planKernel(const KernelSpec &S, const TargetFacts &T) {
     // Any sizes: element rows, none of the strategies sizes choose. On a
     // GPU the most blocks any shape's grid has; a launch takes as many as
     // its shape's elements fill, as a specialized kernel's plan does.
-    if (T.Gpu) {
-      P.ThreadsPerBlock = GpuThreadsPerBlock;
-      P.Blocks = MaxGpuBlocks;
-      P.ElementAligned = true;
-      P.StreamedOperands = true;
-    }
-    P.LoopVectorBytes = loopVectorBytes(S, P, T);
-    P.ScalarGathers = scalarGathers(S, P, T);
+    if (T.Gpu)
+      plan::planGpuFamily(P);
+    P.LoopVectorBytes = plan::loopVectorBytes(S, P, T);
+    P.ScalarGathers = plan::scalarGathers(S, P, T);
     return P;
   }
   P.MaxStraightLoop = MaxStraightLoop;
@@ -752,8 +455,8 @@ KernelPlan planKernel(const KernelSpec &S, const TargetFacts &T) {
           : permutes(S, T)                ? RowKind::Permute
           : !T.Gpu && sharesRowIndices(S) ? RowKind::SharedIndices
                                           : RowKind::Element;
-  P.LoopVectorBytes = loopVectorBytes(S, P, T);
-  P.ScalarGathers = scalarGathers(S, P, T);
+  P.LoopVectorBytes = plan::loopVectorBytes(S, P, T);
+  P.ScalarGathers = plan::scalarGathers(S, P, T);
   if (P.Row == RowKind::Permute) {
     // The row is in registers and the indices are read in order: nothing
     // to prefetch or stream.
@@ -763,46 +466,14 @@ KernelPlan planKernel(const KernelSpec &S, const TargetFacts &T) {
     return P;
   }
   if (T.Gpu) {
-    // The CPU's memory strategies below (and the table) do not apply.
-    P.ThreadsPerBlock = GpuThreadsPerBlock;
-    P.ElementAligned = true;
-    // Evict-first indices and outputs: G1 22.4 -> 20.2 us, GE2 (a 64 MiB
-    // table over a 50 MB L2) 418 -> 405 us on an H100, the rest unmoved.
-    P.StreamedOperands = true;
-    uint64_t Elements = S.elements();
-    if ((P.StagedRowBytes = stagedRowBytes(S))) {
-      P.Blocks = std::min(S.elements() / S.Sizes[S.Rank - 1], MaxGpuBlocks);
-      return P;
-    }
-    if ((P.StagedStripColumns = stagedStripColumns(S))) {
-      P.Blocks = std::min(stagedStrips(S, P.StagedStripColumns), MaxGpuBlocks);
-      return P;
-    }
-    if (std::optional<KernelSpec> Wide = widenedBlocks(S, GpuWideBytes)) {
-      P.WideBytes = GpuWideBytes;
-      Elements = Wide->elements();
-    }
-    if (readsAlongRows(S)) {
-      P.ThreadsPerBlock = GpuAlongRowsThreads;
-      P.TileColumns = tileColumns(S);
-      Elements = tiledGridElements(S, P.TileColumns);
-    }
-    // (A widened body's positions are fewer than its narrow body's.)
-    P.Index32 = !S.Family && std::max(Elements, S.elements()) < GpuIndex32Elements;
-    P.Blocks = gridBlocks(Elements, P.ThreadsPerBlock, MaxGpuBlocks);
+    plan::planGpuGrid(S, P);
     return P;
   }
   if (P.Row == RowKind::Element && (P.TileColumns = cpuTileColumns(S)))
     return P; // Tiles' rows: none of the whole rows' memory strategies.
   planTablePrefetch(S, T, P);
   planStreaming(S, T, P);
-  if ((P.ScalarLoop = scalarLoop(S, P, T))) {
-    P.ScalarGathers = false;
-    if (!P.PrefetchRowsAhead) { // Each element a "row" of its own bytes.
-      P.PrefetchRowsAhead = ScalarLoopAhead;
-      P.PrefetchRowBytes = S.ElemBytes;
-    }
-  }
+  plan::planScalarLoop(S, T, P);
   P.NonTemporal = planNonTemporal(S, P, T);
   P.AlignStores =
       T.MaskedByteStores && !P.NonTemporal && copiedRowBytes(S, P) >= AlignStoresFromBytes;

@@ -5,9 +5,11 @@
 /// loop, or an element loop through a table of offsets shared by every
 /// row), whether indices stream in blocks, what is prefetched how far
 /// ahead, whether stores bypass the cache, and whether block rows align
-/// their stores. The emitters follow the plan
-/// and decide nothing; the tuning constants and their measurements live in
-/// KernelPlan.cpp.
+/// their stores, and on a GPU the grid. The emitters follow the plan and
+/// decide nothing; the tuning constants and their measurements live in
+/// KernelPlan.cpp (the row kinds and the CPU's memory strategies),
+/// LoopPlan.cpp (how a CPU's element loop loads) and GpuPlan.cpp (a GPU's
+/// grid).
 //===----------------------------------------------------------------------===//
 #ifndef GATHERJIT_COMPILER_PLAN_KERNELPLAN_H
 #define GATHERJIT_COMPILER_PLAN_KERNELPLAN_H
@@ -52,7 +54,7 @@ struct TargetFacts {
   /// Nonzero where loops that gather elements narrower than 4 bytes by
   /// 32-bit indices from the caches run faster vectorized at this many
   /// bytes than at the code generator's default width (x86 cores with
-  /// AVX512-FP16: 16; KernelPlan.cpp).
+  /// AVX512-FP16: 16; LoopPlan.cpp).
   unsigned NarrowLoopBytes = 0;
   /// The target's gather instructions beat scalar loads inserted into
   /// vectors only where the elements come from memory (AMD's Zen 4): a
@@ -63,7 +65,7 @@ struct TargetFacts {
   /// core's own caches (x86 cores with AVX512-FP16, whose L2 is 2 MiB): a
   /// kernel gathering from such a table loads its elements one by one
   /// (KernelPlan::ScalarGathers), and from a larger one runs a loop of one
-  /// element an iteration (KernelPlan::ScalarLoop; KernelPlan.cpp).
+  /// element an iteration (KernelPlan::ScalarLoop; LoopPlan.cpp).
   bool GathersLoseBeyondCore = false;
   /// The last-level cache's bytes (the host's, as the system tells it);
   /// 0 where not known. An input that fits it stays there from call to

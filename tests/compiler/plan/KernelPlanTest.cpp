@@ -1,7 +1,8 @@
 //===- tests/compiler/plan/KernelPlanTest.cpp - Plans, decided by hand ---===//
 //
 // The plan of every benchmark case, worked out from the rules in
-// compiler/plan/KernelPlan.cpp, and the edges of those rules.
+// compiler/plan/ (KernelPlan.cpp, LoopPlan.cpp, GpuPlan.cpp), and the
+// edges of those rules.
 //
 //===----------------------------------------------------------------------===//
 
