@@ -204,45 +204,53 @@ static bool gathersPay(const llvm::Target &T, const llvm::Triple &Triple, llvm::
   return STI && STI->checkFeatures("+avx512f");
 }
 
+/// The builder of \p Choice's target machine, its triple and CPU checked:
+/// the host's as detected, or the triple and CPU named.
+static Expected<llvm::orc::JITTargetMachineBuilder> targetBuilder(const TargetDesc &Choice,
+                                                                  bool Gpu) {
+  if (Choice.Triple.empty() && (Choice.Cpu.empty() || Choice.Cpu == "host")) {
+    auto Host = llvm::orc::JITTargetMachineBuilder::detectHost();
+    if (!Host)
+      return toStatus(Host.takeError(), "detecting the host target");
+    return std::move(*Host);
+  }
+  llvm::Triple T(Choice.Triple.empty() ? llvm::sys::getProcessTriple() : Choice.Triple);
+  std::string Err;
+  const llvm::Target *Tgt = llvm::TargetRegistry::lookupTarget(T.str(), Err);
+  if (!Tgt)
+    return Status::invalidArgument("cannot generate code for target '" + T.str() +
+                                   "': gatherjit's targets are x86-64, AArch64 and "
+                                   "nvptx64-nvidia-cuda");
+  llvm::orc::JITTargetMachineBuilder Builder(T);
+  std::string Cpu = Choice.Cpu == "host" ? llvm::sys::getHostCPUName().str() : Choice.Cpu;
+  if (Gpu && Cpu.empty())
+    Cpu = DefaultGpuArch;
+  if (Cpu.empty())
+    return Builder;
+  std::unique_ptr<llvm::MCSubtargetInfo> STI(Tgt->createMCSubtargetInfo(T.str(), "", ""));
+  if (!STI || !STI->isCPUStringValid(Cpu)) {
+    // A GPU newer than this LLVM knows runs the newest PTX it makes.
+    const std::string Newest = Gpu ? newestArchUpTo(INT_MAX) : "";
+    return Status::invalidArgument("unknown CPU '" + Cpu + "' for target '" + T.str() + "'" +
+                                   (Gpu && smNumber(Cpu) > smNumber(Newest)
+                                        ? "; LLVM " LLVM_VERSION_STRING " makes PTX up to " +
+                                              Newest + ", which newer devices run (--cpu " +
+                                              Newest + ")"
+                                        : std::string()));
+  }
+  Builder.setCPU(Cpu);
+  return Builder;
+}
+
 Expected<std::unique_ptr<llvm::TargetMachine>> createTargetMachine(const TargetDesc &Choice,
                                                                    OptLevel Level) {
   initializeTargets();
   const bool Gpu = llvm::StringRef(Choice.Triple).starts_with("nvptx");
   if (Gpu)
     initializeGpuTargets();
-  std::optional<llvm::orc::JITTargetMachineBuilder> Builder;
-  if (Choice.Triple.empty() && (Choice.Cpu.empty() || Choice.Cpu == "host")) {
-    auto Host = llvm::orc::JITTargetMachineBuilder::detectHost();
-    if (!Host)
-      return toStatus(Host.takeError(), "detecting the host target");
-    Builder = std::move(*Host);
-  } else {
-    llvm::Triple T(Choice.Triple.empty() ? llvm::sys::getProcessTriple() : Choice.Triple);
-    std::string Err;
-    if (!llvm::TargetRegistry::lookupTarget(T.str(), Err))
-      return Status::invalidArgument("cannot generate code for target '" + T.str() +
-                                     "': gatherjit's targets are x86-64, AArch64 and "
-                                     "nvptx64-nvidia-cuda");
-    Builder.emplace(T);
-    std::string Cpu = Choice.Cpu == "host" ? llvm::sys::getHostCPUName().str() : Choice.Cpu;
-    if (Gpu && Cpu.empty())
-      Cpu = DefaultGpuArch;
-    if (!Cpu.empty()) {
-      const llvm::Target *Tgt = llvm::TargetRegistry::lookupTarget(T.str(), Err);
-      std::unique_ptr<llvm::MCSubtargetInfo> STI(Tgt->createMCSubtargetInfo(T.str(), "", ""));
-      if (!STI || !STI->isCPUStringValid(Cpu)) {
-        // A GPU newer than this LLVM knows runs the newest PTX it makes.
-        const std::string Newest = Gpu ? newestArchUpTo(INT_MAX) : "";
-        return Status::invalidArgument("unknown CPU '" + Cpu + "' for target '" + T.str() + "'" +
-                                       (Gpu && smNumber(Cpu) > smNumber(Newest)
-                                            ? "; LLVM " LLVM_VERSION_STRING " makes PTX up to " +
-                                                  Newest + ", which newer devices run (--cpu " +
-                                                  Newest + ")"
-                                            : std::string()));
-      }
-      Builder->setCPU(Cpu);
-    }
-  }
+  Expected<llvm::orc::JITTargetMachineBuilder> Builder = targetBuilder(Choice, Gpu);
+  if (!Builder)
+    return Builder.status();
   std::string Err;
   const llvm::Target *Tgt =
       llvm::TargetRegistry::lookupTarget(Builder->getTargetTriple().str(), Err);

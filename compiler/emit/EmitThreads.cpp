@@ -147,6 +147,19 @@ Function *KernelEmitter::emitThreadBody(const std::string &Name, const char *Suf
       B.SetInsertPoint(Element);
     }
   }
+  emitThreadElement(E, Status, Next, KeyScale);
+  B.CreateBr(Next);
+  B.SetInsertPoint(Next);
+  Value *After = B.CreateAdd(T, Stride, "", /*HasNUW=*/true, /*HasNSW=*/!P.Index32);
+  T->addIncoming(After, Next);
+  B.CreateCondBr(B.CreateICmpULT(After, N), Loop, Done);
+  B.SetInsertPoint(Done);
+  B.CreateRetVoid();
+  return F;
+}
+
+void KernelEmitter::emitThreadElement(Value *E, Value *Status, BasicBlock *Next,
+                                      uint64_t KeyScale) {
   const Offsets O = offsetsAt(E);
   SmallVector<Value *, MaxRank> Tuple = loadTuple(O.Idx, nullptr);
   if (S.Policy == OobPolicy::Check) {
@@ -166,15 +179,7 @@ Function *KernelEmitter::emitThreadBody(const std::string &Name, const char *Suf
     FaultKey = B.CreateOr(B.CreateZExt(E, I64), c(DeviceEpilogueFaultBit));
   }
   copyElement(tupleOffset(O.In, Tuple), O.Out);
-  FaultStatus = FaultKey = nullptr; // Values of this body alone.
-  B.CreateBr(Next);
-  B.SetInsertPoint(Next);
-  Value *After = B.CreateAdd(T, Stride, "", /*HasNUW=*/true, /*HasNSW=*/!P.Index32);
-  T->addIncoming(After, Next);
-  B.CreateCondBr(B.CreateICmpULT(After, N), Loop, Done);
-  B.SetInsertPoint(Done);
-  B.CreateRetVoid();
-  return F;
+  FaultStatus = FaultKey = nullptr; // Values of this element alone.
 }
 
 void KernelEmitter::beginFunction(Function *Fn, int ShapeArg) {
@@ -491,6 +496,25 @@ void KernelEmitter::gatherStrip(Value *First, const Offsets &O, Value *Thread, V
   });
 }
 
+void KernelEmitter::returnGridStatus(Value *Key) {
+  BasicBlock *Bad = BasicBlock::Create(Ctx, "bad", F);
+  BasicBlock *Good = BasicBlock::Create(Ctx, "good", F);
+  B.CreateCondBr(B.CreateICmpEQ(Key, c(~uint64_t(0))), Good, Bad);
+  B.SetInsertPoint(Good);
+  B.CreateRet(c(0));
+  B.SetInsertPoint(Bad);
+  if (S.Epilogue.Checked) {
+    BasicBlock *Index = BasicBlock::Create(Ctx, "bad.index", F);
+    BasicBlock *Fault = BasicBlock::Create(Ctx, "epilogue.fault", F);
+    B.CreateCondBr(B.CreateICmpUGE(Key, c(DeviceEpilogueFaultBit)), Fault, Index);
+    B.SetInsertPoint(Fault);
+    B.CreateRet(c(EpilogueFaulted));
+    B.SetInsertPoint(Index);
+  }
+  const Offsets O = offsetsAt(B.CreateUDiv(Key, c(S.TupleSize)));
+  B.CreateRet(B.CreateAdd(B.CreateAdd(O.Pos, B.CreateURem(Key, c(S.TupleSize))), c(1)));
+}
+
 void KernelEmitter::emitSimulatedGrid(const std::string &Name, Function *Body, Function *Wide) {
   // NAME_range(in, indices, out, begin, end[, shape]): the whole grid,
   // thread by thread, if [begin, end) holds the one row.
@@ -547,24 +571,7 @@ void KernelEmitter::emitSimulatedGrid(const std::string &Name, Function *Body, F
       callThreadBody(Body, Wide, Args);
     });
   }
-  // The first bad key's position in the indices, as a CPU kernel returns it.
-  Value *Key = B.CreateLoad(I64, Status);
-  BasicBlock *Bad = BasicBlock::Create(Ctx, "bad", F);
-  BasicBlock *Good = BasicBlock::Create(Ctx, "good", F);
-  B.CreateCondBr(B.CreateICmpEQ(Key, c(~uint64_t(0))), Good, Bad);
-  B.SetInsertPoint(Good);
-  B.CreateRet(c(0));
-  B.SetInsertPoint(Bad);
-  if (S.Epilogue.Checked) {
-    BasicBlock *Index = BasicBlock::Create(Ctx, "bad.index", F);
-    BasicBlock *Fault = BasicBlock::Create(Ctx, "epilogue.fault", F);
-    B.CreateCondBr(B.CreateICmpUGE(Key, c(DeviceEpilogueFaultBit)), Fault, Index);
-    B.SetInsertPoint(Fault);
-    B.CreateRet(c(EpilogueFaulted));
-    B.SetInsertPoint(Index);
-  }
-  const Offsets O = offsetsAt(B.CreateUDiv(Key, c(S.TupleSize)));
-  B.CreateRet(B.CreateAdd(B.CreateAdd(O.Pos, B.CreateURem(Key, c(S.TupleSize))), c(1)));
+  returnGridStatus(B.CreateLoad(I64, Status));
   if (S.Family)
     return; // A family has only the range entry, as on a CPU.
   // NAME and NAME_rows as a CPU kernel's: the grid is one row.

@@ -267,6 +267,10 @@ private:
   /// stride) of kernel NAME; a bad index's key counts \p KeyScale elements
   /// for each of this spec's (a widened spec's keys count the original's).
   Function *emitThreadBody(const std::string &Name, const char *Suffix, uint64_t KeyScale);
+  /// The thread body's output element \p E: its tuple loaded and, under
+  /// Check, a bad one's key folded into *\p Status and a branch to \p Next
+  /// instead of the copy.
+  void emitThreadElement(Value *E, Value *Status, BasicBlock *Next, uint64_t KeyScale);
   /// Calls \p Body with \p Args, or \p Wide (if any) where the input and
   /// output are aligned to the plan's WideBytes.
   void callThreadBody(Function *Body, Function *Wide, ArrayRef<Value *> Args);
@@ -329,6 +333,10 @@ private:
   /// so the smallest key over the grid, the first bad index in the
   /// output's order, is the one left.
   void foldBadKey(Value *Status, Value *Key);
+  /// Returns from the simulated grid what a CPU kernel returns for the
+  /// grid's final status \p Key: 0, 1 + the position in the indices of
+  /// the first bad index, or EpilogueFaulted.
+  void returnGridStatus(Value *Key);
   void emitSimulatedGrid(const std::string &Name, Function *Body, Function *Wide);
 
   const KernelSpec &S;
