@@ -5,8 +5,9 @@
     out = torch.ops.gatherjit.gather_elements(data, index, 1)         # torch.gather
     rows = torch.ops.gatherjit.gather(table, ids, 0)                  # torch.index_select
     out = torch.ops.gatherjit.gather_elements(data, index, 1, "clip")
+    rows = torch.ops.gatherjit.gather_nd(pages, tuples, 0)            # ONNX GatherND
 
-Both take CPU or CUDA tensors of any strides (read where they lie, no
+They take CPU or CUDA tensors of any strides (read where they lie, no
 copy; CUDA tensors gathered on their device) and return a new tensor.
 `axis` may be negative; indices may be negative (counted from the end, as
 numpy's are) and of any integer type; `mode` is "raise" (an out-of-range
@@ -26,7 +27,8 @@ requires grad they are torch.autograd.Functions whose backward is a
 scatter-add of the output's gradient (repeated indices add up). The
 operators have the same formulas where PyTorch can register them
 (torch.library.custom_op's register_autograd, 2.4 and later); before that
-they have none.
+they have none. torch.compile (PyTorch 2.5 and later) traces the
+functions as the operators (torch.compiler.substitute_in_graph).
 """
 
 import math
@@ -43,6 +45,8 @@ _SCHEMAS = {
     "gather_elements": "gather_elements(Tensor data, Tensor indices, int axis, "
                        "str mode='raise') -> Tensor",
     "gather": "gather(Tensor data, Tensor indices, int axis=0, str mode='raise') -> Tensor",
+    "gather_nd": "gather_nd(Tensor data, Tensor indices, int batch_dims=0, "
+                 "str mode='raise') -> Tensor",
 }
 _registered = None
 
@@ -115,14 +119,18 @@ def _gather_nd_kernel(data: torch.Tensor, indices: torch.Tensor, batch_dims: int
 # Python functions (gatherjit._native_function): on a call of a few
 # elements, each Python frame on the way costs about a tenth of the call.
 
+def _zero_dimensional(data, indices):
+    """torch's rule: a 0-d tensor is gathered as a 1-d one of one element."""
+    return (data.dim() == 0 or indices.dim() == 0) and data.dim() <= 1 and indices.dim() <= 1
+
+
 @gatherjit._native_function
 def gather_elements(data: torch.Tensor, indices: torch.Tensor, axis: int,
                     mode: str = "raise") -> torch.Tensor:
     """torch.gather(data, axis, indices) by a gatherjit kernel."""
     _expect_tensors("gather_elements", data, indices)
     axis = operator.index(axis)
-    if (data.dim() == 0 or indices.dim() == 0) and data.dim() <= 1 and indices.dim() <= 1:
-        # torch's rule: a 0-d tensor is gathered as a 1-d one of one element.
+    if _zero_dimensional(data, indices):
         return gather_elements(data.reshape(-1), indices.reshape(-1), axis,
                                mode).reshape(indices.shape)
     if _differentiable(data):
@@ -223,35 +231,42 @@ class _Gather(torch.autograd.Function):
     backward = staticmethod(_grad_gather)
 
 
+def _setup_gather_nd(ctx, inputs):
+    data, indices, batch_dims, mode = inputs
+    ids = torch.as_tensor(indices).long()
+    k = ids.shape[-1]
+    sizes = data.shape[batch_dims:batch_dims + k]
+    # Each tuple as one position in the data's first batch_dims + k
+    # dimensions, flattened.
+    flat = torch.zeros(ids.shape[:-1], dtype=torch.long, device=ids.device)
+    for j, size in enumerate(sizes):
+        flat = flat * size + _read(ids[..., j], size, mode)
+    batches = math.prod(data.shape[:batch_dims])
+    per_batch = math.prod(sizes)
+    flat = (flat.reshape(batches, -1)
+            + torch.arange(batches, device=ids.device).unsqueeze(1) * per_batch)
+    ctx.shape, ctx.lead = data.shape, batch_dims + k
+    ctx.save_for_backward(flat.reshape(-1))
+
+
+def _grad_gather_nd(ctx, grad):
+    (flat,) = ctx.saved_tensors
+    rest = ctx.shape[ctx.lead:]
+    out = grad.new_zeros((math.prod(ctx.shape[:ctx.lead]),) + rest)
+    if out.shape[0] == 0:
+        return out.reshape(ctx.shape), None, None, None
+    out = out.index_add(0, flat, grad.reshape((flat.numel(),) + rest))
+    return out.reshape(ctx.shape), None, None, None
+
+
 class _GatherND(torch.autograd.Function):
     @staticmethod
     def forward(ctx, data, indices, batch_dims, mode):
         out = _gather_nd_kernel(data, indices, batch_dims, mode)  # It checks the operands.
-        ids = torch.as_tensor(indices).long()
-        k = ids.shape[-1]
-        sizes = data.shape[batch_dims:batch_dims + k]
-        # Each tuple as one position in the data's first batch_dims + k
-        # dimensions, flattened.
-        flat = torch.zeros(ids.shape[:-1], dtype=torch.long, device=ids.device)
-        for j, size in enumerate(sizes):
-            flat = flat * size + _read(ids[..., j], size, mode)
-        batches = math.prod(data.shape[:batch_dims])
-        per_batch = math.prod(sizes)
-        flat = (flat.reshape(batches, -1)
-                + torch.arange(batches, device=ids.device).unsqueeze(1) * per_batch)
-        ctx.shape, ctx.lead = data.shape, batch_dims + k
-        ctx.save_for_backward(flat.reshape(-1))
+        _setup_gather_nd(ctx, (data, indices, batch_dims, mode))
         return out
 
-    @staticmethod
-    def backward(ctx, grad):
-        (flat,) = ctx.saved_tensors
-        rest = ctx.shape[ctx.lead:]
-        out = grad.new_zeros((math.prod(ctx.shape[:ctx.lead]),) + rest)
-        if out.shape[0] == 0:
-            return out.reshape(ctx.shape), None, None, None
-        out = out.index_add(0, flat, grad.reshape((flat.numel(),) + rest))
-        return out.reshape(ctx.shape), None, None, None
+    backward = staticmethod(_grad_gather_nd)
 
 
 def _gather_elements_shape(data, indices, axis, mode="raise"):
@@ -263,15 +278,22 @@ def _gather_shape(data, indices, axis=0, mode="raise"):
     return data.new_empty(data.shape[:axis] + indices.shape + data.shape[axis + 1:])
 
 
+def _gather_nd_shape(data, indices, batch_dims=0, mode="raise"):
+    k = indices.shape[-1]
+    return data.new_empty(indices.shape[:-1] + data.shape[batch_dims + k:])
+
+
 def register():
-    """Defines torch.ops.gatherjit.gather_elements and torch.ops.gatherjit.gather
-    (once per process; later calls do nothing)."""
+    """Defines torch.ops.gatherjit.gather_elements, torch.ops.gatherjit.gather and
+    torch.ops.gatherjit.gather_nd (once per process; later calls do nothing)."""
     global _registered
     if _registered is not None:
         return
     functions = {"gather_elements": (_gather_elements_kernel, _gather_elements_shape,
                                      _setup_gather_elements, _grad_gather_elements),
-                 "gather": (_gather_kernel, _gather_shape, _setup_gather, _grad_gather)}
+                 "gather": (_gather_kernel, _gather_shape, _setup_gather, _grad_gather),
+                 "gather_nd": (_gather_nd_kernel, _gather_nd_shape, _setup_gather_nd,
+                               _grad_gather_nd)}
     if hasattr(torch.library, "custom_op"):
         ops = []
         for name, (fn, shape, setup, grad) in functions.items():
@@ -290,3 +312,36 @@ def register():
             lib.impl(name, fn, "CPU")
             lib.impl(name, fn, "CUDA")
         _registered = lib
+
+
+def _substitute_in_graph():
+    """Where torch.compile can replace a C function while it traces
+    (torch.compiler.substitute_in_graph, PyTorch 2.5 and later), the
+    module's built-in functions become their dispatcher operators in the
+    graph (fake implementations give their shapes, register_autograd their
+    gradients) instead of breaking it; eager calls keep the built-ins."""
+    substitute = getattr(getattr(torch, "compiler", None), "substitute_in_graph", None)
+    if substitute is None:
+        return
+    register()
+
+    @substitute(gather_elements)
+    def _(data, indices, axis, mode="raise"):
+        _expect_tensors("gather_elements", data, indices)
+        if _zero_dimensional(data, indices):
+            return torch.ops.gatherjit.gather_elements(data.reshape(-1), indices.reshape(-1), axis,
+                                       mode).reshape(indices.shape)
+        return torch.ops.gatherjit.gather_elements(data, indices, axis, mode)
+
+    @substitute(gather)
+    def _(data, indices, axis=0, mode="raise"):
+        _expect_tensors("gather", data, indices)
+        return torch.ops.gatherjit.gather(data, indices, axis, mode)
+
+    @substitute(gather_nd)
+    def _(data, indices, batch_dims=0, mode="raise"):
+        _expect_tensors("gather_nd", data, indices)
+        return torch.ops.gatherjit.gather_nd(data, indices, batch_dims, mode)
+
+
+_substitute_in_graph()

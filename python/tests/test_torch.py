@@ -200,6 +200,10 @@ def test_meta_tensors_give_shapes():
                                       1).shape == (4, 2, 3, 6)
     assert torch.ops.gatherjit.gather_elements(
         data, torch.empty(4, 2, 6, dtype=torch.long, device="meta"), 1).shape == (4, 2, 6)
+    assert torch.ops.gatherjit.gather_nd(
+        data, torch.empty(4, 7, 2, dtype=torch.long, device="meta"), 1).shape == (4, 7)
+    assert torch.ops.gatherjit.gather_nd(
+        data, torch.empty(3, 1, dtype=torch.long, device="meta")).shape == (3, 5, 6)
 
 
 @torch.jit.script
@@ -207,11 +211,19 @@ def _scripted(data: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     return torch.ops.gatherjit.gather_elements(data, index, 1) * 2
 
 
+@torch.jit.script
+def _scripted_nd(data: torch.Tensor, tuples: torch.Tensor) -> torch.Tensor:
+    return torch.ops.gatherjit.gather_nd(data, tuples, 0, "clip")
+
+
 def test_callable_from_torch_jit_script():
     data = torch.arange(12.).reshape(3, 4)
     idx = torch.tensor([[3, 0], [1, 1], [2, 3]])
     assert torch.equal(_scripted(data, idx), torch.gather(data, 1, idx) * 2)
     assert "gatherjit::gather_elements" in str(_scripted.graph)
+    # clip: 9 reads the last column, -1 the first row.
+    assert _scripted_nd(data, torch.tensor([[1, 9], [-1, 2]])).tolist() == [7.0, 2.0]
+    assert "gatherjit::gather_nd" in str(_scripted_nd.graph)
 
 
 def test_an_out_that_requires_grad_is_refused_as_torch_refuses_it():
@@ -257,12 +269,18 @@ def test_the_operators_gradients_are_the_functions():
     data = torch.randn(4, 5, 3, dtype=torch.float64, generator=gen, requires_grad=True)
     along = torch.tensor([[[0, 4, 4], [-1, 0, 2]]] * 4)
     ids = torch.tensor([[1, 1], [-1, 0]])
+    tuples = torch.tensor([[0, 4], [0, 4], [3, -5]])
+    batched = torch.tensor([[[1], [1]], [[4], [0]], [[2], [2]], [[0], [-1]]])
     cases = [
         (lambda x: torch.ops.gatherjit.gather_elements(x, along, 1),
          lambda x: torch.gather(x, 1, along % 5)),
         (lambda x: torch.ops.gatherjit.gather(x, ids, 1), lambda x: x[:, ids % 5]),
         (lambda x: torch.ops.gatherjit.gather(x, torch.tensor([9, -9]), -2, "clip"),
          lambda x: x[:, [4, 0]]),
+        (lambda x: torch.ops.gatherjit.gather_nd(x, tuples),
+         lambda x: x[tuples[:, 0], tuples[:, 1] % 5]),
+        (lambda x: torch.ops.gatherjit.gather_nd(x, batched, 1),
+         lambda x: torch.stack([x[b, batched[b, :, 0] % 5] for b in range(4)])),
     ]
     for ours, reference in cases:
         assert torch.equal(ours(data), reference(data))
@@ -271,6 +289,38 @@ def test_the_operators_gradients_are_the_functions():
         (g_ours,) = torch.autograd.grad((ours(data) * weights).sum(), data)
         (g_ref,) = torch.autograd.grad((reference(data) * weights).sum(), data)
         assert torch.equal(g_ours, g_ref)
+
+
+@pytest.mark.skipif(not hasattr(getattr(torch, "compiler", None), "substitute_in_graph"),
+                    reason="torch.compiler.substitute_in_graph (PyTorch 2.5)")
+def test_torch_compile_traces_the_functions_into_the_operators():
+    # fullgraph: a graph break (the built-in functions untraced) is an error.
+    def step(x, along, ids, tuples):
+        return (gjt.gather_elements(x, along, 1) * 2 + gjt.gather(x, ids, 1).sum()
+                + gjt.gather_nd(x, tuples).sum())
+
+    compiled = torch.compile(step, dynamic=True, fullgraph=True)
+    gen = torch.Generator().manual_seed(9)
+    for rows in (3, 5, 8):
+        x = torch.randn(rows, 7, dtype=torch.float64, generator=gen)
+        along = torch.randint(-7, 7, (rows, 4), generator=gen)
+        ids = torch.randint(-7, 7, (3,), generator=gen)
+        tuples = torch.randint(0, 3, (5, 2), generator=gen)
+        want = (torch.gather(x, 1, along % 7) * 2 + x[:, ids % 7].sum()
+                + x[tuples[:, 0], tuples[:, 1]].sum())
+        torch.testing.assert_close(compiled(x, along, ids, tuples), want)
+    # Gradients through the operators, and torch's 0-d rule.
+    data = torch.randn(4, 6, dtype=torch.float64, generator=gen, requires_grad=True)
+    tuples = torch.tensor([[1], [3], [1]])
+    loss = torch.compile(lambda d: gjt.gather_nd(d, tuples).pow(2).sum(), fullgraph=True)
+    (grad,) = torch.autograd.grad(loss(data), data)
+    (want,) = torch.autograd.grad(data[tuples[:, 0]].pow(2).sum(), data)
+    assert torch.equal(grad, want)
+    scalar = torch.compile(lambda d: gjt.gather_elements(d, torch.tensor(2), 0), fullgraph=True)
+    assert scalar(torch.tensor([5.0, 6.0, 7.0])).item() == 7.0
+    # A bad index is the same IndexError as an eager call's.
+    with pytest.raises(IndexError, match="indices\\[0\\] = 9 is out of range for axis 0"):
+        torch.compile(lambda d: gjt.gather(d, torch.tensor([9]), 0))(torch.zeros(3))
 
 
 def test_repeated_layouts_run_on_each_calls_tensors():
