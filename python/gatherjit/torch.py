@@ -27,8 +27,8 @@ requires grad they are torch.autograd.Functions whose backward is a
 scatter-add of the output's gradient (repeated indices add up). The
 operators have the same formulas where PyTorch can register them
 (torch.library.custom_op's register_autograd, 2.4 and later); before that
-they have none. torch.compile (PyTorch 2.5 and later) traces the
-functions as the operators (torch.compiler.substitute_in_graph).
+they have none. After register(), torch.compile (PyTorch 2.5 and later)
+traces the functions as the operators (torch.compiler.substitute_in_graph).
 """
 
 import math
@@ -285,7 +285,9 @@ def _gather_nd_shape(data, indices, batch_dims=0, mode="raise"):
 
 def register():
     """Defines torch.ops.gatherjit.gather_elements, torch.ops.gatherjit.gather and
-    torch.ops.gatherjit.gather_nd (once per process; later calls do nothing)."""
+    torch.ops.gatherjit.gather_nd, and where PyTorch can (2.5 and later) has
+    torch.compile trace this module's functions as them (once per process;
+    later calls do nothing)."""
     global _registered
     if _registered is not None:
         return
@@ -305,6 +307,7 @@ def register():
                                  setup(ctx, inputs))
             ops.append(op)
         _registered = ops
+        _substitute_in_graph()
     else:
         lib = torch.library.Library("gatherjit", "DEF")
         for name, (fn, shape, _, _) in functions.items():
@@ -317,13 +320,13 @@ def register():
 def _substitute_in_graph():
     """Where torch.compile can replace a C function while it traces
     (torch.compiler.substitute_in_graph, PyTorch 2.5 and later), the
-    module's built-in functions become their dispatcher operators in the
-    graph (fake implementations give their shapes, register_autograd their
-    gradients) instead of breaking it; eager calls keep the built-ins."""
+    module's built-in functions become the operators in the graph (fake
+    implementations give their shapes, register_autograd their gradients)
+    instead of breaking it; eager calls keep the built-ins. (It imports
+    torch._dynamo, a second or more: register() does it, not the import.)"""
     substitute = getattr(getattr(torch, "compiler", None), "substitute_in_graph", None)
     if substitute is None:
         return
-    register()
 
     @substitute(gather_elements)
     def _(data, indices, axis, mode="raise"):
@@ -342,6 +345,3 @@ def _substitute_in_graph():
     def _(data, indices, batch_dims=0, mode="raise"):
         _expect_tensors("gather_nd", data, indices)
         return torch.ops.gatherjit.gather_nd(data, indices, batch_dims, mode)
-
-
-_substitute_in_graph()
