@@ -332,8 +332,9 @@ def _substitute_in_graph():
     def _(data, indices, axis, mode="raise"):
         _expect_tensors("gather_elements", data, indices)
         if _zero_dimensional(data, indices):
-            return torch.ops.gatherjit.gather_elements(data.reshape(-1), indices.reshape(-1), axis,
-                                       mode).reshape(indices.shape)
+            flat = torch.ops.gatherjit.gather_elements(data.reshape(-1), indices.reshape(-1),
+                                                       axis, mode)
+            return flat.reshape(indices.shape)
         return torch.ops.gatherjit.gather_elements(data, indices, axis, mode)
 
     @substitute(gather)

@@ -300,14 +300,11 @@ Expected<onnx::TensorProto> constantValue(const onnx::NodeProto &N) {
   return T;
 }
 
-Expected<GatherNode> readNode(const fs::path &Dir) {
-  onnx::ModelProto Model;
-  if (Status S = readProto(Dir / "model.onnx", Model); !S)
-    return S;
-  const onnx::GraphProto &G = Model.graph();
-  // One gather node, and Constant nodes that may make its inputs (as
-  // exporters write a fixed index): those are read as initializers.
-  std::vector<onnx::TensorProto> Constants(G.initializer().begin(), G.initializer().end());
+/// The model's one node that is not a Constant; the tensors of its
+/// Constant nodes, which may make the gather's inputs (as exporters write a
+/// fixed index), are added to \p Constants, read as initializers are.
+Expected<const onnx::NodeProto *> gatherNodeOf(const onnx::GraphProto &G,
+                                               std::vector<onnx::TensorProto> &Constants) {
   const onnx::NodeProto *Gather = nullptr;
   int Others = 0;
   for (const onnx::NodeProto &N : G.node()) {
@@ -325,7 +322,19 @@ Expected<GatherNode> readNode(const fs::path &Dir) {
     return Status::unsupported("the model has " + std::to_string(Others) +
                                " nodes besides Constant ones; onnx-test runs models of one "
                                "gather node");
-  const onnx::NodeProto &N = *Gather;
+  return Gather;
+}
+
+Expected<GatherNode> readNode(const fs::path &Dir) {
+  onnx::ModelProto Model;
+  if (Status S = readProto(Dir / "model.onnx", Model); !S)
+    return S;
+  const onnx::GraphProto &G = Model.graph();
+  std::vector<onnx::TensorProto> Constants(G.initializer().begin(), G.initializer().end());
+  Expected<const onnx::NodeProto *> Gather = gatherNodeOf(G, Constants);
+  if (!Gather)
+    return Gather.status();
+  const onnx::NodeProto &N = **Gather;
   GatherNode Node;
   const std::string &Op = N.op_type();
   if (!N.domain().empty() && N.domain() != "ai.onnx")
