@@ -1,8 +1,8 @@
 //===- compiler/plan/GpuPlan.cpp - A GPU kernel's grid ---------------------===//
 //
 // The grid and thread schedule of a kernel on a GPU, and the tuning
-// constants that choose them, each with what was measured on an H100
-// (driver 580, CUDA 13) to choose it.
+// constants that choose them, each with what was measured to choose it:
+// on an H100 (driver 580, CUDA 13) unless another machine is named.
 //
 //===----------------------------------------------------------------------===//
 
