@@ -798,6 +798,7 @@ import copyreg as _copyreg
 # first (the compile under way finishes, the queued ones are dropped).
 _atexit.register(_native._stop_background)
 
+
 def _kernel_repr(kernel):
     # What the kernel was compiled for, as the call to compile() that makes
     # it again, then what it gives and the code that runs it now.
@@ -808,10 +809,10 @@ def _kernel_repr(kernel):
         made = f"{_json.loads(spec[1]).get('operator', kernel.op)} descriptor"
     else:
         op, data, indices, axis, mode, epilogue = spec
-        def layout(spec):
-            return "(" + ", ".join([repr(tuple(spec[0])), repr(str(_np.dtype(spec[1])))] +
-                                   [repr(tuple(s)) for s in spec[2:] if s is not None]) + ")"
-        made = (f"{op!r}, data={layout(data)}, indices={layout(indices)}, "
+        def layout(shape, dtype, *strides):
+            return "(" + ", ".join([repr(tuple(shape)), repr(str(_np.dtype(dtype)))] +
+                                   [repr(tuple(s)) for s in strides if s is not None]) + ")"
+        made = (f"{op!r}, data={layout(*data)}, indices={layout(*indices)}, "
                 f"{'batch_dims' if op == 'gather_nd' else 'axis'}={axis}, mode={mode!r}")
         if epilogue is not None:
             made += f", epilogue={epilogue!r}"
