@@ -16,15 +16,15 @@
 
 namespace gatherjit::binding {
 
+bool strideUnused(const py::array &A, py::ssize_t D) { return A.shape(D) <= 1 || A.size() == 0; }
+
 namespace {
 
 /// True if dimension \p D of \p A steps over whole elements, forwards (or
-/// does not step at all): a stride a TensorDesc can say. An array without
-/// elements addresses no memory: any stride of it is said as 0 (numpy
-/// calls it contiguous, so no copy would mend a negative one).
+/// does not step at all): a stride a TensorDesc can say.
 bool describableStride(const py::array &A, py::ssize_t D) {
   const py::ssize_t S = A.strides(D), Item = A.itemsize();
-  return A.shape(D) <= 1 || A.size() == 0 || (S >= 0 && Item > 0 && S % Item == 0);
+  return strideUnused(A, D) || (S >= 0 && Item > 0 && S % Item == 0);
 }
 
 } // namespace
@@ -145,7 +145,7 @@ TensorDesc tensorOf(const py::array &A, const char *Name) {
   T.Strides->reserve(A.ndim());
   for (py::ssize_t D = 0; D < A.ndim(); ++D) {
     T.Sizes.push_back(static_cast<uint64_t>(A.shape(D)));
-    if (A.shape(D) <= 1 || A.size() == 0) {
+    if (strideUnused(A, D)) {
       T.Strides->push_back(0);
       continue;
     }

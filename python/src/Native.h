@@ -108,6 +108,11 @@ TensorDesc tensorOf(const py::array &A, const char *Name);
 /// Whether a tensor can describe \p A's strides: none negative, each a
 /// step of whole elements.
 bool describable(const py::array &A);
+/// True if dimension \p D of \p A needs no stride, which tensorOf says as
+/// 0: it has at most one position, or \p A has no elements (it addresses no
+/// memory; numpy calls it contiguous, so no copy would mend a negative
+/// stride of it).
+bool strideUnused(const py::array &A, py::ssize_t D);
 /// \p A, or a C-ordered copy when its strides cannot be described.
 py::array viewOrCopy(py::array A);
 /// A tensor from a (shape, dtype[, strides]) tuple; strides in elements.
