@@ -225,6 +225,31 @@ TEST(OnnxTestCommand, FailuresAreOneLineEachAndTheRestStillRun) {
   EXPECT_EQ(Lines[6], "1 passed, 5 failed");
 }
 
+TEST(OnnxTestCommand, ElementTypesNoGatherTakesAreNamedAsOnnxNamesThem) {
+  ScratchDir Dir;
+  onnx::TensorProto Float8;
+  Float8.set_data_type(17); // FLOAT8E4M3FN, which ONNX's gathers do not take.
+  Float8.add_dims(2);
+  Float8.set_raw_data(std::string("\x38\x40", 2));
+  writeTest(Dir.Path / "float8", "Gather", "axis", 0, Float8, int64Tensor({1}, {1}), Float8);
+  onnx::TensorProto Undefined = floatTensor({1}, {1});
+  Undefined.set_data_type(onnx::TensorProto::UNDEFINED);
+  writeTest(Dir.Path / "undefined", "Gather", "axis", 0, Undefined, int64Tensor({1}, {0}),
+            Undefined);
+  Undefined.set_data_type(99);
+  writeTest(Dir.Path / "unknown", "Gather", "axis", 0, Undefined, int64Tensor({1}, {0}), Undefined);
+  CliResult R = runCli(Dir, "onnx-test " + (Dir / "float8") + " " + (Dir / "undefined") + " " +
+                                (Dir / "unknown"));
+  EXPECT_EQ(R.Exit, 1) << R.Err;
+  EXPECT_THAT(R.Out, HasSubstr("FAIL float8: test_data_set_0: input_0.pb: element type "
+                               "FLOAT8E4M3FN (17) is not one that ONNX's gathers take\n"));
+  EXPECT_THAT(R.Out, HasSubstr("FAIL undefined: test_data_set_0: input_0.pb: element type "
+                               "UNDEFINED (0) is not"));
+  EXPECT_THAT(R.Out, HasSubstr("FAIL unknown: test_data_set_0: input_0.pb: element type 99 is "
+                               "not"));
+  EXPECT_THAT(R.Out, HasSubstr("0 passed, 3 failed"));
+}
+
 TEST(OnnxTestCommand, FifosAreRefusedAndNamesEscaped) {
   ScratchDir Dir;
   writeBatchedGatherND(Dir.Path / "fifo", {0, 3, 7, 4, 9, 10});

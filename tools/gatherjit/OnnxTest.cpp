@@ -78,6 +78,22 @@ std::optional<DataType> fromOnnxType(int32_t Type) {
   }
 }
 
+/// ONNX's name of element type \p Type and its number, e.g. "FLOAT8E4M3FN
+/// (17)": the protobuf classes name the types of their version, and the
+/// types ONNX added later (float8, 4-bit; no gather of ONNX takes them) are
+/// named here.
+std::string onnxTypeName(int Type) {
+  static const char *const Later[] = {"FLOAT8E4M3FN",   "FLOAT8E4M3FNUZ", "FLOAT8E5M2",
+                                      "FLOAT8E5M2FNUZ", "UINT4",          "INT4",
+                                      "FLOAT4E2M1"};
+  std::string Name;
+  if (onnx::TensorProto::DataType_IsValid(Type))
+    Name = onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(Type));
+  else if (Type >= 17 && Type < 17 + static_cast<int>(std::size(Later)))
+    Name = Later[Type - 17];
+  return Name.empty() ? std::to_string(Type) : Name + " (" + std::to_string(Type) + ")";
+}
+
 /// Copies \p Values, each narrowed to \p Bytes (little-endian), into \p Out.
 template <typename T>
 Status copyTyped(const google::protobuf::RepeatedField<T> &Values, uint64_t Count, unsigned Bytes,
@@ -100,8 +116,8 @@ Expected<OnnxTensor> fromProto(const onnx::TensorProto &P) {
   using TP = onnx::TensorProto;
   std::optional<DataType> Type = fromOnnxType(P.data_type());
   if (!Type)
-    return Status::unsupported("element type " + std::to_string(P.data_type()) +
-                               " is not supported");
+    return Status::unsupported("element type " + onnxTypeName(P.data_type()) +
+                               " is not one that ONNX's gathers take");
   if (P.data_location() == TP::EXTERNAL)
     return Status::unsupported("tensors with external data are not supported");
   OnnxTensor T;
