@@ -142,6 +142,11 @@ def _array(x, name="data", writable=False):
     """A numpy array viewing `x`'s memory: numpy arrays as they are, PyTorch
     CPU tensors (bfloat16 too) and other DLPack exporters without a copy."""
     if isinstance(x, _np.ndarray):
+        if isinstance(x, _np.ma.MaskedArray):
+            # Its values alone would be gathered and its mask lost.
+            raise TypeError(f"{name} is a numpy masked array; gatherjit gathers plain arrays: "
+                            f"pass {name}.filled(...) or {name}.data, and gather "
+                            f"numpy.ma.getmaskarray({name}) the same way for the mask")
         return x
     if _torch_tensor(x):
         if x.device.type != "cpu":

@@ -223,9 +223,15 @@ void throwOutDtype(const std::string &Message) {
   throw py::error_already_set();
 }
 
+bool plainArray(PyObject *X) {
+  static PyObject *NdArray =
+      py::object(py::module_::import("numpy").attr("ndarray")).release().ptr();
+  return reinterpret_cast<PyObject *>(Py_TYPE(X)) == NdArray;
+}
+
 /// \p X as a numpy array over the same memory (see gatherjit._array).
 py::array operand(py::handle X, const char *Name, bool Writable) {
-  if (py::isinstance<py::array>(X))
+  if (plainArray(X.ptr()))
     return py::reinterpret_borrow<py::array>(X);
   return package("_array")(X, Name, Writable).cast<py::array>();
 }

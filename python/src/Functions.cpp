@@ -103,11 +103,8 @@ bool plainCall(const Arguments &A) {
 
 /// Whether gatherArrays serves the call alone.
 bool plainArrays(const Arguments &A) {
-  static PyObject *NdArray =
-      py::object(py::module_::import("numpy").attr("ndarray")).release().ptr();
-  auto IsArray = [&](PyObject *X) { return reinterpret_cast<PyObject *>(Py_TYPE(X)) == NdArray; };
-  return IsArray(A[Data]) && IsArray(A[Indices]) && PyLong_CheckExact(A[Axis]) &&
-         (A[Out] == Py_None || IsArray(A[Out]));
+  return plainArray(A[Data]) && plainArray(A[Indices]) && PyLong_CheckExact(A[Axis]) &&
+         (A[Out] == Py_None || plainArray(A[Out]));
 }
 
 /// The call served by the native layer alone, or None.

@@ -117,7 +117,11 @@ bool strideUnused(const py::array &A, py::ssize_t D);
 py::array viewOrCopy(py::array A);
 /// A tensor from a (shape, dtype[, strides]) tuple; strides in elements.
 TensorDesc tensorFromSpec(const py::tuple &Spec, py::dtype &Type, const char *Name);
-/// \p X as a numpy array over the same memory (see gatherjit._array).
+/// True if \p X is a numpy.ndarray itself, not a subclass: an operand the
+/// native layer reads as it is.
+bool plainArray(PyObject *X);
+/// \p X as a numpy array over the same memory (see gatherjit._array, which
+/// also refuses masked arrays, whose masks a gather would drop).
 py::array operand(py::handle X, const char *Name, bool Writable);
 
 // Results' memory (OutputPool.cpp).

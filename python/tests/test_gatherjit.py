@@ -238,6 +238,32 @@ def test_bad_input_is_an_exception():
         gj.take(data, np.zeros(2, dtype=np.int64), out=out)
 
 
+def test_masked_arrays_are_refused_rather_than_their_masks_dropped():
+    masked = np.ma.masked_array(np.arange(6.0).reshape(2, 3), mask=[[0, 1, 0], [1, 0, 0]])
+    ids = np.array([[2, 1, 0], [0, 0, 1]])
+    calls = {
+        "data": [lambda: gj.take(masked, [1, 0]),
+                 lambda: gj.take(masked, [1, 0], axis=None),
+                 lambda: gj.take_along_axis(masked, ids, 1),
+                 lambda: gj.gather_nd(masked, np.array([[1, 2]])),
+                 lambda: gj.compile("gather", masked, np.array([0]))(masked, np.array([0]))],
+        "indices": [lambda: gj.take(masked.data, np.ma.masked_array(ids, mask=ids > 1), axis=1)],
+        "out": [lambda: gj.take(masked.data, [1, 0], out=np.ma.masked_array(np.zeros((2, 3))))],
+    }
+    for name, made in calls.items():
+        for call in made:
+            with pytest.raises(TypeError, match=rf"^{name} is a numpy masked array; .*"
+                               rf"numpy\.ma\.getmaskarray\({name}\)"):
+                call()
+    # Other subclasses are gathered as their arrays, as before.
+    class Tagged(np.ndarray):
+        pass
+    got = gj.take(np.arange(4.0).view(Tagged), [3, 1])
+    assert got.tolist() == [3.0, 1.0]
+    k = gj.compile("gather", np.arange(4.0), np.array([0, 0]))
+    assert k(np.arange(4.0).view(Tagged), np.array([2, 1]).view(Tagged)).tolist() == [2.0, 1.0]
+
+
 def test_negative_strides_are_copied_not_misread():
     data = np.arange(10.0)[::-1]
     idx = np.array([0, 9, 4])
