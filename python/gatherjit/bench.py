@@ -5,8 +5,11 @@ Per-call overhead on the tiny GE5 case (a compiled kernel called with out=,
 and the function form with its cache lookup), then the suite's large cases
 through take_along_axis(out=) and take(out=) beside numpy's and PyTorch's
 own functions with out= where they have it.
+
+    python3 -m gatherjit.bench [--cases GE5,G1] [--seconds S]
 """
 
+import argparse
 import sys
 import time
 
@@ -53,7 +56,29 @@ def case_arrays(case):
     return data, idx
 
 
-def main():
+def parse_args(argv):
+    names = [c[0] for c in CASES]
+    p = argparse.ArgumentParser(
+        prog="python3 -m gatherjit.bench",
+        description="gatherjit from Python against numpy (and PyTorch where installed), "
+                    "in one process: medians of interleaved rounds")
+    p.add_argument("--cases", default=",".join(names),
+                   help=f"comma-separated cases (default: all of {', '.join(names)})")
+    p.add_argument("--seconds", type=float, default=0.3,
+                   help="time spent per engine and case, at least 7 rounds (default 0.3)")
+    args = p.parse_args(argv)
+    args.cases = [c for c in args.cases.split(",") if c]
+    unknown = [c for c in args.cases if c not in names]
+    if unknown or not args.cases:
+        p.error(f"--cases {','.join(unknown) or repr('')}: not a case; "
+                f"the cases are {', '.join(names)}")
+    if not args.seconds > 0:
+        p.error(f"--seconds {args.seconds}: must be above 0")
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
     try:
         import torch
         torch.set_num_threads(1)
@@ -62,6 +87,8 @@ def main():
     print("case | calls | median | vs gatherjit")
     for case in CASES:
         name, op, dtype, shape, itype, ishape, axis = case
+        if name not in args.cases:
+            continue
         data, idx = case_arrays(case)
         if op == "gather_elements":
             out = np.empty(ishape, dtype=dtype)
@@ -89,7 +116,7 @@ def main():
                 calls["torch.index_select(out=)"] = lambda: torch.index_select(td, axis, ti,
                                                                              out=to)
         names = list(calls)
-        times = medians([calls[n] for n in names])
+        times = medians([calls[n] for n in names], args.seconds)
         for n, t in zip(names, times):
             unit = f"{t * 1e6:.2f} us" if t < 1e-3 else f"{t * 1e3:.2f} ms"
             print(f"{name} | {n} | {unit} | {t / times[0]:.2f}x")

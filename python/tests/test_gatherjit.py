@@ -1187,3 +1187,21 @@ def test_compiled_kernels_run_their_layouts_and_refuse_others_never_misreading_t
             assert got.dtype == data.dtype
             np.testing.assert_array_equal(got, expected)
     assert ran > 20 and refused > 100
+
+
+def test_the_bench_module_runs_the_cases_it_is_asked_for():
+    import subprocess
+    run = [sys.executable, "-m", "gatherjit.bench"]
+    got = subprocess.run(run + ["--cases", "GE5", "--seconds", "0.01"], capture_output=True,
+                         text=True, check=True).stdout.splitlines()
+    assert got[0] == "case | calls | median | vs gatherjit"
+    rows = [line.split(" | ") for line in got[1:]]
+    assert {r[0] for r in rows} == {"GE5"} and len(rows) >= 3, got
+    assert rows[0][1] == "gatherjit.take_along_axis(out=)" and rows[0][3] == "1.00x"
+    assert "numpy.take_along_axis" in [r[1] for r in rows]
+    for args, message in ((["--cases", "GE5,G9"], "--cases G9: not a case; the cases are GE5"),
+                          (["--seconds", "0"], "--seconds 0.0: must be above 0")):
+        bad = subprocess.run(run + args, capture_output=True, text=True)
+        assert bad.returncode == 2 and message in bad.stderr and bad.stdout == "", bad
+    usage = subprocess.run(run + ["--help"], capture_output=True, text=True, check=True).stdout
+    assert "--cases" in usage and "--seconds" in usage
