@@ -69,6 +69,15 @@ inline bool resolve(IndexT Raw, uint64_t Size, uint64_t &Out) {
   }
 }
 
+/// Index \p J of \p Idx, read as bytes: a caller's indices need not be
+/// aligned to their type (a numpy view at an odd byte offset, a buffer that
+/// dask unpickled), and a typed load of them would be undefined.
+template <typename IndexT> inline IndexT indexAt(const IndexT *Idx, uint64_t J) {
+  IndexT V;
+  std::memcpy(&V, Idx + J, sizeof V);
+  return V;
+}
+
 /// The axes an index tuple resolves along, read out of the spec once per
 /// call: the loop stores through char pointers, which may alias the spec as
 /// far as the compiler knows, so fields read from it would be loaded again
@@ -92,7 +101,7 @@ struct Axes {
 template <OobPolicy Policy, bool Tuples, typename IndexT>
 inline int tupleOffset(const Axes &A, const IndexT *Idx, uint64_t &Off) {
   if constexpr (!Tuples) {
-    if (!resolve<Policy>(Idx[0], A.Size[0], Off))
+    if (!resolve<Policy>(indexAt(Idx, 0), A.Size[0], Off))
       return 0;
     Off *= A.Stride[0];
     return -1;
@@ -100,7 +109,7 @@ inline int tupleOffset(const Axes &A, const IndexT *Idx, uint64_t &Off) {
   Off = 0;
   for (unsigned C = 0; C < A.Tuple; ++C) {
     uint64_t I;
-    if (!resolve<Policy>(Idx[C * A.TupleStride], A.Size[C], I))
+    if (!resolve<Policy>(indexAt(Idx, C * A.TupleStride), A.Size[C], I))
       return static_cast<int>(C);
     Off += I * A.Stride[C];
   }
@@ -124,7 +133,7 @@ template <typename ElemT, OobPolicy Policy, bool OneRow, typename IndexT>
   }
   for (uint64_t J = Begin; J < End; ++J) {
     uint64_t I;
-    if (!resolve<Policy>(Idx[J], Size, I))
+    if (!resolve<Policy>(indexAt(Idx, J), Size, I))
       return J; // (Only under Check: Clamp and Clip resolve every index of an axis not empty.)
     std::memcpy(Out + J * sizeof(ElemT), In + J * InStep + I * AxisStep, sizeof(ElemT));
   }
@@ -185,7 +194,7 @@ template <typename ElemT, OobPolicy Policy, unsigned N, typename IndexT>
     unsigned C = 0;
     for (; C < N; ++C) {
       uint64_t I;
-      if (!resolve<Policy>(Idx.Base[Idx.at(J) + C * TupleStep], Size[C], I))
+      if (!resolve<Policy>(indexAt(Idx.Base, Idx.at(J) + C * TupleStep), Size[C], I))
         break;
       Off += I * Stride[C];
     }
