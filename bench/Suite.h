@@ -87,8 +87,9 @@ RandomReads randomReadsOf(const BenchCase &C);
 /// Nanoseconds for all of \p R's reads, each at a random place of its
 /// region, their offsets streamed from memory as a kernel's indices are.
 /// A kernel that reads nothing else, prefetches nothing and loads no
-/// region ahead takes no less.
-double randomReadsNs(const RandomReads &R);
+/// region ahead takes no less. \p Evict, where given, runs before each
+/// timed batch, so the reads start from the caches a kernel's batch does.
+double randomReadsNs(const RandomReads &R, const std::function<void()> &Evict = {});
 
 struct SuiteOptions {
   /// Case names; empty means all.

@@ -184,8 +184,8 @@ std::string markdown(const SuiteReport &R, const LibraryTimes &Libraries, const 
       << "-byte reads, each within one of " << Reads.Regions
       << (Reads.Regions == 1 ? " region" : " regions") << " of "
       << fmt("%.0f", Reads.RegionBytes / 1024.0)
-      << " KiB, no prefetch, same run): " << duration(Floor) << "; jit takes "
-      << fmt("%.2fx", Ns / Floor) << " that.\n";
+      << " KiB, no prefetch, from evicted caches as the engines, same run): " << duration(Floor)
+      << "; jit takes " << fmt("%.2fx", Ns / Floor) << " that.\n";
   }
   M << "\nCompile latency (medians): a new small kernel (the quick tier) "
     << fmt("%.2f ms", R.ColdGatherElementsMs) << " GatherElements, "
