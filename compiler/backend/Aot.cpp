@@ -101,6 +101,13 @@ std::string commentSafe(std::string Text) {
 
 uint64_t bufferBytes(const TensorDesc &T) { return requiredElements(T) * T.elementBytes(); }
 
+/// A kernel's comment in a header: its name and descriptor, and where its
+/// output is empty, that it reads no index (nor checks one).
+std::string kernelComment(const AotKernel &K) {
+  return "\n/* " + K.Name + ": " + commentSafe(K.Desc.describe()) +
+         (K.Desc.outputElements() == 0 ? "; its output is empty: it reads no index" : "") + " */\n";
+}
+
 std::string header(const std::vector<AotKernel> &Kernels, const AotResult &R, OptLevel Level,
                    const std::string &HeaderName) {
   const std::string Guard = includeGuard(HeaderName);
@@ -109,7 +116,8 @@ std::string header(const std::vector<AotKernel> &Kernels, const AotResult &R, Op
     << R.Cpu << ", " << optLevelName(Level) << ". Do not edit.\n"
     << " *\n"
     << " * Each kernel returns 0 on success; under Check, 1 + the row-major\n"
-    << " * position in the indices tensor of the first out-of-range index; -1 when\n"
+    << " * position in the indices tensor of the first out-of-range index among\n"
+    << " * those its output reads (an empty output reads none); -1 when\n"
     << " * a checked epilogue made an access outside its regions. NAME_range\n"
     << " * does the same over rows [begin, end) of the outermost loop, for callers\n"
     << " * that split the work; NAME_rows is its row count. Buffers hold at least\n"
@@ -119,8 +127,8 @@ std::string header(const std::vector<AotKernel> &Kernels, const AotResult &R, Op
     << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n";
   for (const AotKernel &K : Kernels) {
     const std::string &N = K.Name;
-    H << "\n/* " << N << ": " << commentSafe(K.Desc.describe()) << " */\n"
-      << "int64_t " << N << "(const void *input, const void *indices, void *output);\n"
+    H << kernelComment(K) << "int64_t " << N
+      << "(const void *input, const void *indices, void *output);\n"
       << "int64_t " << N << "_range(const void *input, const void *indices, void *output,\n"
       << "    int64_t begin, int64_t end);\n"
       << "extern const int64_t " << N << "_rows;\n"
@@ -161,8 +169,7 @@ std::string gpuHeader(const std::vector<AotKernel> &Kernels,
     const AotKernel &K = Kernels[I];
     const std::string &N = K.Name;
     const KernelPlan P = planKernel(Specs[I].Spec, Facts);
-    H << "\n/* " << N << ": " << commentSafe(K.Desc.describe()) << " */\n"
-      << "#define " << N << "_ENTRY \"" << N << "\"\n"
+    H << kernelComment(K) << "#define " << N << "_ENTRY \"" << N << "\"\n"
       << "#define " << N << "_PARAMS \"input,indices,output,status\"\n"
       << "#define " << N << "_GRID " << P.Blocks << "u\n"
       << "#define " << N << "_BLOCK " << P.ThreadsPerBlock << "u\n"

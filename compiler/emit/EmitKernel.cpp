@@ -380,8 +380,10 @@ void KernelEmitter::emitWholeEntry(const std::string &Name, Value *Rows) {
 void KernelEmitter::emit(const std::string &Name) {
   createRangeFunction(Name);
   B.SetInsertPoint(BasicBlock::Create(Ctx, "entry", F));
-  // Callers from C may pass any range: keep it inside [0, rows].
-  Value *Rows = S.Rank == 0 ? c(1) : sizeAt(0);
+  // Callers from C may pass any range: keep it inside [0, rows] (none for
+  // an empty output, whose indices the runtime checks itself; an object's
+  // header says its kernel reads none).
+  Value *Rows = S.Family && S.Rank != 0 ? sizeAt(0) : c(S.rows());
   Value *Lo = B.CreateBinaryIntrinsic(
       Intrinsic::smin, B.CreateBinaryIntrinsic(Intrinsic::smax, F->getArg(3), c(0)), Rows);
   Value *Hi = B.CreateBinaryIntrinsic(

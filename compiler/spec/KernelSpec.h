@@ -77,8 +77,10 @@ struct KernelSpec {
   /// read in place: its sizes and strides already lie in slot order.
   const uint64_t *familyValues() const { return Sizes.data(); }
 
-  /// The trip count of the outermost loop: the unit of [begin, end).
-  uint64_t rows() const { return Rank == 0 ? 1 : Sizes[0]; }
+  /// The trip count of the outermost loop: the unit of [begin, end). An
+  /// empty output has none, though its first size may not be 0: its kernel
+  /// reads nothing, not even the indices its outer rows would share.
+  uint64_t rows() const { return Rank == 0 ? 1 : !Family && elements() == 0 ? 0 : Sizes[0]; }
   uint64_t elements() const;
   /// Bytes the kernel writes (a row epilogue's "elements" are rows).
   uint64_t outputBytes() const {

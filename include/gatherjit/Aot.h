@@ -10,7 +10,9 @@
 ///   extern const int64_t NAME_rows;
 ///
 /// returning 0, or under Check 1 + the row-major position in the indices
-/// tensor of the first out-of-range index, or -1 (EpilogueFaulted) when a
+/// tensor of the first out-of-range index among those the output reads (a
+/// kernel whose output is empty reads none and returns 0, where
+/// Kernel::run checks every index, as ONNX has it), or -1 (EpilogueFaulted) when a
 /// checked epilogue made an access outside its regions. The object needs nothing at run
 /// time but the C library (memcpy).
 //===----------------------------------------------------------------------===//
