@@ -410,11 +410,12 @@ int64_t dispatchPolicy(const KernelSpec &S, const void *In, const void *Idx, voi
 int64_t runGeneric(const KernelSpec &S, const void *In, const void *Idx, void *Out, uint64_t Begin,
                    uint64_t End) {
   assert(!S.hasEpilogue() && "the generic loop has no epilogue");
-  // An empty output reads nothing, though its rows may not be empty (a
-  // dimension after the first of size 0): its operands may be null.
-  if (S.elements() == 0)
+  // An empty output has no rows (KernelSpec::rows), though its first size
+  // may not be 0, and reads nothing: its operands may be null.
+  const uint64_t Rows = S.rows();
+  if (Rows == 0)
     return 0;
-  End = std::min(End, S.rows());
+  End = std::min(End, Rows);
   switch (S.IndexType) {
   case DataType::Int32:
     return dispatchPolicy<int32_t>(S, In, Idx, Out, Begin, End);

@@ -249,9 +249,8 @@ def _grad_gather_nd(ctx, grad):
     (flat,) = ctx.saved_tensors
     rest = ctx.shape[ctx.lead:]
     out = grad.new_zeros((math.prod(ctx.shape[:ctx.lead]),) + rest)
-    if out.shape[0] == 0:
-        return out.reshape(ctx.shape), None, None, None
-    out = out.index_add(0, flat, grad.reshape((flat.numel(),) + rest))
+    if out.shape[0] != 0:
+        out = out.index_add(0, flat, grad.reshape((flat.numel(),) + rest))
     return out.reshape(ctx.shape), None, None, None
 
 
