@@ -154,12 +154,19 @@ def _array(x, name="data", writable=False):
         if writable and x.requires_grad:
             raise RuntimeError(f"{name} requires grad: gatherjit's functions with out= do not "
                                "support automatic differentiation (as torch's refuse them)")
-        t = x.detach()
-        dtype = _numpy_dtype_of(t)
-        if dtype.kind == "V":  # numpy has no such type: the elements' bytes
-            torch = _sys.modules["torch"]
-            return t.view(torch.int16 if dtype.itemsize == 2 else torch.uint8).numpy().view(dtype)
-        return t.numpy()
+        torch = _sys.modules["torch"]
+        if getattr(torch._C, "_are_functorch_transforms_active", bool)():
+            # Within torch.func's transforms (grad, vmap) a tensor the
+            # transform wraps has no memory of its own, and torch's
+            # operations return such tensors: a plain operand is viewed
+            # below the transforms, and a wrapped one refused.
+            if torch._C._functorch.is_functorch_wrapped_tensor(x):
+                raise TypeError(f"{name} is a tensor of a torch.func transform (vmap, grad, "
+                                "jvp); gatherjit.torch's functions follow those transforms, "
+                                "this one reads a tensor's memory")
+            with torch._C._DisableFuncTorch():
+                return _tensor_array(torch, x)
+        return _tensor_array(torch, x)
     if hasattr(x, "__dlpack__"):
         if writable:
             raise ValueError(f"{name}: DLPack gives read-only memory; pass a numpy array or a "
@@ -173,6 +180,14 @@ def _array(x, name="data", writable=False):
         # An empty list of indices is numpy's too: it selects nothing.
         return array.astype(_np.intp)
     return array
+
+
+def _tensor_array(torch, x):
+    t = x.detach()
+    dtype = _numpy_dtype_of(t)
+    if dtype.kind == "V":  # numpy has no such type: the elements' bytes
+        return t.view(torch.int16 if dtype.itemsize == 2 else torch.uint8).numpy().view(dtype)
+    return t.numpy()
 
 
 def _numpy_dtype_of(t):

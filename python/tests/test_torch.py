@@ -206,6 +206,131 @@ def test_meta_tensors_give_shapes():
         data, torch.empty(3, 1, dtype=torch.long, device="meta")).shape == (3, 5, 6)
 
 
+@pytest.mark.skipif(not hasattr(torch.library, "register_fake"),
+                    reason="fake implementations need torch.library.register_fake (PyTorch 2.4)")
+def test_the_functions_give_shapes_of_meta_and_fake_tensors():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    data = torch.empty(4, 5, 6)
+    along = torch.zeros(4, 2, 6, dtype=torch.long)
+    ids = torch.zeros(2, 3, dtype=torch.int32)
+    tuples = torch.zeros(4, 7, 2, dtype=torch.long)
+    calls = [(gjt.gather_elements, along, 1, (4, 2, 6)), (gjt.gather, ids, -2, (4, 2, 3, 6)),
+             (gjt.gather_nd, tuples, 1, (4, 7))]
+    for f, indices, axis, shape in calls:
+        got = f(data.to("meta"), indices.to("meta"), axis)
+        assert got.device.type == "meta" and got.shape == shape and got.dtype == data.dtype
+        with FakeTensorMode() as mode:
+            got = f(mode.from_tensor(data), mode.from_tensor(indices), axis)
+        assert got.shape == shape and got.dtype == data.dtype
+    # A bad axis is still refused without values to read.
+    with pytest.raises(IndexError):
+        gjt.gather(data.to("meta"), ids.to("meta"), 3)
+
+
+@pytest.mark.skipif(not hasattr(torch.library, "opcheck"),
+                    reason="torch.library.opcheck is PyTorch 2.4's")
+def test_the_operators_pass_torch_library_opcheck():
+    # PyTorch's own checks of a custom operator: its schema (no input
+    # returned or mutated), its autograd registration, its fake
+    # implementation against real runs and AOT autograd with dynamic shapes.
+    gen = torch.Generator().manual_seed(11)
+    data = torch.randn(4, 5, 3, dtype=torch.float64, generator=gen)
+    grad = data.clone().requires_grad_()
+    ops = torch.ops.gatherjit
+    samples = [
+        (ops.gather_elements, (grad, torch.randint(-5, 5, (4, 2, 3), generator=gen), 1)),
+        (ops.gather_elements, (data, torch.randint(0, 4, (2, 5, 1), generator=gen).int(), 0,
+                               "clip")),
+        (ops.gather_elements, (grad.transpose(0, 2), torch.zeros(3, 5, 0, dtype=torch.long),
+                               -1)),
+        (ops.gather, (grad, torch.tensor([[1, -1], [0, 4]]), 1)),
+        (ops.gather, (data[:, ::2], torch.tensor([9, -9], dtype=torch.int32), -2, "clamp")),
+        (ops.gather, (grad, torch.tensor(2), 0)),
+        (ops.gather_nd, (grad, torch.tensor([[0, 4], [3, -1]]), 0)),
+        (ops.gather_nd, (grad, torch.tensor([[[1], [4]], [[0], [0]], [[2], [3]], [[4], [1]]]),
+                         1)),
+        (ops.gather_nd, (data, torch.tensor([[7, 0]]), 0, "clip")),
+    ]
+    for op, args in samples:
+        torch.library.opcheck(op.default, args)
+
+
+@pytest.mark.skipif(not hasattr(torch, "func") or not hasattr(torch.autograd.Function,
+                                                              "setup_context"),
+                    reason="torch.func's transforms of autograd.Functions are PyTorch 2.0's")
+def test_the_functions_follow_torch_func_transforms():
+    gen = torch.Generator().manual_seed(13)
+    x = torch.randn(3, 4, 5, dtype=torch.float64, generator=gen)
+    batch = torch.randn(6, 3, 4, 5, dtype=torch.float64, generator=gen)
+    along = torch.randint(-4, 4, (3, 2, 5), generator=gen)
+    ids = torch.tensor([[1, -1], [0, 2]])
+    tuples = torch.tensor([[0, 1], [2, 3], [1, -1]])
+    pairs = [  # ours, torch's
+        (lambda d: gjt.gather_elements(d, along, 1), lambda d: torch.gather(d, 1, along % 4)),
+        (lambda d: gjt.gather(d, ids, 1), lambda d: d[:, ids % 4]),
+        (lambda d: gjt.gather(d, torch.tensor([9, -9]), -1, "clip"), lambda d: d[..., [4, 0]]),
+        (lambda d: gjt.gather_nd(d, tuples), lambda d: d[tuples[:, 0], tuples[:, 1] % 4]),
+    ]
+    func = torch.func
+    for ours, theirs in pairs:
+        transforms = [
+            lambda f: func.grad(lambda d: f(d).pow(2).sum())(x),
+            lambda f: func.jacrev(f)(x),
+            lambda f: func.jacfwd(f)(x),
+            lambda f: func.jvp(f, (x,), (torch.ones_like(x),))[1],
+            lambda f: func.hessian(lambda d: f(d).pow(3).sum())(x),
+            lambda f: func.vmap(f)(batch),
+            lambda f: func.vmap(f, in_dims=2)(batch.movedim(0, 2)),
+            lambda f: func.vmap(func.vmap(f))(batch.expand(2, *batch.shape)),
+            lambda f: func.vmap(func.grad(lambda d: f(d).pow(2).sum()))(batch),
+        ]
+        for transform in transforms:
+            want = transform(theirs)
+            got = transform(ours)
+            assert got.shape == want.shape and torch.equal(got, want)
+    # Batched indices, with the data batched or not.
+    rows = torch.randn(6, 3, 4, generator=gen)
+    idx = torch.randint(-4, 4, (6, 2, 5), generator=gen)
+    vmap = func.vmap
+    cases = [
+        (vmap(lambda d, i: gjt.gather_elements(d, i[:3], 1))(rows, idx.transpose(1, 2)),
+         torch.stack([torch.gather(rows[b], 1, idx[b].t()[:3] % 4) for b in range(6)])),
+        (vmap(lambda i: gjt.gather_elements(rows[0], i[:3], 1))(idx.transpose(1, 2)),
+         torch.stack([torch.gather(rows[0], 1, idx[b].t()[:3] % 4) for b in range(6)])),
+        (vmap(lambda d, i: gjt.gather(d, i, 1))(rows, idx),
+         torch.stack([rows[b][:, idx[b] % 4] for b in range(6)])),
+        (vmap(lambda d, i: gjt.gather(d, i, 0), in_dims=(0, 1))(rows, (idx % 3).movedim(0, 1)),
+         torch.stack([rows[b][idx[b] % 3] for b in range(6)])),
+        (vmap(lambda i: gjt.gather(rows[1], i, -1), in_dims=2)(idx.movedim(0, 2)),
+         torch.stack([rows[1][..., idx[b] % 4] for b in range(6)])),
+        (vmap(lambda d, i: gjt.gather_nd(d, i.reshape(5, 2) % 3))(rows, idx),
+         torch.stack([rows[b][(idx[b].reshape(5, 2) % 3).unbind(-1)] for b in range(6)])),
+    ]
+    for got, want in cases:
+        assert got.shape == want.shape and torch.equal(got, want)
+    # A bad index in a batch is the same IndexError.
+    with pytest.raises(IndexError, match="out of range"):
+        vmap(lambda d: gjt.gather(d, torch.tensor([4]), 1))(rows)
+    # Plain tensors within a transform are constants to it, for the
+    # numpy-style functions and kernels too; those refuse the tensors a
+    # transform wraps, which have no memory to read.
+    weights = torch.randn(2, 3, dtype=torch.float64, generator=gen)
+    ids = torch.tensor([2, 0])
+    table = x[0, :, :3]
+    kernel = gj.compile("gather", table, ids)
+    for f in (lambda t: gjt.gather(t, ids, 0), lambda t: gj.take(t, ids, 0),
+              lambda t: kernel(t, ids)):
+        assert torch.equal(func.grad(lambda w: (w * f(table)).sum())(weights), table[ids])
+        assert torch.equal(vmap(lambda w: w * f(table))(batch[:, 0, :2, :3]),
+                           batch[:, 0, :2, :3] * table[ids])
+    for f in (lambda t: gj.take(t, ids, 0), lambda t: gj.take_along_axis(t, ids[:, None], 0),
+              lambda t: gj.gather_nd(t, ids[:, None]), lambda t: kernel(t, ids)):
+        for transform in (vmap, func.grad):
+            with pytest.raises(TypeError, match="^data is a tensor of a torch.func transform"):
+                transform(lambda t: f(t).sum())(batch[:, 0, :, :3] if transform is vmap
+                                                 else table)
+
+
 @torch.jit.script
 def _scripted(data: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     return torch.ops.gatherjit.gather_elements(data, index, 1) * 2
@@ -535,9 +660,16 @@ def test_the_functions_take_their_arguments_as_python_functions_do():
         with pytest.raises(TypeError, match=rf"^{f.__name__}\(\): argument 'data' must be "
                                             r"Tensor, not ndarray"):
             f(args[0].numpy(), *args[1:])
-        with pytest.raises(ValueError, match=r"^data is on meta; gatherjit runs on the CPU and "
-                                             r"CUDA devices"):
-            f(*(a.to("meta") if isinstance(a, torch.Tensor) else a for a in args))
+        # Meta tensors: the result's shape where PyTorch has fake
+        # implementations (test_meta_tensors_give_shapes), else refused.
+        meta = [a.to("meta") if isinstance(a, torch.Tensor) else a for a in args]
+        if hasattr(torch.library, "register_fake"):
+            got = f(*meta)
+            assert got.device.type == "meta" and got.shape == want.shape
+        else:
+            with pytest.raises(ValueError, match=r"^data is on meta; gatherjit runs on the CPU "
+                                                 r"and CUDA devices"):
+                f(*meta)
     with pytest.raises(IndexError, match=r"^indices\[1\] = 3 is out of range for axis 0 of size "
                                          r"3"):
         gjt.gather(data, torch.tensor([0, 3]))
