@@ -36,6 +36,7 @@ formulas where PyTorch can register them (torch.library.register_autograd,
 
 import math
 import operator
+import threading
 
 import numpy as np
 import torch
@@ -386,12 +387,23 @@ def _gather_nd_shape(data, indices, batch_dims=0, mode="raise"):
     return data.new_empty(indices.shape[:-1] + data.shape[batch_dims + k:])
 
 
+_register_lock = threading.Lock()
+
+
 def register():
     """Defines torch.ops.gatherjit.gather_elements, torch.ops.gatherjit.gather and
     torch.ops.gatherjit.gather_nd (once per process; later calls do nothing)."""
     global _registered
     if _registered is not None:
         return
+    # The functions register on their first meta or fake tensor, which may
+    # come from any thread; a namespace is defined only once.
+    with _register_lock:
+        if _registered is None:
+            _registered = _define_operators()
+
+
+def _define_operators():
     functions = {"gather_elements": (_gather_elements_kernel, _gather_elements_shape,
                                      _setup_along_axis, _grad_gather_elements),
                  "gather": (_gather_kernel, _gather_shape, _setup_along_axis, _grad_gather),
@@ -413,4 +425,4 @@ def register():
                 f"gatherjit::{name}", grad, lib=lib,
                 setup_context=lambda ctx, inputs, output, setup=setup: ctx.save_for_backward(
                     setup(ctx, inputs)))
-    _registered = lib
+    return lib
