@@ -82,7 +82,11 @@ def main(argv=None):
     try:
         import torch
         torch.set_num_threads(1)
+        torch.from_numpy(np.zeros(1))
     except ImportError:
+        torch = None
+    except RuntimeError as e:  # a torch built for another numpy than this one
+        print(f"torch: skipped ({e})", file=sys.stderr)
         torch = None
     print("case | calls | median | vs gatherjit")
     for case in CASES:

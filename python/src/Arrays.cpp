@@ -23,7 +23,7 @@ namespace {
 /// True if dimension \p D of \p A steps over whole elements, forwards (or
 /// does not step at all): a stride a TensorDesc can say.
 bool describableStride(const py::array &A, py::ssize_t D) {
-  const py::ssize_t S = A.strides(D), Item = A.itemsize();
+  const py::ssize_t S = A.strides(D), Item = static_cast<py::ssize_t>(itemSize(A));
   return strideUnused(A, D) || (S >= 0 && Item > 0 && S % Item == 0);
 }
 
@@ -42,7 +42,7 @@ DataType dataTypeOf(const py::dtype &D, unsigned &OpaqueBytes) {
         "dtype " + Name() +
         " holds object references: a compiled kernel moves bytes, not the references its "
         "elements hold; gatherjit.take, take_along_axis and gather_nd take such arrays");
-  if (D.itemsize() == 0)
+  if (itemSize(D) == 0)
     throw py::value_error("dtype " + Name() +
                           " has elements of no bytes: gatherjit gathers elements of 1 byte or "
                           "more");
@@ -58,14 +58,14 @@ DataType dataTypeOf(const py::dtype &D, unsigned &OpaqueBytes) {
   };
   static auto *Seen = new std::map<std::tuple<int, char, py::ssize_t, char>, Decoded>();
   const bool Memo = std::string_view("biufc").find(D.kind()) != std::string_view::npos ||
-                    (D.kind() == 'V' && D.itemsize() == 2);
-  const auto Key = std::make_tuple(D.num(), D.kind(), D.itemsize(), D.byteorder());
+                    (D.kind() == 'V' && itemSize(D) == 2);
+  const auto Key = std::make_tuple(D.num(), D.kind(), itemSize(D), D.byteorder());
   if (auto It = Memo ? Seen->find(Key) : Seen->end(); It != Seen->end()) {
     OpaqueBytes = It->second.OpaqueBytes;
     return It->second.Type;
   }
-  Decoded Found{DataType::Opaque, static_cast<unsigned>(D.itemsize())};
-  if (D.kind() != 'V' || D.itemsize() == 2) {
+  Decoded Found{DataType::Opaque, static_cast<unsigned>(itemSize(D))};
+  if (D.kind() != 'V' || itemSize(D) == 2) {
     Expected<NpyDtype> T = parseNpyDescr(D.attr("str").cast<std::string>());
     if (T && T->Type != DataType::Opaque)
       Found = {T->Type, 0};
@@ -89,7 +89,7 @@ py::array nativeIndices(py::array Indices) {
     PyErr_SetString(package("_IndexTypeError").ptr(), Message.c_str());
     throw py::error_already_set();
   }
-  if (T.itemsize() < 4)
+  if (itemSize(T) < 4)
     return Indices.attr("astype")(py::dtype("int32"));
   return inNativeOrder(Indices);
 }
@@ -139,7 +139,7 @@ py::array inNativeOrder(const py::array &A) {
 TensorDesc tensorOf(const py::array &A, const char *Name) {
   TensorDesc T;
   T.Type = dataTypeOf(A.dtype(), T.OpaqueBytes);
-  const size_t Item = A.itemsize();
+  const size_t Item = itemSize(A);
   T.Strides.emplace();
   T.Sizes.reserve(A.ndim());
   T.Strides->reserve(A.ndim());

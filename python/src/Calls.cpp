@@ -31,7 +31,7 @@ void appendLayout(std::string &Key, const py::array &A) {
   }
   const py::dtype T = A.dtype();
   Put(T.num());
-  Put(T.itemsize());
+  Put(static_cast<int64_t>(itemSize(T)));
   Key.push_back(T.byteorder());
 }
 
@@ -214,8 +214,8 @@ py::array objectWords(const py::array &Objects) {
 /// object whose address a word holds: words a kernel gathered from
 /// objectWords, never a caller's.
 py::array objectsOf(const py::array &Words) {
-  py::array Objects(py::dtype("O"),
-                    std::vector<py::ssize_t>(Words.shape(), Words.shape() + Words.ndim()));
+  py::array Objects = cOrderArray(
+      py::dtype("O"), std::vector<py::ssize_t>(Words.shape(), Words.shape() + Words.ndim()));
   // numpy made it of null references (an object array is zeroed), and the
   // kernel's result is C-ordered, as Objects is.
   auto **To = static_cast<PyObject **>(Objects.mutable_data());

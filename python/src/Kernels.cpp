@@ -317,12 +317,12 @@ void PyKernel::expectLayout(const py::array &A, const TensorDesc &T, const char 
                             DtypeId &Seen, const py::dtype *Order) {
   // The descriptor may pad with leading ones; compare what remains.
   const size_t Pad = T.rank() - static_cast<size_t>(A.ndim());
-  bool Same = padsRank(T, static_cast<size_t>(A.ndim())) && A.itemsize() == T.elementBytes();
+  bool Same = padsRank(T, static_cast<size_t>(A.ndim())) && itemSize(A) == T.elementBytes();
   for (py::ssize_t D = 0; Same && D < A.ndim(); ++D) {
     const uint64_t Size = T.Sizes[Pad + D];
     Same = static_cast<uint64_t>(A.shape(D)) == Size &&
            (strideUnused(A, D) ||
-            static_cast<uint64_t>(A.strides(D)) == (*T.Strides)[Pad + D] * A.itemsize());
+            static_cast<uint64_t>(A.strides(D)) == (*T.Strides)[Pad + D] * itemSize(A));
   }
   if (Same) {
     const DtypeId Id = DtypeId::of(A.dtype());

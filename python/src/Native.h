@@ -67,9 +67,49 @@ std::string tupleString(const std::vector<uint64_t> &Values);
 /// "N-byte records".
 std::string dtypeString(const py::dtype &Type);
 std::string dtypeString(const TensorDesc &T);
+/// A dtype's element size and flags, read where the numpy the module runs
+/// with keeps them. pybind11 2.10 (bookworm's) reads both where numpy 1
+/// does; numpy 2 moved the flags to a 64-bit word and the element size to
+/// an npy_intp after it, where pybind11 reads 0. The module's own code
+/// reads these through the functions below, and makes arrays with strides
+/// it computed (newArray) rather than pybind11's.
+struct DescrLayout {
+  /// numpy's major version is 2 or more (set on import).
+  static bool Numpy2;
+  struct V1 {
+    PyObject Head;
+    PyTypeObject *Typeobj;
+    char Kind, Type, Byteorder, Flags;
+    int TypeNum, Elsize;
+  };
+  struct V2 {
+    PyObject Head;
+    PyTypeObject *Typeobj;
+    char Kind, Type, Byteorder, FormerFlags;
+    int TypeNum;
+    uint64_t Flags;
+    Py_ssize_t Elsize;
+  };
+  static size_t itemSize(PyObject *Descr) {
+    return Numpy2 ? static_cast<size_t>(reinterpret_cast<const V2 *>(Descr)->Elsize)
+                  : static_cast<size_t>(reinterpret_cast<const V1 *>(Descr)->Elsize);
+  }
+  static uint64_t flags(PyObject *Descr) {
+    return Numpy2 ? reinterpret_cast<const V2 *>(Descr)->Flags
+                  : static_cast<unsigned char>(reinterpret_cast<const V1 *>(Descr)->Flags);
+  }
+};
+inline size_t itemSize(const py::dtype &Type) { return DescrLayout::itemSize(Type.ptr()); }
+inline size_t itemSize(const py::array &A) {
+  return DescrLayout::itemSize(py::detail::array_proxy(A.ptr())->descr);
+}
 /// True if elements of \p Type hold object references (numpy's
 /// NPY_ITEM_HASOBJECT): object arrays, and records with an object field.
-inline bool holdsReferences(const py::dtype &Type) { return Type.flags() & 0x01; }
+inline bool holdsReferences(const py::dtype &Type) { return DescrLayout::flags(Type.ptr()) & 0x01; }
+/// A C-ordered array of \p Type and \p Shape: new, or over \p Memory,
+/// which \p Owner keeps alive.
+py::array cOrderArray(const py::dtype &Type, const std::vector<py::ssize_t> &Shape,
+                      void *Memory = nullptr, py::handle Owner = py::handle());
 
 /// Whether an array of rank \p Rank may stand for \p T: \p T has that rank,
 /// or more where the dimensions before its last \p Rank are ones (a
@@ -230,7 +270,9 @@ private:
     int Num = -1;
     py::ssize_t Size = 0;
     char Order = 0;
-    static DtypeId of(const py::dtype &D) { return {D.num(), D.itemsize(), D.byteorder()}; }
+    static DtypeId of(const py::dtype &D) {
+      return {D.num(), static_cast<py::ssize_t>(itemSize(D)), D.byteorder()};
+    }
     bool operator==(const DtypeId &) const = default;
   };
   /// The dtypes of data, indices and out seen to be the kernel's.

@@ -261,7 +261,7 @@ constexpr uint8_t DLInt = 0, DLUInt = 1, DLFloat = 2, DLComplex = 5;
 
 /// The bytes of a C-ordered result of \p Type and \p Shape.
 size_t resultBytes(const py::dtype &Type, const std::vector<py::ssize_t> &Shape) {
-  size_t Bytes = static_cast<size_t>(Type.itemsize());
+  size_t Bytes = itemSize(Type);
   for (py::ssize_t S : Shape)
     Bytes *= static_cast<size_t>(S);
   return Bytes;
@@ -297,7 +297,7 @@ std::optional<uint8_t> dlpackCode(const py::dtype &Type) {
   case 'i':
     return DLInt;
   case 'u': // PyTorch's uint8 (its wider unsigned types are recent).
-    return Type.itemsize() == 1 ? std::optional<uint8_t>(DLUInt) : std::nullopt;
+    return itemSize(Type) == 1 ? std::optional<uint8_t>(DLUInt) : std::nullopt;
   case 'c':
     return DLComplex;
   default:
@@ -331,7 +331,7 @@ std::optional<py::capsule> newDlpackResult(const py::dtype &Type,
   }
   T.Device = {DLCpu, 0};
   T.Ndim = static_cast<int32_t>(Rank);
-  T.Dtype = {*Code, static_cast<uint8_t>(Type.itemsize() * 8), 1};
+  T.Dtype = {*Code, static_cast<uint8_t>(itemSize(Type) * 8), 1};
   R->Managed.ManagerContext = R;
   R->Managed.Deleter = deleteDlpackResult;
   if (!Pooled) {
@@ -364,10 +364,23 @@ py::array newArray(const py::dtype &Type, const std::vector<py::ssize_t> &Shape)
   // numpy initializes references in new arrays; a pooled buffer holds
   // the bytes of an earlier result.
   if (Bytes < OutputPool::FromBytes || holdsReferences(Type))
-    return py::array(Type, Shape);
+    return cOrderArray(Type, Shape);
   void *P = pool().take(Bytes);
   py::capsule Owner(P, [](void *Q) { pool().give(Q); });
-  return py::array(Type, Shape, P, Owner);
+  return cOrderArray(Type, Shape, P, Owner);
+}
+
+bool DescrLayout::Numpy2 = false;
+
+py::array cOrderArray(const py::dtype &Type, const std::vector<py::ssize_t> &Shape, void *Memory,
+                      py::handle Owner) {
+  std::vector<py::ssize_t> Strides(Shape.size());
+  py::ssize_t Step = static_cast<py::ssize_t>(itemSize(Type));
+  for (size_t D = Shape.size(); D-- > 0;) {
+    Strides[D] = Step;
+    Step *= std::max<py::ssize_t>(Shape[D], 1);
+  }
+  return py::array(Type, Shape, Strides, Memory, Owner);
 }
 
 size_t setOutputPool(size_t Bytes, std::optional<double> LingerSeconds) {

@@ -133,6 +133,8 @@ static PyObject *gatherTensorsCall(PyObject *, PyObject *const *Args, Py_ssize_t
 
 PYBIND11_MODULE(_native, M) {
   M.doc() = "gatherjit's native binding (use the gatherjit package)";
+  DescrLayout::Numpy2 =
+      py::module_::import("numpy").attr("__version__").cast<std::string>().rfind("1.", 0) != 0;
   // The runtime's code generator is made while Python imports the rest.
   Runtime::prepare(runtimeOptions());
 
