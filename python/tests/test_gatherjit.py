@@ -1104,7 +1104,8 @@ def test_the_stubs_name_every_public_function_with_its_parameters(module):
     here = os.path.dirname(gj.__file__)
 
     def signatures(path):
-        tree = ast.parse(open(path).read())
+        with open(path) as f:
+            tree = ast.parse(f.read())
         got = {}
         for node in tree.body:
             if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
