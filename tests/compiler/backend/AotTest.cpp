@@ -9,18 +9,17 @@
 
 #include "RandomCase.h"
 #include "TestUtil.h"
+#include "X86Levels.h"
 #include "tools/CliTestUtil.h"
 
 #include "compiler/backend/Target.h"
 #include "gatherjit/Aot.h"
 #include "gatherjit/Interpreter.h"
 
-#include <llvm/ADT/StringMap.h>
 #include <llvm/Object/ELFObjectFile.h>
 #include <llvm/Object/ObjectFile.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Target/TargetMachine.h>
-#include <llvm/TargetParser/Host.h>
 #include <llvm/TargetParser/Triple.h>
 
 #include <dlfcn.h>
@@ -29,7 +28,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <set>
 
 using namespace gatherjit;
@@ -153,20 +151,12 @@ void runRandomKernelsFor(const TargetDesc &Target, uint64_t Seed, int Count) {
 TEST(Aot, RandomKernelsInOneObjectMatchTheInterpreter) { runRandomKernelsFor({}, 424242, 60); }
 
 TEST(Aot, RandomKernelsForEveryX86LevelThisMachineRunsMatchTheInterpreter) {
-  // The portable levels' code: no vector gathers (x86-64, x86-64-v2), AVX2's
-  // (x86-64-v3), AVX-512's (x86-64-v4), each a plan of its own vector widths
-  // and loads, run where this machine has the level's features.
-  const std::pair<const char *, const char *> Levels[] = {{"x86-64", "sse2"},
-                                                          {"x86-64-v2", "sse4.2"},
-                                                          {"x86-64-v3", "avx2"},
-                                                          {"x86-64-v4", "avx512bw"}};
-  for (auto [Cpu, Feature] : Levels) {
-    SCOPED_TRACE(Cpu);
-    if (!llvm::sys::getHostCPUFeatures().lookup(Feature)) {
-      std::cout << "[ SKIPPED  ] " << Cpu << ": this machine lacks " << Feature << "\n";
-      continue;
-    }
-    runRandomKernelsFor({"x86_64-linux-gnu", Cpu, ""}, 20261129, 150);
+  // The portable levels' code, each a plan of its own vector widths and
+  // loads, run where this machine has the level's features.
+  for (const X86Level &L : X86Levels) {
+    SCOPED_TRACE(L.Cpu);
+    if (runsHere(L))
+      runRandomKernelsFor({"x86_64-linux-gnu", L.Cpu, ""}, 20261129, 150);
   }
 }
 
