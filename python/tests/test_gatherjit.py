@@ -1190,6 +1190,28 @@ def test_compiled_kernels_run_their_layouts_and_refuse_others_never_misreading_t
     assert ran > 20 and refused > 100
 
 
+def test_first_calls_from_several_threads_at_once_never_deadlock():
+    # A fresh process whose first gathers come from four threads at once:
+    # under numpy 2 the binding's first use of numpy's C API imported a
+    # module with the GIL released inside a static's initialization, and
+    # two first calls deadlocked.
+    import subprocess
+    script = (
+        "import threading, numpy as np, gatherjit as gj\n"
+        "a = np.arange(12.).reshape(3, 4); i = np.array([[1], [0], [3]])\n"
+        "start = threading.Barrier(4)\n"
+        "def run():\n"
+        "    start.wait()\n"
+        "    for _ in range(3):\n"
+        "        assert gj.take_along_axis(a, i, 1).tolist() == [[1.0], [4.0], [11.0]]\n"
+        "threads = [threading.Thread(target=run) for _ in range(4)]\n"
+        "[t.start() for t in threads]; [t.join() for t in threads]\n"
+        "print('ok')\n")
+    got = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=120)
+    assert got.returncode == 0 and got.stdout == "ok\n", got
+
+
 def test_the_bench_module_runs_the_cases_it_is_asked_for():
     import subprocess
     run = [sys.executable, "-m", "gatherjit.bench"]
