@@ -210,6 +210,8 @@ std::string dtypeString(const TensorDesc &T) {
 /// GIL and kept for the life of the process (never destroyed: it would
 /// outlive the interpreter). std::map's nodes stay put if an import lets
 /// another thread add one.
+bool DescrLayout::Numpy2 = false;
+
 py::object &package(const char *Name) {
   static std::map<std::string, py::object *> Functions;
   py::object *&F = Functions[Name];

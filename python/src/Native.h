@@ -72,7 +72,7 @@ std::string dtypeString(const TensorDesc &T);
 /// does; numpy 2 moved the flags to a 64-bit word and the element size to
 /// an npy_intp after it, where pybind11 reads 0. The module's own code
 /// reads these through the functions below, and makes arrays with strides
-/// it computed (newArray) rather than pybind11's.
+/// it computed (cOrderArray) rather than pybind11's.
 struct DescrLayout {
   /// numpy's major version is 2 or more (set on import).
   static bool Numpy2;

@@ -370,8 +370,6 @@ py::array newArray(const py::dtype &Type, const std::vector<py::ssize_t> &Shape)
   return cOrderArray(Type, Shape, P, Owner);
 }
 
-bool DescrLayout::Numpy2 = false;
-
 py::array cOrderArray(const py::dtype &Type, const std::vector<py::ssize_t> &Shape, void *Memory,
                       py::handle Owner) {
   std::vector<py::ssize_t> Strides(Shape.size());

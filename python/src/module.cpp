@@ -138,8 +138,8 @@ PYBIND11_MODULE(_native, M) {
   // pybind11's table of numpy's C API is a function-local static whose
   // first use imports numpy.core.multiarray: under numpy 2 a module not yet
   // imported, whose file read releases the GIL while the static's guard is
-  // held, so two threads' first calls deadlocked (one waiting on the guard
-  // holding the GIL, the other for the GIL holding the guard). It and the
+  // held, so two threads' first calls would deadlock (one waiting on the
+  // guard holding the GIL, the other for the GIL holding the guard). It and the
   // binding's own statics that import are made here, on the importing
   // thread, before any call.
   py::detail::npy_api::get();
