@@ -360,19 +360,6 @@ def _autograd_functions(name, kernel, setup, grad, tangent, batched):
         "vmap": staticmethod(batched)})
 
 
-# Each function's kernel, its autograd.Function and its autograd.Function
-# for torch.func's transforms.
-_FUNCTIONS = {
-    "gather_elements": _autograd_functions(
-        "_GatherElements", _gather_elements_kernel, _setup_along_axis,
-        _grad_gather_elements, _tangent_gather_elements, _batched_gather_elements),
-    "gather": _autograd_functions("_Gather", _gather_kernel, _setup_along_axis, _grad_gather,
-                                  _tangent_gather, _batched_gather),
-    "gather_nd": _autograd_functions("_GatherND", _gather_nd_kernel, _setup_gather_nd,
-                                     _grad_gather_nd, _tangent_gather_nd, _batched_gather_nd),
-}
-
-
 def _gather_elements_shape(data, indices, axis, mode="raise"):
     return data.new_empty(indices.shape)
 
@@ -386,6 +373,22 @@ def _gather_nd_shape(data, indices, batch_dims=0, mode="raise"):
     k = indices.shape[-1]
     return data.new_empty(indices.shape[:-1] + data.shape[batch_dims + k:])
 
+
+# Each gather's pieces: its kernel, its result from shapes alone (the
+# operators' fake implementation) and its formulas above, from which its
+# autograd.Functions (_FUNCTIONS: the kernel, the Function autograd records
+# and the one for torch.func's transforms) and its operator are made.
+_PIECES = {
+    "gather_elements": (_gather_elements_kernel, _gather_elements_shape, _setup_along_axis,
+                        _grad_gather_elements, _tangent_gather_elements,
+                        _batched_gather_elements),
+    "gather": (_gather_kernel, _gather_shape, _setup_along_axis, _grad_gather, _tangent_gather,
+               _batched_gather),
+    "gather_nd": (_gather_nd_kernel, _gather_nd_shape, _setup_gather_nd, _grad_gather_nd,
+                  _tangent_gather_nd, _batched_gather_nd),
+}
+_FUNCTIONS = {name: _autograd_functions(f"_{name}", kernel, setup, grad, tangent, batched)
+              for name, (kernel, _, setup, grad, tangent, batched) in _PIECES.items()}
 
 _register_lock = threading.Lock()
 
@@ -404,13 +407,8 @@ def register():
 
 
 def _define_operators():
-    functions = {"gather_elements": (_gather_elements_kernel, _gather_elements_shape,
-                                     _setup_along_axis, _grad_gather_elements),
-                 "gather": (_gather_kernel, _gather_shape, _setup_along_axis, _grad_gather),
-                 "gather_nd": (_gather_nd_kernel, _gather_nd_shape, _setup_gather_nd,
-                               _grad_gather_nd)}
     lib = torch.library.Library("gatherjit", "DEF")
-    for name, (fn, shape, setup, grad) in functions.items():
+    for name, (fn, shape, setup, grad, _, _) in _PIECES.items():
         lib.define(_SCHEMAS[name])
         lib.impl(name, fn, "CPU")
         lib.impl(name, fn, "CUDA")
