@@ -284,9 +284,15 @@ Expected<GatherNDDesc> onnxGatherND(const TensorDesc &Data, const TensorDesc &In
   std::vector<uint64_t> OutShape = onnxGatherNDOutputShape(Data.Sizes, Indices.Sizes, B);
   const size_t Common =
       std::max({OutShape.size(), Data.Sizes.size(), Indices.Sizes.size(), size_t(1)});
-  if (Common > MaxRank)
-    return Status::invalidArgument("GatherND: the output rank " + std::to_string(OutShape.size()) +
-                                   " exceeds the maximum of " + std::to_string(MaxRank));
+  if (Common > MaxRank) {
+    const auto [Name, Rank] = R > static_cast<int64_t>(MaxRank) ? std::pair("data", size_t(R))
+                              : Q > static_cast<int64_t>(MaxRank)
+                                  ? std::pair("indices", size_t(Q))
+                                  : std::pair("output", OutShape.size());
+    return Status::invalidArgument(std::string("GatherND: ") + Name + " rank " +
+                                   std::to_string(Rank) + " exceeds the maximum of " +
+                                   std::to_string(MaxRank));
+  }
   GatherNDDesc Desc;
   Desc.Input = padLeading(Data, Common);
   Desc.Indices = padLeading(Indices, Common);

@@ -156,6 +156,16 @@ TEST(OnnxGatherND, AttributeAndShapeErrors) {
   EXPECT_THAT(Err(onnxGatherND(T({2, 2}), T({3, 1}), 1)),
               HasSubstr("batch dimensions of data {2,2} and indices {3,1} differ"));
   EXPECT_THAT(Err(onnxGatherND(T({}), T({1}), 0)), HasSubstr("data must have rank >= 1"));
+  // The rank over the limit is named: indices [2]*8 ++ [1] with batch_dims 6 give an output of
+  // rank 8 from indices of rank 9.
+  std::vector<uint64_t> Nine(9, 2);
+  Nine.back() = 1;
+  EXPECT_THAT(Err(onnxGatherND(T(std::vector<uint64_t>(8, 2)), T(Nine), 6)),
+              HasSubstr("GatherND: indices rank 9 exceeds the maximum of 8"));
+  EXPECT_THAT(Err(onnxGatherND(T(std::vector<uint64_t>(9, 2)), T({1}), 0)),
+              HasSubstr("GatherND: data rank 9 exceeds the maximum of 8"));
+  EXPECT_THAT(Err(onnxGatherND(T(std::vector<uint64_t>(8, 2)), T({2, 2, 1}), 0)),
+              HasSubstr("GatherND: output rank 9 exceeds the maximum of 8"));
 }
 
 } // namespace
