@@ -476,7 +476,9 @@ def _reraise_out_of_range(op, data, indices, axis, e):
     reports named in the caller's shapes."""
     if getattr(e, "position", None) is None:
         raise e
-    raise IndexError(_out_of_range(op, data, indices, axis, e.position)) from None
+    error = IndexError(_out_of_range(op, data, indices, axis, e.position))
+    error.position = e.position  # for gatherjit.dask, which names it in the whole array
+    raise error from None
 
 
 class _IndexTypeError(IndexError, TypeError):
@@ -537,9 +539,10 @@ def _range(size):
     return f"valid indices are {-size}..{size - 1}" if size else "the axis is empty"
 
 
-def _out_of_range(op, data, indices, axis, position):
+def _out_of_range(op, data, indices, axis, position, starts=()):
     """The first out-of-range index at `position` (row-major in the indices
-    the kernel saw) named in the caller's shapes."""
+    the kernel saw) named in the caller's shapes; `indices` a block of a
+    larger array that starts at `starts` names it in that array."""
     ids = _array(indices, "indices")
     shape = tuple(int(s) for s in getattr(data, "shape", None) or _np.shape(data))
     if op == "gather_nd":
@@ -549,7 +552,7 @@ def _out_of_range(op, data, indices, axis, position):
         for j, v in enumerate(tup):
             size = shape[axis + j]
             if not -size <= v < size:
-                at = ", ".join(str(int(c)) for c in where)
+                at = _at(where, starts)
                 return (f"indices[{at + ', ' if at else ''}:] = {tuple(tup)} has component {j} = "
                         f"{v}, out of range for axis {axis + j} of size {size}; {_range(size)}")
     if axis is None:
@@ -560,10 +563,14 @@ def _out_of_range(op, data, indices, axis, position):
         seen = [max(s, d) if a != axis else s for a, (s, d) in enumerate(zip(seen, shape))]
     where = _np.unravel_index(position, seen) if seen else ()
     where = tuple(int(c) if ids.shape[d] > 1 else 0 for d, c in enumerate(where))
-    at = ", ".join(str(c) for c in where)
     size = shape[axis]
-    return (f"indices[{at}] = {int(ids[where])} is out of range for axis {axis} of size "
-            f"{size}; {_range(size)}")
+    return (f"indices[{_at(where, starts)}] = {int(ids[where])} is out of range for axis {axis} "
+            f"of size {size}; {_range(size)}")
+
+
+def _at(where, starts):
+    return ", ".join(str(int(c) + (starts[d] if d < len(starts) else 0))
+                     for d, c in enumerate(where))
 
 
 def _run_gather(op, data, indices, axis, out, mode, epilogue, broadcast):

@@ -53,6 +53,7 @@ import operator
 
 import numpy as np
 import dask.array as da
+from dask.array.core import unify_chunks
 from dask.base import tokenize
 from dask.blockwise import BlockwiseDepDict, blockwise
 from dask.highlevelgraph import HighLevelGraph
@@ -76,24 +77,16 @@ def _check_ids(name, dtype):
         raise TypeError(f"{name} must be integers, not {dtype}")
 
 
-def _global_error(error, starts):
-    """`error` (an IndexError naming a block's index) renamed by the index's
-    position in the whole array, whose block starts at `starts`."""
-    where = getattr(error, "where", None)
-    if where is None:
-        return error
-    at = ", ".join(str(int(w) + s) for w, s in zip(where, starts))
-    return IndexError(f"indices[{at}]{error.rest}")
-
-
-def _block_starts(x):
-    """Each block's first position in `x`, by block index, as an argument
-    of a blockwise task (no task of its own: nothing for a scheduler to
-    place, and the task still fuses with its neighbours)."""
-    starts = [list(itertools.accumulate(c[:-1], initial=0)) for c in x.chunks]
+def _block_starts(x, dims):
+    """Each block's first position in `x` along its first `dims` dimensions,
+    by block index, as an argument of a blockwise task (no task of
+    its own: nothing for a scheduler to place, and the task still fuses
+    with its neighbours)."""
+    chunks = x.chunks[:dims]
+    starts = [list(itertools.accumulate(c[:-1], initial=0)) for c in chunks]
     return BlockwiseDepDict({b: tuple(s[i] for s, i in zip(starts, b))
-                             for b in itertools.product(*map(range, x.numblocks))},
-                            numblocks=x.numblocks)
+                             for b in itertools.product(*(range(len(c)) for c in chunks))},
+                            numblocks=tuple(len(c) for c in chunks))
 
 
 _threads_chosen = False
@@ -117,23 +110,38 @@ def _first_bad(idx, size):
     return tuple(bad[0]) if bad.size else None
 
 
-def _block_error(idx, size, axis):
-    """An IndexError for the first out-of-range index of a block, carrying
-    its block position for _global_error."""
-    where = _first_bad(idx, size)
-    error = IndexError(f"indices{list(where)} is out of range")
-    error.where = where
-    error.rest = (f" = {int(idx[where])} is out of range for axis {axis} of size {size}; "
-                  f"valid indices are {-size}..{size - 1}")
-    return error
+_FUNCTIONS = {"gather_elements": gatherjit.take_along_axis, "gather": gatherjit.take,
+              "gather_nd": gatherjit.gather_nd}
 
 
-def _take_along_axis_block(x, idx, starts, axis, mode):
+def _gather_block(x, idx, starts, op, axis, mode):
+    """gatherjit's gather `op` of one block of indices, whose first position
+    in the whole array of indices is `starts`: an out-of-range index is named
+    by its position there. (Blocks of dimensions the output lacks come as
+    lists of one; see _only.)"""
     _one_thread_in_workers()
+    x, idx = _only(x), _only(idx)
     try:
-        return gatherjit.take_along_axis(x, idx, axis, mode=mode)
-    except IndexError:
-        raise _global_error(_block_error(idx, x.shape[axis], axis), starts) from None
+        return _FUNCTIONS[op](x, idx, axis, mode=mode)
+    except IndexError as e:
+        if getattr(e, "position", None) is None:
+            raise
+        raise IndexError(gatherjit._out_of_range(op, x, idx, axis, e.position, starts)) from None
+
+
+def _blockwise(op, out, x, xi, indices, ii, axis, mode):
+    """da.blockwise of _gather_block in its index notation: x (indexed by
+    `xi`) and indices (by `ii`) have one chunk along the dimensions the
+    output lacks, and those of indices come last."""
+    chunkss, (x, indices) = unify_chunks(x, xi, indices, ii)
+    name = f"gatherjit-{op.replace('_', '-')}-" + tokenize(x, indices, xi, ii, out, axis, mode)
+    kept = tuple(i for i in ii if i in out)
+    graph = blockwise(_gather_block, name, out, x.name, xi, indices.name, ii,
+                      _block_starts(indices, len(kept)), kept,
+                      numblocks={x.name: x.numblocks, indices.name: indices.numblocks},
+                      op=op, axis=axis, mode=mode)
+    graph = HighLevelGraph.from_collections(name, graph, dependencies=[x, indices])
+    return da.Array(graph, name, tuple(chunkss[i] for i in out), dtype=x.dtype)
 
 
 def take_along_axis(x, indices, axis, mode="raise"):
@@ -158,13 +166,9 @@ def take_along_axis(x, indices, axis, mode="raise"):
     # the axis per chunk of x there (which is one).
     indices = indices.rechunk(tuple(-1 if d == axis else x.chunks[d] for d in range(x.ndim)))
     ind = _letters(x.ndim, ord("a"))
-    name = "gatherjit-take-along-axis-" + tokenize(x, indices, axis, mode)
-    graph = blockwise(_take_along_axis_block, name, ind, x.name, ind, indices.name, ind,
-                      _block_starts(indices), ind,
-                      numblocks={x.name: x.numblocks, indices.name: indices.numblocks},
-                      axis=axis, mode=mode)
-    graph = HighLevelGraph.from_collections(name, graph, dependencies=[x, indices])
-    return da.Array(graph, name, indices.chunks, dtype=x.dtype)
+    # x's axis under a letter of its own: its size is not the indices'.
+    return _blockwise("gather_elements", ind, x, ind[:axis] + ("Z",) + ind[axis + 1:], indices,
+                      ind, axis, mode)
 
 
 def _only(block):
@@ -174,11 +178,6 @@ def _only(block):
     while isinstance(block, list):
         (block,) = block
     return block
-
-
-def _take_block(x, idx, axis, mode):
-    _one_thread_in_workers()
-    return gatherjit.take(_only(x), idx, axis, mode=mode)
 
 
 def _letters(n, start):
@@ -203,13 +202,7 @@ def take(x, indices, axis=0, mode="raise"):
     xi = _letters(x.ndim, ord("a"))
     ii = _letters(indices.ndim, ord("A"))
     out = xi[:axis] + ii + xi[axis + 1:]
-    return da.blockwise(_take_block, out, x, xi, indices, ii, axis=axis, mode=mode,
-                        dtype=x.dtype, concatenate=False)
-
-
-def _gather_nd_block(x, idx, batch_dims, mode):
-    _one_thread_in_workers()
-    return gatherjit.gather_nd(_only(x), _only(idx), batch_dims, mode=mode)
+    return _blockwise("gather", out, x, xi, indices, ii, axis, mode)
 
 
 def _first_rows(first, rows, mode):
@@ -359,9 +352,8 @@ def gather_nd(x, indices, batch_dims=0, mode="raise"):
     rest = _letters(x.ndim - batch_dims - k, ord("a") + batch_dims + k)
     middle = _letters(indices.ndim - batch_dims - 1, ord("A"))
     out = batch + middle + rest
-    return da.blockwise(_gather_nd_block, out, x, batch + addressed + rest, indices,
-                        batch + middle + ("Z",), batch_dims=batch_dims, mode=mode,
-                        dtype=x.dtype, concatenate=False, align_arrays=True)
+    return _blockwise("gather_nd", out, x, batch + addressed + rest, indices,
+                      batch + middle + ("Z",), batch_dims, mode)
 
 
 def embedding_lookup(table, ids, mode="raise", epilogue=None):

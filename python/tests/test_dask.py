@@ -277,3 +277,33 @@ def test_take_along_axis_names_the_index_in_the_whole_array(client):
     idx[27, 2] = 8
     with pytest.raises(IndexError, match=r"indices\[27, 2\] = 8 is out of range for axis 1"):
         gjd.take_along_axis(x, da.from_array(idx, chunks=(10, 3)), 1).compute()
+
+
+def test_take_and_gather_nd_name_the_index_in_the_whole_array(client):
+    # The blockwise plans (x in one chunk of rows, or batch dimensions):
+    # the bad index lies in a later block of indices, and is named where the
+    # whole array has it, as gatherjit names it in the same arrays.
+    x = np.zeros((4, 5), np.float32)
+    idx = np.zeros((4, 3), np.int64)
+    idx[3, 2] = 9
+    tuples = np.zeros((4, 3, 2), np.int64)
+    tuples[2, 1] = (0, 7)
+    batched = np.zeros((4, 3, 1), np.int64)
+    batched[3, 1, 0] = -6
+    cases = [
+        (lambda a, i: gjd.take(a, i, 1), (4, 2), idx, (3, 2),
+         r"^indices\[3, 2\] = 9 is out of range for axis 1 of size 5"),
+        (lambda a, i: gjd.gather_nd(a, i), (4, 2), tuples, (3, 2, 2),
+         r"^indices\[2, 1, :\] = \(0, 7\) has component 1 = 7, out of range for axis 1"),
+        (lambda a, i: gjd.gather_nd(a, i, batch_dims=1), (2, 5), batched, (2, 2, 1),
+         r"^indices\[3, 1, :\] = \(-6,\) has component 0 = -6, out of range for axis 1"),
+    ]
+    eager = [lambda a, i: gatherjit.take(a, i, 1), lambda a, i: gatherjit.gather_nd(a, i),
+             lambda a, i: gatherjit.gather_nd(a, i, batch_dims=1)]
+    for (gather, x_chunks, bad, chunks, message), whole in zip(cases, eager):
+        with pytest.raises(IndexError, match=message):
+            whole(x, bad)
+        lazy = gather(da.from_array(x, chunks=x_chunks), da.from_array(bad, chunks=chunks))
+        assert lazy.npartitions > 1
+        with pytest.raises(IndexError, match=message):
+            lazy.compute()
