@@ -350,7 +350,8 @@ TEST_F(GpuBackend, SimulatedFamilyGridsMatchTheInterpreter) {
     BlockRows += Spec.innerIsBlock();
     const size_t OutBytes = requiredElements(C.Desc.Output) * C.Desc.Output.elementBytes();
     std::vector<char> Ref(OutBytes, '\xab'), Dev(OutBytes, '\xab');
-    const Status RS = interpret(C.Desc, C.Input.data(), C.Indices.data(), Ref.data());
+    const Status RS =
+        rowsStatus(C.Desc, interpret(C.Desc, C.Input.data(), C.Indices.data(), Ref.data()));
     const int64_t R = FamilyCode(Code, std::make_shared<const KernelSpec>(Spec))
                           .runRows(C.Input.data(), C.Indices.data(), Dev.data(), 0, 1);
     expectInterpreters(RS, Ref, R, Dev);
@@ -389,7 +390,8 @@ TEST_F(GpuBackend, SimulatedGridsWithElementEpiloguesMatchTheInterpreter) {
     const ValidDesc &V = Cpu->desc();
     const size_t OutBytes = requiredElements(V.Output) * V.Output.elementBytes();
     std::vector<char> Ref(OutBytes, '\xab'), Dev;
-    const Status RS = interpret(V, C.Input.data(), C.Indices.data(), Ref.data(), *Apply);
+    const Status RS =
+        rowsStatus(V, interpret(V, C.Input.data(), C.Indices.data(), Ref.data(), *Apply));
     // The grid's kernel, as a device's PTX printer fuses it.
     ValidDesc Fused = C.Desc;
     const std::string Name = "e" + std::to_string(I);
@@ -514,7 +516,8 @@ void GpuBackend::rowCase(Runtime &RT, std::mt19937_64 &Rng, const Epilogue &Fn, 
   Out.C = caseOf(V, Out.Axis, Rng(), I % 3 == 0 ? Bad : 0.0);
   Out.OutBytes = requiredElements(V.Output) * V.Output.elementBytes();
   Out.Ref.assign(Out.OutBytes, '\xab');
-  Out.RS = interpret(V, Out.C.Input.data(), Out.C.Indices.data(), Out.Ref.data(), *Apply);
+  Out.RS =
+      rowsStatus(V, interpret(V, Out.C.Input.data(), Out.C.Indices.data(), Out.Ref.data(), *Apply));
   // The grid's kernel: the same descriptor, the epilogue compiled for it.
   Expected<PipelineKernel> K = rowEpilogueKernel(D, Out.O.Policy, Fn, Gen->targetMachine(), Name);
   ASSERT_TRUE(K.isOk()) << K.status().message();
@@ -785,7 +788,8 @@ TEST_F(GpuBackend, TiledGridsOfRandomShapesMatchTheInterpreter) {
     }
     const size_t OutBytes = requiredElements(C.Desc.Output) * C.Desc.Output.elementBytes();
     std::vector<char> Ref(OutBytes, '\xab'), Dev;
-    const Status RS = interpret(C.Desc, C.Input.data(), C.Indices.data(), Ref.data());
+    const Status RS =
+        rowsStatus(C.Desc, interpret(C.Desc, C.Input.data(), C.Indices.data(), Ref.data()));
     // Every other grid counts its positions in 64 bits, as an output of
     // 2^31 elements or more would.
     KernelPlan Wide = Plan;
