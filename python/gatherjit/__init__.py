@@ -514,7 +514,6 @@ def _wrapped(op, data, indices, axis):
         raise _IndexTypeError(f"indices must be integers, not {ids.dtype}")
     if op != "gather_nd" and not -data.ndim <= axis < data.ndim:
         return indices, "raise"  # the gather names the bad axis
-    ids = ids.astype(_np.int64)
     shape = data.shape
     if op == "gather_nd":
         if ids.ndim == 0 or not 0 <= axis < ids.ndim:
@@ -531,8 +530,11 @@ def _wrapped(op, data, indices, axis):
         # result reads nothing, which clip's kernel gives.
         if 0 not in rest:
             raise IndexError("cannot do a non-empty take from an empty axis (mode='wrap')")
-        return _np.zeros_like(ids), "clip"
-    return ids % _np.maximum(sizes, 1), "raise"
+        return _np.zeros(ids.shape, _np.int64), "clip"
+    sizes = _np.maximum(sizes, 1)
+    if ids.dtype == _np.uint64:  # above 2**63 - 1 too: modulo before int64
+        return (ids % sizes.astype(_np.uint64)).astype(_np.int64), "raise"
+    return ids.astype(_np.int64) % sizes, "raise"
 
 
 def _range(size):

@@ -208,6 +208,10 @@ def take(x, indices, axis=0, mode="raise"):
 def _first_rows(first, rows, mode):
     """The rows the tuples' first components name under `mode` (-1 where
     an index is out of range under "raise")."""
+    if first.dtype == np.uint64:  # values past 2**63 - 1 too
+        if mode == "wrap":
+            return (first % np.uint64(rows)).astype(np.int64)
+        first = np.minimum(first, np.uint64(rows))  # past the end, as they were
     first = first.astype(np.int64)
     if mode == "clip":  # numpy's: no wrap-around
         return np.clip(first, 0, rows - 1)

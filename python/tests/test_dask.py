@@ -266,6 +266,18 @@ def test_wrap_takes_indices_modulo_the_size_as_numpy_does(client):
         np.testing.assert_array_equal(
             gjd.embedding_lookup(dx, da.from_array(ids, chunks=2), mode="wrap").compute(),
             x[np.mod(ids, 30)])
+    # uint64 ids past 2**63 - 1, routed to the chunks of rows: the numbers
+    # they are, wrapped (2**64 - 1 is 15 modulo 30), clipped or clamped to
+    # the last row, or out of range.
+    big = np.array([2**64 - 1, 2**63, 4], np.uint64)
+    for mode, rows in (("wrap", [15, 8, 4]), ("clip", [29, 29, 4]), ("clamp", [29, 29, 4])):
+        for ids in (big, da.from_array(big, chunks=2)):
+            np.testing.assert_array_equal(gjd.take(by_rows, ids, 0, mode=mode).compute(),
+                                          x[rows])
+            np.testing.assert_array_equal(gjd.embedding_lookup(by_rows, ids, mode=mode).compute(),
+                                          x[rows])
+    with pytest.raises(IndexError, match=r"indices\[0\] = 18446744073709551615 is out of range"):
+        gjd.take(by_rows, da.from_array(big, chunks=2), 0).compute()
     empty = da.zeros((0, 2), chunks=(1, 2), dtype=np.float32)
     with pytest.raises(IndexError, match="cannot wrap into a table of 0 rows"):
         gjd.embedding_lookup(empty, np.array([3]), mode="wrap")

@@ -788,6 +788,12 @@ def test_wrap_mode_is_numpys():
                                   [data[0, 4], data[1, 4]])
     with pytest.raises(IndexError, match="empty"):
         gj.take(np.zeros((0, 2)), np.array([1]), 0, mode="wrap")
+    # uint64 indices past 2**63 - 1 wrap as the numbers they are (numpy's
+    # take refuses uint64): 2**64 - 1 is 0 modulo 5, 2**63 is 3.
+    big = np.array([2**64 - 1, 2**63, 6], np.uint64)
+    np.testing.assert_array_equal(gj.take(data, big, 1, mode="wrap"), data[:, [0, 3, 1]])
+    np.testing.assert_array_equal(gj.gather_nd(data, np.array([[3, 2**63]], np.uint64),
+                                               mode="wrap"), [data[3, 3]])
     with pytest.raises(ValueError, match="'wrap' \\(numpy's"):
         gj.take(data, ids, 0, mode="wrapp")
 
