@@ -208,10 +208,6 @@ def take(x, indices, axis=0, mode="raise"):
 def _first_rows(first, rows, mode):
     """The rows the tuples' first components name under `mode` (-1 where
     an index is out of range under "raise")."""
-    if first.dtype == np.uint64:  # values past 2**63 - 1 too
-        if mode == "wrap":
-            return (first % np.uint64(rows)).astype(np.int64)
-        first = np.minimum(first, np.uint64(rows))  # past the end, as they were
     first = first.astype(np.int64)
     if mode == "clip":  # numpy's: no wrap-around
         return np.clip(first, 0, rows - 1)
@@ -253,6 +249,12 @@ def _nd_route(idx, starts, shape, offsets, mode, style):
     range raises, named in the whole array."""
     k = idx.shape[-1]
     flat = idx.reshape(-1, k)
+    if flat.dtype == np.uint64:
+        # Values past 2**63 - 1 made int64 as the numbers they are: wrapped,
+        # or past the end as they were.
+        sizes = np.array(shape[:k], np.uint64)
+        flat = flat % np.maximum(sizes, 1) if mode == "wrap" else np.minimum(flat, sizes)
+        flat = flat.astype(np.int64)
     first = _first_rows(flat[:, 0], shape[0], mode)
     if mode == "raise":
         bad = np.stack([first < 0] + [(flat[:, c] < -shape[c]) | (flat[:, c] >= shape[c])

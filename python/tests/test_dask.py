@@ -276,6 +276,11 @@ def test_wrap_takes_indices_modulo_the_size_as_numpy_does(client):
                                           x[rows])
             np.testing.assert_array_equal(gjd.embedding_lookup(by_rows, ids, mode=mode).compute(),
                                           x[rows])
+        # Every component of a tuple (2**64 - 1 is 7 modulo 8, 2**63 is 0).
+        columns = [7, 0, 4] if mode == "wrap" else [7, 7, 4]
+        pairs = np.stack([big, big], axis=1)
+        np.testing.assert_array_equal(gjd.gather_nd(by_rows, pairs, mode=mode).compute(),
+                                      x[rows, columns])
     with pytest.raises(IndexError, match=r"indices\[0\] = 18446744073709551615 is out of range"):
         gjd.take(by_rows, da.from_array(big, chunks=2), 0).compute()
     empty = da.zeros((0, 2), chunks=(1, 2), dtype=np.float32)
