@@ -841,7 +841,7 @@ TEST_F(GpuBackend, AGridSmallerThanTheOutputStrides) {
     ASSERT_TRUE(Code);
     const size_t OutBytes = requiredElements(C.Desc.Output) * C.Desc.Output.elementBytes();
     std::vector<char> Ref(OutBytes, '\xab'), Dev(OutBytes, '\xab');
-    Status RS = interpret(C.Desc, C.Input.data(), C.Indices.data(), Ref.data());
+    Status RS = rowsStatus(C.Desc, interpret(C.Desc, C.Input.data(), C.Indices.data(), Ref.data()));
     const int64_t R = Code->runRows(C.Input.data(), C.Indices.data(), Dev.data(), 0, 1);
     if (RS) {
       ASSERT_EQ(R, 0);
