@@ -39,7 +39,9 @@ gather_nd(x, indices, batch_dims=0)
 
 Every function takes gatherjit's modes ("raise", "clip", "clamp", "wrap")
 with gatherjit.take's meanings, and names an out-of-range index by its position
-in the whole `indices` array.
+in the whole `indices` array. Indices whose chunks have unknown sizes (made by
+a filter) serve every plan but take_along_axis's, which needs x's chunks
+along the other dimensions to match them.
 
 Kernels compile once per process and block shape (the worker's own cache);
 the GIL is released while they run. In a distributed worker a kernel runs
@@ -311,12 +313,21 @@ def _gather_nd_by_rows(x, indices, mode, style="gather_nd", epilogue=None, out=N
     dtype, rest = (x.dtype, tuple(x.shape[k:])) if out is None else (out[0], (out[1],))
     starts = [int(s) for s in np.concatenate([[0], np.cumsum(x.chunks[0])])]
     token = tokenize(x, indices, mode, style, epilogue, out)
-    route, bucket, part = (f"gatherjit-gather-nd-{step}-{token}"
-                           for step in ("route", "bucket", "part"))
+    route, bucket, part, sizes = (f"gatherjit-gather-nd-{step}-{token}"
+                                  for step in ("route", "bucket", "part", "sizes"))
     name = "gatherjit-gather-nd-" + token
     dsk = {}
-    for block in itertools.product(*(range(n) for n in indices.numblocks[:-1])):
-        offsets = [int(sum(indices.chunks[d][:b])) for d, b in enumerate(block)]
+    blocks = list(itertools.product(*(range(n) for n in indices.numblocks[:-1])))
+    unknown = any(math.isnan(s) for c in indices.chunks for s in c)
+    for block in blocks:
+        # Where the blocks' sizes are unknown (indices made by a filter),
+        # the tasks that need them get them from tasks that read the
+        # blocks' shapes.
+        if unknown:
+            dsk[(sizes,) + block] = (np.shape, (indices.name,) + block + (0,))
+        offsets = [(sum, [(operator.getitem, (sizes,) + block[:d] + (j,) + block[d + 1:], d)
+                          for j in range(b)]) if unknown else int(sum(indices.chunks[d][:b]))
+                   for d, b in enumerate(block)]
         dsk[(route,) + block] = (_nd_route, (indices.name,) + block + (0,), starts,
                                  tuple(x.shape), offsets, mode, style)
         keys = []
@@ -326,7 +337,8 @@ def _gather_nd_by_rows(x, indices, mode, style="gather_nd", epilogue=None, out=N
             keys.append((part,) + block + (c,))
             dsk[keys[-1]] = (_nd_part, (bucket,) + block + (c,),
                              (x.name, c) + (0,) * (x.ndim - 1), mode, epilogue)
-        lead = tuple(indices.chunks[d][b] for d, b in enumerate(block))
+        lead = ((operator.getitem, (sizes,) + block, slice(None, -1)) if unknown
+                else tuple(indices.chunks[d][b] for d, b in enumerate(block)))
         dsk[(name,) + block + (0,) * len(rest)] = (_nd_combine, keys, lead, rest, dtype)
     graph = HighLevelGraph.from_collections(name, dsk, dependencies=[x, indices])
     chunks = indices.chunks[:-1] + tuple((s,) for s in rest)

@@ -324,3 +324,26 @@ def test_take_and_gather_nd_name_the_index_in_the_whole_array(client):
         assert lazy.npartitions > 1
         with pytest.raises(IndexError, match=message):
             lazy.compute()
+
+
+def test_indices_of_unknown_chunk_sizes_gather_by_rows(client):
+    # Ids that a filter made (chunks of unknown sizes), looked up in a table
+    # chunked by rows: the result's chunks are unknown too, its values
+    # numpy's, and a bad id is named where the filtered array has it.
+    x = np.arange(40.0).reshape(10, 4)
+    table = da.from_array(x, chunks=(3, 4))
+    ids = np.array([1, 5, -2, 9, 3, 0, 7, 30])
+    lazy = da.from_array(ids, chunks=3)
+    kept = lazy[lazy >= 0]
+    assert np.isnan(kept.chunks[0][0])
+    good = ids[(ids >= 0) & (ids < 10)]
+    within = kept[kept < 10]
+    np.testing.assert_array_equal(gjd.take(table, within, 0).compute(), x[good])
+    np.testing.assert_array_equal(gjd.embedding_lookup(table, within).compute(), x[good])
+    pairs = da.from_array(np.stack([ids, ids % 4], axis=1), chunks=(3, 2))[lazy < 10]
+    np.testing.assert_array_equal(gjd.gather_nd(table, pairs).compute(),
+                                  x[ids[ids < 10], ids[ids < 10] % 4])
+    with pytest.raises(IndexError, match=r"^indices\[6\] = 30 is out of range for axis 0"):
+        gjd.take(table, kept, 0).compute()
+    with pytest.raises(IndexError, match=r"^embedding_lookup: ids\[6\] = 30 is out of range"):
+        gjd.embedding_lookup(table, kept).compute()
