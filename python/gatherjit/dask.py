@@ -41,7 +41,8 @@ Every function takes gatherjit's modes ("raise", "clip", "clamp", "wrap")
 with gatherjit.take's meanings, and names an out-of-range index by its position
 in the whole `indices` array. Indices whose chunks have unknown sizes (made by
 a filter) serve every plan but take_along_axis's, which needs x's chunks
-along the other dimensions to match them.
+along the other dimensions to match them; x's sizes along the dimensions
+that indices address must be known.
 
 Kernels compile once per process and block shape (the worker's own cache);
 the GIL is released while they run. In a distributed worker a kernel runs
@@ -72,6 +73,16 @@ def _check_mode(mode):
         raise ValueError(f"mode = {mode!r} is not 'raise' (an error naming the first "
                          "out-of-range index), 'clip' (numpy's), 'clamp' (DirectML's) or "
                          "'wrap' (numpy's: indices modulo the size)")
+
+
+def _check_known(function, x, dims, name="x"):
+    """ValueError unless x's sizes along `dims` (the dimensions that indices
+    address) are known: a filter's chunks are not, until computed."""
+    for d in dims:
+        if math.isnan(x.shape[d]):
+            raise ValueError(f"{function}: {name}'s chunks along dimension {d}, which the "
+                             f"indices address, have unknown sizes (a filter's); "
+                             f"{name}.compute_chunk_sizes() finds them")
 
 
 def _check_ids(name, dtype):
@@ -158,6 +169,7 @@ def take_along_axis(x, indices, axis, mode="raise"):
     axis = axis + x.ndim if axis < 0 else axis
     if not 0 <= axis < x.ndim:
         raise ValueError(f"take_along_axis: axis {axis} is out of range for {x.ndim} dimensions")
+    _check_known("take_along_axis", x, [axis])
     for d in range(x.ndim):
         if d != axis and x.shape[d] != indices.shape[d]:
             raise ValueError(f"take_along_axis: x {x.shape} and indices {indices.shape} "
@@ -197,6 +209,7 @@ def take(x, indices, axis=0, mode="raise"):
     axis = axis + x.ndim if axis < 0 else axis
     if not 0 <= axis < x.ndim:
         raise ValueError(f"take: axis {axis} is out of range for {x.ndim} dimensions")
+    _check_known("take", x, [axis])
     if axis == 0 and x.numblocks[0] > 1 and x.shape[0] > 0:
         return _gather_nd_by_rows(x, indices[..., None], mode, "take")
     if len(x.chunks[axis]) > 1:
@@ -360,6 +373,7 @@ def gather_nd(x, indices, batch_dims=0, mode="raise"):
     if batch_dims + k > x.ndim:
         raise ValueError(f"gather_nd: tuples of {k} after {batch_dims} batch dimensions "
                          f"address more than x's {x.ndim} dimensions")
+    _check_known("gather_nd", x, range(batch_dims, batch_dims + k))
     if batch_dims == 0 and x.numblocks[0] > 1 and x.shape[0] > 0:
         return _gather_nd_by_rows(x, indices, mode)
     # The tuples' dimensions in one chunk; the batch dimensions chunked alike.
@@ -388,6 +402,7 @@ def embedding_lookup(table, ids, mode="raise", epilogue=None):
     if ids.ndim != 1:
         raise ValueError("embedding_lookup: ids must be one-dimensional")
     _check_ids("embedding_lookup: ids", ids.dtype)
+    _check_known("embedding_lookup", table, [0], "table")
     rows = table.shape[0]
     if table.chunks[1] and len(table.chunks[1]) > 1:
         table = table.rechunk({1: -1})

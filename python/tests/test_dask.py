@@ -347,3 +347,12 @@ def test_indices_of_unknown_chunk_sizes_gather_by_rows(client):
         gjd.take(table, kept, 0).compute()
     with pytest.raises(IndexError, match=r"^embedding_lookup: ids\[6\] = 30 is out of range"):
         gjd.embedding_lookup(table, kept).compute()
+    # A table whose rows a filter kept: the row count is unknown, and named.
+    rows = table[table[:, 0] >= 8]
+    for function in (lambda: gjd.take(rows, [0], 0), lambda: gjd.embedding_lookup(rows, [0]),
+                     lambda: gjd.gather_nd(rows, [[0, 1]]),
+                     lambda: gjd.take_along_axis(rows, np.zeros((3, 4), np.int64), 0)):
+        with pytest.raises(ValueError, match="dimension 0, which the indices address, have "
+                                             "unknown sizes"):
+            function()
+    np.testing.assert_array_equal(gjd.take(rows, [3, 0], 1).compute(), x[2:, [3, 0]])
