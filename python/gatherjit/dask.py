@@ -75,6 +75,15 @@ def _check_mode(mode):
                          "'wrap' (numpy's: indices modulo the size)")
 
 
+def _operand(a):
+    """`a` as a dask array without chunks of size 0 (a filter or a
+    from_array leaves them): dask's rechunks drop some and keep others, and
+    a blockwise graph needs its operands' blocks to be the result's."""
+    a = da.asarray(a)
+    chunks = tuple(tuple(c for c in cs if c) or cs[:1] for cs in a.chunks)
+    return a if chunks == a.chunks else a.rechunk(chunks)
+
+
 def _check_known(function, x, dims, name="x"):
     """ValueError unless x's sizes along `dims` (the dimensions that indices
     address) are known: a filter's chunks are not, until computed."""
@@ -146,7 +155,8 @@ def _blockwise(op, out, x, xi, indices, ii, axis, mode):
     """da.blockwise of _gather_block in its index notation: x (indexed by
     `xi`) and indices (by `ii`) have one chunk along the dimensions the
     output lacks, and those of indices come last."""
-    chunkss, (x, indices) = unify_chunks(x, xi, indices, ii)
+    _, (x, indices) = unify_chunks(x, xi, indices, ii)
+    chunkss = dict(zip(xi + ii, x.chunks + indices.chunks))
     name = f"gatherjit-{op.replace('_', '-')}-" + tokenize(x, indices, xi, ii, out, axis, mode)
     kept = tuple(i for i in ii if i in out)
     graph = blockwise(_gather_block, name, out, x.name, xi, indices.name, ii,
@@ -161,8 +171,8 @@ def take_along_axis(x, indices, axis, mode="raise"):
     """numpy.take_along_axis on dask arrays of one rank, whose sizes agree
     on every dimension but `axis`."""
     _check_mode(mode)
-    x = da.asarray(x)
-    indices = da.asarray(indices)
+    x = _operand(x)
+    indices = _operand(indices)
     _check_ids("indices", indices.dtype)
     if x.ndim != indices.ndim:
         raise ValueError(f"take_along_axis: x has {x.ndim} dimensions, indices {indices.ndim}")
@@ -203,8 +213,8 @@ def take(x, indices, axis=0, mode="raise"):
     shape): the result has x's dimensions with `axis` replaced by the
     indices' dimensions."""
     _check_mode(mode)
-    x = da.asarray(x)
-    indices = da.asarray(indices)
+    x = _operand(x)
+    indices = _operand(indices)
     _check_ids("indices", indices.dtype)
     axis = axis + x.ndim if axis < 0 else axis
     if not 0 <= axis < x.ndim:
@@ -242,18 +252,17 @@ def _tuple_error(idx, i, c, offsets, size, style):
     where = np.unravel_index(i, idx.shape[:-1])
     values = [int(v) for v in idx.reshape(-1, idx.shape[-1])[i]]
     if style == "embedding_lookup":
+        valid = f"valid ids are {-size}..{size - 1}" if size else "the table is empty"
         return IndexError(f"embedding_lookup: ids[{int(where[0]) + offsets[0]}] = {values[0]} "
-                          f"is out of range for a table of {size} rows; valid ids are "
-                          f"{-size}..{size - 1}")
+                          f"is out of range for a table of {size} rows; {valid}")
     if style == "take":
         at = ", ".join(f"{int(w) + o}" for w, o in zip(where, offsets))
         return IndexError(f"indices[{at}] = {values[0]} is out of range for axis 0 of size "
-                          f"{size}; valid indices are {-size}..{size - 1}")
+                          f"{size}; {gatherjit._range(size)}")
     at = "".join(f"{int(w) + o}, " for w, o in zip(where, offsets))
     shown = ", ".join(map(str, values)) + ("," if len(values) == 1 else "")
     return IndexError(f"indices[{at}:] = ({shown}) has component {c} = {values[c]}, out of "
-                      f"range for axis {c} of size {size}; valid indices are "
-                      f"{-size}..{size - 1}")
+                      f"range for axis {c} of size {size}; {gatherjit._range(size)}")
 
 
 def _nd_route(idx, starts, shape, offsets, mode, style):
@@ -363,8 +372,8 @@ def gather_nd(x, indices, batch_dims=0, mode="raise"):
     tuples addressing x's dimensions after `batch_dims` leading ones that x
     and indices share."""
     _check_mode(mode)
-    x = da.asarray(x)
-    indices = da.asarray(indices)
+    x = _operand(x)
+    indices = _operand(indices)
     _check_ids("indices", indices.dtype)
     if indices.ndim < 1 or batch_dims < 0 or batch_dims >= min(x.ndim, indices.ndim):
         raise ValueError(f"gather_nd: batch_dims = {batch_dims} must be below both ranks "
@@ -393,12 +402,11 @@ def embedding_lookup(table, ids, mode="raise", epilogue=None):
     row numbers (negative ones count from the end), each row passed through
     `epilogue` (a gatherjit.Epilogue) if one is given."""
     _check_mode(mode)
-    table = da.asarray(table)
+    table = _operand(table)
     if table.ndim != 2:
         raise ValueError(f"embedding_lookup: the table has {table.ndim} dimensions, not 2")
     lazy = isinstance(ids, da.Array)
-    if not lazy:
-        ids = np.asarray(ids)
+    ids = _operand(ids) if lazy else np.asarray(ids)
     if ids.ndim != 1:
         raise ValueError("embedding_lookup: ids must be one-dimensional")
     _check_ids("embedding_lookup: ids", ids.dtype)
@@ -421,11 +429,9 @@ def embedding_lookup(table, ids, mode="raise", epilogue=None):
     bad = _first_bad(ids, rows) if mode == "raise" else None
     if bad is not None:  # Named as the routed plan names it.
         raise _tuple_error(ids[:, None], int(bad[0]), 0, [0], rows, "embedding_lookup")
-    if rows == 0 and mode == "wrap" and ids.size:
-        raise IndexError(f"embedding_lookup: ids[0] = {ids[0]} cannot wrap into a table of 0 "
-                         "rows")
-    if rows == 0:  # clip and clamp into nothing: zeros, as gatherjit.take gives
-        return da.zeros((ids.size, width), dtype=dtype)
+    if rows == 0:  # Nothing to read: gatherjit.take's result or error for no rows.
+        return da.from_array(gatherjit.take(np.empty((0, table.shape[1]), table.dtype), ids, 0,
+                                            mode=mode, epilogue=epilogue), chunks=-1)
     # In range (under raise): bucketed as dask ids are, from one block.
     return _gather_nd_by_rows(table, da.from_array(ids[:, None], chunks=-1), mode,
                               "embedding_lookup", epilogue, (dtype, width))

@@ -283,9 +283,18 @@ def test_wrap_takes_indices_modulo_the_size_as_numpy_does(client):
                                       x[rows, columns])
     with pytest.raises(IndexError, match=r"indices\[0\] = 18446744073709551615 is out of range"):
         gjd.take(by_rows, da.from_array(big, chunks=2), 0).compute()
-    empty = da.zeros((0, 2), chunks=(1, 2), dtype=np.float32)
-    with pytest.raises(IndexError, match="cannot wrap into a table of 0 rows"):
-        gjd.embedding_lookup(empty, np.array([3]), mode="wrap")
+    # A table of no rows: gatherjit.take's error or result, for numpy and
+    # dask ids alike (clip and wrap have no row to go to, clamp reads zeros).
+    for dtype in (np.float32, object):
+        empty = da.from_array(np.zeros((0, 2), dtype), chunks=(1, 2))
+        for ids in (np.array([3]), da.from_array(np.array([3]))):
+            for mode in ("clip", "wrap"):
+                with pytest.raises(IndexError, match=f"empty axis \\(mode='{mode}'\\)"):
+                    gjd.embedding_lookup(empty, ids, mode=mode).compute()
+            got = gjd.embedding_lookup(empty, ids, mode="clamp").compute()
+            want = gatherjit.take(np.zeros((0, 2), dtype), np.array([3]), 0, mode="clamp")
+            assert got.dtype == want.dtype and got.shape == (1, 2)
+            np.testing.assert_array_equal(got, want)
 
 
 def test_take_along_axis_names_the_index_in_the_whole_array(client):
