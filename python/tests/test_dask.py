@@ -365,3 +365,29 @@ def test_indices_of_unknown_chunk_sizes_gather_by_rows(client):
                                              "unknown sizes"):
             function()
     np.testing.assert_array_equal(gjd.take(rows, [3, 0], 1).compute(), x[2:, [3, 0]])
+
+
+@pytest.mark.filterwarnings("ignore:Running on a single-machine scheduler")
+def test_chunks_of_size_zero_gather_as_the_others():
+    # Chunks of no elements, as a filter leaves them, in x and in indices, on
+    # every plan: numpy's results. (Computed by threads: a graph that lacks
+    # a block raises KeyError there, where the cluster would wait for it.)
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((4, 6))
+    dx = da.from_array(x, chunks=((4, 0), (1, 2, 2, 0, 1)))
+    idx = rng.integers(0, 4, size=(3, 1))
+    didx = da.from_array(idx, chunks=((1, 0, 2), (1, 0)))
+    np.testing.assert_array_equal(gjd.take(dx, didx, 1).compute(scheduler="threads"), np.take(x, idx, 1))
+    np.testing.assert_array_equal(gjd.take(dx, didx, 0).compute(scheduler="threads"), np.take(x, idx, 0))
+    along = rng.integers(0, 6, size=(4, 2))
+    np.testing.assert_array_equal(
+        gjd.take_along_axis(dx, da.from_array(along, chunks=((1, 0, 3), (2, 0))), 1).compute(scheduler="threads"),
+        np.take_along_axis(x, along, 1))
+    pairs = np.concatenate([idx, idx], axis=1)
+    np.testing.assert_array_equal(
+        gjd.gather_nd(dx, da.from_array(pairs, chunks=((2, 0, 1), (2,)))).compute(scheduler="threads"),
+        x[pairs[:, 0], pairs[:, 1]])
+    rows = da.from_array(x, chunks=((2, 0, 2), (6,)))
+    np.testing.assert_array_equal(
+        gjd.embedding_lookup(rows, da.from_array(idx[:, 0], chunks=((0, 3),))).compute(scheduler="threads"),
+        x[idx[:, 0]])
