@@ -154,6 +154,10 @@ def _array(x, name="data", writable=False):
         if writable and x.requires_grad:
             raise RuntimeError(f"{name} requires grad: gatherjit's functions with out= do not "
                                "support automatic differentiation (as torch's refuse them)")
+        if writable and (_lazily(x, "is_conj") or _lazily(x, "is_neg")):
+            raise ValueError(f"{name} is a conjugated or negated view, whose memory holds other "
+                             f"values than it shows: gather without out= and copy the result "
+                             f"in ({name}.copy_(result))")
         torch = _sys.modules["torch"]
         if getattr(torch._C, "_are_functorch_transforms_active", bool)():
             # Within torch.func's transforms (grad, vmap) a tensor the
@@ -182,8 +186,22 @@ def _array(x, name="data", writable=False):
     return array
 
 
+def _lazily(t, bit):
+    """Whether PyTorch tensor `t` is a view that conjugates or negates its
+    memory's values when read (PyTorch 1.10 and later)."""
+    return getattr(t, bit, bool)()
+
+
 def _tensor_array(torch, x):
     t = x.detach()
+    if _lazily(t, "is_conj") or _lazily(t, "is_neg"):
+        # A conjugated or negated view's memory holds other values than it
+        # shows: those are made (copied) first, as torch's own kernels do,
+        # in its layout where that has no overlaps (a compiled kernel's).
+        try:
+            t = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype).copy_(t)
+        except RuntimeError:  # an expanded view
+            t = t.resolve_conj().resolve_neg()
     dtype = _numpy_dtype_of(t)
     if dtype.kind == "V":  # numpy has no such type: the elements' bytes
         return t.view(torch.int16 if dtype.itemsize == 2 else torch.uint8).numpy().view(dtype)

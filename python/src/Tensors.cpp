@@ -22,7 +22,7 @@ namespace {
 /// type has other ways (the general path then serves every tensor).
 struct Descriptors {
   PyTypeObject *Tensor;
-  PyObject *IsCpu, *RequiresGrad, *DataPtr, *Shape, *Stride, *Dtype;
+  PyObject *IsCpu, *RequiresGrad, *DataPtr, *Shape, *Stride, *Dtype, *IsNeg;
   PyObject *IsGradEnabled; // torch.is_grad_enabled
 };
 
@@ -51,6 +51,7 @@ const Descriptors *descriptors() {
                             Find("shape", false),
                             Find("stride", true),
                             Find("dtype", false),
+                            Find("is_neg", true),
                             py::object(Torch.attr("is_grad_enabled")).release().ptr()};
   Usable &= PyCallable_Check(D->IsGradEnabled) != 0;
   Tensor.release(); // Kept for the process's life, as the descriptors are.
@@ -74,6 +75,13 @@ std::optional<TorchTensor> readTorchTensor(py::handle T, GradRule Grad) {
   };
   if (Get(Attrs->IsCpu).ptr() != Py_True)
     return std::nullopt;
+  // A negated view (the imaginary part of a conjugated one) holds other
+  // values than it shows: the general path resolves it.
+  const py::object Negated = Call(Attrs->IsNeg);
+  if (Negated.ptr() != Py_False) {
+    PyErr_Clear();
+    return std::nullopt;
+  }
   if (Grad != GradRule::Ignore && Get(Attrs->RequiresGrad).ptr() == Py_True) {
     if (Grad == GradRule::Refuse)
       return std::nullopt;
@@ -104,8 +112,8 @@ std::optional<TorchTensor> readTorchTensor(py::handle T, GradRule Grad) {
     return std::nullopt;
   R.Pointer = static_cast<uintptr_t>(PyLong_AsUnsignedLongLong(Data.ptr()));
   // A complex tensor may be a conjugated or negated view whose bits are
-  // not its values: those go through the general path (numpy() resolves
-  // them).
+  // not its values: those go through the general path, which resolves
+  // them.
   R.Dtype = Get(Attrs->Dtype);
   static auto *Complex = new std::unordered_map<PyObject *, bool>();
   auto [It, New] = Complex->try_emplace(R.Dtype.ptr(), false);

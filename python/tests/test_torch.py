@@ -90,6 +90,32 @@ def test_strided_views_are_read_in_place_and_out_is_written_in_place():
     assert gj.take(param, torch.tensor([3])).tolist() == [3.0]
 
 
+def test_conjugated_and_negated_views_gather_the_values_they_show():
+    # x.conj() and its imaginary part are views whose memory holds other
+    # values than they show (PyTorch's conjugate and negative bits): every
+    # path gathers what they show, after calls on plain tensors of the same
+    # layouts (whose layouts the native paths keep).
+    x = torch.tensor([[1 + 2j, 3 - 4j, 5 + 6j]] * 2, dtype=torch.complex64)
+    ids = torch.tensor([[2, 0], [1, 1]])
+    k = gj.compile("gather_elements", data=((2, 3), "float32", (6, 2)),
+                   indices=((2, 2), "int64"), axis=1)
+    for plain, lazy in ((x, x.conj()), (x.imag, x.conj().imag),
+                        (x.real.contiguous(), torch._neg_view(x.real.contiguous()))):
+        assert lazy.is_conj() or lazy.is_neg()
+        want = torch.gather(lazy, 1, ids)
+        for tensor in (plain, lazy, plain, lazy):
+            expected = torch.gather(tensor, 1, ids)
+            for got in (gj.take_along_axis(tensor, ids, 1), gjt.gather_elements(tensor, ids, 1),
+                        torch.ops.gatherjit.gather_elements(tensor, ids, 1)):
+                assert torch.equal(got, expected)
+            assert torch.equal(gj.take(tensor, ids[0], 1), torch.index_select(tensor, 1, ids[0]))
+        if plain.dtype == torch.float32 and plain.stride() == (6, 2):
+            assert torch.equal(k(plain, ids), torch.gather(plain, 1, ids))
+            assert torch.equal(k(lazy, ids), want)
+    with pytest.raises(ValueError, match="out is a conjugated or negated view"):
+        gj.take_along_axis(x, ids, 1, out=torch.empty(2, 2, dtype=torch.complex64).conj())
+
+
 def test_results_are_tensors_sharing_the_kernels_output():
     data = torch.arange(10, dtype=torch.int16)
     got = gj.take(data, torch.tensor([3, -1]))
