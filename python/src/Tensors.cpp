@@ -75,13 +75,6 @@ std::optional<TorchTensor> readTorchTensor(py::handle T, GradRule Grad) {
   };
   if (Get(Attrs->IsCpu).ptr() != Py_True)
     return std::nullopt;
-  // A negated view (the imaginary part of a conjugated one) holds other
-  // values than it shows: the general path resolves it.
-  const py::object Negated = Call(Attrs->IsNeg);
-  if (Negated.ptr() != Py_False) {
-    PyErr_Clear();
-    return std::nullopt;
-  }
   if (Grad != GradRule::Ignore && Get(Attrs->RequiresGrad).ptr() == Py_True) {
     if (Grad == GradRule::Refuse)
       return std::nullopt;
@@ -111,16 +104,28 @@ std::optional<TorchTensor> readTorchTensor(py::handle T, GradRule Grad) {
       PyTuple_GET_SIZE(R.Strides.ptr()) != PyTuple_GET_SIZE(R.Sizes.ptr()))
     return std::nullopt;
   R.Pointer = static_cast<uintptr_t>(PyLong_AsUnsignedLongLong(Data.ptr()));
-  // A complex tensor may be a conjugated or negated view whose bits are
-  // not its values: those go through the general path, which resolves
-  // them.
+  // A conjugated or negated view holds other values than it shows: the
+  // general path makes them. PyTorch makes such views of complex tensors
+  // and, negated, of their real parts (x.conj().imag); those of other
+  // types come from private functions alone, and asking every tensor would
+  // cost a call each.
+  enum class Kind { Other, Floating, Complex };
   R.Dtype = Get(Attrs->Dtype);
-  static auto *Complex = new std::unordered_map<PyObject *, bool>();
-  auto [It, New] = Complex->try_emplace(R.Dtype.ptr(), false);
+  static auto *Kinds = new std::unordered_map<PyObject *, Kind>();
+  auto [It, New] = Kinds->try_emplace(R.Dtype.ptr(), Kind::Other);
   if (New)
-    It->second = R.Dtype.attr("is_complex").ptr() == Py_True;
-  if (It->second)
+    It->second = R.Dtype.attr("is_complex").ptr() == Py_True          ? Kind::Complex
+                 : R.Dtype.attr("is_floating_point").ptr() == Py_True ? Kind::Floating
+                                                                      : Kind::Other;
+  if (It->second == Kind::Complex)
     return std::nullopt;
+  if (It->second == Kind::Floating) {
+    const py::object Negated = Call(Attrs->IsNeg);
+    if (Negated.ptr() != Py_False) {
+      PyErr_Clear();
+      return std::nullopt;
+    }
+  }
   return R;
 }
 
