@@ -154,10 +154,8 @@ def _array(x, name="data", writable=False):
         if writable and x.requires_grad:
             raise RuntimeError(f"{name} requires grad: gatherjit's functions with out= do not "
                                "support automatic differentiation (as torch's refuse them)")
-        if writable and (_lazily(x, "is_conj") or _lazily(x, "is_neg")):
-            raise ValueError(f"{name} is a conjugated or negated view, whose memory holds other "
-                             f"values than it shows: gather without out= and copy the result "
-                             f"in ({name}.copy_(result))")
+        if writable and _lazy_view(x):
+            raise _lazy_out(name)
         torch = _sys.modules["torch"]
         if getattr(torch._C, "_are_functorch_transforms_active", bool)():
             # Within torch.func's transforms (grad, vmap) a tensor the
@@ -186,15 +184,22 @@ def _array(x, name="data", writable=False):
     return array
 
 
-def _lazily(t, bit):
+def _lazy_view(t):
     """Whether PyTorch tensor `t` is a view that conjugates or negates its
-    memory's values when read (PyTorch 1.10 and later)."""
-    return getattr(t, bit, bool)()
+    memory's values when read (PyTorch 1.10 and later): its memory holds
+    other values than it shows."""
+    return getattr(t, "is_conj", bool)() or getattr(t, "is_neg", bool)()
+
+
+def _lazy_out(name):
+    return ValueError(f"{name} is a conjugated or negated view, whose memory holds other values "
+                      f"than it shows: gather without out= and copy the result in "
+                      f"({name}.copy_(result))")
 
 
 def _tensor_array(torch, x):
     t = x.detach()
-    if _lazily(t, "is_conj") or _lazily(t, "is_neg"):
+    if _lazy_view(t):
         # A conjugated or negated view's memory holds other values than it
         # shows: those are made (copied) first, as torch's own kernels do,
         # in its layout where that has no overlaps (a compiled kernel's).
@@ -419,6 +424,14 @@ def _gather_on_device(op, data, indices, axis, out, mode, epilogue, device, broa
     PyTorch `data`. `broadcast` as for the CPU (_gather)."""
     torch = _sys.modules.get("torch")  # never imported here: only its tensors
     tensor = torch.Tensor if torch is not None else None
+    if tensor is not None:
+        # Conjugated and negated views' values are made on the device first
+        # (in the stream the launch follows), as torch's own kernels do.
+        data, indices = (x.resolve_conj().resolve_neg()
+                         if isinstance(x, tensor) and _lazy_view(x) else x
+                         for x in (data, indices))
+        if isinstance(out, tensor) and _lazy_view(out):
+            raise _lazy_out("out")
     key = None
     if (tensor is not None and type(data) is tensor and type(indices) is tensor
             and (out is None or type(out) is tensor) and epilogue is None and type(axis) is int):
