@@ -339,9 +339,8 @@ def _gather_nd_by_rows(x, indices, mode, style="gather_nd", epilogue=None, out=N
                                   for step in ("route", "bucket", "part", "sizes"))
     name = "gatherjit-gather-nd-" + token
     dsk = {}
-    blocks = list(itertools.product(*(range(n) for n in indices.numblocks[:-1])))
     unknown = any(math.isnan(s) for c in indices.chunks for s in c)
-    for block in blocks:
+    for block in itertools.product(*(range(n) for n in indices.numblocks[:-1])):
         # Where the blocks' sizes are unknown (indices made by a filter),
         # the tasks that need them get them from tasks that read the
         # blocks' shapes.
