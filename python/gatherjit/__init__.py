@@ -173,7 +173,15 @@ def _array(x, name="data", writable=False):
         if writable:
             raise ValueError(f"{name}: DLPack gives read-only memory; pass a numpy array or a "
                              "PyTorch tensor to write into")
-        return _np.from_dlpack(x)
+        try:
+            return _np.from_dlpack(x)
+        except Exception as e:
+            # Types numpy's DLPack reader lacks (bfloat16) or the exporter
+            # cannot export (JAX's float8s): its own numpy view, where it
+            # has one (JAX's and ml_dtypes' types move as their bytes).
+            if not hasattr(x, "__array__"):
+                raise TypeError(f"{name}: its DLPack capsule is not one numpy reads ({e}), "
+                                "and it has no __array__") from e
     if writable:
         raise TypeError(f"{name} must be a numpy array or a PyTorch tensor to write into, "
                         f"not {type(x).__name__}")

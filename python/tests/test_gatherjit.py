@@ -1234,3 +1234,33 @@ def test_the_bench_module_runs_the_cases_it_is_asked_for():
         assert bad.returncode == 2 and message in bad.stderr and bad.stdout == "", bad
     usage = subprocess.run(run + ["--help"], capture_output=True, text=True, check=True).stdout
     assert "--cases" in usage and "--seconds" in usage
+
+
+def test_dlpack_exporters_are_read_and_else_their_numpy_view():
+    # A CPU DLPack exporter is read through its capsule; one whose capsule
+    # numpy cannot read (JAX's bfloat16, numpy's reader lacks the type; its
+    # float8s, which JAX cannot export) through its own __array__; one with
+    # neither is a TypeError naming the operand.
+    class Exporter:
+        def __init__(self, array, readable=True):
+            self.array, self.readable = array, readable
+
+        def __dlpack__(self, stream=None):
+            if not self.readable:
+                raise RuntimeError("Unsupported dtype in DLTensor.")
+            return self.array.__dlpack__()
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    class WithView(Exporter):
+        def __array__(self, dtype=None):
+            return self.array
+
+    data = np.arange(12, dtype=np.float32).reshape(3, 4)
+    ids = np.array([[3, 0], [1, 1], [2, 0]])
+    want = np.take_along_axis(data, ids, 1)
+    np.testing.assert_array_equal(gj.take_along_axis(Exporter(data), Exporter(ids), 1), want)
+    np.testing.assert_array_equal(gj.take_along_axis(WithView(data, False), ids, 1), want)
+    with pytest.raises(TypeError, match="indices: its DLPack capsule is not one numpy reads"):
+        gj.take_along_axis(data, Exporter(ids, False), 1)
