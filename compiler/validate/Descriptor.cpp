@@ -181,6 +181,9 @@ Expected<GatherElementsDesc> onnxGatherElements(const TensorDesc &Data, const Te
   const int64_t Rank = Data.rank();
   if (Rank < 1)
     return Status::invalidArgument("GatherElements: data must have rank >= 1, got a scalar");
+  if (Rank > static_cast<int64_t>(MaxRank))
+    return Status::invalidArgument("GatherElements: data rank " + std::to_string(Rank) +
+                                   " exceeds the maximum of " + std::to_string(MaxRank));
   if (Indices.rank() != Data.rank())
     return Status::invalidArgument("GatherElements: indices rank " +
                                    std::to_string(Indices.rank()) + " must equal data rank " +
@@ -219,6 +222,9 @@ Expected<GatherDesc> onnxGather(const TensorDesc &Data, const TensorDesc &Indice
   const int64_t Rank = Data.rank();
   if (Rank < 1)
     return Status::invalidArgument("Gather: data must have rank >= 1, got a scalar");
+  if (Rank > static_cast<int64_t>(MaxRank))
+    return Status::invalidArgument("Gather: data rank " + std::to_string(Rank) +
+                                   " exceeds the maximum of " + std::to_string(MaxRank));
   if (Axis < -Rank || Axis >= Rank)
     return Status::invalidArgument(axisRangeMessage("Gather", Axis, Rank));
   const unsigned A = static_cast<unsigned>(Axis < 0 ? Axis + Rank : Axis);

@@ -285,6 +285,17 @@ TEST(OnnxBuilders, GatherOutputRankLimit) {
   ASSERT_FALSE(D.isOk());
   EXPECT_THAT(D.status().message(),
               HasSubstr("output rank = data rank 5 + indices rank 5 - 1 = 9"));
+  // Data of rank 9 with a scalar index would give an output of rank 8.
+  Expected<GatherDesc> Nine =
+      onnxGather(T(DataType::Float32, std::vector<uint64_t>(9, 2)), T(DataType::Int64, {}), 0);
+  ASSERT_FALSE(Nine.isOk());
+  EXPECT_THAT(Nine.status().message(), HasSubstr("Gather: data rank 9 exceeds the maximum of 8"));
+  Expected<GatherElementsDesc> E =
+      onnxGatherElements(T(DataType::Float32, std::vector<uint64_t>(9, 2)),
+                         T(DataType::Int64, std::vector<uint64_t>(9, 1)), 0);
+  ASSERT_FALSE(E.isOk());
+  EXPECT_THAT(E.status().message(),
+              HasSubstr("GatherElements: data rank 9 exceeds the maximum of 8"));
 }
 
 TEST(DataTypes, NamesRoundTrip) {
