@@ -92,8 +92,17 @@ def _device(data):
 # The kernels alone, without autograd: what the operators run below
 # PyTorch's autograd (their annotations are the operators' schemas).
 
+def _scalar_gather(data, indices):
+    """torch.gather's rule for 0-d operands: gathered as 1-d ones of one
+    element, the result of the indices' shape."""
+    return (data.dim() == 0 or indices.dim() == 0) and data.dim() <= 1 and indices.dim() <= 1
+
+
 def _gather_elements_kernel(data: torch.Tensor, indices: torch.Tensor, axis: int,
                             mode: str = "raise") -> torch.Tensor:
+    if _scalar_gather(data, indices):
+        return _gather_elements_kernel(data.reshape(-1), indices.reshape(-1), axis,
+                                       mode).reshape(indices.shape)
     empty = (0,) * data.dim()
     if indices.numel() == 0 and indices.shape != empty and data.dim() > 0:
         # torch.gather checks no sizes against empty indices: the result has
@@ -129,8 +138,7 @@ def gather_elements(data: torch.Tensor, indices: torch.Tensor, axis: int,
     """torch.gather(data, axis, indices) by a gatherjit kernel."""
     _expect_tensors("gather_elements", data, indices)
     axis = operator.index(axis)
-    if (data.dim() == 0 or indices.dim() == 0) and data.dim() <= 1 and indices.dim() <= 1:
-        # torch's rule: a 0-d tensor is gathered as a 1-d one of one element.
+    if _scalar_gather(data, indices):  # reshaped here, where autograd sees it
         return gather_elements(data.reshape(-1), indices.reshape(-1), axis,
                                mode).reshape(indices.shape)
     return _call("gather_elements", data, indices, axis, mode)
@@ -218,12 +226,14 @@ def _setup_along_axis(ctx, inputs):
     positions read along it."""
     data, indices, axis, mode = inputs
     ctx.shape, ctx.axis = data.shape, _normal_axis(axis, data.dim())
-    return _read(indices, data.shape[ctx.axis], mode)
+    return _read(indices, data.shape[ctx.axis] if data.dim() else 1, mode)
 
 
 def _grad_gather_elements(ctx, grad):
     (idx,) = ctx.saved_tensors
     out = grad.new_zeros(ctx.shape)
+    if not ctx.shape:  # 0-d data: every index read its one element
+        return out + grad.sum(), None, None, None
     if ctx.shape[ctx.axis] == 0:
         return out, None, None, None
     return out.scatter_add(ctx.axis, idx, grad), None, None, None

@@ -49,11 +49,18 @@ def test_zero_dimensional_tensors_gather_as_torch_gathers_them():
                       (torch.tensor([1.0, 2.0]), torch.tensor(1))):
         for axis in (0, -1):
             want = torch.gather(data, axis, idx)
-            got = gjt.gather_elements(data, idx, axis)
-            assert got.shape == want.shape and torch.equal(got, want)
-    data = torch.tensor(3.0, dtype=torch.float64, requires_grad=True)
-    gjt.gather_elements(data, torch.tensor([0, 0, 0]), 0).sum().backward()
-    assert data.grad.item() == 3.0
+            for got in (gjt.gather_elements(data, idx, axis),
+                        torch.ops.gatherjit.gather_elements(data, idx, axis)):
+                assert got.shape == want.shape and torch.equal(got, want)
+    # Gradients of 0-d data, through the function and the operator (whose
+    # formulas torch.library registers in PyTorch 2.4 and later).
+    gathers = [gjt.gather_elements]
+    if hasattr(torch.library, "register_autograd"):
+        gathers.append(torch.ops.gatherjit.gather_elements)
+    for gather in gathers:
+        data = torch.tensor(3.0, dtype=torch.float64, requires_grad=True)
+        gather(data, torch.tensor([0, 0, 0]), 0).sum().backward()
+        assert data.grad.item() == 3.0
     with pytest.raises(IndexError):
         gjt.gather_elements(torch.tensor(5.0), torch.tensor(1), 0)
 
