@@ -217,20 +217,32 @@ def _tensor_array(torch, x):
             t = t.resolve_conj().resolve_neg()
     dtype = _numpy_dtype_of(t)
     if dtype.kind == "V":  # numpy has no such type: the elements' bytes
-        return t.view(torch.int16 if dtype.itemsize == 2 else torch.uint8).numpy().view(dtype)
+        return t.view(_BYTES_OF_SIZE[dtype.itemsize](torch)).numpy().view(dtype)
     return t.numpy()
+
+
+# A PyTorch integer type of each size of element that numpy lacks a type for.
+_BYTES_OF_SIZE = {1: lambda torch: torch.uint8, 2: lambda torch: torch.int16,
+                  4: lambda torch: torch.int32}
 
 
 def _numpy_dtype_of(t):
     """The numpy dtype the package views a PyTorch tensor's elements as:
     numpy's own, or a void of their size for bfloat16 (gatherjit's
-    BFLOAT16) and the one-byte floats (float8 formats), which numpy lacks."""
+    BFLOAT16), the one-byte floats (float8 formats) and complex32, which
+    numpy lacks; a TypeError for the quantized types, whose values are not
+    their bytes alone."""
     torch = _sys.modules["torch"]
     if t.dtype == torch.bfloat16:
         return _np.dtype("V2")
-    if t.is_floating_point() and t.element_size() == 1:
-        return _np.dtype("V1")
-    return _np.dtype(str(t.dtype).replace("torch.", ""))
+    if (t.is_floating_point() and t.element_size() == 1) or t.dtype == getattr(
+            torch, "complex32", None):
+        return _np.dtype(f"V{t.element_size()}")
+    try:
+        return _np.dtype(str(t.dtype).replace("torch.", ""))
+    except TypeError:
+        raise TypeError(f"a PyTorch tensor of {t.dtype}, which gatherjit does not gather "
+                        "(it moves elements whose bytes are their values)") from None
 
 
 def _result(array, like):
@@ -241,8 +253,9 @@ def _result(array, like):
     array = _np.asarray(array)  # (a take of one element is numpy's scalar)
     if array.dtype == _np.dtype("V2"):
         return torch.from_numpy(array.view(_np.int16)).view(torch.bfloat16)
-    if array.dtype == _np.dtype("V1"):  # a float8 tensor's elements, gathered
-        return torch.from_numpy(array.view(_np.uint8)).view(like.dtype)
+    if array.dtype in (_np.dtype("V1"), _np.dtype("V4")):  # float8s', complex32's
+        return torch.from_numpy(array.view(_np.uint8 if array.itemsize == 1 else _np.int32)
+                                ).view(like.dtype)
     return torch.from_numpy(array)
 
 

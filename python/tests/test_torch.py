@@ -159,6 +159,26 @@ def test_float8_tensors_are_gathered_as_their_bytes(name):
         assert got.dtype == dtype and torch.equal(got.view(torch.uint8), raw.t()[[2, 7]])
 
 
+@pytest.mark.skipif(not hasattr(torch, "complex32"), reason="PyTorch without complex32")
+def test_complex32_tensors_are_gathered_as_their_bytes_and_quantized_ones_refused():
+    # numpy has no complex32: its elements move as 4 bytes, the result keeps
+    # the dtype. A quantized tensor's values are not its bytes alone.
+    raw = torch.arange(48, dtype=torch.int32).reshape(4, 12)
+    data = raw.view(torch.complex32)
+    idx = torch.tensor([[11, 0, 5]] * 4)
+    for _ in range(2):  # the second call on the direct path
+        got = gjt.gather_elements(data, idx, 1)
+        assert got.dtype == torch.complex32
+        assert torch.equal(got.view(torch.int32), torch.gather(raw, 1, idx))
+        got = gj.take(data, torch.tensor([3, 1]), 0)
+        assert got.dtype == torch.complex32 and torch.equal(got.view(torch.int32), raw[[3, 1]])
+    k = gj.compile("gather", data.t(), torch.tensor([2, 7]), 0)
+    assert torch.equal(k(data.t(), torch.tensor([2, 7])).view(torch.int32), raw.t()[[2, 7]])
+    quantized = torch.quantize_per_tensor(torch.arange(4.0), 0.5, 0, torch.quint8)
+    with pytest.raises(TypeError, match="torch.quint8, which gatherjit does not gather"):
+        gj.take(quantized, torch.tensor([1]), 0)
+
+
 def test_errors_are_python_exceptions():
     data = torch.arange(6.).reshape(2, 3)
     with pytest.raises(IndexError, match="3"):
