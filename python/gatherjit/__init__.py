@@ -596,9 +596,11 @@ def _range(size):
 def _out_of_range(op, data, indices, axis, position, starts=()):
     """The first out-of-range index at `position` (row-major in the indices
     the kernel saw) named in the caller's shapes; `indices` a block of a
-    larger array that starts at `starts` names it in that array."""
+    larger array that starts at `starts` names it in that array. `data` may
+    be given by its shape (a tuple)."""
     ids = _array(indices, "indices")
-    shape = tuple(int(s) for s in getattr(data, "shape", None) or _np.shape(data))
+    shape = data if isinstance(data, tuple) else getattr(data, "shape", None) or _np.shape(data)
+    shape = tuple(int(s) for s in shape)
     if op == "gather_nd":
         k = ids.shape[-1]
         where = _np.unravel_index(position // max(k, 1), ids.shape[:-1]) if ids.ndim > 1 else ()

@@ -244,25 +244,21 @@ def _first_rows(first, rows, mode):
     return np.where((wrapped >= 0) & (wrapped < rows), wrapped, -1)
 
 
-def _tuple_error(idx, i, c, offsets, size, style):
-    """The IndexError naming component `c` of tuple `i` (flat) of the block
-    of tuples `idx`, by its position in the whole array, as the function
-    the tuples came from (`style`) names it: "gather_nd" a tuple's
-    component, "take" an index (1-tuples), "embedding_lookup" an id."""
-    where = np.unravel_index(i, idx.shape[:-1])
-    values = [int(v) for v in idx.reshape(-1, idx.shape[-1])[i]]
+def _tuple_error(idx, i, offsets, shape, style):
+    """The IndexError naming the first out-of-range component of tuple `i`
+    (flat) of the block of tuples `idx` into x of `shape`, by its position
+    in the whole array, as the function the tuples came from (`style`)
+    names it: "gather_nd" a tuple's component and "take" an index
+    (1-tuples), as gatherjit's own do; "embedding_lookup" an id."""
     if style == "embedding_lookup":
+        size = shape[0]
         valid = f"valid ids are {-size}..{size - 1}" if size else "the table is empty"
-        return IndexError(f"embedding_lookup: ids[{int(where[0]) + offsets[0]}] = {values[0]} "
+        return IndexError(f"embedding_lookup: ids[{i + offsets[0]}] = {int(idx[i, 0])} "
                           f"is out of range for a table of {size} rows; {valid}")
     if style == "take":
-        at = ", ".join(f"{int(w) + o}" for w, o in zip(where, offsets))
-        return IndexError(f"indices[{at}] = {values[0]} is out of range for axis 0 of size "
-                          f"{size}; {gatherjit._range(size)}")
-    at = "".join(f"{int(w) + o}, " for w, o in zip(where, offsets))
-    shown = ", ".join(map(str, values)) + ("," if len(values) == 1 else "")
-    return IndexError(f"indices[{at}:] = ({shown}) has component {c} = {values[c]}, out of "
-                      f"range for axis {c} of size {size}; {gatherjit._range(size)}")
+        return IndexError(gatherjit._out_of_range("gather", shape, idx[..., 0], 0, i, offsets))
+    return IndexError(gatherjit._out_of_range("gather_nd", shape, idx, 0, i * idx.shape[-1],
+                                              offsets))
 
 
 def _nd_route(idx, starts, shape, offsets, mode, style):
@@ -284,9 +280,7 @@ def _nd_route(idx, starts, shape, offsets, mode, style):
         bad = np.stack([first < 0] + [(flat[:, c] < -shape[c]) | (flat[:, c] >= shape[c])
                                       for c in range(1, k)], axis=1)
         if bad.any():
-            i = int(np.argmax(bad.any(axis=1)))
-            c = int(np.argmax(bad[i]))
-            raise _tuple_error(idx, i, c, offsets, shape[c], style)
+            raise _tuple_error(idx, int(np.argmax(bad.any(axis=1))), offsets, shape, style)
     chunk = np.searchsorted(starts, first, side="right") - 1
     order = np.argsort(chunk, kind="stable")
     bounds = np.searchsorted(chunk[order], np.arange(len(starts)))
@@ -427,7 +421,7 @@ def embedding_lookup(table, ids, mode="raise", epilogue=None):
         ids = ids.compute()
     bad = _first_bad(ids, rows) if mode == "raise" else None
     if bad is not None:  # Named as the routed plan names it.
-        raise _tuple_error(ids[:, None], int(bad[0]), 0, [0], rows, "embedding_lookup")
+        raise _tuple_error(ids[:, None], int(bad[0]), [0], (rows,), "embedding_lookup")
     if rows == 0:  # Nothing to read: gatherjit.take's result or error for no rows.
         return da.from_array(gatherjit.take(np.empty((0, table.shape[1]), table.dtype), ids, 0,
                                             mode=mode, epilogue=epilogue), chunks=-1)
