@@ -217,13 +217,13 @@ def _tensor_array(torch, x):
             t = t.resolve_conj().resolve_neg()
     dtype = _numpy_dtype_of(t)
     if dtype.kind == "V":  # numpy has no such type: the elements' bytes
-        return t.view(_BYTES_OF_SIZE[dtype.itemsize](torch)).numpy().view(dtype)
+        return t.view(getattr(torch, _WORDS[dtype.itemsize])).numpy().view(dtype)
     return t.numpy()
 
 
-# A PyTorch integer type of each size of element that numpy lacks a type for.
-_BYTES_OF_SIZE = {1: lambda torch: torch.uint8, 2: lambda torch: torch.int16,
-                  4: lambda torch: torch.int32}
+# An integer type of each size of element that numpy lacks a type for, by
+# name in both numpy and PyTorch: the elements' bytes are moved as those.
+_WORDS = {1: "uint8", 2: "int16", 4: "int32"}
 
 
 def _numpy_dtype_of(t):
@@ -254,8 +254,7 @@ def _result(array, like):
     if array.dtype == _np.dtype("V2"):
         return torch.from_numpy(array.view(_np.int16)).view(torch.bfloat16)
     if array.dtype in (_np.dtype("V1"), _np.dtype("V4")):  # float8s', complex32's
-        return torch.from_numpy(array.view(_np.uint8 if array.itemsize == 1 else _np.int32)
-                                ).view(like.dtype)
+        return torch.from_numpy(array.view(_WORDS[array.itemsize])).view(like.dtype)
     return torch.from_numpy(array)
 
 
