@@ -176,14 +176,18 @@ static std::string axisRangeMessage(const char *Op, int64_t Axis, size_t Rank) {
          std::to_string(static_cast<int64_t>(Rank) - 1);
 }
 
+static Status rankOverLimit(const char *Op, const char *Tensor, size_t Rank) {
+  return Status::invalidArgument(std::string(Op) + ": " + Tensor + " rank " + std::to_string(Rank) +
+                                 " exceeds the maximum of " + std::to_string(MaxRank));
+}
+
 Expected<GatherElementsDesc> onnxGatherElements(const TensorDesc &Data, const TensorDesc &Indices,
                                                 int64_t Axis) {
   const int64_t Rank = Data.rank();
   if (Rank < 1)
     return Status::invalidArgument("GatherElements: data must have rank >= 1, got a scalar");
   if (Rank > static_cast<int64_t>(MaxRank))
-    return Status::invalidArgument("GatherElements: data rank " + std::to_string(Rank) +
-                                   " exceeds the maximum of " + std::to_string(MaxRank));
+    return rankOverLimit("GatherElements", "data", Rank);
   if (Indices.rank() != Data.rank())
     return Status::invalidArgument("GatherElements: indices rank " +
                                    std::to_string(Indices.rank()) + " must equal data rank " +
@@ -223,8 +227,7 @@ Expected<GatherDesc> onnxGather(const TensorDesc &Data, const TensorDesc &Indice
   if (Rank < 1)
     return Status::invalidArgument("Gather: data must have rank >= 1, got a scalar");
   if (Rank > static_cast<int64_t>(MaxRank))
-    return Status::invalidArgument("Gather: data rank " + std::to_string(Rank) +
-                                   " exceeds the maximum of " + std::to_string(MaxRank));
+    return rankOverLimit("Gather", "data", Rank);
   if (Axis < -Rank || Axis >= Rank)
     return Status::invalidArgument(axisRangeMessage("Gather", Axis, Rank));
   const unsigned A = static_cast<unsigned>(Axis < 0 ? Axis + Rank : Axis);
@@ -290,15 +293,11 @@ Expected<GatherNDDesc> onnxGatherND(const TensorDesc &Data, const TensorDesc &In
   std::vector<uint64_t> OutShape = onnxGatherNDOutputShape(Data.Sizes, Indices.Sizes, B);
   const size_t Common =
       std::max({OutShape.size(), Data.Sizes.size(), Indices.Sizes.size(), size_t(1)});
-  if (Common > MaxRank) {
-    const auto [Name, Rank] = R > static_cast<int64_t>(MaxRank) ? std::pair("data", size_t(R))
-                              : Q > static_cast<int64_t>(MaxRank)
-                                  ? std::pair("indices", size_t(Q))
-                                  : std::pair("output", OutShape.size());
-    return Status::invalidArgument(std::string("GatherND: ") + Name + " rank " +
-                                   std::to_string(Rank) + " exceeds the maximum of " +
-                                   std::to_string(MaxRank));
-  }
+  if (Common > MaxRank)
+    return R > static_cast<int64_t>(MaxRank) ? rankOverLimit("GatherND", "data", R)
+           : Q > static_cast<int64_t>(MaxRank)
+               ? rankOverLimit("GatherND", "indices", Q)
+               : rankOverLimit("GatherND", "output", OutShape.size());
   GatherNDDesc Desc;
   Desc.Input = padLeading(Data, Common);
   Desc.Indices = padLeading(Indices, Common);
