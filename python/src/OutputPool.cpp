@@ -14,6 +14,7 @@
 #include <bit>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <iterator>
 #include <list>
@@ -267,6 +268,28 @@ size_t resultBytes(const py::dtype &Type, const std::vector<py::ssize_t> &Shape)
   return Bytes;
 }
 
+/// pool().take(Bytes) for a result of \p Type and \p Shape; where the
+/// system refuses the memory, a MemoryError that names what was asked for
+/// (as numpy's own does), not the bare std::bad_alloc.
+void *takeResult(const py::dtype &Type, const std::vector<py::ssize_t> &Shape, size_t Bytes) {
+  try {
+    return pool().take(Bytes);
+  } catch (const std::bad_alloc &) {
+    static const char *Units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    double Amount = static_cast<double>(Bytes);
+    int Unit = 0;
+    for (; Amount >= 1024 && Unit < 6; ++Unit)
+      Amount /= 1024;
+    char Size[32];
+    std::snprintf(Size, sizeof(Size), "%.1f %s", Amount, Units[Unit]);
+    const std::string Message =
+        std::string("cannot allocate ") + Size + " for the result, of shape " +
+        tupleString({Shape.begin(), Shape.end()}) + " and dtype " + dtypeString(Type);
+    PyErr_SetString(PyExc_MemoryError, Message.c_str());
+    throw py::error_already_set();
+  }
+}
+
 /// A DLPack result's header, in one block of memory with its shape and
 /// strides after it and, for a small result, its bytes (a large one's
 /// come from the pool).
@@ -338,7 +361,7 @@ std::optional<py::capsule> newDlpackResult(const py::dtype &Type,
     T.Data = static_cast<char *>(Block) + Head;
   } else {
     try {
-      T.Data = pool().take(Bytes);
+      T.Data = takeResult(Type, Shape, Bytes);
     } catch (...) {
       std::free(Block);
       throw;
@@ -365,7 +388,7 @@ py::array newArray(const py::dtype &Type, const std::vector<py::ssize_t> &Shape)
   // the bytes of an earlier result.
   if (Bytes < OutputPool::FromBytes || holdsReferences(Type))
     return cOrderArray(Type, Shape);
-  void *P = pool().take(Bytes);
+  void *P = takeResult(Type, Shape, Bytes);
   py::capsule Owner(P, [](void *Q) { pool().give(Q); });
   return cOrderArray(Type, Shape, P, Owner);
 }

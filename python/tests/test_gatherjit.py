@@ -978,6 +978,21 @@ def test_large_results_reuse_the_buffers_of_dead_ones_and_never_a_live_one():
         gj.set_output_pool(-1)
 
 
+def test_a_result_the_system_cannot_hold_is_a_memory_error_naming_it():
+    # 4 EiB, more than any address space: refused on every machine,
+    # whatever its overcommit policy.
+    table = np.broadcast_to(np.float64(1), (1 << 20, 1 << 20))
+    ids = np.broadcast_to(np.int64(0), (1 << 39,))
+    shape = r"\(1048576, 549755813888\)"
+    with pytest.raises(MemoryError, match=r"cannot allocate 4\.0 EiB for the result, of shape "
+                       + shape + " and dtype float64"):
+        gj.take(table, ids, axis=1)
+    with pytest.raises(MemoryError, match=shape):
+        gj.take_along_axis(table, np.broadcast_to(np.int64(0), (1 << 20, 1 << 39)), axis=1)
+    small = np.arange(12.0).reshape(3, 4)  # the pool serves on
+    np.testing.assert_array_equal(gj.take(small, [2, 0], axis=1), small[:, [2, 0]])
+
+
 def test_results_that_grow_a_little_take_the_buffer_of_the_one_before():
     # Under 4 MiB a buffer is made up to a quarter of a power of two
     # larger: 200 KiB takes 224 KiB, which a result of 210 KiB fits and
