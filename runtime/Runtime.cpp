@@ -16,6 +16,8 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include <cstdio>
+#include <system_error>
+#include <thread>
 
 namespace gatherjit {
 
@@ -197,8 +199,14 @@ Expected<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions &Options
   // shape's compile() would otherwise create it (tens of microseconds).
   if (Options.Specialization != Specialize::Never)
     I->Upgrades->start();
-  if (Options.WarmUp)
-    I->WarmUpThread = std::thread([Impl = I.get()] { Impl->warmUp(); });
+  if (Options.WarmUp) {
+    // Only a head start: without a thread, the first kernel's compile does
+    // the same work.
+    try {
+      I->WarmUpThread = std::thread([Impl = I.get()] { Impl->warmUp(); });
+    } catch (const std::system_error &) {
+    }
+  }
   I->InitMs = msSince(T0);
   return std::unique_ptr<Runtime>(new Runtime(std::move(I)));
 }

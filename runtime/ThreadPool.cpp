@@ -9,10 +9,12 @@
 
 #include <algorithm>
 #include <climits>
+#include <exception>
 #include <new>
 #include <pthread.h>
 #include <sched.h>
 #include <set>
+#include <system_error>
 #include <thread>
 
 namespace gatherjit {
@@ -60,14 +62,21 @@ int64_t ThreadPool::parallelMin(uint64_t Rows,
     return std::min(A, B);
   };
   int64_t Result = 0;
-  TaskArena->A.execute([&] {
-    Result = tbb::parallel_reduce(
-        tbb::blocked_range<uint64_t>(0, Rows, Grain), int64_t(0),
-        [&](const tbb::blocked_range<uint64_t> &R, int64_t Acc) {
-          return Combine(Acc, Fn(R.begin(), R.end()));
-        },
-        Combine);
-  });
+  try {
+    TaskArena->A.execute([&] {
+      Result = tbb::parallel_reduce(
+          tbb::blocked_range<uint64_t>(0, Rows, Grain), int64_t(0),
+          [&](const tbb::blocked_range<uint64_t> &R, int64_t Acc) {
+            return Combine(Acc, Fn(R.begin(), R.end()));
+          },
+          Combine);
+    });
+  } catch (const std::exception &) {
+    // oneTBB could not start a worker (no memory for its stack, say): every
+    // row on this thread, where the chunks that ran write the same bytes
+    // again.
+    return Fn(0, Rows);
+  }
   return Result;
 }
 
@@ -138,7 +147,8 @@ void BackgroundQueue::push(std::function<void()> Job) {
   if (Stopping)
     return;
   Jobs.push_back(std::move(Job));
-  startWorker();
+  if (!startWorker())
+    return;
   Wake.notify_one();
 }
 
@@ -148,9 +158,16 @@ void BackgroundQueue::start() {
     startWorker();
 }
 
-void BackgroundQueue::startWorker() {
-  if (!Worker.joinable())
+bool BackgroundQueue::startWorker() {
+  if (Worker.joinable())
+    return true;
+  try {
     Worker = std::thread([this] { loop(); });
+    return true;
+  } catch (const std::system_error &) {
+    Jobs.clear(); // Nothing can run them; nobody waits for them.
+    return false;
+  }
 }
 
 void BackgroundQueue::stop() {

@@ -69,6 +69,10 @@ private:
 /// no compile is halfway through LLVM or holds a lock; the child, which
 /// has none of its parent's threads, starts its own worker at its first
 /// job (or drain()) and runs the jobs its parent had queued.
+///
+/// Where no thread can be made (no address space left for its stack), the
+/// jobs are dropped: every job here is an upgrade the runtime can do
+/// without, and nothing waits for what it would have made.
 class BackgroundQueue {
 public:
   BackgroundQueue();
@@ -86,8 +90,9 @@ public:
 
 private:
   void loop();
-  /// Starts the worker if it has not started (under Mutex).
-  void startWorker();
+  /// Starts the worker if it has not started (under Mutex); where no
+  /// thread can be made, drops the queued jobs and returns false.
+  bool startWorker();
   /// pthread_atfork's handlers, over every queue of the process.
   static void beforeFork();
   static void afterForkInParent();

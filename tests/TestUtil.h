@@ -15,6 +15,16 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+/// Defined where a sanitizer's allocator serves the heap (its own counts,
+/// its own reservations of address space).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define GATHERJIT_SANITIZED_HEAP 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define GATHERJIT_SANITIZED_HEAP 1
+#endif
+#endif
+
 namespace gatherjit::test {
 
 /// What code run on a kernel's rows (generated, generic or a simulated

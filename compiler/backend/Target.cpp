@@ -21,6 +21,7 @@
 #include <climits>
 #include <mutex>
 #include <pthread.h>
+#include <system_error>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -432,7 +433,7 @@ void prepareHostTarget(OptLevel Level, OptLevel First) {
         Host.join();
       },
       nullptr, nullptr);
-  P.Maker = std::thread([&P, Level, First] {
+  auto Make = [&P, Level, First] {
     Expected<std::unique_ptr<llvm::TargetMachine>> TM = createTargetMachine({}, Level);
     if (!TM)
       return; // createCodeGenerator makes it again, and reports why not.
@@ -450,7 +451,14 @@ void prepareHostTarget(OptLevel Level, OptLevel First) {
     auto Gen = std::make_unique<CodeGenerator>(TM.take());
     if (Gen->build(First))
       P.Gen = std::move(Gen);
-  });
+  };
+  // The maker only saves the first compile's time: where no thread can be
+  // made, createCodeGenerator makes the code generator on the caller's
+  // thread.
+  try {
+    P.Maker = std::thread(Make);
+  } catch (const std::system_error &) {
+  }
 }
 
 Expected<std::unique_ptr<CodeGenerator>> createCodeGenerator(const TargetDesc &Target,

@@ -12,6 +12,8 @@
 
 #include "gatherjit/gatherjit.h"
 
+#include "TestUtil.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -23,14 +25,6 @@
 #include <vector>
 
 namespace {
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define GATHERJIT_SANITIZED_HEAP 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define GATHERJIT_SANITIZED_HEAP 1
-#endif
-#endif
 
 #ifdef GATHERJIT_SANITIZED_HEAP
 extern "C" size_t __sanitizer_get_current_allocated_bytes();

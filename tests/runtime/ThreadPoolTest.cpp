@@ -2,16 +2,25 @@
 
 #include "runtime/ThreadPool.h"
 
+#include "TestUtil.h"
+
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <future>
 #include <mutex>
+#include <new>
 #include <set>
 #include <thread>
 #include <vector>
+
+#include <pthread.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 using namespace gatherjit;
 
@@ -131,6 +140,69 @@ TEST(BackgroundQueue, StopDropsWhatHasNotStartedAndRefusesMore) {
     Q.push([&] { ++Ran; }); // After stop: never runs.
     EXPECT_EQ(Ran.load(), 1);
   }
+}
+
+TEST(ThreadPool, WhereNoThreadCanBeMadeRowsRunOnTheCallerAndJobsAreDropped) {
+#ifdef GATHERJIT_SANITIZED_HEAP
+  GTEST_SKIP() << "an address-space limit starves the sanitizer's own allocator";
+#else
+  // A child whose address space has room for small allocations but not a
+  // thread's stack: the queue neither throws nor leaves drain() waiting.
+  const pid_t Child = fork();
+  ASSERT_GE(Child, 0);
+  if (Child == 0) {
+    long Pages = 0;
+    if (FILE *F = std::fopen("/proc/self/statm", "r")) {
+      if (std::fscanf(F, "%ld", &Pages) != 1)
+        Pages = 0;
+      std::fclose(F);
+    }
+    const rlim_t Limit = static_cast<rlim_t>(Pages) * sysconf(_SC_PAGESIZE) + (2 << 20);
+    const rlimit AddressSpace = {Limit, Limit};
+    // Stacks larger than any the process has cached, so that each thread
+    // needs a new mapping.
+    pthread_attr_t Large;
+    pthread_attr_init(&Large);
+    pthread_attr_setstacksize(&Large, 256u << 20);
+    if (Pages <= 0 || pthread_setattr_default_np(&Large) != 0 ||
+        setrlimit(RLIMIT_AS, &AddressSpace) != 0)
+      _exit(77);
+    pthread_t Probe;
+    if (pthread_create(
+            &Probe, nullptr, [](void *) -> void * { return nullptr; }, nullptr) == 0)
+      _exit(77);
+    try {
+      // Split rows still all run, on this thread.
+      ThreadPool Pool(2);
+      std::vector<int> Seen(100000);
+      const int64_t First = Pool.parallelMin(Seen.size(), [&](uint64_t Begin, uint64_t End) {
+        for (uint64_t R = Begin; R < End; ++R)
+          Seen[R] = 1;
+        return Begin <= 70000 && 70000 < End ? int64_t(70001) : int64_t(0);
+      });
+      if (First != 70001 || std::count(Seen.begin(), Seen.end(), 1) != 100000)
+        _exit(3);
+      BackgroundQueue Q;
+      std::atomic<int> Ran{0};
+      Q.push([&] { ++Ran; });
+      Q.drain();
+      Q.push([&] { ++Ran; });
+      Q.drain();
+      _exit(Ran.load() == 0 ? 0 : 1);
+    } catch (...) {
+      _exit(2);
+    }
+  }
+  int Status = 0;
+  ASSERT_EQ(waitpid(Child, &Status, 0), Child);
+  ASSERT_TRUE(WIFEXITED(Status)) << "the child ended by signal " << WTERMSIG(Status);
+  if (WEXITSTATUS(Status) == 77)
+    GTEST_SKIP() << "threads could still be made under the limit";
+  EXPECT_NE(WEXITSTATUS(Status), 3) << "split rows went missing";
+  EXPECT_NE(WEXITSTATUS(Status), 2) << "the pool or the queue threw";
+  EXPECT_NE(WEXITSTATUS(Status), 1) << "a job ran without a thread to run it";
+  EXPECT_EQ(WEXITSTATUS(Status), 0);
+#endif
 }
 
 } // namespace
