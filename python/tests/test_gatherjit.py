@@ -765,6 +765,45 @@ def test_a_second_process_loads_kernels_from_the_cache_directory(tmp_path):
     assert none[0] == "" and none[1] == "0 0"
 
 
+def test_a_process_that_cannot_make_threads_still_gathers():
+    # A stack limit past the address space: every thread the process asks
+    # for fails, as under a container's process limit. Results split
+    # across threads, shapes made hot and the background's wait all still
+    # work, on the caller's thread.
+    import resource
+    import subprocess
+    import sys
+    script = (
+        "import threading, numpy as np, gatherjit as gj\n"
+        "try:\n"
+        "    threading.Thread(target=print).start(); print('threads')\n"
+        "except RuntimeError:\n"
+        "    pass\n"
+        "rng = np.random.default_rng(3)\n"
+        "x = rng.random((1024, 512), dtype=np.float32)\n"
+        "ids = rng.integers(0, 512, (1024, 512))\n"
+        "for _ in range(40):\n"
+        "    for rows in (16, 1024):\n"
+        "        r = gj.take_along_axis(x[:rows], ids[:rows], axis=1)\n"
+        "        assert np.array_equal(r, np.take_along_axis(x[:rows], ids[:rows], axis=1))\n"
+        "gj.wait_background()\n"
+        "print('gathered')\n")
+
+    def no_threads():
+        resource.setrlimit(resource.RLIMIT_STACK,
+                           (1 << 50, resource.getrlimit(resource.RLIMIT_STACK)[1]))
+
+    hard = resource.getrlimit(resource.RLIMIT_STACK)[1]
+    if hard != resource.RLIM_INFINITY and hard < 1 << 50:
+        pytest.skip("the hard stack limit is below 1 PiB")
+    run = subprocess.run([sys.executable, "-c", script], preexec_fn=no_threads,
+                         capture_output=True, text=True, timeout=300)
+    if "threads" in run.stdout.split("\n"):
+        pytest.skip("threads could still be made under the limit")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == "gathered\n"
+
+
 @pytest.mark.parametrize("index_dtype", ["int8", "uint8", "int16", "uint16"])
 def test_narrow_integer_indices_are_taken_as_numpy_takes_them(index_dtype):
     data = np.arange(30, dtype=np.float32).reshape(6, 5)

@@ -15,6 +15,7 @@
 #include <gmock/gmock.h>
 
 #include <cstdlib>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <thread>
@@ -181,6 +182,39 @@ TEST_F(HostileInput, IntegerOptionsTakeDecimalDigitsOnly) {
   CliResult R = runCli(Dir, ge(Dir / "o.npy", "-1") + " --threads 1 --repeat 2");
   ASSERT_EQ(R.Exit, 0) << R.Err;
   EXPECT_EQ(readArray<float>(Dir / "o.npy"), expected());
+}
+
+TEST_F(HostileInput, AProcessThatCannotMakeThreadsStillGathers) {
+  // A stack limit past the address space: every thread the command asks
+  // for fails, as under a container's process limit. A kernel large
+  // enough to split runs on the caller's thread, generic or specialized.
+  rlimit Old;
+  ASSERT_EQ(getrlimit(RLIMIT_STACK, &Old), 0);
+  const rlim_t Huge = rlim_t(1) << 50;
+  if (Old.rlim_max != RLIM_INFINITY && Old.rlim_max < Huge)
+    GTEST_SKIP() << "the hard stack limit is below 1 PiB";
+  std::vector<float> Wide(512 * 512);
+  std::vector<int32_t> Ids(512 * 512);
+  for (size_t I = 0; I < Wide.size(); ++I) {
+    Wide[I] = static_cast<float>(I);
+    Ids[I] = static_cast<int32_t>((I * 7919) % 512);
+  }
+  writeArray<float>(Dir / "wide.npy", "<f4", {512, 512}, Wide);
+  writeArray<int32_t>(Dir / "ids.npy", "<i4", {512, 512}, Ids);
+  std::vector<float> Expected(Wide.size());
+  for (size_t I = 0; I < Wide.size(); ++I)
+    Expected[I] = Wide[I / 512 * 512 + static_cast<size_t>(Ids[I])];
+  const std::string Command = "gather-elements --data " + Dir / "wide.npy" + " --indices " +
+                              Dir / "ids.npy" + " --axis 1 --threads 2 --repeat 3 --no-cache -o ";
+  const rlimit NoThreads = {Huge, Old.rlim_max};
+  ASSERT_EQ(setrlimit(RLIMIT_STACK, &NoThreads), 0);
+  const CliResult Adaptive = runCli(Dir, Command + Dir / "a.npy");
+  const CliResult Compiled = runCli(Dir, Command + Dir / "c.npy --specialize compile");
+  ASSERT_EQ(setrlimit(RLIMIT_STACK, &Old), 0);
+  ASSERT_EQ(Adaptive.Exit, 0) << Adaptive.Err;
+  ASSERT_EQ(Compiled.Exit, 0) << Compiled.Err;
+  EXPECT_EQ(readArray<float>(Dir / "a.npy"), Expected);
+  EXPECT_EQ(readArray<float>(Dir / "c.npy"), Expected);
 }
 
 TEST_F(HostileInput, ManyThreadsAndLoggingFlagsKeepStderrToItsContract) {
