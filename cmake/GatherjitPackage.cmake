@@ -1,7 +1,7 @@
 # What `cmake --install` delivers: libgatherjit.so (the C and C++ APIs; LLVM
 # and oneTBB are its run-time dependencies), the public headers, the
 # gatherjit command line (for AOT builds) with the programs it hands
-# commands to, and a CMake package exporting
+# commands to, a pkg-config file, and a CMake package exporting
 #   gatherjit::gatherjit  the library
 #   gatherjit::cli        the command line, e.g. to run `gatherjit aot`
 # so another project can find_package(gatherjit) and link gatherjit::gatherjit.
@@ -52,3 +52,11 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/gatherjitConfigVersion.cm
   COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/gatherjitConfig.cmake
   ${PROJECT_BINARY_DIR}/gatherjitConfigVersion.cmake DESTINATION ${GATHERJIT_CMAKE_DIR})
+# A pkg-config file for builds without CMake (`cc app.c $(pkg-config
+# --cflags --libs gatherjit)`), found wherever the prefix is moved: its
+# prefix is the path from its own directory (GNUInstallDirs' relative
+# directories) back up.
+file(RELATIVE_PATH GATHERJIT_PC_TO_PREFIX "/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/")
+string(REGEX REPLACE "/$" "" GATHERJIT_PC_TO_PREFIX "${GATHERJIT_PC_TO_PREFIX}")
+configure_file(cmake/gatherjit.pc.in ${PROJECT_BINARY_DIR}/gatherjit.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/gatherjit.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

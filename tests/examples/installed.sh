@@ -62,4 +62,12 @@ if ldd "$work/build/aot/aot_example" | grep -Eq 'gatherjit|LLVM'; then
   echo "aot_example links gatherjit or LLVM" >&2
   exit 1
 fi
+# A build without CMake: the C example through pkg-config alone.
+pc=(env PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig" pkg-config)
+test "$("${pc[@]}" --modversion gatherjit)" = "$(sed -n 's/^project(gatherjit VERSION \([0-9.]*\).*/\1/p' "$source/CMakeLists.txt")"
+# shellcheck disable=SC2046
+cc "$source/examples/embed/embed.c" -o "$work/embed_pkg_config" $("${pc[@]}" --cflags --libs gatherjit)
+LD_LIBRARY_PATH="$work/prefix/lib" "$work/embed_pkg_config" > "$work/embed-pkg-config.txt"
+"$work/build/embed/embed_c" > "$work/embed-cmake.txt"
+cmp "$work/embed-pkg-config.txt" "$work/embed-cmake.txt"
 echo "installed package: examples built and ran"
