@@ -246,6 +246,12 @@ def _numpy_dtype_of(t):
 
 
 def _result(array, like):
+    # A numpy subclass in (np.matrix, a recarray, a unit-carrying array), the
+    # same subclass out, made from `like` as numpy makes its takes' and
+    # indexing's results (its __array_wrap__); a 0-d one is numpy's scalar.
+    if isinstance(like, _np.ndarray) and type(like) is not _np.ndarray:
+        wrapped = like.__array_wrap__(_np.asarray(array))
+        return wrapped if wrapped.ndim else wrapped[()]
     # A PyTorch tensor in, a PyTorch tensor out (sharing the result's memory).
     if not _torch_tensor(like):
         return array
@@ -630,8 +636,8 @@ def _at(where, starts):
 
 def _run_gather(op, data, indices, axis, out, mode, epilogue, broadcast):
     like = data
-    if axis is None:  # numpy's: from the flattened data
-        data, axis = _array(data).ravel(), 0
+    if axis is None:  # numpy's: from the flattened data (np.matrix's ravel() is 2-D)
+        data, axis = _np.asarray(_array(data)).ravel(), 0
     got = _native.gather_arrays(op, _array(data), _array(indices, "indices"), _index(axis),
                                 None if out is None else _array(out, "out", writable=True),
                                 mode, _fused(epilogue), broadcast)

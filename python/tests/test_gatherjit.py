@@ -238,6 +238,44 @@ def test_bad_input_is_an_exception():
         gj.take(data, np.zeros(2, dtype=np.int64), out=out)
 
 
+class _Measured(np.ndarray):
+    """A subclass carrying an attribute, as unit-carrying arrays do."""
+
+    def __array_finalize__(self, obj):
+        self.unit = getattr(obj, "unit", None)
+
+
+@pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
+def test_numpy_subclasses_come_back_as_numpy_gives_them():
+    matrix = np.matrix(np.arange(12).reshape(3, 4))
+    for indices, axis in (([2, 0], 1), ([2, 0], 0), ([1, 2], None), (1, None)):
+        expected = np.take(matrix, indices, axis=axis)
+        got = gj.take(matrix, indices, axis=axis)
+        assert type(got) is type(expected) is np.matrix
+        np.testing.assert_array_equal(got, expected)
+        assert got.shape == expected.shape
+    along = np.matrix([[0], [3], [1]])
+    got = gj.take_along_axis(matrix, along, axis=1)
+    assert type(got) is np.matrix
+    np.testing.assert_array_equal(got, np.take_along_axis(matrix, along, axis=1))
+    records = np.rec.array([(1, 2.0), (3, 4.0)], dtype=[("a", "i4"), ("b", "f8")])
+    got = gj.take(records, [1, 0, 1])
+    assert type(got) is np.recarray
+    assert got.a.tolist() == [3, 1, 3] and got.b.tolist() == [4.0, 2.0, 4.0]
+    measured = np.arange(12.0).reshape(3, 4).view(_Measured)
+    measured.unit = "m"
+    ids = np.array([[3, 0], [1, 1], [2, 0]])
+    for got, expected in ((gj.take(measured, [2, 0], axis=1), np.take(measured, [2, 0], axis=1)),
+                          (gj.take_along_axis(measured, ids, axis=1),
+                           np.take_along_axis(measured, ids, axis=1)),
+                          (gj.gather_nd(measured, np.array([[2, 1], [0, 3]])),
+                           measured[[2, 0], [1, 3]])):
+        assert type(got) is type(expected) is _Measured
+        assert got.unit == expected.unit == "m"
+        np.testing.assert_array_equal(got, expected)
+    assert type(gj.take(measured, 5, axis=None)) is type(np.take(measured, 5)) is np.float64
+
+
 def test_masked_arrays_are_refused_rather_than_their_masks_dropped():
     masked = np.ma.masked_array(np.arange(6.0).reshape(2, 3), mask=[[0, 1, 0], [1, 0, 0]])
     ids = np.array([[2, 1, 0], [0, 0, 1]])
