@@ -25,6 +25,9 @@ gatherjit_order_functions(gatherjit_shared)
 target_include_directories(gatherjit_shared INTERFACE
   $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
   $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+# The C++ API's headers are C++20: a target that links the library compiles
+# its C++ so (its C, against gatherjit.h, as it likes).
+target_compile_features(gatherjit_shared INTERFACE cxx_std_20)
 set_target_properties(gatherjit_shared PROPERTIES
   OUTPUT_NAME gatherjit EXPORT_NAME gatherjit
   VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR}
