@@ -8,6 +8,7 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <exception>
 #include <new>
@@ -35,6 +36,21 @@ unsigned allowedCpus() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
+/// Whether this process has started oneTBB, and whether it is a forked
+/// child of one that had. A child's oneTBB is its parent's state without
+/// its parent's worker threads, and may hold a lock one of them held at the
+/// fork: a child that used it waited forever for a worker (seven forks in
+/// ten, in Python, while another thread's kernels ran split).
+std::atomic<bool> TbbStarted{false}, TbbInherited{false};
+
+void startingTbb() {
+  static std::once_flag Handler;
+  std::call_once(Handler, [] {
+    pthread_atfork(nullptr, nullptr, [] { TbbInherited.store(TbbStarted.load()); });
+  });
+  TbbStarted.store(true);
+}
+
 } // namespace
 
 ThreadPool::ThreadPool(unsigned Requested)
@@ -42,13 +58,17 @@ ThreadPool::ThreadPool(unsigned Requested)
     // the host's stderr: the count is clamped to what the process may use.
     : Threads(std::min(Requested ? Requested : UINT_MAX, allowedCpus())) {}
 
-ThreadPool::~ThreadPool() = default;
+ThreadPool::~ThreadPool() {
+  if (TbbInherited.load())
+    (void)TaskArena.release(); // Its parent's: destroying it would wait on its workers.
+}
 
 int64_t ThreadPool::parallelMin(uint64_t Rows,
                                 const std::function<int64_t(uint64_t, uint64_t)> &Fn) {
-  if (Threads <= 1)
-    return Fn(0, Rows);
+  if (Threads <= 1 || TbbInherited.load(std::memory_order_relaxed))
+    return Fn(0, Rows); // (A forked child's rows, on its one thread.)
   std::call_once(ArenaOnce, [this] {
+    startingTbb();
     TaskArena = std::make_unique<Arena>(static_cast<int>(
         std::min<unsigned>(Threads, std::max(1, tbb::info::default_concurrency()))));
   });

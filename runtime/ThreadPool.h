@@ -48,7 +48,8 @@ public:
            (OutputBytes >= (1u << 20) || (Reads >= SplitReads && InputBytes >= SplitInputBytes));
   }
   /// Runs \p Fn over chunks of [0, Rows) and returns the smallest non-zero
-  /// result, or 0.
+  /// result, or 0. In a process forked from one that had started oneTBB,
+  /// on the caller's thread alone.
   int64_t parallelMin(uint64_t Rows, const std::function<int64_t(uint64_t, uint64_t)> &Fn);
 
 private:

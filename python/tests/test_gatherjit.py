@@ -5,6 +5,7 @@ import os
 import pickle
 import signal
 import sys
+import threading
 import time
 
 import numpy as np
@@ -1191,6 +1192,40 @@ def test_a_forked_child_compiles_in_the_background_of_its_own():
         pytest.fail("the forked child's wait_background() did not return")
     assert os.waitstatus_to_exitcode(status) == 0
     gj.wait_background()  # The parent's own compiles went on.
+
+
+def test_a_child_forked_while_kernels_run_split_gathers_on_its_own_thread():
+    # Another thread's kernels run split across oneTBB's workers as the
+    # process forks (a data loader's workers, say); a child whose kernels
+    # used its parent's oneTBB waited forever for a worker it does not have.
+    rng = np.random.default_rng(5)
+    data = rng.random((2048, 1024), dtype=np.float32)
+    ids = rng.integers(0, 1024, (2048, 256))
+    expected = np.take_along_axis(data, ids, 1)
+    stop = threading.Event()
+
+    def spin():
+        out = np.empty_like(expected)
+        while not stop.is_set():
+            gj.take_along_axis(data, ids, 1, out=out)
+
+    spinner = threading.Thread(target=spin)
+    spinner.start()
+    statuses = []
+    try:
+        for _ in range(10):
+            pid = os.fork()
+            if pid == 0:  # The child: no pytest here, only an exit status.
+                signal.alarm(20)
+                try:
+                    ok = np.array_equal(gj.take_along_axis(data, ids, 1), expected)
+                finally:
+                    os._exit(0 if ok else 1)
+            statuses.append(os.waitpid(pid, 0)[1])
+    finally:
+        stop.set()
+        spinner.join()
+    assert [os.waitstatus_to_exitcode(s) for s in statuses] == [0] * 10
 
 
 @pytest.mark.parametrize("module", ["__init__", "dask", "torch"])

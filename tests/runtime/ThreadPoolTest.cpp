@@ -142,6 +142,48 @@ TEST(BackgroundQueue, StopDropsWhatHasNotStartedAndRefusesMore) {
   }
 }
 
+TEST(ThreadPool, AForkedChildRunsItsRowsOnItsOwnThreadAndNeverWaits) {
+  // Forks while another thread's rows run split: a child that used its
+  // parent's oneTBB waited for a worker it does not have.
+  ThreadPool Pool(2);
+  auto Mark = [](std::vector<int> &Seen) {
+    return [&Seen](uint64_t Begin, uint64_t End) {
+      for (uint64_t R = Begin; R < End; ++R)
+        Seen[R] = 1;
+      return Begin <= 7000 && 7000 < End ? int64_t(7001) : int64_t(0);
+    };
+  };
+  std::vector<int> Warm(100000);
+  ASSERT_EQ(Pool.parallelMin(Warm.size(), Mark(Warm)), 7001);
+  std::atomic<bool> Stop{false};
+  std::thread Spinner([&] {
+    std::vector<int> Seen(100000);
+    while (!Stop)
+      (void)Pool.parallelMin(Seen.size(), Mark(Seen));
+  });
+  int Failed = 0;
+  for (int Trial = 0; Trial < 100; ++Trial) {
+    const pid_t Child = fork();
+    ASSERT_GE(Child, 0);
+    if (Child == 0) {
+      alarm(10); // A hang ends the child by SIGALRM.
+      std::vector<int> Seen(100000), Fresh(100000);
+      ThreadPool Own(2);
+      const bool Right = Pool.parallelMin(Seen.size(), Mark(Seen)) == 7001 &&
+                         Own.parallelMin(Fresh.size(), Mark(Fresh)) == 7001 &&
+                         std::count(Seen.begin(), Seen.end(), 1) == 100000 &&
+                         std::count(Fresh.begin(), Fresh.end(), 1) == 100000;
+      _exit(Right ? 0 : 3);
+    }
+    int Status = 0;
+    ASSERT_EQ(waitpid(Child, &Status, 0), Child);
+    Failed += !(WIFEXITED(Status) && WEXITSTATUS(Status) == 0);
+  }
+  Stop = true;
+  Spinner.join();
+  EXPECT_EQ(Failed, 0) << "children hung or lost rows";
+}
+
 TEST(ThreadPool, WhereNoThreadCanBeMadeRowsRunOnTheCallerAndJobsAreDropped) {
 #ifdef GATHERJIT_SANITIZED_HEAP
   GTEST_SKIP() << "an address-space limit starves the sanitizer's own allocator";
