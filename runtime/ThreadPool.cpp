@@ -39,8 +39,7 @@ unsigned allowedCpus() {
 /// Whether this process has started oneTBB, and whether it is a forked
 /// child of one that had. A child's oneTBB is its parent's state without
 /// its parent's worker threads, and may hold a lock one of them held at the
-/// fork: a child that used it waited forever for a worker (seven forks in
-/// ten, in Python, while another thread's kernels ran split).
+/// fork: a child that used it could wait forever for a worker.
 std::atomic<bool> TbbStarted{false}, TbbInherited{false};
 
 void startingTbb() {
