@@ -14,6 +14,8 @@
 
 #include "Native.h"
 
+#include <cxxabi.h>
+
 #include <array>
 #include <string>
 #include <utility>
@@ -142,6 +144,8 @@ PyObject *callGather(const GatherFunction &F, PyObject *Fallback, PyObject *cons
       }
       if (!Got.is_none())
         return Got.release().ptr();
+    } catch (abi::__forced_unwind &) {
+      throw; // A thread Python ends at its exit: see withoutGil.
     } catch (...) {
       return raiseCurrent();
     }

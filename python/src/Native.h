@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <bit>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
@@ -35,6 +36,28 @@ template <typename T> T take(Expected<T> E) {
   if (!E)
     raise(E.status());
   return E.take();
+}
+
+/// \p Body's status, run with the GIL released where \p Release. The GIL is
+/// taken back by a plain call, not by a destructor: a daemon thread that
+/// comes back after the interpreter began to exit is ended there by
+/// pthread_exit, whose unwinding a destructor (noexcept) would turn into
+/// std::terminate, ending the process. (Entry points' catch-alls let that
+/// unwinding, abi::__forced_unwind, pass.)
+template <typename BodyT> Status withoutGil(bool Release, BodyT &&Body) {
+  PyThreadState *Saved = Release ? PyEval_SaveThread() : nullptr;
+  Status S = Status::ok();
+  std::exception_ptr Thrown;
+  try {
+    S = Body();
+  } catch (...) {
+    Thrown = std::current_exception();
+  }
+  if (Saved)
+    PyEval_RestoreThread(Saved);
+  if (Thrown)
+    std::rethrow_exception(Thrown);
+  return S;
 }
 
 /// The options the process's runtime is created with (see set_threads).
@@ -217,15 +240,9 @@ public:
   void runInto(const void *In, const void *Idx, void *Dst) {
     if (runsNothing())
       return;
-    Status S = Status::ok();
-    {
-      // Other Python threads run meanwhile, unless the kernel is done
-      // sooner than the GIL would change hands (a few KiB written).
-      std::optional<py::gil_scoped_release> Release;
-      if (OutBytes >= GilFreeBytes)
-        Release.emplace();
-      S = K.run(In, Idx, Dst);
-    }
+    // Other Python threads run meanwhile, unless the kernel is done sooner
+    // than the GIL would change hands (a few KiB written).
+    const Status S = withoutGil(OutBytes >= GilFreeBytes, [&] { return K.run(In, Idx, Dst); });
     if (!S)
       raise(S);
   }

@@ -8,6 +8,8 @@
 
 #include "Native.h"
 
+#include <cxxabi.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -75,6 +77,8 @@ static PyObject *callKernel(PyObject *Self, PyObject *Args, PyObject *Kwargs) {
                              Names[I] + "'");
     PyKernel &K = py::cast<PyKernel &>(py::handle(Self));
     return K.call(Operands[0], Operands[1], Operands[2]).release().ptr();
+  } catch (abi::__forced_unwind &) {
+    throw; // A thread Python ends at its exit: see withoutGil.
   } catch (...) {
     return raiseCurrent();
   }
@@ -113,6 +117,8 @@ static PyObject *gatherArraysCall(PyObject *, PyObject *const *Args, Py_ssize_t 
                         stringArg(Args[5], "mode", ModeNames), Fused, PyObject_IsTrue(Args[7]) == 1)
         .release()
         .ptr();
+  } catch (abi::__forced_unwind &) {
+    throw; // A thread Python ends at its exit: see withoutGil.
   } catch (...) {
     return raiseCurrent();
   }
@@ -126,6 +132,8 @@ static PyObject *gatherTensorsCall(PyObject *, PyObject *const *Args, Py_ssize_t
                          PyObject_IsTrue(Args[6]) == 1, PyObject_IsTrue(Args[7]) == 1)
         .release()
         .ptr();
+  } catch (abi::__forced_unwind &) {
+    throw; // A thread Python ends at its exit: see withoutGil.
   } catch (...) {
     return raiseCurrent();
   }
@@ -162,13 +170,11 @@ PYBIND11_MODULE(_native, M) {
              uintptr_t Stream) {
             if (P.runsNothing())
               return;
-            Status S = Status::ok();
-            {
-              py::gil_scoped_release Release;
-              S = P.kernel().runOnStream(
+            const Status S = withoutGil(true, [&] {
+              return P.kernel().runOnStream(
                   reinterpret_cast<const void *>(Data), reinterpret_cast<const void *>(Indices),
                   reinterpret_cast<void *>(Out), reinterpret_cast<void *>(Stream));
-            }
+            });
             if (!S)
               raise(S);
           },
@@ -313,14 +319,18 @@ PYBIND11_MODULE(_native, M) {
       py::arg("path"));
   M.def("cache_dir", [] { return runtimeOptions().CacheDir; });
   M.def("wait_background", [] {
-    py::gil_scoped_release Release;
-    runtime().drainBackground();
+    (void)withoutGil(true, [] {
+      runtime().drainBackground();
+      return Status::ok();
+    });
   });
   M.def("_stop_background", [] {
     if (!RuntimeCreated)
       return;
-    py::gil_scoped_release Release;
-    runtime().stopBackground();
+    (void)withoutGil(true, [] {
+      runtime().stopBackground();
+      return Status::ok();
+    });
   });
   M.def("stats", &statsOf, py::arg("device"));
 }

@@ -1237,6 +1237,28 @@ def test_a_child_forked_while_kernels_run_split_gathers_on_its_own_thread():
     assert [os.waitstatus_to_exitcode(s) for s in statuses] == [0] * 10
 
 
+def test_exiting_while_daemon_threads_run_kernels_is_clean():
+    # Python ends a daemon thread that wants the GIL back after the
+    # interpreter began to exit with pthread_exit; taken back in a
+    # destructor, that unwinding ended the whole process (SIGABRT).
+    import subprocess
+    script = (
+        "import sys, threading, time, numpy as np, gatherjit as gj\n"
+        "x = np.random.rand(2048, 1024).astype(np.float32)\n"
+        "ids = np.random.randint(0, 1024, (2048, 256))\n"
+        "k = gj.compile('gather_elements', x, ids, axis=1)\n"
+        "def spin(n):\n"
+        "    while True:\n"
+        "        k(x, ids) if n else gj.take_along_axis(x, ids, axis=1)\n"
+        "for n in range(3):\n"
+        "    threading.Thread(target=spin, args=(n % 2,), daemon=True).start()\n"
+        "time.sleep(float(sys.argv[1]))\n")
+    for wait in ("0.2", "0.4", "0.6"):
+        run = subprocess.run([sys.executable, "-c", script, wait], capture_output=True,
+                             text=True, timeout=120)
+        assert run.returncode == 0, run.stderr
+
+
 @pytest.mark.parametrize("module", ["__init__", "dask", "torch"])
 def test_the_stubs_name_every_public_function_with_its_parameters(module):
     # The type stubs a type checker reads instead of the code: a parameter
