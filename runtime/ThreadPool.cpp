@@ -36,18 +36,17 @@ unsigned allowedCpus() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-/// Whether this process has started oneTBB, and whether it is a forked
-/// child of one that had. A child's oneTBB is its parent's state without
-/// its parent's worker threads, and may hold a lock one of them held at the
-/// fork: a child that used it could wait forever for a worker.
-std::atomic<bool> TbbStarted{false}, TbbInherited{false};
+/// Whether this process is a forked child of one that had started oneTBB.
+/// A child's oneTBB is its parent's state without its parent's worker
+/// threads, and may hold a lock one of them held at the fork: a child that
+/// used it could wait forever for a worker.
+std::atomic<bool> TbbInherited{false};
 
+/// Called as this process starts oneTBB: its children will inherit it.
 void startingTbb() {
   static std::once_flag Handler;
-  std::call_once(Handler, [] {
-    pthread_atfork(nullptr, nullptr, [] { TbbInherited.store(TbbStarted.load()); });
-  });
-  TbbStarted.store(true);
+  std::call_once(Handler,
+                 [] { pthread_atfork(nullptr, nullptr, [] { TbbInherited.store(true); }); });
 }
 
 } // namespace
