@@ -144,8 +144,6 @@ PyObject *callGather(const GatherFunction &F, PyObject *Fallback, PyObject *cons
       }
       if (!Got.is_none())
         return Got.release().ptr();
-    } catch (abi::__forced_unwind &) {
-      throw; // A thread Python ends at its exit: see withoutGil.
     } catch (...) {
       return raiseCurrent();
     }
@@ -167,6 +165,12 @@ constexpr auto Trampolines = trampolines(std::make_index_sequence<std::size(Func
 } // namespace
 
 PyObject *raiseCurrent() {
+  try {
+    throw;
+  } catch (abi::__forced_unwind &) {
+    throw; // A thread Python ends at its exit goes on to its end: see withoutGil.
+  } catch (...) {
+  }
   py::detail::translate_exception(std::current_exception());
   return nullptr;
 }

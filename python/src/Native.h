@@ -42,8 +42,8 @@ template <typename T> T take(Expected<T> E) {
 /// taken back by a plain call, not by a destructor: a daemon thread that
 /// comes back after the interpreter began to exit is ended there by
 /// pthread_exit, whose unwinding a destructor (noexcept) would turn into
-/// std::terminate, ending the process. (Entry points' catch-alls let that
-/// unwinding, abi::__forced_unwind, pass.)
+/// std::terminate, ending the process. (raiseCurrent, which the entry
+/// points' catch-alls call, lets that unwinding, abi::__forced_unwind, pass.)
 template <typename BodyT> Status withoutGil(bool Release, BodyT &&Body) {
   PyThreadState *Saved = Release ? PyEval_SaveThread() : nullptr;
   Status S = Status::ok();
@@ -406,7 +406,8 @@ py::object gatherTensors(const std::string &Op, py::handle DataObj, py::handle I
 py::object gatherFunction(py::module_ &Native, const py::function &Fallback,
                           const std::string &Signature);
 /// The Python exception for the C++ one being handled, as pybind11's own
-/// functions raise it; returns null.
+/// functions raise it; returns null. The unwinding of a thread Python ends
+/// (abi::__forced_unwind) is thrown on.
 PyObject *raiseCurrent();
 
 } // namespace gatherjit::binding

@@ -8,8 +8,6 @@
 
 #include "Native.h"
 
-#include <cxxabi.h>
-
 #include <algorithm>
 #include <cstring>
 
@@ -77,8 +75,6 @@ static PyObject *callKernel(PyObject *Self, PyObject *Args, PyObject *Kwargs) {
                              Names[I] + "'");
     PyKernel &K = py::cast<PyKernel &>(py::handle(Self));
     return K.call(Operands[0], Operands[1], Operands[2]).release().ptr();
-  } catch (abi::__forced_unwind &) {
-    throw; // A thread Python ends at its exit: see withoutGil.
   } catch (...) {
     return raiseCurrent();
   }
@@ -117,8 +113,6 @@ static PyObject *gatherArraysCall(PyObject *, PyObject *const *Args, Py_ssize_t 
                         stringArg(Args[5], "mode", ModeNames), Fused, PyObject_IsTrue(Args[7]) == 1)
         .release()
         .ptr();
-  } catch (abi::__forced_unwind &) {
-    throw; // A thread Python ends at its exit: see withoutGil.
   } catch (...) {
     return raiseCurrent();
   }
@@ -132,8 +126,6 @@ static PyObject *gatherTensorsCall(PyObject *, PyObject *const *Args, Py_ssize_t
                          PyObject_IsTrue(Args[6]) == 1, PyObject_IsTrue(Args[7]) == 1)
         .release()
         .ptr();
-  } catch (abi::__forced_unwind &) {
-    throw; // A thread Python ends at its exit: see withoutGil.
   } catch (...) {
     return raiseCurrent();
   }
