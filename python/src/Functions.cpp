@@ -14,8 +14,6 @@
 
 #include "Native.h"
 
-#include <cxxabi.h>
-
 #include <array>
 #include <string>
 #include <utility>
@@ -165,13 +163,14 @@ constexpr auto Trampolines = trampolines(std::make_index_sequence<std::size(Func
 } // namespace
 
 PyObject *raiseCurrent() {
-  try {
+  // An exception not thrown by C++ has no exception_ptr: the unwinding of
+  // a thread Python ends at its exit (abi::__forced_unwind, see
+  // withoutGil) goes on to the thread's end. (A handler of
+  // abi::__forced_unwind & would bind its reference to no object.)
+  std::exception_ptr Current = std::current_exception();
+  if (!Current)
     throw;
-  } catch (abi::__forced_unwind &) {
-    throw; // A thread Python ends at its exit goes on to its end: see withoutGil.
-  } catch (...) {
-  }
-  py::detail::translate_exception(std::current_exception());
+  py::detail::translate_exception(Current);
   return nullptr;
 }
 
