@@ -14,6 +14,8 @@
 
 #include "Native.h"
 
+#include <unistd.h>
+
 #include <array>
 #include <string>
 #include <utility>
@@ -160,13 +162,35 @@ template <size_t... I> constexpr auto trampolines(std::index_sequence<I...>) {
 }
 constexpr auto Trampolines = trampolines(std::make_index_sequence<std::size(Functions)>());
 
+/// Whether the interpreter is finalizing (readable without the GIL).
+bool finalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing();
+#else
+  return _Py_IsFinalizing();
+#endif
+}
+
 } // namespace
+
+void takeGilBack(PyThreadState *Saved) {
+  try {
+    PyEval_RestoreThread(Saved);
+  } catch (...) {
+    // An exception not thrown by C++ has no exception_ptr: pthread_exit's
+    // unwinding (abi::__forced_unwind). A handler of abi::__forced_unwind &
+    // would bind its reference to no object.
+    if (std::current_exception() || !finalizing())
+      throw;
+    for (;;)
+      pause(); // Never returning, this handler is not left: nothing unwinds.
+  }
+}
 
 PyObject *raiseCurrent() {
   // An exception not thrown by C++ has no exception_ptr: the unwinding of
-  // a thread Python ends at its exit (abi::__forced_unwind, see
-  // withoutGil) goes on to the thread's end. (A handler of
-  // abi::__forced_unwind & would bind its reference to no object.)
+  // a thread that pthread_exit or pthread_cancel ends goes on to the
+  // thread's end.
   std::exception_ptr Current = std::current_exception();
   if (!Current)
     throw;

@@ -38,12 +38,18 @@ template <typename T> T take(Expected<T> E) {
   return E.take();
 }
 
+/// Takes the GIL back (PyEval_RestoreThread(\p Saved)). A daemon thread that
+/// comes back once the interpreter is finalizing is ended there by
+/// pthread_exit (before Python 3.14); that unwinding would release the
+/// Python objects of the frames above (a result just made, its last
+/// reference) without the GIL, in the dying interpreter. Such a thread
+/// waits here instead until the process exits, as Python 3.14's own
+/// threads do. Any other unwinding goes on (Functions.cpp).
+void takeGilBack(PyThreadState *Saved);
+
 /// \p Body's status, run with the GIL released where \p Release. The GIL is
-/// taken back by a plain call, not by a destructor: a daemon thread that
-/// comes back after the interpreter began to exit is ended there by
-/// pthread_exit, whose unwinding a destructor (noexcept) would turn into
-/// std::terminate, ending the process. (raiseCurrent, which the entry
-/// points' catch-alls call, lets that unwinding, abi::__forced_unwind, pass.)
+/// taken back by a plain call (takeGilBack), not by a destructor, which
+/// (noexcept) would turn an unwinding from there into std::terminate.
 template <typename BodyT> Status withoutGil(bool Release, BodyT &&Body) {
   PyThreadState *Saved = Release ? PyEval_SaveThread() : nullptr;
   Status S = Status::ok();
@@ -54,7 +60,7 @@ template <typename BodyT> Status withoutGil(bool Release, BodyT &&Body) {
     Thrown = std::current_exception();
   }
   if (Saved)
-    PyEval_RestoreThread(Saved);
+    takeGilBack(Saved);
   if (Thrown)
     std::rethrow_exception(Thrown);
   return S;
