@@ -412,8 +412,8 @@ py::object gatherTensors(const std::string &Op, py::handle DataObj, py::handle I
 py::object gatherFunction(py::module_ &Native, const py::function &Fallback,
                           const std::string &Signature);
 /// The Python exception for the C++ one being handled, as pybind11's own
-/// functions raise it; returns null. The unwinding of a thread Python ends
-/// (abi::__forced_unwind) is thrown on.
+/// functions raise it; returns null. An unwinding C++ did not throw
+/// (pthread_exit's, pthread_cancel's) is thrown on.
 PyObject *raiseCurrent();
 
 } // namespace gatherjit::binding

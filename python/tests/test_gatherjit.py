@@ -1238,9 +1238,11 @@ def test_a_child_forked_while_kernels_run_split_gathers_on_its_own_thread():
 
 
 def test_exiting_while_daemon_threads_run_kernels_is_clean():
-    # Python ends a daemon thread that wants the GIL back after the
-    # interpreter began to exit with pthread_exit; taken back in a
-    # destructor, that unwinding ended the whole process (SIGABRT).
+    # A daemon thread that wants the GIL back after the interpreter began
+    # to exit is ended by Python (before 3.14) with pthread_exit. Its
+    # unwinding must neither pass a destructor (std::terminate: SIGABRT)
+    # nor release its frames' Python objects without the GIL (a crash
+    # under ThreadSanitizer): the binding keeps such a thread waiting.
     import subprocess
     script = (
         "import sys, threading, time, numpy as np, gatherjit as gj\n"
