@@ -186,6 +186,18 @@ static Status checkFeatures(const llvm::Target *T, const llvm::Triple &Triple,
   return Status::ok();
 }
 
+/// The kernels' parameters and offsets are 64-bit and their sizes are
+/// checked against a 64-bit address space: a target with narrower pointers
+/// (i686, x32, arm64_32, 32-bit NVPTX) would truncate them.
+static Status checkPointerWidth(const llvm::TargetMachine &TM, const std::string &Triple) {
+  const unsigned Bits = TM.createDataLayout().getPointerSizeInBits();
+  if (Bits == 64)
+    return Status::ok();
+  return Status::invalidArgument("cannot generate code for target '" + Triple +
+                                 "': its pointers are " + std::to_string(Bits) +
+                                 " bits, gatherjit's kernels need 64");
+}
+
 /// Whether element rows on x86 \p Cpu with \p Features (the user's among
 /// them) may vectorize to gather instructions rather than to scalar loads
 /// inserted into vectors. Measured with both, one run each, on an Intel
@@ -215,11 +227,15 @@ static Expected<llvm::orc::JITTargetMachineBuilder> targetBuilder(const TargetDe
       return toStatus(Host.takeError(), "detecting the host target");
     return std::move(*Host);
   }
-  llvm::Triple T(Choice.Triple.empty() ? llvm::sys::getProcessTriple() : Choice.Triple);
+  // Normalized, as clang does: "x86_64-linux-gnux32" read in place would
+  // have "linux" for its vendor and no environment (and a 64-bit ABI), and
+  // "x86_64-windows-msvc" no OS (and an ELF object).
+  const std::string Named = Choice.Triple.empty() ? llvm::sys::getProcessTriple() : Choice.Triple;
+  llvm::Triple T(llvm::Triple::normalize(Named));
   std::string Err;
   const llvm::Target *Tgt = llvm::TargetRegistry::lookupTarget(T.str(), Err);
   if (!Tgt)
-    return Status::invalidArgument("cannot generate code for target '" + T.str() +
+    return Status::invalidArgument("cannot generate code for target '" + Named +
                                    "': gatherjit's targets are x86-64, AArch64 and "
                                    "nvptx64-nvidia-cuda");
   llvm::orc::JITTargetMachineBuilder Builder(T);
@@ -257,6 +273,10 @@ Expected<std::unique_ptr<llvm::TargetMachine>> createTargetMachine(const TargetD
       llvm::TargetRegistry::lookupTarget(Builder->getTargetTriple().str(), Err);
   llvm::SubtargetFeatures F, User;
   F.addFeaturesVector(Builder->getFeatures().getFeatures());
+  // Before anything below asks LLVM about these features: it warns on
+  // stderr of one it does not know.
+  if (Status S = checkFeatures(Tgt, Builder->getTargetTriple(), Choice.Features); !S)
+    return S;
   for (llvm::StringRef Part : llvm::split(Choice.Features, ','))
     if (!Part.empty())
       User.AddFeature(Part);
@@ -272,8 +292,6 @@ Expected<std::unique_ptr<llvm::TargetMachine>> createTargetMachine(const TargetD
   if (Gpu && Choice.Features.find("ptx") == std::string::npos)
     F.AddFeature(ptxVersionFeature(Builder->getCPU()));
   F.addFeaturesVector(User.getFeatures());
-  if (Status S = checkFeatures(Tgt, Builder->getTargetTriple(), Choice.Features); !S)
-    return S;
   std::string Short =
       Tgt ? shortFeatures(*Tgt, Builder->getTargetTriple(), Builder->getCPU(), F) : std::string();
   Builder->setFeatures(Short.empty() ? F.getString() : Short);
@@ -285,6 +303,8 @@ Expected<std::unique_ptr<llvm::TargetMachine>> createTargetMachine(const TargetD
         llvm::TargetOptions(), std::nullopt, std::nullopt, codeGenLevel(Level)));
     if (!TM)
       return Status::invalidArgument("cannot generate code for target '" + Choice.Triple + "'");
+    if (Status S = checkPointerWidth(*TM, Choice.Triple); !S)
+      return S;
     return TM;
   }
   Builder->setRelocationModel(llvm::Reloc::PIC_);
@@ -298,6 +318,8 @@ Expected<std::unique_ptr<llvm::TargetMachine>> createTargetMachine(const TargetD
                                      "': " + llvm::toString(TM.takeError()));
     return toStatus(TM.takeError(), "creating the target machine");
   }
+  if (Status S = checkPointerWidth(**TM, Choice.Triple); !S)
+    return S;
   return std::move(*TM);
 }
 
