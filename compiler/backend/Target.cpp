@@ -68,6 +68,13 @@ static int smNumber(llvm::StringRef Arch) {
   return N;
 }
 
+/// The number NN of "sm_NN" or of the arch-specific "sm_NNa" (-1 for other
+/// names).
+static int smNumberOf(llvm::StringRef Arch) {
+  Arch.consume_back("a");
+  return smNumber(Arch);
+}
+
 /// The sm_NN names this LLVM's NVPTX target generates PTX for.
 static std::vector<std::string> nvptxArchs() {
   initializeGpuTargets();
@@ -255,6 +262,11 @@ static Expected<llvm::orc::JITTargetMachineBuilder> targetBuilder(const TargetDe
                                               Newest + ")"
                                         : std::string()));
   }
+  // The runtime refuses such devices too: the kernels' 64-bit atomics,
+  // read-only loads and PTX versions assume Volta's ISA or later.
+  if (const int Sm = smNumberOf(Cpu); Gpu && Sm >= 0 && Sm < 70)
+    return Status::invalidArgument("cannot generate code for " + Cpu +
+                                   ": gatherjit's GPU kernels need sm_70 or later");
   Builder.setCPU(Cpu);
   return Builder;
 }

@@ -137,6 +137,9 @@ TEST(AotCommand, BadInputExitsTwoAndWritesNothing) {
       {"--data-shape 4,4 --indices-shape 4,4 --target x86_64-linux-gnux32", "32 bits"},
       {"--data-shape 4,4 --indices-shape 4,4 --target arm64_32-apple-watchos", "32 bits"},
       {"--data-shape 4,4 --indices-shape 4,4 --target nvptx-nvidia-cuda", "32 bits"},
+      // An architecture older than the runtime runs kernels on.
+      {"--data-shape 4,4 --indices-shape 4,4 --target nvptx64-nvidia-cuda --cpu sm_60",
+       "cannot generate code for sm_60: gatherjit's GPU kernels need sm_70 or later"},
       {"--desc " + (Dir / "missing.json"), "missing.json"},
       {"--name lonely", "no kernel given"},
   };
