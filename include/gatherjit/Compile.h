@@ -16,7 +16,9 @@ namespace gatherjit {
 /// The machine code is generated for. An empty Triple is the host's; an
 /// empty Cpu with an empty Triple is the host CPU with all its features,
 /// otherwise the target's generic CPU. Cpu "host" names the host CPU
-/// explicitly.
+/// explicitly. A Triple is normalized as clang does ("x86_64-windows-msvc"
+/// is "x86_64-unknown-windows-msvc"); one whose pointers are narrower than
+/// 64 bits, and an NVPTX Cpu before sm_70, is an InvalidArgument error.
 struct TargetDesc {
   std::string Triple;
   std::string Cpu;
