@@ -180,15 +180,32 @@ def take_along_axis(x, indices, axis, mode="raise"):
     if not 0 <= axis < x.ndim:
         raise ValueError(f"take_along_axis: axis {axis} is out of range for {x.ndim} dimensions")
     _check_known("take_along_axis", x, [axis])
+    # A dimension whose sizes a filter left unknown (in both: rows of x and
+    # the indices made from them) pairs block by block, as dask's
+    # elementwise operations pair them; each block's kernel checks the
+    # sizes it gets.
+    unknown = set()
     for d in range(x.ndim):
-        if d != axis and x.shape[d] != indices.shape[d]:
+        if d == axis:
+            continue
+        x_nan, i_nan = math.isnan(x.shape[d]), math.isnan(indices.shape[d])
+        if x_nan or i_nan:
+            if not (x_nan and i_nan and len(x.chunks[d]) == len(indices.chunks[d])):
+                name, owner = ("x", "x's") if x_nan else ("indices", "the indices'")
+                raise ValueError(f"take_along_axis: {owner} chunks along dimension {d} have "
+                                 f"unknown sizes (a filter's) that the other's "
+                                 f"{(indices if x_nan else x).chunks[d]} cannot be paired "
+                                 f"with; {name}.compute_chunk_sizes() finds them")
+            unknown.add(d)
+        elif x.shape[d] != indices.shape[d]:
             raise ValueError(f"take_along_axis: x {x.shape} and indices {indices.shape} "
                              f"differ at dimension {d}")
     if len(x.chunks[axis]) > 1:
         x = x.rechunk({axis: -1})
     # Indices take x's chunks on the other dimensions, and one chunk along
     # the axis per chunk of x there (which is one).
-    indices = indices.rechunk(tuple(-1 if d == axis else x.chunks[d] for d in range(x.ndim)))
+    indices = indices.rechunk(tuple(-1 if d == axis else indices.chunks[d] if d in unknown
+                                    else x.chunks[d] for d in range(x.ndim)))
     ind = _letters(x.ndim, ord("a"))
     # x's axis under a letter of its own: its size is not the indices'.
     return _blockwise("gather_elements", ind, x, ind[:axis] + ("Z",) + ind[axis + 1:], indices,

@@ -370,6 +370,17 @@ def test_indices_of_unknown_chunk_sizes_gather_by_rows(client):
                                              "unknown sizes"):
             function()
     np.testing.assert_array_equal(gjd.take(rows, [3, 0], 1).compute(), x[2:, [3, 0]])
+    # Indices made block by block from those rows (their sizes unknown as
+    # well) pair with them block by block; a known size cannot pair with
+    # an unknown one.
+    top = rows.rechunk({1: -1}).map_blocks(lambda b: np.argsort(-b, axis=1)[:, :2],
+                                           dtype=np.int64, chunks=(rows.chunks[0], (2,)))
+    np.testing.assert_array_equal(gjd.take_along_axis(rows, top, 1).compute(),
+                                  x[2:, [3, 2]])
+    with pytest.raises(ValueError, match="x's chunks along dimension 0 have unknown sizes"):
+        gjd.take_along_axis(rows, np.zeros((8, 2), np.int64), 1)
+    with pytest.raises(ValueError, match="the indices' chunks along dimension 0 have unknown"):
+        gjd.take_along_axis(table, top, 1)
 
 
 @pytest.mark.filterwarnings("ignore:Running on a single-machine scheduler")
