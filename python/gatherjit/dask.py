@@ -40,9 +40,9 @@ gather_nd(x, indices, batch_dims=0)
 Every function takes gatherjit's modes ("raise", "clip", "clamp", "wrap")
 with gatherjit.take's meanings, and names an out-of-range index by its position
 in the whole `indices` array. Indices whose chunks have unknown sizes (made by
-a filter) serve every plan but take_along_axis's, which needs x's chunks
-along the other dimensions to match them; x's sizes along the dimensions
-that indices address must be known.
+a filter) serve every plan; take_along_axis pairs them with x's block by
+block where x's are unknown too, in as many blocks. x's sizes along the
+dimensions that indices address must be known.
 
 Kernels compile once per process and block shape (the worker's own cache);
 the GIL is released while they run. In a distributed worker a kernel runs
