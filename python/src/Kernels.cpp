@@ -335,12 +335,35 @@ void PyKernel::expectLayout(const py::array &A, const TensorDesc &T, const char 
         Seen = Id;
     }
   }
-  if (!Same)
-    throw py::value_error(std::string(Name) +
-                          ": the array's shape, dtype or strides differ "
-                          "from the kernel's (" +
-                          dtypeString(T) + " " + tupleString(T.Sizes) + ", strides " +
-                          tupleString(*T.Strides) + " elements); compile a kernel for it");
+  if (Same)
+    return;
+  // The kernel's layout at the array's rank where its padding allows.
+  const size_t Skip = padsRank(T, static_cast<size_t>(A.ndim())) ? Pad : 0;
+  const std::vector<uint64_t> Sizes(T.Sizes.begin() + Skip, T.Sizes.end()),
+      Strides(T.Strides->begin() + Skip, T.Strides->end());
+  throw py::value_error(
+      std::string(Name) + ": the array's shape, dtype or strides differ from the kernel's (" +
+      dtypeString(T) + " " + tupleString(Sizes) + ", strides " + tupleString(Strides) +
+      " elements): the array is " + layoutString(A) + "; compile a kernel for it");
+}
+
+std::string PyKernel::layoutString(const py::array &A) {
+  std::vector<uint64_t> Shape, Strides;
+  bool Whole = true; // Every stride a whole number of elements.
+  for (py::ssize_t D = 0; D < A.ndim(); ++D) {
+    Shape.push_back(static_cast<uint64_t>(A.shape(D)));
+    Whole = Whole && itemSize(A) > 0 && A.strides(D) >= 0 && A.strides(D) % itemSize(A) == 0;
+  }
+  std::string Text = dtypeString(A.dtype()) + " " + tupleString(Shape) + ", strides ";
+  if (!Whole) {
+    Text += "(";
+    for (py::ssize_t D = 0; D < A.ndim(); ++D)
+      Text += (D ? ", " : "") + std::to_string(A.strides(D));
+    return Text + (A.ndim() == 1 ? ",) bytes" : ") bytes");
+  }
+  for (py::ssize_t D = 0; D < A.ndim(); ++D)
+    Strides.push_back(static_cast<uint64_t>(A.strides(D)) / itemSize(A));
+  return Text + tupleString(Strides) + " elements";
 }
 
 void PyKernel::saveObject(const std::string &Path, const std::string &Name,

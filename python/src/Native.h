@@ -315,6 +315,8 @@ private:
   void rememberTensorDtypes(py::handle DataObj, py::handle IndicesObj, py::handle OutObj,
                             const py::array &Data, const py::array &Indices, const py::array &Out);
 
+  /// \p A's dtype, shape and strides, as an error names them.
+  static std::string layoutString(const py::array &A);
   /// ValueError unless \p A has \p T's sizes, strides and type (and, where
   /// \p Order is given, that dtype's byte order: checkDataByteOrder).
   static void expectLayout(const py::array &A, const TensorDesc &T, const char *Name, DtypeId &Seen,

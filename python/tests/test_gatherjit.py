@@ -3,6 +3,7 @@ strided views, both policies, out=, errors, compiled kernels and pickling."""
 
 import os
 import pickle
+import re
 import signal
 import sys
 import threading
@@ -342,10 +343,20 @@ def test_compiled_kernels_check_layouts_and_pickle():
     assert "define" in k.ir() and k.symbol in k.asm()
     again = pickle.loads(pickle.dumps(k))
     np.testing.assert_array_equal(again(data, idx), data[idx])
-    with pytest.raises(ValueError, match="compile a kernel for it"):
+    # The error names the array's layout and the kernel's.
+    with pytest.raises(ValueError, match=re.escape(
+            "data: the array's shape, dtype or strides differ from the kernel's (float32 "
+            "(100, 8), strides (8, 1) elements): the array is float32 (100, 4), strides (8, 2) "
+            "elements; compile a kernel for it")):
         k(data[:, ::2], idx)
-    with pytest.raises(ValueError, match="compile a kernel for it"):
+    with pytest.raises(ValueError, match=re.escape("int32 (5,), strides (1,) elements): the "
+                                                   "array is int64 (5,), strides (1,) elements")):
         k(data, idx.astype(np.int64))
+    # Strides that are no whole number of elements are named in bytes.
+    odd = np.ndarray((100, 8), np.float32, np.zeros(4000, np.uint8), 1, (33, 4))
+    with pytest.raises(ValueError, match=re.escape("the array is float32 (100, 8), strides "
+                                                   "(33, 4) bytes;")):
+        k(odd, idx)
     # Only leading ones may be left out: an array of a lower rank holds
     # fewer elements than the kernel would read.
     with pytest.raises(ValueError, match="^data: the array's shape"):
