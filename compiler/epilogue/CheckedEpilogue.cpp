@@ -33,6 +33,8 @@
 #include <llvm/Transforms/IPO/AlwaysInliner.h>
 #include <llvm/Transforms/Scalar/SROA.h>
 
+#include <tuple>
+#include <utility>
 #include <vector>
 
 namespace gatherjit {
@@ -112,6 +114,8 @@ public:
   }
 
   Status run() {
+    if (Status S = checkStack(); !S)
+      return S;
     std::vector<Instruction *> Work;
     for (Instruction &I : instructions(F))
       Work.push_back(&I);
@@ -125,12 +129,43 @@ public:
   }
 
 private:
-  Status refused(const Instruction &I, const std::string &What) const {
+  Status refused(const DebugLoc &L, const std::string &What) const {
     std::string Where = File;
-    if (const DebugLoc &L = I.getDebugLoc())
+    if (L)
       Where += ":" + std::to_string(L.getLine()) + ":" + std::to_string(L.getCol());
     return Status::invalidArgument(Where + ": error: the epilogue " + What +
                                    ", which a checked epilogue may not");
+  }
+  Status refused(const Instruction &I, const std::string &What) const {
+    return refused(I.getDebugLoc(), What);
+  }
+
+  /// The stack slots (every local of the source, all inlined into the
+  /// entry) lie on the stack of the thread that runs the kernel, whose end
+  /// no test can see: past CheckedEpilogueStackBytes they are refused, at
+  /// the declaration of the largest.
+  Status checkStack() const {
+    uint64_t Total = 0, Most = 0;
+    AllocaInst *Largest = nullptr;
+    for (Instruction &I : F.getEntryBlock())
+      if (auto *A = dyn_cast<AllocaInst>(&I); A && A->isStaticAlloca()) {
+        const uint64_t Bytes = A->getAllocationSize(DL)->getFixedValue();
+        Total += Bytes;
+        if (Bytes > Most)
+          std::tie(Most, Largest) = std::pair(Bytes, A);
+      }
+    if (Total <= CheckedEpilogueStackBytes)
+      return Status::ok();
+    // Clang's line tables name no declarations: the earliest line that
+    // uses the slot stands for it.
+    DebugLoc At;
+    for (User *U : Largest->users())
+      if (auto *I = dyn_cast<Instruction>(U);
+          I && I->getDebugLoc() && (!At || I->getDebugLoc().getLine() < At.getLine()))
+        At = I->getDebugLoc();
+    return refused(At, "has local variables of " + std::to_string(Total) + " bytes, more than " +
+                           std::to_string(CheckedEpilogueStackBytes) +
+                           " on the stack of the kernel's thread");
   }
 
   /// The constructs whose effect no test before them can bound.

@@ -27,6 +27,12 @@ struct EpilogueRegions {
   uint64_t Params = 0; ///< the parameter block (read only)
 };
 
+/// The most bytes a checked epilogue's local variables may take, together:
+/// they live on the stack of whichever thread runs the kernel (a worker's
+/// 4 MiB or less, or a caller's own), where an overflow is no access a
+/// test can stop. 64 KiB holds a row of 16,384 floats as scratch.
+constexpr uint64_t CheckedEpilogueStackBytes = 64 * 1024;
+
 /// Rewrites \p Function of \p M (clang's module of a source with line
 /// tables) into its checked form, which takes a last pointer to a fault
 /// byte. A construct checked mode refuses is InvalidArgument

@@ -183,7 +183,8 @@ struct Epilogue {
   /// InvalidArgument, as an out-of-range index does under Check. Casts of
   /// integers to pointers, calls through function pointers, recursion,
   /// variable-length arrays, reads of the stack frame's addresses and
-  /// target builtins that touch memory are refused at compile time. Costs
+  /// target builtins that touch memory are refused at compile time, as are
+  /// local variables of more than 64 KiB together (the stack). Costs
   /// a compare per access the optimizer cannot prove in range.
   bool Checked = false;
 };

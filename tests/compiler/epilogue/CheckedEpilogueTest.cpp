@@ -216,6 +216,33 @@ TEST(CheckedEpilogue, DivisionsThatTrapFailTheRun) {
   EXPECT_EQ(K->run(In.data(), Idx.data(), Out).code(), ErrorCode::InvalidArgument);
 }
 
+TEST(CheckedEpilogue, LocalsUpToTheStackLimitRun) {
+  // 16,384 floats of scratch, the most a checked epilogue's locals may take
+  // (CheckedEpilogueStackBytes); 4 bytes more are refused (CheckedRefusals).
+  REQUIRE_EPILOGUES();
+  auto RT = makeRuntime();
+  GatherElementsDesc D{tensor(DataType::Int32, {4}), tensor(DataType::Int64, {4}),
+                       tensor(DataType::Int32, {4}), 0};
+  const std::string Body = "  for (int i = 0; i < N; ++i) t[i] = i;\n"
+                           "  return t[(x % N + N) % N] + t[N - 1]; }\n";
+  Expected<Kernel> K =
+      RT->compile(D, {}, checked("#define N 16384\nint32_t f(int32_t x) { int32_t t[N];\n" + Body));
+  ASSERT_TRUE(K.isOk()) << K.status().message();
+  const std::vector<int64_t> Idx = {3, 2, 1, 0};
+  const std::vector<int32_t> In = {5, -1, 16385, 20000};
+  int32_t Out[4];
+  ASSERT_TRUE(K->run(In.data(), Idx.data(), Out).isOk());
+  EXPECT_EQ(Out[0], 20000 - 16384 + 16383);
+  EXPECT_EQ(Out[1], 1 + 16383);
+  EXPECT_EQ(Out[2], 16383 + 16383);
+  EXPECT_EQ(Out[3], 5 + 16383);
+  EXPECT_THAT(
+      RT->compile(D, {}, checked("#define N 16385\nint32_t f(int32_t x) { int32_t t[N];\n" + Body))
+          .status()
+          .message(),
+      HasSubstr("has local variables of 65540 bytes, more than 65536"));
+}
+
 struct Refused {
   const char *Name;
   const char *Source;
@@ -259,6 +286,12 @@ float f(float x) {
   float t[(int)x + 1]; t[0] = x; return t[0]; }
 )",
                                                    "llvm.stacksave"},
+                                           Refused{"LocalsPastTheStackLimit", R"(
+float f(float x) {
+  char a[40000], b[30000]; int n = (int)x; a[n] = 1; b[n] = a[n]; return x + b[n];
+})",
+                                                   "has local variables of 70000 bytes, more "
+                                                   "than 65536"},
                                            Refused{"FrameAddress", R"(
 float f(float x) {
   return x + *(const float *)__builtin_frame_address(0);
