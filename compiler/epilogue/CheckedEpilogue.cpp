@@ -74,6 +74,16 @@ void inlineAndPromote(Module &M) {
   MPM.run(M, MAM);
 }
 
+/// "FILE:LINE:COL: error: the epilogue WHAT, which a checked epilogue may
+/// not", at \p L where it is known.
+Status refusedAt(const std::string &File, const DebugLoc &L, const std::string &What) {
+  std::string Where = File;
+  if (L)
+    Where += ":" + std::to_string(L.getLine()) + ":" + std::to_string(L.getCol());
+  return Status::invalidArgument(Where + ": error: the epilogue " + What +
+                                 ", which a checked epilogue may not");
+}
+
 /// \p F with a last parameter added (the fault byte's pointer), its body
 /// moved over; \p F is erased.
 Function *withFaultParameter(Function &F) {
@@ -130,11 +140,7 @@ public:
 
 private:
   Status refused(const DebugLoc &L, const std::string &What) const {
-    std::string Where = File;
-    if (L)
-      Where += ":" + std::to_string(L.getLine()) + ":" + std::to_string(L.getCol());
-    return Status::invalidArgument(Where + ": error: the epilogue " + What +
-                                   ", which a checked epilogue may not");
+    return refusedAt(File, L, What);
   }
   Status refused(const Instruction &I, const std::string &What) const {
     return refused(I.getDebugLoc(), What);
@@ -365,6 +371,19 @@ Status makeEpilogueChecked(Module &M, const std::string &Function, const Epilogu
   llvm::Function *Entry = M.getFunction(Function);
   if (!Entry)
     return Status::internal(File + ": the epilogue's module lacks '" + Function + "'");
+  // The entry calling itself, or its address taken: withFaultParameter
+  // erases it, which it may do only once nothing uses it.
+  if (!Entry->use_empty()) {
+    const Use &First = *Entry->use_begin();
+    const auto *I = dyn_cast<Instruction>(First.getUser());
+    const auto *Call = dyn_cast_or_null<CallBase>(I);
+    Status S = refusedAt(File, I ? I->getDebugLoc() : DebugLoc(),
+                         Call && Call->isCallee(&First)
+                             ? "calls '" + Function + "', which could not be inlined (it recurses)"
+                             : "takes the address of '" + Function + "'");
+    StripDebugInfo(M);
+    return S;
+  }
   Entry = withFaultParameter(*Entry);
   Status S = Rewriter(*Entry, Sig, Regions, File).run();
   StripDebugInfo(M);

@@ -281,6 +281,19 @@ static float g(float x, int n) { return n ? g(x, n - 1) + 1 : x; }
 float f(float x) { return g(x, (int)x); }
 )",
                                                    "recurses"},
+                                           // The entry itself: it was erased with its
+                                           // call left behind.
+                                           Refused{"RecursiveEntry", R"(
+float f(float x) {
+  return x > 0 ? f(x - 1) + 1 : 0; }
+)",
+                                                   "calls 'f', which could not be inlined (it "
+                                                   "recurses)"},
+                                           Refused{"EntryAddress", R"(
+float f(float x) {
+  float (*volatile p)(float) = f; return x + (p == 0); }
+)",
+                                                   "takes the address of 'f'"},
                                            Refused{"VariableLengthArray", R"(
 float f(float x) {
   float t[(int)x + 1]; t[0] = x; return t[0]; }
