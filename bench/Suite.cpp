@@ -304,7 +304,8 @@ Expected<SuiteReport> runSuite(const SuiteOptions &Options,
       return Status::invalidArgument("--cases: unknown case '" + Name + "'; the cases are " +
                                      Known);
     }
-    Selected.push_back(&*It);
+    if (std::find(Selected.begin(), Selected.end(), &*It) == Selected.end())
+      Selected.push_back(&*It); // A case named twice is timed once.
   }
   if (Options.Cases.empty())
     for (const BenchCase &C : benchCases())
