@@ -144,6 +144,33 @@ TEST(CApi, OnnxBuildersAndTheSeedExample) {
   gj_kernel_release(K);
 }
 
+TEST(CApi, OnnxGatherNDWithBatchDimensions) {
+  // ONNX GatherND page, example 5: batch_dims = 1, data [2, 2, 2] and
+  // indices [2, 1] give [[2, 3], [4, 5]].
+  const uint64_t DataShape[3] = {2, 2, 2}, IdxShape[2] = {2, 1};
+  gj_tensor_desc Data = gj_tensor(GJ_INT32, 3, DataShape), Idx = gj_tensor(GJ_INT64, 2, IdxShape);
+  gj_descriptor D;
+  ASSERT_EQ(gj_onnx_gather_nd(&Data, &Idx, 1, &D), GJ_OK) << gj_last_error();
+  EXPECT_EQ(D.op, GJ_GATHER_ND);
+  EXPECT_EQ(D.batch_dimension_count, 1u);
+  EXPECT_EQ(gj_tensor_bytes(&D.output), 4 * sizeof(int32_t));
+  CRuntime RT;
+  gj_kernel *K = nullptr;
+  ASSERT_EQ(gj_compile(RT.R, &D, &K), GJ_OK) << gj_last_error();
+  const int32_t In[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+  const int64_t Good[2] = {1, 0}, Bad[2] = {1, -3};
+  int32_t Out[4] = {};
+  ASSERT_EQ(gj_kernel_run(K, In, Good, Out), GJ_OK) << gj_last_error();
+  EXPECT_THAT(Out, ::testing::ElementsAre(2, 3, 4, 5));
+  EXPECT_EQ(gj_kernel_run(K, In, Bad, Out), GJ_INDEX_OUT_OF_RANGE);
+  EXPECT_EQ(gj_last_error_position(), 1u);
+  EXPECT_THAT(gj_last_error(), HasSubstr("= -3"));
+  gj_kernel_release(K);
+  // batch_dims past the indices' leading dimensions is named.
+  EXPECT_EQ(gj_onnx_gather_nd(&Data, &Idx, 2, &D), GJ_INVALID_ARGUMENT);
+  EXPECT_THAT(gj_last_error(), HasSubstr("batch"));
+}
+
 TEST(CApi, ErrorsAreCodesWithMessages) {
   CRuntime RT;
   const uint64_t Shape[2] = {2, 2};
