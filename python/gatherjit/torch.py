@@ -21,8 +21,9 @@ The operators are defined with torch.library.Library, with fake
 implementations that give torch.compile and meta tensors their shapes
 where PyTorch has them (torch.library.register_fake, 2.4 and later); they
 are dispatcher operators, callable from torch.jit.script, traced into a
-torch.compile graph (where this module's functions break it), and they
-pass torch.library.opcheck. The functions gather_elements, gather and
+torch.compile graph, and they pass torch.library.opcheck. Within
+torch.compile (PyTorch 2.5 and later) this module's functions trace as the
+operators. The functions gather_elements, gather and
 gather_nd of this module are differentiable: with a data tensor that
 requires grad they are torch.autograd.Functions whose backward is a
 scatter-add of the output's gradient (repeated indices add up). Within
@@ -34,8 +35,11 @@ formulas where PyTorch can register them (torch.library.register_autograd,
 2.4 and later); before that they have none.
 """
 
+import importlib.abc
+import importlib.util
 import math
 import operator
+import sys
 import threading
 
 import numpy as np
@@ -434,3 +438,84 @@ def _define_operators():
                 setup_context=lambda ctx, inputs, output, setup=setup: ctx.save_for_backward(
                     setup(ctx, inputs)))
     return lib
+
+
+# torch.compile (PyTorch 2.5 and later) traces this module's functions as
+# the operators. They are built-in functions of the native layer, which
+# dynamo cannot look into: each call broke the graph (an error under
+# fullgraph=True). The substitutes are installed once torch._dynamo is
+# imported, by torch.compile's first call: importing it here would cost
+# this module's import 0.7 s.
+
+def _gather_elements_traced(data, indices, axis, mode="raise"):
+    _operators_defined()
+    return torch.ops.gatherjit.gather_elements(data, indices, axis, mode)
+
+
+def _gather_traced(data, indices, axis=0, mode="raise"):
+    _operators_defined()
+    return torch.ops.gatherjit.gather(data, indices, axis, mode)
+
+
+def _gather_nd_traced(data, indices, batch_dims=0, mode="raise"):
+    _operators_defined()
+    return torch.ops.gatherjit.gather_nd(data, indices, batch_dims, mode)
+
+
+def _operators_defined():
+    register()
+    return True
+
+
+def _substitute_in_graph():
+    """Has dynamo trace each function as its operator. Where a release's
+    dynamo refuses a substitute, that function breaks the graph."""
+    global _operators_defined
+    try:
+        # Run while dynamo traces, not traced: it takes a lock.
+        _operators_defined = torch.compiler.assume_constant_result(_operators_defined)
+        for function, traced in ((gather_elements, _gather_elements_traced),
+                                 (gather, _gather_traced), (gather_nd, _gather_nd_traced)):
+            torch.compiler.substitute_in_graph(function, skip_signature_check=True)(traced)
+    except Exception:  # The hook runs inside torch._dynamo's import: never fail it.
+        pass
+
+
+class _LoadThen(importlib.abc.Loader):
+    """`loader`, calling `then` after the module it loads has run."""
+
+    def __init__(self, loader, then):
+        self._loader, self._then = loader, then
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        self._loader.exec_module(module)
+        self._then()
+
+    def __getattr__(self, name):  # get_source, is_package, ...
+        return getattr(self._loader, name)
+
+
+class _AfterImportOf(importlib.abc.MetaPathFinder):
+    """Calls `then` once the module `name` has been imported."""
+
+    def __init__(self, name, then):
+        self._name, self._then = name, then
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != self._name:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)  # by the finders after this one
+        if spec is not None and spec.loader is not None:
+            spec.loader = _LoadThen(spec.loader, self._then)
+        return spec
+
+
+if hasattr(torch, "compiler") and hasattr(torch.compiler, "substitute_in_graph"):
+    if "torch._dynamo" in sys.modules:
+        _substitute_in_graph()
+    else:
+        sys.meta_path.insert(0, _AfterImportOf("torch._dynamo", _substitute_in_graph))

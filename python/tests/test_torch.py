@@ -502,6 +502,44 @@ def test_torch_compile_traces_the_operators_into_one_graph():
         torch.compile(lambda d: ops.gather(d, torch.tensor([9]), 0))(torch.zeros(3))
 
 
+@pytest.mark.skipif(not hasattr(getattr(torch, "compiler", None), "substitute_in_graph"),
+                    reason="dynamo's substitutes need PyTorch 2.5")
+def test_torch_compile_traces_the_functions_as_the_operators():
+    # In a new process, as a user's program runs: this module imported
+    # before torch.compile's first call imports dynamo. fullgraph: the
+    # built-in functions broke the graph, an error there.
+    import subprocess
+    import sys
+    code = """
+import sys, torch, gatherjit.torch as gjt
+assert "torch._dynamo" not in sys.modules
+def step(x, along, ids, tuples):
+    return (gjt.gather_elements(x, along, 1) * 2 + gjt.gather(x, ids, axis=1).sum()
+            + gjt.gather_nd(x, tuples, batch_dims=0, mode="clip").sum())
+compiled = torch.compile(step, dynamic=True, fullgraph=True)
+gen = torch.Generator().manual_seed(5)
+for rows in (3, 5, 8):
+    x = torch.randn(rows, 7, dtype=torch.float64, generator=gen, requires_grad=True)
+    along = torch.randint(-7, 7, (rows, 4), generator=gen)
+    ids = torch.randint(-7, 7, (3,), generator=gen)
+    tuples = torch.randint(0, 3, (5, 2), generator=gen)
+    want = (torch.gather(x, 1, along % 7) * 2 + x[:, ids % 7].sum()
+            + x[tuples[:, 0], tuples[:, 1]].sum())
+    got = compiled(x, along, ids, tuples)
+    torch.testing.assert_close(got, want)
+    (g_got,) = torch.autograd.grad(got.sum(), x)
+    (g_want,) = torch.autograd.grad(want.sum(), x)
+    torch.testing.assert_close(g_got, g_want)
+try:
+    torch.compile(lambda d: gjt.gather(d, torch.tensor([9])), fullgraph=True)(torch.zeros(3))
+except IndexError as e:
+    print(e)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("indices[0] = 9 is out of range for axis 0"), out.stdout
+
+
 def test_repeated_layouts_run_on_each_calls_tensors():
     # The second and later calls of a layout take the tensors' pointers
     # directly: each call must see its own tensors, strided or narrow.
