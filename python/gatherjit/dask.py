@@ -101,14 +101,30 @@ def _check_ids(name, dtype):
 
 def _block_starts(x, dims):
     """Each block's first position in `x` along its first `dims` dimensions,
-    by block index, as an argument of a blockwise task (no task of
-    its own: nothing for a scheduler to place, and the task still fuses
-    with its neighbours)."""
+    by block index, as an argument of a blockwise task. Where the chunks'
+    sizes are known: constants (no task of their own: nothing for a
+    scheduler to place, and the task still fuses with its neighbours).
+    Where some are unknown (a filter's): an array of one tuple per block,
+    summed from tasks that read the blocks' shapes along those dimensions."""
     chunks = x.chunks[:dims]
+    unknown = [any(math.isnan(c) for c in cs) for cs in chunks]
     starts = [list(itertools.accumulate(c[:-1], initial=0)) for c in chunks]
-    return BlockwiseDepDict({b: tuple(s[i] for s, i in zip(starts, b))
-                             for b in itertools.product(*(range(len(c)) for c in chunks))},
-                            numblocks=tuple(len(c) for c in chunks))
+    blocks = list(itertools.product(*(range(len(c)) for c in chunks)))
+    if not any(unknown):
+        return BlockwiseDepDict({b: tuple(s[i] for s, i in zip(starts, b)) for b in blocks},
+                                numblocks=tuple(len(c) for c in chunks))
+    name = "gatherjit-block-starts-" + tokenize(x, dims)
+    dsk = {}
+    for d in (d for d in range(dims) if unknown[d]):
+        for i in range(len(chunks[d])):
+            first = tuple(i if e == d else 0 for e in range(x.ndim))
+            dsk[(f"{name}-size-{d}", i)] = (operator.getitem, (np.shape, (x.name,) + first), d)
+    for b in blocks:
+        dsk[(name,) + b] = (tuple, [(sum, [(f"{name}-size-{d}", j) for j in range(i)])
+                                    if unknown[d] else starts[d][i] for d, i in enumerate(b)])
+    graph = HighLevelGraph.from_collections(name, dsk, dependencies=[x])
+    return da.Array(graph, name, tuple((1,) * len(c) for c in chunks),
+                    meta=np.empty((0,) * dims, dtype=object))
 
 
 _threads_chosen = False
@@ -159,11 +175,16 @@ def _blockwise(op, out, x, xi, indices, ii, axis, mode):
     chunkss = dict(zip(xi + ii, x.chunks + indices.chunks))
     name = f"gatherjit-{op.replace('_', '-')}-" + tokenize(x, indices, xi, ii, out, axis, mode)
     kept = tuple(i for i in ii if i in out)
+    starts = _block_starts(indices, len(kept))
+    numblocks = {x.name: x.numblocks, indices.name: indices.numblocks}
+    dependencies = [x, indices]
+    if isinstance(starts, da.Array):
+        numblocks[starts.name] = starts.numblocks
+        dependencies.append(starts)
     graph = blockwise(_gather_block, name, out, x.name, xi, indices.name, ii,
-                      _block_starts(indices, len(kept)), kept,
-                      numblocks={x.name: x.numblocks, indices.name: indices.numblocks},
-                      op=op, axis=axis, mode=mode)
-    graph = HighLevelGraph.from_collections(name, graph, dependencies=[x, indices])
+                      starts.name if isinstance(starts, da.Array) else starts, kept,
+                      numblocks=numblocks, op=op, axis=axis, mode=mode)
+    graph = HighLevelGraph.from_collections(name, graph, dependencies=dependencies)
     return da.Array(graph, name, tuple(chunkss[i] for i in out), dtype=x.dtype)
 
 
@@ -202,9 +223,9 @@ def take_along_axis(x, indices, axis, mode="raise"):
                              f"differ at dimension {d}")
     if len(x.chunks[axis]) > 1:
         x = x.rechunk({axis: -1})
-    # Indices take x's chunks on the other dimensions, and one chunk along
-    # the axis per chunk of x there (which is one).
-    indices = indices.rechunk(tuple(-1 if d == axis else indices.chunks[d] if d in unknown
+    # Indices take x's chunks on the other dimensions and keep their own
+    # along the axis: each of their blocks there reads x's one block.
+    indices = indices.rechunk(tuple(indices.chunks[d] if d == axis or d in unknown
                                     else x.chunks[d] for d in range(x.ndim)))
     ind = _letters(x.ndim, ord("a"))
     # x's axis under a letter of its own: its size is not the indices'.

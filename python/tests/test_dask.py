@@ -377,6 +377,26 @@ def test_indices_of_unknown_chunk_sizes_gather_by_rows(client):
                                            dtype=np.int64, chunks=(rows.chunks[0], (2,)))
     np.testing.assert_array_equal(gjd.take_along_axis(rows, top, 1).compute(),
                                   x[2:, [3, 2]])
+    # A bad index is named in the whole indices array, whose blocks' sizes
+    # the tasks read from the blocks (they were named nan).
+    bad = top.map_blocks(lambda b: np.where(b == 3, 9, b), dtype=np.int64)
+    with pytest.raises(IndexError, match=r"^indices\[0, 0\] = 9 is out of range for axis 1"):
+        gjd.take_along_axis(rows, bad, 1).compute()
+    # Columns a filter kept, along the axis as well.
+    wide = rows.map_blocks(lambda b: np.tile([3, 1, -1, 0, 7, 2], (len(b), 1)), dtype=np.int64,
+                           chunks=(rows.chunks[0], (6,)))
+    columns = da.from_array(np.array([3, 1, -1, 0, 7, 2]), chunks=2)
+    # (Every row has the 7; a cluster may name any of them first.)
+    with pytest.raises(IndexError, match=r"^indices\[[0-7], 3\] = 7 is out of range for axis"):
+        gjd.take_along_axis(rows, wide[:, (columns != 1) & (columns != 2)], 1).compute()
+    np.testing.assert_array_equal(
+        gjd.take_along_axis(rows, wide[:, (columns != 1) & (columns != 2) & (columns != 7)],
+                            1).compute(),
+        x[2:, [3, 3, 0]])
+    # take along an axis but the first: the same blockwise plan.
+    ids1 = da.from_array(np.array([1, -9, 3, 0, 8, 2]), chunks=2)
+    with pytest.raises(IndexError, match=r"^indices\[3\] = 8 is out of range for axis 1"):
+        gjd.take(table, ids1[ids1 != -9], 1).compute()
     with pytest.raises(ValueError, match="x's chunks along dimension 0 have unknown sizes"):
         gjd.take_along_axis(rows, np.zeros((8, 2), np.int64), 1)
     with pytest.raises(ValueError, match="the indices' chunks along dimension 0 have unknown"):
