@@ -33,8 +33,6 @@
 #include <llvm/Transforms/IPO/AlwaysInliner.h>
 #include <llvm/Transforms/Scalar/SROA.h>
 
-#include <tuple>
-#include <utility>
 #include <vector>
 
 namespace gatherjit {
@@ -82,6 +80,19 @@ Status refusedAt(const std::string &File, const DebugLoc &L, const std::string &
     Where += ":" + std::to_string(L.getLine()) + ":" + std::to_string(L.getCol());
   return Status::invalidArgument(Where + ": error: the epilogue " + What +
                                  ", which a checked epilogue may not");
+}
+
+/// The refusal of an entry that calls itself or takes its own address, at
+/// its first use.
+Status entryInUse(const Function &Entry, const std::string &File) {
+  const Use &First = *Entry.use_begin();
+  const auto *I = dyn_cast<Instruction>(First.getUser());
+  const auto *Call = dyn_cast_or_null<CallBase>(I);
+  const std::string Name = Entry.getName().str();
+  return refusedAt(File, I ? I->getDebugLoc() : DebugLoc(),
+                   Call && Call->isCallee(&First)
+                       ? "calls '" + Name + "', which could not be inlined (it recurses)"
+                       : "takes the address of '" + Name + "'");
 }
 
 /// \p F with a last parameter added (the fault byte's pointer), its body
@@ -149,7 +160,7 @@ private:
   /// The stack slots (every local of the source, all inlined into the
   /// entry) lie on the stack of the thread that runs the kernel, whose end
   /// no test can see: past CheckedEpilogueStackBytes they are refused, at
-  /// the declaration of the largest.
+  /// the first line that uses the largest.
   Status checkStack() const {
     uint64_t Total = 0, Most = 0;
     AllocaInst *Largest = nullptr;
@@ -157,8 +168,10 @@ private:
       if (auto *A = dyn_cast<AllocaInst>(&I); A && A->isStaticAlloca()) {
         const uint64_t Bytes = A->getAllocationSize(DL)->getFixedValue();
         Total += Bytes;
-        if (Bytes > Most)
-          std::tie(Most, Largest) = std::pair(Bytes, A);
+        if (Bytes > Most) {
+          Most = Bytes;
+          Largest = A;
+        }
       }
     if (Total <= CheckedEpilogueStackBytes)
       return Status::ok();
@@ -371,21 +384,10 @@ Status makeEpilogueChecked(Module &M, const std::string &Function, const Epilogu
   llvm::Function *Entry = M.getFunction(Function);
   if (!Entry)
     return Status::internal(File + ": the epilogue's module lacks '" + Function + "'");
-  // The entry calling itself, or its address taken: withFaultParameter
-  // erases it, which it may do only once nothing uses it.
-  if (!Entry->use_empty()) {
-    const Use &First = *Entry->use_begin();
-    const auto *I = dyn_cast<Instruction>(First.getUser());
-    const auto *Call = dyn_cast_or_null<CallBase>(I);
-    Status S = refusedAt(File, I ? I->getDebugLoc() : DebugLoc(),
-                         Call && Call->isCallee(&First)
-                             ? "calls '" + Function + "', which could not be inlined (it recurses)"
-                             : "takes the address of '" + Function + "'");
-    StripDebugInfo(M);
-    return S;
-  }
-  Entry = withFaultParameter(*Entry);
-  Status S = Rewriter(*Entry, Sig, Regions, File).run();
+  // withFaultParameter erases the entry, which it may only once nothing
+  // uses it.
+  Status S = Entry->use_empty() ? Rewriter(*withFaultParameter(*Entry), Sig, Regions, File).run()
+                                : entryInUse(*Entry, File);
   StripDebugInfo(M);
   return S;
 }

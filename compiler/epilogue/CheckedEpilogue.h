@@ -28,9 +28,9 @@ struct EpilogueRegions {
 };
 
 /// The most bytes a checked epilogue's local variables may take, together:
-/// they live on the stack of whichever thread runs the kernel (a worker's
-/// 4 MiB or less, or a caller's own), where an overflow is no access a
-/// test can stop. 64 KiB holds a row of 16,384 floats as scratch.
+/// they live on the stack of whichever thread runs the kernel (oneTBB's
+/// workers have 4 MiB, a caller's thread may have less), where an overflow
+/// is no access a test can stop. 64 KiB holds a row of 16,384 floats.
 constexpr uint64_t CheckedEpilogueStackBytes = 64 * 1024;
 
 /// Rewrites \p Function of \p M (clang's module of a source with line
