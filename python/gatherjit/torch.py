@@ -507,7 +507,8 @@ class _AfterImportOf(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname, path, target=None):
         if fullname != self._name:
             return None
-        sys.meta_path.remove(self)
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
         spec = importlib.util.find_spec(fullname)  # by the finders after this one
         if spec is not None and spec.loader is not None:
             spec.loader = _LoadThen(spec.loader, self._then)
