@@ -379,8 +379,10 @@ def test_indices_of_unknown_chunk_sizes_gather_by_rows(client):
                                   x[2:, [3, 2]])
     # A bad index is named in the whole indices array, whose blocks' sizes
     # the tasks read from the blocks (they were named nan).
-    bad = top.map_blocks(lambda b: np.where(b == 3, 9, b), dtype=np.int64)
-    with pytest.raises(IndexError, match=r"^indices\[0, 0\] = 9 is out of range for axis 1"):
+    # One bad index, in the third block of rows (x's row 7, the 6th kept).
+    bad = rows.map_blocks(lambda b: np.where(b[:, :2] == 28, 9, 0).astype(np.int64),
+                          dtype=np.int64, chunks=(rows.chunks[0], (2,)))
+    with pytest.raises(IndexError, match=r"^indices\[5, 0\] = 9 is out of range for axis 1"):
         gjd.take_along_axis(rows, bad, 1).compute()
     # Columns a filter kept, along the axis as well.
     wide = rows.map_blocks(lambda b: np.tile([3, 1, -1, 0, 7, 2], (len(b), 1)), dtype=np.int64,
