@@ -442,7 +442,7 @@ def _define_operators():
 
 # torch.compile (PyTorch 2.5 and later) traces this module's functions as
 # the operators. They are built-in functions of the native layer, which
-# dynamo cannot look into: each call broke the graph (an error under
+# dynamo cannot look into: each call would break the graph (an error under
 # fullgraph=True). The substitutes are installed once torch._dynamo is
 # imported, by torch.compile's first call: importing it here would cost
 # this module's import 0.7 s.
