@@ -530,6 +530,13 @@ for rows in (3, 5, 8):
     (g_got,) = torch.autograd.grad(got.sum(), x)
     (g_want,) = torch.autograd.grad(want.sum(), x)
     torch.testing.assert_close(g_got, g_want)
+# torch.export, which allows no graph break, records the operators.
+class Step(torch.nn.Module):
+    def forward(self, x, along, ids, tuples):
+        return step(x, along, ids, tuples)
+exported = torch.export.export(Step(), (x.detach(), along, ids, tuples))
+assert "torch.ops.gatherjit.gather_nd.default" in exported.graph_module.code
+torch.testing.assert_close(exported.module()(x.detach(), along, ids, tuples), want.detach())
 try:
     torch.compile(lambda d: gjt.gather(d, torch.tensor([9])), fullgraph=True)(torch.zeros(3))
 except IndexError as e:
