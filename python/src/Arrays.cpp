@@ -187,13 +187,6 @@ TensorDesc tensorFromSpec(const py::tuple &Spec, py::dtype &Type, const char *Na
   return T;
 }
 
-std::string tupleString(const std::vector<uint64_t> &Values) {
-  std::string S = "(";
-  for (size_t I = 0; I < Values.size(); ++I)
-    S += (I ? ", " : "") + std::to_string(Values[I]);
-  return S + (Values.size() == 1 ? ",)" : ")");
-}
-
 std::string dtypeString(const py::dtype &Type) {
   // As a plain object: py::str(py::dtype) matches two constructors.
   return py::str(static_cast<const py::object &>(Type));

@@ -348,22 +348,20 @@ void PyKernel::expectLayout(const py::array &A, const TensorDesc &T, const char 
 }
 
 std::string PyKernel::layoutString(const py::array &A) {
-  std::vector<uint64_t> Shape, Strides;
-  bool Whole = true; // Every stride a whole number of elements.
+  const auto Item = static_cast<py::ssize_t>(itemSize(A));
+  std::vector<uint64_t> Shape;
+  std::vector<py::ssize_t> Strides;
+  bool Whole = Item > 0; // Every stride a whole number of elements.
   for (py::ssize_t D = 0; D < A.ndim(); ++D) {
     Shape.push_back(static_cast<uint64_t>(A.shape(D)));
-    Whole = Whole && itemSize(A) > 0 && A.strides(D) >= 0 && A.strides(D) % itemSize(A) == 0;
+    Strides.push_back(A.strides(D));
+    Whole = Whole && A.strides(D) >= 0 && A.strides(D) % Item == 0;
   }
-  std::string Text = dtypeString(A.dtype()) + " " + tupleString(Shape) + ", strides ";
-  if (!Whole) {
-    Text += "(";
-    for (py::ssize_t D = 0; D < A.ndim(); ++D)
-      Text += (D ? ", " : "") + std::to_string(A.strides(D));
-    return Text + (A.ndim() == 1 ? ",) bytes" : ") bytes");
-  }
-  for (py::ssize_t D = 0; D < A.ndim(); ++D)
-    Strides.push_back(static_cast<uint64_t>(A.strides(D)) / itemSize(A));
-  return Text + tupleString(Strides) + " elements";
+  if (Whole)
+    for (py::ssize_t &S : Strides)
+      S /= Item;
+  return dtypeString(A.dtype()) + " " + tupleString(Shape) + ", strides " + tupleString(Strides) +
+         (Whole ? " elements" : " bytes");
 }
 
 void PyKernel::saveObject(const std::string &Path, const std::string &Name,

@@ -90,8 +90,13 @@ py::object &package(const char *Name);
 /// Raises gatherjit._OutDtypeError (a ValueError and, as numpy's take
 /// raises for an out it cannot cast to, a TypeError) with \p Message.
 [[noreturn]] void throwOutDtype(const std::string &Message);
-/// A shape as Python prints one: "(3, 4)", "(2,)", "()".
-std::string tupleString(const std::vector<uint64_t> &Values);
+/// A shape (or strides) as Python prints one: "(3, 4)", "(2,)", "()".
+template <typename Int> std::string tupleString(const std::vector<Int> &Values) {
+  std::string S = "(";
+  for (size_t I = 0; I < Values.size(); ++I)
+    S += (I ? ", " : "") + std::to_string(Values[I]);
+  return S + (Values.size() == 1 ? ",)" : ")");
+}
 /// A dtype by numpy's name ("float32"); \p T's element type so, or
 /// "N-byte records".
 std::string dtypeString(const py::dtype &Type);

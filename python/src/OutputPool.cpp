@@ -284,7 +284,7 @@ void *takeResult(const py::dtype &Type, const std::vector<py::ssize_t> &Shape, s
     std::snprintf(Size, sizeof(Size), "%.1f %s", Amount, Units[Unit]);
     const std::string Message =
         std::string("cannot allocate ") + Size + " for the result, of shape " +
-        tupleString({Shape.begin(), Shape.end()}) + " and dtype " + dtypeString(Type);
+        tupleString<uint64_t>({Shape.begin(), Shape.end()}) + " and dtype " + dtypeString(Type);
     PyErr_SetString(PyExc_MemoryError, Message.c_str());
     throw py::error_already_set();
   }
