@@ -150,11 +150,8 @@ public:
   }
 
 private:
-  Status refused(const DebugLoc &L, const std::string &What) const {
-    return refusedAt(File, L, What);
-  }
   Status refused(const Instruction &I, const std::string &What) const {
-    return refused(I.getDebugLoc(), What);
+    return refusedAt(File, I.getDebugLoc(), What);
   }
 
   /// The stack slots (every local of the source, all inlined into the
@@ -182,9 +179,10 @@ private:
       if (auto *I = dyn_cast<Instruction>(U);
           I && I->getDebugLoc() && (!At || I->getDebugLoc().getLine() < At.getLine()))
         At = I->getDebugLoc();
-    return refused(At, "has local variables of " + std::to_string(Total) + " bytes, more than " +
-                           std::to_string(CheckedEpilogueStackBytes) +
-                           " on the stack of the kernel's thread");
+    return refusedAt(File, At,
+                     "has local variables of " + std::to_string(Total) + " bytes, more than " +
+                         std::to_string(CheckedEpilogueStackBytes) +
+                         " on the stack of the kernel's thread");
   }
 
   /// The constructs whose effect no test before them can bound.

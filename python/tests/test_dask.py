@@ -377,9 +377,9 @@ def test_indices_of_unknown_chunk_sizes_gather_by_rows(client):
                                            dtype=np.int64, chunks=(rows.chunks[0], (2,)))
     np.testing.assert_array_equal(gjd.take_along_axis(rows, top, 1).compute(),
                                   x[2:, [3, 2]])
-    # A bad index is named in the whole indices array, whose blocks' sizes
-    # the tasks read from the blocks (they were named nan).
-    # One bad index, in the third block of rows (x's row 7, the 6th kept).
+    # A bad index is named in the whole indices array, its block's offset
+    # summed from the blocks' shapes: one bad index, in the third block of
+    # rows (x's row 7, the 6th kept).
     bad = rows.map_blocks(lambda b: np.where(b[:, :2] == 28, 9, 0).astype(np.int64),
                           dtype=np.int64, chunks=(rows.chunks[0], (2,)))
     with pytest.raises(IndexError, match=r"^indices\[5, 0\] = 9 is out of range for axis 1"):
