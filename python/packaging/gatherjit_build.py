@@ -95,31 +95,45 @@ def _record_line(arc, data):
     return f"{arc},sha256={digest},{len(data)}"
 
 
+def _write_then_rename(target, write):
+    """Calls write(path) for a temporary path beside target, then renames it
+    to target: never a partial file, and none left behind by an error."""
+    part = target + ".part"
+    try:
+        write(part)
+        os.replace(part, target)
+    except BaseException:
+        if os.path.exists(part):
+            os.unlink(part)
+        raise
+
+
 def _write_wheel(wheel_directory, files):
     """Writes a wheel of the files, (name in the wheel, bytes, executable),
-    with its metadata and record; returns its file name. Written to a
-    temporary name and renamed: never a partial wheel."""
+    with its metadata and record; returns its file name."""
     version = _version()
     dist_info = f"{NAME}-{version}.dist-info"
     wheel_name = f"{NAME}-{version}-{_tag()}.whl"
-    target = os.path.join(wheel_directory, wheel_name)
-    records = []
-    with zipfile.ZipFile(target + ".part", "w", zipfile.ZIP_DEFLATED) as whl:
-        def add(arc, data, executable=False):
-            info = zipfile.ZipInfo(arc, date_time=(2020, 1, 1, 0, 0, 0))
-            info.external_attr = ((0o755 if executable else 0o644) | 0o100000) << 16
-            info.compress_type = zipfile.ZIP_DEFLATED
-            whl.writestr(info, data)
-            records.append(_record_line(arc, data))
 
-        for arc, data, executable in files:
-            add(arc, data, executable)
-        add(f"{dist_info}/METADATA", _metadata().encode())
-        add(f"{dist_info}/WHEEL", (f"Wheel-Version: 1.0\nGenerator: gatherjit_build\n"
-                                   f"Root-Is-Purelib: false\nTag: {_tag()}\n").encode())
-        records.append(f"{dist_info}/RECORD,,")
-        whl.writestr(f"{dist_info}/RECORD", "\n".join(records) + "\n")
-    os.replace(target + ".part", target)
+    def write(path):
+        records = []
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as whl:
+            def add(arc, data, executable=False):
+                info = zipfile.ZipInfo(arc, date_time=(2020, 1, 1, 0, 0, 0))
+                info.external_attr = ((0o755 if executable else 0o644) | 0o100000) << 16
+                info.compress_type = zipfile.ZIP_DEFLATED
+                whl.writestr(info, data)
+                records.append(_record_line(arc, data))
+
+            for arc, data, executable in files:
+                add(arc, data, executable)
+            add(f"{dist_info}/METADATA", _metadata().encode())
+            add(f"{dist_info}/WHEEL", (f"Wheel-Version: 1.0\nGenerator: gatherjit_build\n"
+                                       f"Root-Is-Purelib: false\nTag: {_tag()}\n").encode())
+            record = "\n".join(records + [f"{dist_info}/RECORD,,"]) + "\n"
+            add(f"{dist_info}/RECORD", record.encode())
+
+    _write_then_rename(os.path.join(wheel_directory, wheel_name), write)
     return wheel_name
 
 
@@ -214,7 +228,6 @@ def _source_files():
 
 def build_sdist(sdist_directory, config_settings=None):
     base = f"{NAME}-{_version()}"
-    target = os.path.join(sdist_directory, base + ".tar.gz")
     mtime = int(os.environ.get("SOURCE_DATE_EPOCH", "1577836800"))  # 2020-01-01
 
     def entry(name, mode, size=0):
@@ -222,15 +235,17 @@ def build_sdist(sdist_directory, config_settings=None):
         info.mode, info.size, info.mtime = mode, size, mtime
         return info
 
-    with tarfile.open(target + ".part", "w:gz", format=tarfile.PAX_FORMAT) as tar:
-        metadata = _metadata().encode()
-        tar.addfile(entry("PKG-INFO", 0o644, len(metadata)), io.BytesIO(metadata))
-        for name in _source_files():
-            path = os.path.join(ROOT, name)
-            executable = os.access(path, os.X_OK)
-            with open(path, "rb") as f:
-                tar.addfile(entry(name, 0o755 if executable else 0o644, os.path.getsize(path)), f)
-    os.replace(target + ".part", target)
+    def write(path):
+        with tarfile.open(path, "w:gz", format=tarfile.PAX_FORMAT) as tar:
+            metadata = _metadata().encode()
+            tar.addfile(entry("PKG-INFO", 0o644, len(metadata)), io.BytesIO(metadata))
+            for name in _source_files():
+                source = os.path.join(ROOT, name)
+                mode = 0o755 if os.access(source, os.X_OK) else 0o644
+                with open(source, "rb") as f:
+                    tar.addfile(entry(name, mode, os.path.getsize(source)), f)
+
+    _write_then_rename(os.path.join(sdist_directory, base + ".tar.gz"), write)
     return base + ".tar.gz"
 
 
