@@ -53,7 +53,9 @@ def _tag():
 def _metadata():
     return (f"Metadata-Version: 2.1\nName: {NAME}\nVersion: {_version()}\n"
             "Summary: Tensor gather operators (DirectML, ONNX) compiled to native code at "
-            "run time\nLicense: Apache-2.0\nRequires-Python: >=3.9\nRequires-Dist: numpy\n")
+            "run time\nLicense: Apache-2.0\nRequires-Python: >=3.9\nRequires-Dist: numpy\n"
+            "Provides-Extra: dask\nRequires-Dist: dask[array]; extra == \"dask\"\n"
+            "Provides-Extra: torch\nRequires-Dist: torch; extra == \"torch\"\n")
 
 
 def _build():

@@ -109,3 +109,20 @@ def test_the_editable_wheel_imports_the_sources_with_the_built_module(tmp_path, 
     assert out[1].startswith(os.path.join(build, "python", "gatherjit", "_native"))
     assert out[2] == os.path.join(source, "bench.py")
     assert out[3] == "[4.0, 0.0, 2.0]"
+
+
+def test_the_metadata_says_what_pyproject_declares(sdist):
+    tomllib = pytest.importorskip("tomllib")
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        project = tomllib.load(f)["project"]
+    _, path = sdist
+    info = members(path)[f"gatherjit-{gj.__version__}/PKG-INFO"][1].decode().splitlines()
+    fields = [tuple(line.split(": ", 1)) for line in info]
+    assert ("Name", project["name"]) in fields
+    assert ("Summary", project["description"]) in fields
+    assert ("Requires-Python", project["requires-python"]) in fields
+    declared = list(project["dependencies"])
+    for extra, requirements in project["optional-dependencies"].items():
+        assert ("Provides-Extra", extra) in fields
+        declared += [f'{r}; extra == "{extra}"' for r in requirements]
+    assert sorted(v for k, v in fields if k == "Requires-Dist") == sorted(declared)
