@@ -1,9 +1,11 @@
 //===- runtime/System.cpp - What gatherjit asks of the operating system --===//
 
 #include "runtime/System.h"
+#include "gatherjit/Runtime.h"
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -207,6 +209,22 @@ std::string defaultCacheDir() {
   if (const char *Home = std::getenv("HOME"); Home && *Home)
     return std::string(Home) + "/.cache/gatherjit";
   return "";
+}
+
+Expected<uint64_t> defaultCacheLimit(uint64_t Default) {
+  const char *Text = std::getenv("GATHERJIT_CACHE_LIMIT_MIB");
+  if (!Text || !*Text)
+    return Default;
+  constexpr uint64_t MaxMiB = uint64_t(1) << 40;
+  const char *End = Text + std::strlen(Text);
+  uint64_t MiB = 0;
+  // from_chars takes no sign, space or exponent: "-1", " 5" and "1e3" are
+  // refused, as the command line's integers are.
+  auto [Ptr, Err] = std::from_chars(Text, End, MiB);
+  if (Err != std::errc() || Ptr != End || MiB > MaxMiB)
+    return Status::invalidArgument("GATHERJIT_CACHE_LIMIT_MIB: " + quote(Text, 40) +
+                                   " is not an integer in 0.." + std::to_string(MaxMiB));
+  return MiB << 20;
 }
 
 uint64_t hash64(std::string_view Bytes) {

@@ -130,6 +130,12 @@ struct RuntimeOptions {
 /// or ~/.cache/gatherjit, the first that is set ("" for none).
 std::string defaultCacheDir();
 
+/// The bytes that directory keeps (RuntimeOptions::CacheDirLimit) where the
+/// command line and the Python package use it: GATHERJIT_CACHE_LIMIT_MIB in
+/// MiB (0: no limit) where it is set, else \p Default. An error naming the
+/// variable and its value where that is no integer in 0..2^40.
+Expected<uint64_t> defaultCacheLimit(uint64_t Default);
+
 struct CacheStats {
   uint64_t Hits = 0;
   uint64_t Misses = 0;

@@ -808,8 +808,9 @@ def set_cache_dir(path):
     """The directory where compiled kernels persist across processes, before
     the first kernel is compiled; None keeps none. The default is the
     command line's: none under GATHERJIT_NO_CACHE, else
-    GATHERJIT_CACHE_DIR, $XDG_CACHE_HOME/gatherjit or ~/.cache/gatherjit
-    (bounded to 256 MiB, least recently used entries removed past it).
+    GATHERJIT_CACHE_DIR, $XDG_CACHE_HOME/gatherjit or ~/.cache/gatherjit,
+    bounded to GATHERJIT_CACHE_LIMIT_MIB MiB (0: no bound; default 256),
+    least recently used entries removed past it.
     Returns False (and changes nothing) once the runtime exists."""
     return _native.set_cache_dir(None if path is None else _os.fspath(path))
 

@@ -46,12 +46,21 @@ RuntimeOptions &runtimeOptions() {
 }
 std::atomic<bool> RuntimeCreated{false};
 
+/// The options a runtime of the process is created with: runtimeOptions(),
+/// the cache directory bounded by GATHERJIT_CACHE_LIMIT_MIB as the command
+/// line's is (a ValueError naming the variable where it is no size).
+static RuntimeOptions creationOptions() {
+  RuntimeOptions O = runtimeOptions();
+  O.CacheDirLimit = take(defaultCacheLimit(O.CacheDirLimit));
+  return O;
+}
+
 /// The process's runtime, created on first use.
 Runtime &runtime() {
   static std::once_flag Once;
   static std::unique_ptr<Runtime> RT;
   std::call_once(Once, [] {
-    RT = take(Runtime::create(runtimeOptions()));
+    RT = take(Runtime::create(creationOptions()));
     RuntimeCreated = true;
   });
   return *RT;
@@ -66,7 +75,7 @@ Runtime &deviceRuntime(const std::string &Device) {
   std::lock_guard<std::mutex> Lock(Mutex);
   std::unique_ptr<Runtime> &RT = Runtimes[Device == "cuda" ? "cuda:0" : Device];
   if (!RT) {
-    RuntimeOptions O = runtimeOptions();
+    RuntimeOptions O = creationOptions();
     O.Device = Device;
     RT = take(Runtime::create(O));
     RuntimeCreated = true;

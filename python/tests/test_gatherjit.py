@@ -815,6 +815,42 @@ def test_a_second_process_loads_kernels_from_the_cache_directory(tmp_path):
     assert none[0] == "" and none[1] == "0 0"
 
 
+def test_the_cache_directory_keeps_the_command_lines_limit(tmp_path):
+    import subprocess
+    import sys
+    script = (
+        "import numpy as np, gatherjit as gj\n"
+        "gj.set_specialize('compile')\n"
+        "try:\n"
+        "    gj.take_along_axis(np.zeros((300, 64), np.float32), np.zeros((300, 16), np.int64), 1)\n"
+        "    print(gj.stats()['disk_stores'])\n"
+        "except ValueError as e:\n"
+        "    print(e)\n")
+
+    def run(limit):
+        kernels = tmp_path / f"kernels-{limit}"
+        kernels.mkdir()
+        # An entry of 2 MiB, older than what the run stores.
+        old = kernels / "old.gjk"
+        old.write_bytes(b"\0" * (2 << 20))
+        os.utime(old, (1, 1))
+        env = dict(os.environ, GATHERJIT_CACHE_DIR=str(kernels), GATHERJIT_CACHE_LIMIT_MIB=limit)
+        env.pop("GATHERJIT_NO_CACHE", None)
+        out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                             text=True, check=True).stdout.splitlines()
+        return out, old.exists()
+
+    # Past a limit of 1 MiB the store removes the least recently used entry;
+    # with none (0), or unset (256 MiB), it stays.
+    assert run("1") == (["1"], False)
+    assert run("0") == (["1"], True)
+    assert run("") == (["1"], True)
+    # A value that is no size is the first call's ValueError, named as the
+    # command line names it.
+    assert run("lots") == (["GATHERJIT_CACHE_LIMIT_MIB: 'lots' is not an integer in "
+                            "0..1099511627776"], True)
+
+
 def test_a_process_that_cannot_make_threads_still_gathers():
     # A stack limit past the address space: every thread the process asks
     # for fails, as under a container's process limit. Results split

@@ -66,25 +66,13 @@ std::string cacheDirFor(const EngineFlags &E) {
   return defaultCacheDir();
 }
 
-/// GATHERJIT_CACHE_LIMIT_MIB, the cache's size in MiB (0: no limit).
-Expected<uint64_t> cacheLimitFromEnv(uint64_t Default) {
-  const char *Text = std::getenv("GATHERJIT_CACHE_LIMIT_MIB");
-  if (!Text || !*Text)
-    return Default;
-  std::string Value = Text;
-  const std::string Problem = integerIn(0, int64_t(1) << 40)(Value);
-  if (!Problem.empty())
-    return Status::invalidArgument("GATHERJIT_CACHE_LIMIT_MIB: " + Problem);
-  return std::stoull(Value) << 20;
-}
-
 Expected<RuntimeOptions> runtimeOptions(const EngineFlags &E) {
   RuntimeOptions Options;
   Options.Opt = *parseOptLevel(E.Opt);
   Options.Threads = E.Threads;
   (void)parseSpecialize(E.Specialize, Options.Specialization); // Checked by the parser.
   Options.CacheDir = cacheDirFor(E);
-  Expected<uint64_t> Limit = cacheLimitFromEnv(Options.CacheDirLimit);
+  Expected<uint64_t> Limit = defaultCacheLimit(Options.CacheDirLimit);
   if (!Limit)
     return Limit.status();
   Options.CacheDirLimit = *Limit;
