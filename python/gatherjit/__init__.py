@@ -151,6 +151,10 @@ def _array(x, name="data", writable=False):
     if _torch_tensor(x):
         if x.device.type != "cpu":
             raise ValueError(f"{name} is on {x.device}; gatherjit runs on CPU memory")
+        if x.layout != _sys.modules["torch"].strided:
+            raise TypeError(f"{name} is a tensor of layout {x.layout}; gatherjit "
+                            + ("writes into strided (dense) tensors" if writable else
+                               f"gathers strided (dense) tensors: pass {name}.to_dense()"))
         if writable and x.requires_grad:
             raise RuntimeError(f"{name} requires grad: gatherjit's functions with out= do not "
                                "support automatic differentiation (as torch's refuse them)")

@@ -201,6 +201,21 @@ def test_errors_are_python_exceptions():
         gj.take(torch.zeros(3, device="meta"), torch.tensor([0]))
 
 
+def test_sparse_tensors_are_refused_by_name():
+    data, ids = torch.arange(6.).reshape(2, 3), torch.tensor([[0, 2], [1, 1]])
+    sparse = data.to_sparse()
+    for d in (sparse, sparse.clone().requires_grad_()):
+        with pytest.raises(TypeError, match=r"^data is a tensor of layout torch.sparse_coo; "
+                                            r"gatherjit gathers strided \(dense\) tensors: "
+                                            r"pass data.to_dense\(\)$"):
+            gjt.gather_elements(d, ids, 1)
+    with pytest.raises(TypeError, match="^indices is a tensor of layout torch.sparse_coo"):
+        gj.take_along_axis(data, ids.to_sparse(), 1)
+    with pytest.raises(TypeError, match=r"^out is a tensor of layout torch.sparse_coo; "
+                                        r"gatherjit writes into strided \(dense\) tensors$"):
+        gj.take_along_axis(data, ids, 1, out=torch.zeros(2, 2).to_sparse())
+
+
 def test_bad_arguments_raise_the_same_errors_with_or_without_autograd():
     # With data that requires grad the functions are autograd.Functions,
     # whose bookkeeping must not fail before the kernel names the problem.
