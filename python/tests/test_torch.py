@@ -610,10 +610,8 @@ def test_a_compiled_kernel_runs_on_each_calls_tensors_and_checks_their_layouts()
     # A tensor without strided storage has no data pointer to read: the
     # general path names its layout.
     sparse = data.contiguous().to_sparse()
-    with pytest.raises(TypeError, match="Sparse layout"):
+    with pytest.raises(TypeError, match="^data is a tensor of layout torch.sparse_coo"):
         k(sparse, ids)
-    with pytest.raises(TypeError, match="Sparse layout"):
-        gjt.gather_elements(sparse, ids, 1)
     # Narrow indices are copied to the kernel's width: every call takes the
     # general path, and reads its own indices.
     narrow = gj.compile("gather", data=((6, 3), "float64"), indices=((2,), "int32"))
