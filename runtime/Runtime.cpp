@@ -16,6 +16,7 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include <cstdio>
+#include <new>
 #include <system_error>
 #include <thread>
 
@@ -200,10 +201,15 @@ Expected<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions &Options
   if (Options.Specialization != Specialize::Never)
     I->Upgrades->start();
   if (Options.WarmUp) {
-    // Only a head start: without a thread, the first kernel's compile does
-    // the same work.
+    // Only a head start: without a thread, or without the memory to
+    // finish, the first kernel's compile does the same work.
     try {
-      I->WarmUpThread = std::thread([Impl = I.get()] { Impl->warmUp(); });
+      I->WarmUpThread = std::thread([Impl = I.get()] {
+        try {
+          Impl->warmUp();
+        } catch (const std::bad_alloc &) {
+        }
+      });
     } catch (const std::system_error &) {
     }
   }

@@ -216,7 +216,12 @@ void BackgroundQueue::loop() {
       Jobs.pop_front();
       Running = true;
     }
-    Job();
+    try {
+      Job();
+    } catch (const std::bad_alloc &) {
+      // Memory ran out in the job (in LLVM, say): what it would have made
+      // is dropped, as where no thread can be made, and the queue runs on.
+    }
     {
       std::lock_guard<std::mutex> Lock(Mutex);
       Running = false;

@@ -73,7 +73,8 @@ private:
 ///
 /// Where no thread can be made (no address space left for its stack), the
 /// jobs are dropped: every job here is an upgrade the runtime can do
-/// without, and nothing waits for what it would have made.
+/// without, and nothing waits for what it would have made. A job that runs
+/// out of memory (std::bad_alloc) ends so; the next job runs.
 class BackgroundQueue {
 public:
   BackgroundQueue();

@@ -20,6 +20,7 @@
 
 #include <climits>
 #include <mutex>
+#include <new>
 #include <pthread.h>
 #include <system_error>
 #include <thread>
@@ -467,7 +468,7 @@ void prepareHostTarget(OptLevel Level, OptLevel First) {
         Host.join();
       },
       nullptr, nullptr);
-  auto Make = [&P, Level, First] {
+  auto Prepare = [&P, Level, First] {
     Expected<std::unique_ptr<llvm::TargetMachine>> TM = createTargetMachine({}, Level);
     if (!TM)
       return; // createCodeGenerator makes it again, and reports why not.
@@ -485,6 +486,13 @@ void prepareHostTarget(OptLevel Level, OptLevel First) {
     auto Gen = std::make_unique<CodeGenerator>(TM.take());
     if (Gen->build(First))
       P.Gen = std::move(Gen);
+  };
+  auto Make = [Prepare] {
+    try {
+      Prepare();
+    } catch (const std::bad_alloc &) {
+      // Out of memory on this thread: the first compile makes it instead.
+    }
   };
   // The maker only saves the first compile's time: where no thread can be
   // made, createCodeGenerator makes the code generator on the caller's

@@ -88,6 +88,21 @@ TEST(BackgroundQueue, RunsJobsInOrderOffTheCallersThread) {
   EXPECT_NE(*Threads.begin(), std::this_thread::get_id());
 }
 
+TEST(BackgroundQueue, AJobOutOfMemoryEndsAndTheNextRuns) {
+  BackgroundQueue Q;
+  std::promise<std::thread::id> Next;
+  std::thread::id Failed;
+  Q.push([&] {
+    Failed = std::this_thread::get_id();
+    throw std::bad_alloc();
+  });
+  Q.push([&] { Next.set_value(std::this_thread::get_id()); });
+  // Without the queue's catch the process ends at the throw.
+  EXPECT_EQ(Next.get_future().get(), Failed);
+  Q.drain();
+  Q.stop();
+}
+
 /// The threads of this process now.
 size_t threadCount() {
   size_t N = 0;
