@@ -19,7 +19,8 @@ rebuilds.
 
 GATHERJIT_WHEEL_BUILD_DIR chooses the CMake build directory (default:
 build-wheel in the source tree, kept so that a second build is
-incremental); CMAKE_ARGS adds configure arguments.
+incremental); CMAKE_ARGS adds configure arguments (split as a shell splits
+them, quotes kept together).
 """
 
 import base64
@@ -28,6 +29,7 @@ import hashlib
 import io
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -63,7 +65,7 @@ def _build():
     configure = ["cmake", "-S", ROOT, "-B", build, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
                  f"-DPython3_EXECUTABLE={sys.executable}", "-DGATHERJIT_BUILD_TESTS=OFF",
                  "-DGATHERJIT_BUILD_BENCH=OFF", "-DGATHERJIT_BUILD_EXAMPLES=OFF"]
-    configure += os.environ.get("CMAKE_ARGS", "").split()
+    configure += shlex.split(os.environ.get("CMAKE_ARGS", ""))
     subprocess.run(configure, check=True, stdout=sys.stderr)
     subprocess.run(["cmake", "--build", build, "--target", "gatherjit_python",
                     "gatherjit_epilogue"], check=True, stdout=sys.stderr)

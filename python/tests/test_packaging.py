@@ -126,3 +126,15 @@ def test_the_metadata_says_what_pyproject_declares(sdist):
         assert ("Provides-Extra", extra) in fields
         declared += [f'{r}; extra == "{extra}"' for r in requirements]
     assert sorted(v for k, v in fields if k == "Requires-Dist") == sorted(declared)
+
+
+def test_cmake_args_are_split_as_a_shell_splits_them(monkeypatch, tmp_path):
+    backend = backend_at(BACKEND, "gatherjit_build_args")
+    calls = []
+    monkeypatch.setattr(backend.subprocess, "run", lambda args, **kw: calls.append(args))
+    monkeypatch.setenv("GATHERJIT_WHEEL_BUILD_DIR", str(tmp_path))
+    monkeypatch.setenv("CMAKE_ARGS", "-DCMAKE_CXX_FLAGS='-O2 -g0'  -DGATHERJIT_EPILOGUES=OFF")
+    assert backend._build() == str(tmp_path)
+    configure = calls[0]
+    assert configure[:5] == ["cmake", "-S", ROOT, "-B", str(tmp_path)]
+    assert configure[-2:] == ["-DCMAKE_CXX_FLAGS=-O2 -g0", "-DGATHERJIT_EPILOGUES=OFF"]
