@@ -61,7 +61,8 @@ def _metadata():
 
 
 def _build():
-    build = os.environ.get("GATHERJIT_WHEEL_BUILD_DIR", os.path.join(ROOT, "build-wheel"))
+    build = os.path.abspath(os.environ.get("GATHERJIT_WHEEL_BUILD_DIR") or
+                            os.path.join(ROOT, "build-wheel"))
     configure = ["cmake", "-S", ROOT, "-B", build, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
                  f"-DPython3_EXECUTABLE={sys.executable}", "-DGATHERJIT_BUILD_TESTS=OFF",
                  "-DGATHERJIT_BUILD_BENCH=OFF", "-DGATHERJIT_BUILD_EXAMPLES=OFF"]

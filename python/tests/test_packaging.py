@@ -128,13 +128,18 @@ def test_the_metadata_says_what_pyproject_declares(sdist):
     assert sorted(v for k, v in fields if k == "Requires-Dist") == sorted(declared)
 
 
-def test_cmake_args_are_split_as_a_shell_splits_them(monkeypatch, tmp_path):
+def test_the_build_directory_is_absolute_and_cmake_args_split_as_a_shell_splits_them(
+        monkeypatch, tmp_path):
     backend = backend_at(BACKEND, "gatherjit_build_args")
     calls = []
     monkeypatch.setattr(backend.subprocess, "run", lambda args, **kw: calls.append(args))
-    monkeypatch.setenv("GATHERJIT_WHEEL_BUILD_DIR", str(tmp_path))
+    # A relative build directory, which the editable wheel's hook reads
+    # from wherever the user's process runs, is made absolute.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GATHERJIT_WHEEL_BUILD_DIR", "wheel-build")
     monkeypatch.setenv("CMAKE_ARGS", "-DCMAKE_CXX_FLAGS='-O2 -g0'  -DGATHERJIT_EPILOGUES=OFF")
-    assert backend._build() == str(tmp_path)
+    build = str(tmp_path / "wheel-build")
+    assert backend._build() == build
     configure = calls[0]
-    assert configure[:5] == ["cmake", "-S", ROOT, "-B", str(tmp_path)]
+    assert configure[:5] == ["cmake", "-S", ROOT, "-B", build]
     assert configure[-2:] == ["-DCMAKE_CXX_FLAGS=-O2 -g0", "-DGATHERJIT_EPILOGUES=OFF"]
