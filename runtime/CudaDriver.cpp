@@ -341,10 +341,10 @@ public:
     std::vector<Launch> Mine;
     {
       std::lock_guard<std::mutex> Lock(K->Mutex);
-      auto Ours = std::stable_partition(Pending.begin(), Pending.end(),
-                                        [](const Launch &L) { return L.Stream != CurrentStream; });
-      Mine.assign(Ours, Pending.end());
-      Pending.erase(Ours, Pending.end());
+      std::vector<Launch> Others;
+      for (const Launch &L : Pending)
+        (L.Stream == CurrentStream ? Mine : Others).push_back(L);
+      Pending = std::move(Others);
     }
     const CUresult Synced = synchronize();
     std::lock_guard<std::mutex> Lock(K->Mutex);
