@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <sstream>
 
 using namespace gatherjit::test;
 using ::testing::HasSubstr;
@@ -56,6 +57,21 @@ TEST(BenchCommand, WritesRowsReportAndChart) {
   EXPECT_THAT(Md, HasSubstr("cache hit"));
   EXPECT_THAT(Md, HasSubstr("In a fresh process"));
   EXPECT_EQ(Md, R.Out);
+  // The machine: the first CPU's model name, and its family and model
+  // numbers (a virtual machine's name alone can hide its generation).
+  std::string Name, Family, Model;
+  std::istringstream CpuInfo(slurp("/proc/cpuinfo"));
+  for (std::string Line; std::getline(CpuInfo, Line) && !Line.empty();) {
+    const size_t Colon = Line.find(": ");
+    if (Line.rfind("model name", 0) == 0)
+      Name = Line.substr(Colon + 2);
+    else if (Line.rfind("cpu family", 0) == 0)
+      Family = Line.substr(Colon + 2);
+    else if (Line.rfind("model\t", 0) == 0)
+      Model = Line.substr(Colon + 2);
+  }
+  if (!Name.empty() && !Family.empty() && !Model.empty())
+    EXPECT_THAT(Md, HasSubstr("\n\n" + Name + " (family " + Family + ", model " + Model + "), "));
   if (std::system("command -v gnuplot >/dev/null 2>&1") != 0)
     GTEST_SKIP() << "gnuplot is not installed: no chart to check";
   ASSERT_GE(Png.size(), 8u) << "no chart";

@@ -13,13 +13,28 @@
 namespace gatherjit {
 namespace {
 
+/// The first CPU's model name, with its family and model numbers where the
+/// system gives them: a virtual machine's name ("AMD EPYC") alone does not
+/// tell one generation of cores from the next.
 std::string cpuName() {
   std::ifstream In("/proc/cpuinfo");
-  std::string Line;
-  while (std::getline(In, Line))
+  std::string Line, Name, Family, Model;
+  while (std::getline(In, Line) && !Line.empty()) {
+    const size_t Colon = Line.find(':');
+    if (Colon == std::string::npos || Colon + 2 > Line.size())
+      continue;
+    const std::string Value = Line.substr(Colon + 2);
     if (Line.rfind("model name", 0) == 0)
-      return Line.substr(Line.find(':') + 2);
-  return "unknown CPU";
+      Name = Value;
+    else if (Line.rfind("cpu family", 0) == 0)
+      Family = Value;
+    else if (Line.rfind("model\t", 0) == 0)
+      Model = Value;
+  }
+  if (Name.empty())
+    return "unknown CPU";
+  return Family.empty() || Model.empty() ? Name
+                                         : Name + " (family " + Family + ", model " + Model + ")";
 }
 
 std::string fmt(const char *Format, double V) {
