@@ -70,8 +70,9 @@ TEST(BenchCommand, WritesRowsReportAndChart) {
     else if (Line.rfind("model\t", 0) == 0)
       Model = Line.substr(Colon + 2);
   }
-  if (!Name.empty() && !Family.empty() && !Model.empty())
+  if (!Name.empty() && !Family.empty() && !Model.empty()) {
     EXPECT_THAT(Md, HasSubstr("\n\n" + Name + " (family " + Family + ", model " + Model + "), "));
+  }
   if (std::system("command -v gnuplot >/dev/null 2>&1") != 0)
     GTEST_SKIP() << "gnuplot is not installed: no chart to check";
   ASSERT_GE(Png.size(), 8u) << "no chart";
