@@ -1,6 +1,7 @@
 //===- bench/Shapes.cpp - Walks over shapes that change ------------------===//
 
 #include "bench/Shapes.h"
+#include "bench/Suite.h"
 
 #include "compiler/spec/KernelSpec.h"
 #include "gatherjit/Interpreter.h"
@@ -350,7 +351,9 @@ std::string runShapeWalks(unsigned Rounds) {
       << fmtUs(median(FirstCall)) << " | " << fmtUs(median(Over)) << " | " << median(OverBudget)
       << " | " << fmtUs(median(NeverOver)) << " | " << median(NeverOverBudget) << " |\n";
   }
-  M << "\nIn-process through the C API, one runtime with default options (adaptive) and one "
+  M << "\n"
+    << machineName()
+    << ". In-process through the C API, one runtime with default options (adaptive) and one "
        "thread, no disk cache; medians of "
     << Rounds
     << " rounds; every 50th shape checked against the interpreter first. First walk: a fresh "

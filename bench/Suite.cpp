@@ -9,7 +9,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <thread>
+#include <unistd.h>
 
 namespace gatherjit::bench {
 
@@ -104,6 +106,28 @@ std::vector<double> interleavedMedianNs(const std::vector<std::function<void(uin
   for (std::vector<double> &S : Samples)
     Medians.push_back(median(std::move(S)));
   return Medians;
+}
+
+std::string machineName() {
+  std::ifstream In("/proc/cpuinfo");
+  std::string Line, Name, Family, Model;
+  while (std::getline(In, Line) && !Line.empty()) { // The first CPU's lines.
+    const size_t Colon = Line.find(':');
+    if (Colon == std::string::npos || Colon + 2 > Line.size())
+      continue;
+    const std::string Value = Line.substr(Colon + 2);
+    if (Line.rfind("model name", 0) == 0)
+      Name = Value;
+    else if (Line.rfind("cpu family", 0) == 0)
+      Family = Value;
+    else if (Line.rfind("model\t", 0) == 0)
+      Model = Value;
+  }
+  if (Name.empty())
+    Name = "unknown CPU";
+  else if (!Family.empty() && !Model.empty())
+    Name += " (family " + Family + ", model " + Model + ")";
+  return Name + ", " + std::to_string(::sysconf(_SC_NPROCESSORS_ONLN)) + " cores";
 }
 
 double memcpyGbps(unsigned Threads) {

@@ -75,6 +75,11 @@ GatherDesc probeGather(uint64_t Rows);
 /// Read + write bandwidth of a large memcpy split across \p Threads
 /// threads, in GB/s (1e9 bytes).
 double memcpyGbps(unsigned Threads = 1);
+/// The machine the results come from, as the reports name it: the first
+/// CPU's model name, with its family and model numbers where the system
+/// gives them (a virtual machine's "AMD EPYC" alone does not tell one
+/// generation of cores from the next), and the cores online.
+std::string machineName();
 /// The reads of a case whose elements are each read at a uniformly random
 /// place of a region larger than the core's caches hold close: Count reads
 /// of ElemBytes, Count / Regions of them within each of Regions regions of

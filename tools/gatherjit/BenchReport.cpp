@@ -8,34 +8,9 @@
 #include <ctime>
 #include <fstream>
 #include <sstream>
-#include <unistd.h>
 
 namespace gatherjit {
 namespace {
-
-/// The first CPU's model name, with its family and model numbers where the
-/// system gives them: a virtual machine's name ("AMD EPYC") alone does not
-/// tell one generation of cores from the next.
-std::string cpuName() {
-  std::ifstream In("/proc/cpuinfo");
-  std::string Line, Name, Family, Model;
-  while (std::getline(In, Line) && !Line.empty()) {
-    const size_t Colon = Line.find(':');
-    if (Colon == std::string::npos || Colon + 2 > Line.size())
-      continue;
-    const std::string Value = Line.substr(Colon + 2);
-    if (Line.rfind("model name", 0) == 0)
-      Name = Value;
-    else if (Line.rfind("cpu family", 0) == 0)
-      Family = Value;
-    else if (Line.rfind("model\t", 0) == 0)
-      Model = Value;
-  }
-  if (Name.empty())
-    return "unknown CPU";
-  return Family.empty() || Model.empty() ? Name
-                                         : Name + " (family " + Family + ", model " + Model + ")";
-}
 
 std::string fmt(const char *Format, double V) {
   char Buf[64];
@@ -133,8 +108,7 @@ std::string markdown(const SuiteReport &R, const LibraryTimes &Libraries, const 
                      const std::string &Date, const std::string &Png) {
   std::ostringstream M;
   M << "# gatherjit benchmark, " << Date << "\n\n"
-    << cpuName() << ", " << sysconf(_SC_NPROCESSORS_ONLN)
-    << " cores. Medians from one run of `gatherjit bench`; "
+    << bench::machineName() << ". Medians from one run of `gatherjit bench`; "
     << "GB/s = (2 x output bytes + index bytes) / time. Each case's generic and jit "
        "engines and a 256 MiB memcpy (read + write; the case's % of memcpy) are timed in "
        "interleaved rounds, so the shared machine's load weighs on all alike, each batch "
